@@ -1,0 +1,283 @@
+// Package chunkstore knows where PBS bytes live: the Store interface and its
+// local, S3 and GCS backends, the key and path layout rules (FORMAT.md §1.2,
+// §8.1) and the DataBlob codec (§2).
+package chunkstore
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// BlobKind identifies a DataBlob's format by its 8-byte magic (§2.1).
+type BlobKind int
+
+// The four DataBlob kinds in use (§2.1).
+const (
+	KindUncompressed BlobKind = iota + 1
+	KindCompressed
+	KindEncrypted
+	KindEncryptedCompressed
+)
+
+// Magic numbers, §2.1 / §10.1.
+var (
+	MagicUncompressed        = [8]byte{0x42, 0xab, 0x38, 0x07, 0xbe, 0x83, 0x70, 0xa1}
+	MagicCompressed          = [8]byte{0x31, 0xb9, 0x58, 0x42, 0x6f, 0xb6, 0xa3, 0x7f}
+	MagicEncrypted           = [8]byte{0x7b, 0x67, 0x85, 0xbe, 0x22, 0x2d, 0x4c, 0xf0}
+	MagicEncryptedCompressed = [8]byte{0xe6, 0x59, 0x1b, 0xbf, 0x0b, 0xbf, 0xd8, 0x0b}
+	magicAuth                = [8]byte{0x1f, 0x87, 0xee, 0xe2, 0x91, 0xce, 0x05, 0x02}
+	magicAuthCompressed      = [8]byte{0x7e, 0xa6, 0x0f, 0xbe, 0x91, 0x1f, 0xa9, 0x60}
+)
+
+// Header sizes in bytes, §2.2.
+const (
+	PlainHeaderSize     = 12
+	EncryptedHeaderSize = 44
+)
+
+// Encrypted reports whether blobs of this kind are AES-GCM encrypted.
+func (k BlobKind) Encrypted() bool { return k == KindEncrypted || k == KindEncryptedCompressed }
+
+// Compressed reports whether blobs of this kind carry a zstd frame.
+func (k BlobKind) Compressed() bool { return k == KindCompressed || k == KindEncryptedCompressed }
+
+// HeaderSize is 12 for plain kinds and 44 for encrypted kinds (§2.2).
+func (k BlobKind) HeaderSize() int {
+	if k.Encrypted() {
+		return EncryptedHeaderSize
+	}
+	return PlainHeaderSize
+}
+
+func (k BlobKind) String() string {
+	switch k {
+	case KindUncompressed:
+		return "uncompressed blob"
+	case KindCompressed:
+		return "zstd compressed blob"
+	case KindEncrypted:
+		return "encrypted blob"
+	case KindEncryptedCompressed:
+		return "zstd compressed encrypted blob"
+	}
+	return "unknown blob"
+}
+
+func (k BlobKind) magic() [8]byte {
+	switch k {
+	case KindUncompressed:
+		return MagicUncompressed
+	case KindCompressed:
+		return MagicCompressed
+	case KindEncrypted:
+		return MagicEncrypted
+	}
+	return MagicEncryptedCompressed
+}
+
+// Blob decoding errors; match them with errors.Is. Each error returned by the
+// codec wraps one of these with detail (magic, CRC values, sizes).
+var (
+	ErrTruncated     = errors.New("truncated blob")
+	ErrEmpty         = errors.New("empty blob (0 bytes)")
+	ErrUnknownMagic  = errors.New("unknown blob magic")
+	ErrObsoleteMagic = errors.New("obsolete blob magic")
+	ErrCRC           = errors.New("blob CRC mismatch")
+	ErrNoKey         = errors.New("encrypted blob but no key given")
+	ErrDecrypt       = errors.New("blob decryption failed (wrong key or damaged data)")
+	ErrDecompress    = errors.New("zstd decompression failed")
+	ErrTooLarge      = errors.New("decoded blob larger than allowed")
+)
+
+// MaxBlobSize is the largest plaintext the codec decodes or encodes: 128 MiB (§2.7).
+const MaxBlobSize = 128 << 20
+
+// Kind returns the kind of blob from its magic, or an error wrapping
+// ErrEmpty, ErrTruncated, ErrObsoleteMagic or ErrUnknownMagic.
+func Kind(blob []byte) (BlobKind, error) {
+	if len(blob) == 0 {
+		return 0, ErrEmpty
+	}
+	if len(blob) < PlainHeaderSize {
+		return 0, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(blob), PlainHeaderSize)
+	}
+	var m [8]byte
+	copy(m[:], blob)
+	var k BlobKind
+	switch m {
+	case MagicUncompressed:
+		k = KindUncompressed
+	case MagicCompressed:
+		k = KindCompressed
+	case MagicEncrypted:
+		k = KindEncrypted
+	case MagicEncryptedCompressed:
+		k = KindEncryptedCompressed
+	case magicAuth:
+		return 0, fmt.Errorf("%w: authenticated blob v1.0 (removed before PBS 1.0)", ErrObsoleteMagic)
+	case magicAuthCompressed:
+		return 0, fmt.Errorf("%w: zstd compressed authenticated blob v1.0 (removed before PBS 1.0)", ErrObsoleteMagic)
+	default:
+		return 0, fmt.Errorf("%w %x", ErrUnknownMagic, m)
+	}
+	if len(blob) < k.HeaderSize() {
+		return 0, fmt.Errorf("%w: %d bytes, %s header needs %d", ErrTruncated, len(blob), k, k.HeaderSize())
+	}
+	return k, nil
+}
+
+// Decoder decodes DataBlobs (§2.5). It owns a zstd decoder and scratch
+// buffers; use one per goroutine. The zero value is not usable: call NewDecoder.
+type Decoder struct {
+	zd      *zstd.Decoder
+	scratch []byte // ciphertext||tag for GCM
+	frame   []byte // decrypted zstd frame
+}
+
+// NewDecoder returns a single-goroutine blob decoder.
+func NewDecoder() (*Decoder, error) {
+	zd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxBlobSize), zstd.WithDecoderMaxWindow(MaxBlobSize))
+	if err != nil {
+		return nil, err
+	}
+	return &Decoder{zd: zd}, nil
+}
+
+// Close releases the zstd decoder.
+func (d *Decoder) Close() { d.zd.Close() }
+
+// Decode checks the CRC, decrypts with cc (needed for encrypted kinds) and
+// decompresses blob, appending the plaintext to dst[:0] — pass a buffer with
+// enough capacity to decode without allocating. maxSize (bytes, ≤ MaxBlobSize;
+// 0 means MaxBlobSize) bounds the plaintext. It returns the plaintext, the
+// blob kind, and an error wrapping one of the Err* values above.
+func (d *Decoder) Decode(dst, blob []byte, cc *crypto.Config, maxSize int) ([]byte, BlobKind, error) {
+	if maxSize <= 0 || maxSize > MaxBlobSize {
+		maxSize = MaxBlobSize
+	}
+	k, err := Kind(blob)
+	if err != nil {
+		return nil, 0, err
+	}
+	hs := k.HeaderSize()
+	stored := binary.LittleEndian.Uint32(blob[8:12])
+	if got := crc32.ChecksumIEEE(blob[hs:]); got != stored {
+		return nil, k, fmt.Errorf("%w: stored %08x, computed %08x", ErrCRC, stored, got)
+	}
+	payload := blob[hs:]
+	if k.Encrypted() {
+		if cc == nil {
+			return nil, k, ErrNoKey
+		}
+		out := dst[:0]
+		if k.Compressed() {
+			out = d.frame[:0]
+		}
+		var err error
+		out, d.scratch, err = cc.Open(out, blob[12:28], blob[28:44], payload, d.scratch)
+		if err != nil {
+			return nil, k, fmt.Errorf("%w", ErrDecrypt)
+		}
+		if !k.Compressed() {
+			if len(out) > maxSize {
+				return nil, k, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(out), maxSize)
+			}
+			return out, k, nil
+		}
+		d.frame = out
+		payload = out
+	}
+	if !k.Compressed() {
+		if len(payload) > maxSize {
+			return nil, k, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(payload), maxSize)
+		}
+		return append(dst[:0], payload...), k, nil
+	}
+	out, err := d.zd.DecodeAll(payload, dst[:0])
+	if err != nil {
+		return nil, k, fmt.Errorf("%w: %v", ErrDecompress, err)
+	}
+	if len(out) > maxSize {
+		return nil, k, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(out), maxSize)
+	}
+	return out, k, nil
+}
+
+// Encoder encodes DataBlobs (§2.4). Use one per goroutine; call NewEncoder.
+type Encoder struct {
+	ze  *zstd.Encoder
+	buf []byte
+}
+
+// NewEncoder returns a single-goroutine blob encoder using zstd at the
+// fastest level (PBS uses level 1).
+func NewEncoder() (*Encoder, error) {
+	ze, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(false))
+	if err != nil {
+		return nil, err
+	}
+	return &Encoder{ze: ze}, nil
+}
+
+// Close releases the zstd encoder.
+func (e *Encoder) Close() { e.ze.Close() }
+
+// Encode returns a new DataBlob holding data. With compress, the zstd frame is
+// kept only when strictly smaller than data (valid for every PBS version,
+// §2.4, §11.5). With cc non-nil the payload is AES-256-GCM encrypted under a
+// random 16-byte IV. data must be at most MaxBlobSize bytes.
+func (e *Encoder) Encode(data []byte, cc *crypto.Config, compress bool) ([]byte, error) {
+	var iv [crypto.IVSize]byte
+	if cc != nil {
+		if _, err := rand.Read(iv[:]); err != nil {
+			return nil, err
+		}
+	}
+	return e.encodeIV(data, cc, compress, &iv)
+}
+
+func (e *Encoder) encodeIV(data []byte, cc *crypto.Config, compress bool, iv *[crypto.IVSize]byte) ([]byte, error) {
+	if len(data) > MaxBlobSize {
+		return nil, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(data), MaxBlobSize)
+	}
+	payload := data
+	compressed := false
+	if compress {
+		e.buf = e.ze.EncodeAll(data, e.buf[:0])
+		if len(e.buf) < len(data) {
+			payload, compressed = e.buf, true
+		}
+	}
+	var k BlobKind
+	switch {
+	case cc != nil && compressed:
+		k = KindEncryptedCompressed
+	case cc != nil:
+		k = KindEncrypted
+	case compressed:
+		k = KindCompressed
+	default:
+		k = KindUncompressed
+	}
+	hs := k.HeaderSize()
+	out := make([]byte, hs, hs+len(payload)+crypto.TagSize)
+	m := k.magic()
+	copy(out, m[:])
+	if cc != nil {
+		var tag [crypto.TagSize]byte
+		out, tag = cc.Seal(out, iv, payload)
+		copy(out[12:28], iv[:])
+		copy(out[28:44], tag[:])
+	} else {
+		out = append(out, payload...)
+	}
+	binary.LittleEndian.PutUint32(out[8:12], crc32.ChecksumIEEE(out[hs:]))
+	return out, nil
+}

@@ -1,0 +1,257 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// Local is a datastore directory on a filesystem (§1). It reads chunks from
+// ".chunks/<4hex>/<digest>", ignoring ".bad", ".using" and temp files, and
+// treats 0-byte chunk files as absent data (§1.2).
+type Local struct {
+	root string
+	lock *os.File
+}
+
+// OpenLocal opens the datastore directory root. With create, a missing
+// datastore is created in the PBS layout (".chunks" with its 65536 prefix
+// directories, ".lock") and a shared fcntl read lock is held on ".lock" until
+// Close, as PBS expects of writers (§9). Without create, root must exist and
+// nothing is written.
+func OpenLocal(root string, create bool) (*Local, error) {
+	st, err := os.Stat(root)
+	switch {
+	case err == nil && !st.IsDir():
+		return nil, fmt.Errorf("datastore %s: not a directory", root)
+	case err != nil && !(create && errors.Is(err, fs.ErrNotExist)):
+		return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
+	}
+	l := &Local{root: root}
+	if !create {
+		return l, nil
+	}
+	if err := l.create(); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("datastore %s: %w", root, err)
+	}
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("datastore %s: cannot take shared lock on .lock (garbage collection running?): %v", root, err)
+	}
+	l.lock = f
+	return l, nil
+}
+
+func (l *Local) create() error {
+	chunks := filepath.Join(l.root, ".chunks")
+	if _, err := os.Stat(filepath.Join(chunks, "ffff")); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(chunks, 0o750); err != nil {
+		return fmt.Errorf("datastore %s: %w", l.root, err)
+	}
+	for i := 0; i < 1<<16; i++ {
+		if err := os.Mkdir(filepath.Join(chunks, fmt.Sprintf("%04x", i)), 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("datastore %s: %w", l.root, err)
+		}
+	}
+	return nil
+}
+
+// Root returns the datastore directory.
+func (l *Local) Root() string { return l.root }
+
+func (l *Local) String() string { return l.root }
+
+// ChunkLocation returns the chunk's file path.
+func (l *Local) ChunkLocation(d crypto.Digest) string {
+	return filepath.Join(l.root, ChunkRelPath(d))
+}
+
+func mapErr(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %v", ErrDenied, err)
+	}
+	return err
+}
+
+// ReadChunk reads the chunk file for d into buf (see Store.ReadChunk).
+func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+	p := l.ChunkLocation(d)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", d, mapErr(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %v", d, err)
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil, fmt.Errorf("chunk %s: %s: %w (evicted-chunk marker or corruption)", d, p, ErrEmpty)
+	}
+	if size > MaxBlobSize+EncryptedHeaderSize {
+		return nil, fmt.Errorf("chunk %s: %s: %w: file is %d bytes", d, p, ErrTooLarge, size)
+	}
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, fmt.Errorf("chunk %s: %s: %v", d, p, err)
+	}
+	return buf, nil
+}
+
+func (l *Local) abs(rel string) (string, error) {
+	clean := filepath.Clean("/" + rel)[1:]
+	if clean == "" || clean != strings.TrimSuffix(rel, "/") || strings.HasPrefix(clean, ".chunks") {
+		return "", fmt.Errorf("invalid content path %q", rel)
+	}
+	return filepath.Join(l.root, clean), nil
+}
+
+// OpenFile opens a content file (see Store.OpenFile).
+func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error) {
+	p, err := l.abs(rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", p, mapErr(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: not a regular file", p)
+	}
+	return f, st.Size(), nil
+}
+
+// ListFiles walks the directory dir (see Store.ListFiles).
+func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
+	base, err := l.abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []FileInfo
+	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == base {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if de.IsDir() {
+			if de.Name() == ".chunks" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !de.Type().IsRegular() {
+			return nil
+		}
+		info, err := de.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(l.root, p)
+		out = append(out, FileInfo{Path: filepath.ToSlash(rel), Size: info.Size()})
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", base, err)
+	}
+	return out, nil
+}
+
+// WriteChunk writes the chunk file atomically unless a non-empty one exists;
+// an existing chunk gets its atime refreshed (§1.2, §9).
+func (l *Local) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
+	p := l.ChunkLocation(d)
+	if st, err := os.Stat(p); err == nil && st.Size() > 0 {
+		now := unix.NsecToTimespec(time.Now().UnixNano())
+		omit := unix.Timespec{Nsec: unix.UTIME_OMIT}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{now, omit}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return true, fmt.Errorf("chunk %s: touch %s: %v", d, p, err)
+		}
+		return true, nil
+	}
+	if err := writeAtomic(p, blob, 0o640); err != nil {
+		return false, fmt.Errorf("chunk %s: %w", d, err)
+	}
+	return false, nil
+}
+
+// WriteFile writes a content file atomically, creating its directories.
+func (l *Local) WriteFile(ctx context.Context, rel string, data []byte) error {
+	p, err := l.abs(rel)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(p, data, 0o644)
+}
+
+func writeAtomic(p string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+
+// Close releases the datastore lock, if held.
+func (l *Local) Close() error {
+	if l.lock != nil {
+		err := l.lock.Close()
+		l.lock = nil
+		return err
+	}
+	return nil
+}

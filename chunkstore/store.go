@@ -1,0 +1,89 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// ErrNotFound is wrapped by every Store error for a chunk, file or object
+// that does not exist. It is never retried.
+var ErrNotFound = errors.New("not found")
+
+// ErrDenied is wrapped by Store errors for access that was refused (HTTP 403,
+// EACCES). It is never retried.
+var ErrDenied = errors.New("access denied")
+
+// FileInfo is one content file of a datastore: Path is datastore-relative
+// with '/' separators (e.g. "ns/prod/vm/100/2026-11-29T10:00:00Z/index.json.blob"),
+// Size in bytes.
+type FileInfo struct {
+	Path string
+	Size int64
+}
+
+// Store is where a datastore's bytes live: a directory, or a bucket prefix in
+// either the PBS 4 S3 layout (§8.1) or a plain copy of a datastore directory
+// (§1). Content paths are datastore-relative ("vm/100/<time>/index.json.blob");
+// chunks are addressed by digest. Implementations are safe for concurrent use.
+type Store interface {
+	// String names the store for messages, e.g. "/mnt/datastore" or "s3://bucket/prefix".
+	String() string
+	// ChunkLocation names where the chunk for d lives (file path or object
+	// URL), for error messages.
+	ChunkLocation(d crypto.Digest) string
+	// ReadChunk reads the encoded chunk (a DataBlob) for d, appending it to
+	// buf[:0], and returns it. A missing chunk returns an error wrapping
+	// ErrNotFound; a 0-byte chunk file or object returns one wrapping ErrEmpty.
+	ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error)
+	// OpenFile opens the content file rel for streaming and returns its size
+	// in bytes. A missing file returns an error wrapping ErrNotFound.
+	OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error)
+	// ListFiles returns every content file below the datastore-relative
+	// directory dir (recursively, any order). dir must not be empty, and
+	// listing never descends into ".chunks". A missing dir yields no files.
+	ListFiles(ctx context.Context, dir string) ([]FileInfo, error)
+	// WriteChunk stores the encoded chunk blob for d unless a chunk with that
+	// digest already exists, in which case it reports existed = true and
+	// leaves the stored chunk as it is (on a filesystem it refreshes its atime
+	// so that garbage collection keeps it, §9).
+	WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (existed bool, err error)
+	// WriteFile stores the content file rel, replacing any existing one
+	// atomically (temp file + rename on a filesystem).
+	WriteFile(ctx context.Context, rel string, data []byte) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// ChunkRelPath returns the datastore-relative path of a chunk:
+// ".chunks/<first 4 hex>/<64 hex>" (§1.2, §8.1).
+func ChunkRelPath(d crypto.Digest) string {
+	h := d.String()
+	return path.Join(".chunks", h[:4], h)
+}
+
+// ReadFile reads the whole content file rel from s.
+func ReadFile(ctx context.Context, s Store, rel string) ([]byte, error) {
+	r, size, err := s.OpenFile(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}

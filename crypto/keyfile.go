@@ -1,0 +1,270 @@
+package crypto
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/scrypt"
+)
+
+// KDF names as used on the command line (§5.3): "scrypt", "pbkdf2", "none".
+const (
+	KDFScrypt = "scrypt"
+	KDFPBKDF2 = "pbkdf2"
+	KDFNone   = "none"
+)
+
+// MinPassphraseLen is the shortest passphrase the official client accepts (bytes).
+const MinPassphraseLen = 5
+
+// Errors returned when opening a key file. They are wrapped with the file's context.
+var (
+	ErrWrongPassphrase    = errors.New("wrong passphrase (key file decryption failed)")
+	ErrKeyFingerprint     = errors.New("key file contains wrong fingerprint (stored fingerprint does not match the key)")
+	ErrPassphraseNeeded   = errors.New("key file is passphrase-protected: set PBS_ENCRYPTION_PASSWORD or enter it at the prompt")
+	ErrUnsupportedKDF     = errors.New("unsupported key derivation function")
+	ErrPassphraseTooShort = fmt.Errorf("passphrase must be at least %d bytes", MinPassphraseLen)
+)
+
+// ScryptParams are the scrypt parameters stored in a key file (§5.3).
+type ScryptParams struct {
+	N    uint64 `json:"n"`
+	R    uint64 `json:"r"`
+	P    uint64 `json:"p"`
+	Salt b64    `json:"salt"`
+}
+
+// PBKDF2Params are the PBKDF2-HMAC-SHA256 parameters stored in a key file (§5.3).
+type PBKDF2Params struct {
+	Iter int `json:"iter"`
+	Salt b64 `json:"salt"`
+}
+
+// KDF is the externally tagged key-derivation enum of a key file: exactly one
+// field is set (§5.3).
+type KDF struct {
+	Scrypt *ScryptParams `json:"Scrypt,omitempty"`
+	PBKDF2 *PBKDF2Params `json:"PBKDF2,omitempty"`
+}
+
+// KeyFile is a PBS key file (encryption-key.json), §5.3. Data holds the raw
+// key when KDF is nil, otherwise IV(16) || tag(16) || ciphertext(32).
+type KeyFile struct {
+	KDF         *KDF   `json:"kdf"`
+	Created     string `json:"created"`
+	Modified    string `json:"modified"`
+	Data        b64    `json:"data"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Hint        string `json:"hint,omitempty"`
+}
+
+// b64 is standard base64 with padding on output, padding optional on input.
+type b64 []byte
+
+func (b b64) MarshalJSON() ([]byte, error) {
+	return json.Marshal(base64.StdEncoding.EncodeToString(b))
+}
+
+func (b *b64) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	v, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+	if err != nil {
+		return fmt.Errorf("base64: %v", err)
+	}
+	*b = v
+	return nil
+}
+
+// ParseKeyFile parses key-file JSON. Unknown fields are ignored; a kdf other
+// than null, Scrypt or PBKDF2 returns ErrUnsupportedKDF.
+func ParseKeyFile(data []byte) (*KeyFile, error) {
+	var raw struct {
+		KDF json.RawMessage `json:"kdf"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("parse key file: %v", err)
+	}
+	var k KeyFile
+	if err := json.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("parse key file: %v", err)
+	}
+	if k.KDF != nil && (k.KDF.Scrypt == nil) == (k.KDF.PBKDF2 == nil) {
+		return nil, fmt.Errorf("parse key file: %w: %s", ErrUnsupportedKDF, bytes.TrimSpace(raw.KDF))
+	}
+	if k.KDF == nil && len(k.Data) != KeySize {
+		return nil, fmt.Errorf("parse key file: unprotected key data is %d bytes, want %d", len(k.Data), KeySize)
+	}
+	if k.KDF != nil && len(k.Data) != IVSize+TagSize+KeySize {
+		return nil, fmt.Errorf("parse key file: encrypted key data is %d bytes, want %d", len(k.Data), IVSize+TagSize+KeySize)
+	}
+	return &k, nil
+}
+
+// NeedsPassphrase reports whether the key is protected by a KDF.
+func (k *KeyFile) NeedsPassphrase() bool { return k.KDF != nil }
+
+// DeriveKEK derives the 32-byte key-encryption key from passphrase with the
+// file's KDF parameters. It returns an error for a key file without KDF.
+func (k *KeyFile) DeriveKEK(passphrase []byte) ([]byte, error) {
+	switch {
+	case k.KDF == nil:
+		return nil, errors.New("key file has no KDF")
+	case k.KDF.Scrypt != nil:
+		p := k.KDF.Scrypt
+		if p.N > 1<<30 || p.R > 1<<10 || p.P > 1<<10 {
+			return nil, fmt.Errorf("%w: scrypt parameters too large (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
+		}
+		return scrypt.Key(passphrase, p.Salt, int(p.N), int(p.R), int(p.P), 32)
+	default:
+		p := k.KDF.PBKDF2
+		if p.Iter <= 0 {
+			return nil, fmt.Errorf("%w: pbkdf2 iterations %d", ErrUnsupportedKDF, p.Iter)
+		}
+		return pbkdf2.Key(sha256.New, string(passphrase), p.Salt, p.Iter, 32)
+	}
+}
+
+// Open returns the raw key and its Config. passphrase is ignored for a key
+// without KDF. Errors: ErrPassphraseNeeded (protected key, empty passphrase),
+// ErrWrongPassphrase (GCM authentication failed), ErrKeyFingerprint (the
+// stored fingerprint does not match the key).
+func (k *KeyFile) Open(passphrase []byte) ([KeySize]byte, *Config, error) {
+	var key [KeySize]byte
+	if k.KDF == nil {
+		copy(key[:], k.Data)
+	} else {
+		if len(passphrase) == 0 {
+			return key, nil, ErrPassphraseNeeded
+		}
+		kek, err := k.DeriveKEK(passphrase)
+		if err != nil {
+			return key, nil, err
+		}
+		block, err := aes.NewCipher(kek)
+		if err != nil {
+			return key, nil, err
+		}
+		aead, err := cipher.NewGCMWithNonceSize(block, IVSize)
+		if err != nil {
+			return key, nil, err
+		}
+		out, _, err := openGCM(aead, nil, k.Data[:IVSize], k.Data[IVSize:IVSize+TagSize], k.Data[IVSize+TagSize:], nil)
+		if err != nil {
+			return key, nil, ErrWrongPassphrase
+		}
+		if len(out) != KeySize {
+			return key, nil, fmt.Errorf("decrypted key is %d bytes, want %d", len(out), KeySize)
+		}
+		copy(key[:], out)
+	}
+	cfg, err := NewConfig(key)
+	if err != nil {
+		return key, nil, err
+	}
+	if k.Fingerprint != "" {
+		want, err := ParseFingerprint(k.Fingerprint)
+		if err != nil {
+			return key, nil, err
+		}
+		if want != cfg.Fingerprint() {
+			return key, nil, fmt.Errorf("%w: file says %s, key has %s", ErrKeyFingerprint, want, cfg.Fingerprint())
+		}
+	}
+	return key, cfg, nil
+}
+
+// RFC3339Local formats t the way PBS writes key-file times: local time with a
+// numeric offset, never "Z", no fractional seconds (§5.3).
+func RFC3339Local(t time.Time) string { return t.Format("2006-01-02T15:04:05-07:00") }
+
+// NewKeyFile builds a key file for key. kdf is KDFScrypt (n=65536, r=8, p=1),
+// KDFPBKDF2 (65535 iterations) or KDFNone; both KDFs use a random 32-byte salt
+// and IV. A passphrase shorter than MinPassphraseLen is refused for a KDF.
+func NewKeyFile(key [KeySize]byte, kdf string, passphrase []byte, now time.Time) (*KeyFile, error) {
+	cfg, err := NewConfig(key)
+	if err != nil {
+		return nil, err
+	}
+	ts := RFC3339Local(now)
+	k := &KeyFile{Created: ts, Modified: ts, Fingerprint: cfg.Fingerprint().String()}
+	salt := make([]byte, 32)
+	switch kdf {
+	case KDFNone:
+		k.Data = append(b64(nil), key[:]...)
+		return k, nil
+	case KDFScrypt:
+		k.KDF = &KDF{Scrypt: &ScryptParams{N: 65536, R: 8, P: 1, Salt: salt}}
+	case KDFPBKDF2:
+		k.KDF = &KDF{PBKDF2: &PBKDF2Params{Iter: 65535, Salt: salt}}
+	default:
+		return nil, fmt.Errorf("%w %q (want scrypt, pbkdf2 or none)", ErrUnsupportedKDF, kdf)
+	}
+	if len(passphrase) < MinPassphraseLen {
+		return nil, ErrPassphraseTooShort
+	}
+	if _, err := rand.Read(salt); err != nil {
+		return nil, err
+	}
+	var iv [IVSize]byte
+	if _, err := rand.Read(iv[:]); err != nil {
+		return nil, err
+	}
+	if err := k.seal(key, passphrase, iv); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *KeyFile) seal(key [KeySize]byte, passphrase []byte, iv [IVSize]byte) error {
+	kek, err := k.DeriveKEK(passphrase)
+	if err != nil {
+		return err
+	}
+	block, err := aes.NewCipher(kek)
+	if err != nil {
+		return err
+	}
+	aead, err := cipher.NewGCMWithNonceSize(block, IVSize)
+	if err != nil {
+		return err
+	}
+	sealed := aead.Seal(nil, iv[:], key[:], nil)
+	data := make([]byte, 0, IVSize+TagSize+KeySize)
+	data = append(data, iv[:]...)
+	data = append(data, sealed[KeySize:]...)
+	data = append(data, sealed[:KeySize]...)
+	k.Data = data
+	return nil
+}
+
+// Marshal returns the key file as compact JSON in PBS field order
+// (kdf, created, modified, data, fingerprint, hint).
+func (k *KeyFile) Marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(k); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// GenerateKey returns 32 random bytes from the system RNG.
+func GenerateKey() ([KeySize]byte, error) {
+	var k [KeySize]byte
+	_, err := rand.Read(k[:])
+	return k, err
+}

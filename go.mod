@@ -1,0 +1,9 @@
+module github.com/pbsdirect/pbsdirect
+
+go 1.26.8
+
+require (
+	github.com/klauspost/compress v1.20.4
+	golang.org/x/crypto v0.59.0
+	golang.org/x/sys v0.50.0
+)
