@@ -154,7 +154,7 @@ func NewDecoder() (*Decoder, error) {
 func (d *Decoder) Close() { d.zd.Close() }
 
 // Decode checks the CRC, decrypts with cc (needed for encrypted kinds) and
-// decompresses blob, appending the plaintext to dst[:0] — pass a buffer with
+// decompresses blob (it may overwrite blob's spare capacity past len(blob)), appending the plaintext to dst[:0] — pass a buffer with
 // enough capacity to decode without allocating. maxSize (bytes, ≤ MaxBlobSize;
 // 0 means MaxBlobSize) bounds the plaintext. It returns the plaintext, the
 // blob kind, and an error wrapping one of the Err* values above.
@@ -181,7 +181,13 @@ func (d *Decoder) Decode(dst, blob []byte, cc *crypto.Config, maxSize int) ([]by
 			out = d.frame[:0]
 		}
 		var err error
-		out, d.scratch, err = cc.Open(out, blob[12:28], blob[28:44], payload, d.scratch)
+		if cap(blob)-len(blob) >= crypto.TagSize {
+			// Join ciphertext||tag in the blob's spare capacity: no copy of the payload.
+			joined := append(blob[hs:len(blob):cap(blob)], blob[28:44]...)
+			out, err = cc.OpenJoined(out, blob[12:28], joined)
+		} else {
+			out, d.scratch, err = cc.Open(out, blob[12:28], blob[28:44], payload, d.scratch)
+		}
 		if err != nil {
 			return nil, k, fmt.Errorf("%w", ErrDecrypt)
 		}
@@ -200,7 +206,15 @@ func (d *Decoder) Decode(dst, blob []byte, cc *crypto.Config, maxSize int) ([]by
 		}
 		return append(dst[:0], payload...), k, nil
 	}
+	// A frame that declares its size is checked before any allocation.
+	var fh zstd.Header
+	if fh.Decode(payload) == nil && fh.HasFCS && fh.FrameContentSize > uint64(maxSize) {
+		return nil, k, fmt.Errorf("%w: zstd frame declares %d > %d bytes", ErrTooLarge, fh.FrameContentSize, maxSize)
+	}
 	out, err := d.zd.DecodeAll(payload, dst[:0])
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return nil, k, fmt.Errorf("%w: over %d bytes (%v)", ErrTooLarge, MaxBlobSize, err)
+	}
 	if err != nil {
 		return nil, k, fmt.Errorf("%w: %v", ErrDecompress, err)
 	}

@@ -168,6 +168,20 @@ func (c *Config) Open(dst []byte, iv, tag, ciphertext []byte, scratch []byte) ([
 	return openGCM(c.aead, dst, iv, tag, ciphertext, scratch)
 }
 
+// OpenJoined decrypts ciphertextAndTag (the ciphertext followed by its
+// 16-byte tag, as Go's AEAD expects) with iv, appending the plaintext to dst.
+// It returns ErrAuth on a tag mismatch.
+func (c *Config) OpenJoined(dst []byte, iv, ciphertextAndTag []byte) ([]byte, error) {
+	if len(iv) != IVSize || len(ciphertextAndTag) < TagSize {
+		return dst, fmt.Errorf("bad IV/ciphertext length %d/%d", len(iv), len(ciphertextAndTag))
+	}
+	out, err := c.aead.Open(dst, iv, ciphertextAndTag, nil)
+	if err != nil {
+		return dst, ErrAuth
+	}
+	return out, nil
+}
+
 func openGCM(aead cipher.AEAD, dst []byte, iv, tag, ciphertext, scratch []byte) ([]byte, []byte, error) {
 	if len(iv) != IVSize || len(tag) != TagSize {
 		return dst, scratch, fmt.Errorf("bad IV/tag length %d/%d", len(iv), len(tag))

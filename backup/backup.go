@@ -1,0 +1,430 @@
+// Package backup writes PBS-format snapshots of image files into a Store:
+// the image is cut into fixed-size chunks, each encoded as a DataBlob
+// (zstd level 1 kept only when smaller, optionally AES-256-GCM encrypted,
+// §2.4), uploaded once per digest, then the fixed index (§3) and finally the
+// signed manifest (§6) are written, as proxmox-backup-client would.
+package backup
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+)
+
+// DefaultChunkSize is the PBS fixed-index chunk size: 4 MiB (§3.2).
+const DefaultChunkSize = 4 << 20
+
+// Source is one archive to back up: Name as in proxmox-backup-client's spec
+// "drive-scsi0.img:/path" (".img" → fixed index, ".conf"/".log" → blob), and
+// the file or block device to read.
+type Source struct {
+	Name string
+	Path string
+}
+
+// ParseSpec parses "archive-name:/path/to/file". The name must end in
+// ".img", ".conf" or ".log".
+func ParseSpec(spec string) (Source, error) {
+	name, p, ok := strings.Cut(spec, ":")
+	if !ok || name == "" || p == "" {
+		return Source{}, fmt.Errorf("backup spec %q: want NAME.img:PATH (e.g. drive-scsi0.img:/dev/vg/vm-100-disk-0)", spec)
+	}
+	switch path.Ext(name) {
+	case ".img", ".conf", ".log":
+	default:
+		return Source{}, fmt.Errorf("backup spec %q: archive name must end in .img (disk image), .conf or .log (blob)", spec)
+	}
+	if strings.ContainsAny(name, "/\\") {
+		return Source{}, fmt.Errorf("backup spec %q: archive name must not contain a path separator", spec)
+	}
+	return Source{Name: name, Path: p}, nil
+}
+
+// Options configure a backup.
+type Options struct {
+	// Snapshot names the new snapshot; Time 0 means now.
+	Snapshot index.Snapshot
+	// Key encrypts chunks and blobs and signs the manifest (crypt mode
+	// encrypt); nil writes plain archives and an unsigned manifest.
+	Key *crypto.Config
+	// ChunkSize in bytes, a power of two from 64 KiB to 4 MiB; 0 = 4 MiB.
+	ChunkSize uint64
+	// Jobs is the number of encode/upload workers; 0 = GOMAXPROCS (×4 for remote stores is sensible).
+	Jobs int
+	// Owner is written to the group's owner file when the group is new; default "root@pam".
+	Owner string
+}
+
+// Stats counts a backup's work; fields are updated atomically.
+type Stats struct {
+	ImageBytes    atomic.Uint64 // bytes of images covered
+	ZeroBytes     atomic.Uint64 // bytes in all-zero full chunks (not uploaded)
+	Chunks        atomic.Uint64 // index positions
+	Uploaded      atomic.Uint64 // chunks written to the store
+	UploadedBytes atomic.Uint64 // encoded bytes written
+	Existing      atomic.Uint64 // chunks already in the store
+	DedupHits     atomic.Uint64 // positions whose digest was already handled in this run
+}
+
+// Result describes the written snapshot.
+type Result struct {
+	Snapshot index.Snapshot
+	Manifest *index.Manifest
+}
+
+// ErrSnapshotExists is returned when the target snapshot already has a manifest.
+var ErrSnapshotExists = errors.New("snapshot already exists")
+
+// Run backs up sources into store as one snapshot and returns it. The
+// manifest is written last, so an interrupted backup leaves an unfinished
+// snapshot that readers ignore (§1.4).
+func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Options, stats *Stats) (*Result, error) {
+	if len(sources) == 0 {
+		return nil, errors.New("nothing to back up")
+	}
+	if stats == nil {
+		stats = new(Stats)
+	}
+	if opts.ChunkSize == 0 {
+		opts.ChunkSize = DefaultChunkSize
+	}
+	if opts.ChunkSize < 64<<10 || opts.ChunkSize > 4<<20 || opts.ChunkSize&(opts.ChunkSize-1) != 0 {
+		return nil, fmt.Errorf("chunk size %d: must be a power of two from 64 KiB to 4 MiB", opts.ChunkSize)
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.Owner == "" {
+		opts.Owner = "root@pam"
+	}
+	snap := opts.Snapshot
+	if snap.Time == 0 {
+		snap.Time = time.Now().Unix()
+	}
+	dir := snap.Dir()
+	if rc, _, err := store.OpenFile(ctx, path.Join(dir, "index.json.blob")); err == nil {
+		rc.Close()
+		return nil, fmt.Errorf("%s in %s: %w", dir, store, ErrSnapshotExists)
+	} else if !errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, s := range sources {
+		if seen[s.Name] {
+			return nil, fmt.Errorf("archive %s given twice", s.Name)
+		}
+		seen[s.Name] = true
+	}
+
+	crypt := index.CryptNone
+	if opts.Key != nil {
+		crypt = index.CryptEncrypt
+	}
+	m := &index.Manifest{BackupType: snap.Type, BackupID: snap.ID, BackupTime: snap.Time}
+	w := &writer{store: store, opts: opts, stats: stats, done: map[crypto.Digest]bool{}}
+	for _, src := range sources {
+		var fi index.FileInfo
+		var err error
+		if path.Ext(src.Name) == ".img" {
+			fi, err = w.image(ctx, dir, src)
+		} else {
+			fi, err = w.blob(ctx, dir, src)
+		}
+		if err != nil {
+			return nil, err
+		}
+		fi.CryptMode = crypt
+		m.Files = append(m.Files, fi)
+	}
+	if opts.Key != nil {
+		if err := m.Sign(opts.Key); err != nil {
+			return nil, err
+		}
+	}
+	js, err := m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	enc, err := chunkstore.NewEncoder()
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	blob, err := enc.Encode(js, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	groupDir := path.Dir(dir)
+	if rc, _, err := store.OpenFile(ctx, path.Join(groupDir, "owner")); err == nil {
+		rc.Close()
+	} else if err := store.WriteFile(ctx, path.Join(groupDir, "owner"), []byte(opts.Owner+"\n")); err != nil {
+		return nil, err
+	}
+	if err := store.WriteFile(ctx, path.Join(dir, "index.json.blob"), blob); err != nil {
+		return nil, err
+	}
+	return &Result{Snapshot: snap, Manifest: m}, nil
+}
+
+type writer struct {
+	store chunkstore.Store
+	opts  Options
+	stats *Stats
+	mu    sync.Mutex
+	done  map[crypto.Digest]bool // digests written or found in this run
+}
+
+// blob backs up a small file as an encoded blob (§1.4).
+func (w *writer) blob(ctx context.Context, dir string, src Source) (index.FileInfo, error) {
+	data, err := os.ReadFile(src.Path)
+	if err != nil {
+		return index.FileInfo{}, err
+	}
+	name := src.Name + ".blob"
+	enc, err := chunkstore.NewEncoder()
+	if err != nil {
+		return index.FileInfo{}, err
+	}
+	defer enc.Close()
+	blob, err := enc.Encode(data, w.opts.Key, true)
+	if err != nil {
+		return index.FileInfo{}, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	if err := w.store.WriteFile(ctx, path.Join(dir, name), blob); err != nil {
+		return index.FileInfo{}, err
+	}
+	return index.FileInfo{Filename: name, Size: uint64(len(blob)), Csum: sha256Sum(blob)}, nil
+}
+
+type piece struct {
+	pos  uint64
+	data []byte
+	buf  []byte
+}
+
+// image backs up a disk image as a fixed index, reading it sequentially,
+// skipping holes without reading them (SEEK_DATA), and encoding and
+// uploading chunks on opts.Jobs workers.
+func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileInfo, error) {
+	f, err := os.Open(src.Path)
+	if err != nil {
+		return index.FileInfo{}, err
+	}
+	defer f.Close()
+	size, err := imageSize(f)
+	if err != nil {
+		return index.FileInfo{}, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	if size == 0 {
+		return index.FileInfo{}, fmt.Errorf("%s: empty image (a fixed index needs at least one chunk)", src.Path)
+	}
+	cs := w.opts.ChunkSize
+	n := (size + cs - 1) / cs
+	digests := make([]crypto.Digest, n)
+	zeroDigest := w.opts.Key.ChunkDigest(make([]byte, cs))
+	zeros := make([]byte, cs)
+	zeroUsed := false
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		errMu sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		if first == nil {
+			first = err
+			cancel()
+		}
+		errMu.Unlock()
+	}
+	bufs := make(chan []byte, 2*w.opts.Jobs)
+	for range cap(bufs) {
+		bufs <- make([]byte, cs)
+	}
+	work := make(chan piece, w.opts.Jobs)
+	var wg sync.WaitGroup
+	for range w.opts.Jobs {
+		enc, err := chunkstore.NewEncoder()
+		if err != nil {
+			return index.FileInfo{}, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer enc.Close()
+			for p := range work {
+				if ctx.Err() == nil {
+					d := w.opts.Key.ChunkDigest(p.data)
+					digests[p.pos] = d
+					if err := w.upload(ctx, enc, d, p.data); err != nil {
+						fail(fmt.Errorf("%s: chunk at offset %d: %w", src.Path, p.pos*cs, err))
+					}
+				}
+				bufs <- p.buf
+			}
+		}()
+	}
+
+	dataEnd := func(off int64) int64 { // next data offset at or after off, size if none
+		next, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
+		if err != nil {
+			if errors.Is(err, unix.ENXIO) {
+				return int64(size)
+			}
+			return off // SEEK_DATA unsupported: read everything
+		}
+		return next
+	}
+	nextData := int64(-1)
+	for pos := uint64(0); pos < n && ctx.Err() == nil; pos++ {
+		off := pos * cs
+		length := min(cs, size-off)
+		w.stats.Chunks.Add(1)
+		w.stats.ImageBytes.Add(length)
+		if length == cs {
+			if nextData < int64(off) {
+				nextData = dataEnd(int64(off))
+			}
+			if nextData >= int64(off+cs) {
+				digests[pos] = zeroDigest
+				zeroUsed = true
+				w.stats.ZeroBytes.Add(cs)
+				continue
+			}
+		}
+		var buf []byte
+		select {
+		case buf = <-bufs:
+		case <-ctx.Done():
+		}
+		if buf == nil {
+			break
+		}
+		data := buf[:length]
+		if _, err := f.ReadAt(data, int64(off)); err != nil {
+			bufs <- buf
+			fail(fmt.Errorf("%s: read %d bytes at offset %d: %w", src.Path, length, off, err))
+			break
+		}
+		if length == cs && bytes.Equal(data, zeros) {
+			digests[pos] = zeroDigest
+			zeroUsed = true
+			w.stats.ZeroBytes.Add(cs)
+			bufs <- buf
+			continue
+		}
+		work <- piece{pos: pos, data: data, buf: buf}
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		return index.FileInfo{}, first
+	}
+	if err := ctx.Err(); err != nil {
+		return index.FileInfo{}, err
+	}
+	if zeroUsed {
+		// PBS uploads the zero chunk of every disk (§7.1); readers never need it.
+		enc, err := chunkstore.NewEncoder()
+		if err != nil {
+			return index.FileInfo{}, err
+		}
+		err = w.upload(ctx, enc, zeroDigest, zeros)
+		enc.Close()
+		if err != nil {
+			return index.FileInfo{}, fmt.Errorf("%s: zero chunk: %w", src.Path, err)
+		}
+	}
+	name := src.Name + ".fidx"
+	idx, csum, err := encodeFixedIndex(size, cs, digests)
+	if err != nil {
+		return index.FileInfo{}, err
+	}
+	if err := w.store.WriteFile(ctx, path.Join(dir, name), idx); err != nil {
+		return index.FileInfo{}, err
+	}
+	return index.FileInfo{Filename: name, Size: size, Csum: csum}, nil
+}
+
+// upload encodes and writes one chunk unless this run already handled d.
+func (w *writer) upload(ctx context.Context, enc *chunkstore.Encoder, d crypto.Digest, data []byte) error {
+	w.mu.Lock()
+	if w.done[d] {
+		w.mu.Unlock()
+		w.stats.DedupHits.Add(1)
+		return nil
+	}
+	w.done[d] = true
+	w.mu.Unlock()
+	blob, err := enc.Encode(data, w.opts.Key, true)
+	if err != nil {
+		return err
+	}
+	existed, err := w.store.WriteChunk(ctx, d, blob)
+	if err != nil {
+		w.mu.Lock()
+		delete(w.done, d)
+		w.mu.Unlock()
+		return err
+	}
+	if existed {
+		w.stats.Existing.Add(1)
+	} else {
+		w.stats.Uploaded.Add(1)
+		w.stats.UploadedBytes.Add(uint64(len(blob)))
+	}
+	return nil
+}
+
+// imageSize returns the size of a regular file or block device in bytes.
+func imageSize(f *os.File) (uint64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if st.Mode().IsRegular() {
+		return uint64(st.Size()), nil
+	}
+	if st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+		return unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+	}
+	return 0, errors.New("not a regular file or block device")
+}
+
+// encodeFixedIndex builds the .fidx file for digests (§3) and returns it
+// with its index csum.
+func encodeFixedIndex(size, chunkSize uint64, digests []crypto.Digest) ([]byte, [32]byte, error) {
+	h := index.FixedHeader{CTime: time.Now().Unix(), Size: size, ChunkSize: chunkSize}
+	if _, err := rand.Read(h.UUID[:]); err != nil {
+		return nil, [32]byte{}, err
+	}
+	h.UUID[6] = h.UUID[6]&0x0f | 0x40 // version 4
+	h.UUID[8] = h.UUID[8]&0x3f | 0x80 // RFC 4122 variant
+	b, err := index.BuildFixed(h, digests)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	var csum [32]byte
+	copy(csum[:], b[0x20:0x40])
+	return b, csum, nil
+}
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+)
+
+// backupSummary is the final report of a backup.
+type backupSummary struct {
+	Snapshot      string   `json:"snapshot"`
+	Archives      []string `json:"archives"`
+	ImageBytes    uint64   `json:"image-bytes"`
+	ZeroBytes     uint64   `json:"zero-bytes"`
+	Chunks        uint64   `json:"chunks"`
+	Uploaded      uint64   `json:"chunks-uploaded"`
+	UploadedBytes uint64   `json:"uploaded-bytes"`
+	Existing      uint64   `json:"chunks-existing"`
+	DedupHits     uint64   `json:"dedup-hits"`
+	Seconds       float64  `json:"seconds"`
+	MiBps         float64  `json:"mib-per-second"`
+	Encrypted     bool     `json:"encrypted"`
+	Fingerprint   string   `json:"key-fingerprint,omitempty"`
+}
+
+func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
+	var sf storeFlags
+	sf.register(fs)
+	host, _ := os.Hostname()
+	btype := fs.String("backup-type", "host", "backup type: vm, ct or host")
+	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
+	btime := fs.String("backup-time", "", "snapshot time: RFC 3339 (2026-11-29T10:00:00Z) or epoch seconds (default: now)")
+	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
+	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("want at least one NAME.img:PATH")
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	var sources []backup.Source
+	for _, a := range fs.Args() {
+		s, err := backup.ParseSpec(a)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		sources = append(sources, s)
+	}
+	ns, err := sf.namespace()
+	if err != nil {
+		return err
+	}
+	snap := index.Snapshot{NS: ns, Type: *btype, ID: *bid}
+	if *btime != "" {
+		if t, err := strconv.ParseInt(*btime, 10, 64); err == nil {
+			snap.Time = t
+		} else if snap.Time, err = index.ParseTime(*btime); err != nil {
+			return usagef("--backup-time: %v", err)
+		}
+	}
+	if _, err := index.ParseSnapshotRef(fmt.Sprintf("%s/%s", snap.Type, snap.ID)); err != nil {
+		return usagef("%v", err)
+	}
+	cc, err := sf.loadKey(stderr)
+	if err != nil {
+		return err
+	}
+	if *jobs == 0 && isRemote(sf.store) {
+		*jobs = 8 * max(1, runtimeCPUs())
+	}
+	store, err := openStore(ctx, &sf, true, max(*jobs, 8))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	start := time.Now()
+	var stats backup.Stats
+	var total int64
+	for _, s := range sources {
+		if st, err := os.Stat(s.Path); err == nil {
+			total += st.Size()
+		}
+	}
+	bar := startProgress(stderr, !sf.json(), "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
+	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs}, &stats)
+	bar.done()
+	if err != nil {
+		return fmt.Errorf("backup failed, no snapshot written: %w", err)
+	}
+	el := time.Since(start)
+	sum := backupSummary{
+		Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
+		Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
+		Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Seconds: el.Seconds(),
+		MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil,
+	}
+	for _, f := range res.Manifest.Files {
+		sum.Archives = append(sum.Archives, f.Filename)
+	}
+	if cc != nil {
+		sum.Fingerprint = cc.Fingerprint().String()
+	}
+	if sf.json() {
+		return writeJSON(stdout, sum)
+	}
+	fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
+	fmt.Fprintf(stdout, "  archives: %v; chunks: %d, uploaded: %d (%s), already stored: %d, dedup hits: %d, zero: %s\n",
+		sum.Archives, sum.Chunks, sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits, humanBytes(sum.ZeroBytes))
+	if cc != nil {
+		fmt.Fprintf(stdout, "  encrypted with key %s\n", cc.Fingerprint().Short())
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+func runtimeCPUs() int { return runtime.GOMAXPROCS(0) }
+
+// defaultKeyPath is where proxmox-backup-client keeps its default key.
+func defaultKeyPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "encryption-key.json"
+	}
+	return filepath.Join(dir, "proxmox-backup", "encryption-key.json")
+}
+
+func cmdKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("want 'key create' or 'key show'")
+	}
+	switch args[0] {
+	case "create":
+		return cmdKeyCreate(args[1:], stdout, stderr)
+	case "show":
+		return cmdKeyShow(args[1:], stdout, stderr)
+	}
+	return usagef("unknown key command %q (want create or show)", args[0])
+}
+
+func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("key create", "[flags] [PATH]", stderr)
+	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation: scrypt, pbkdf2 or none (none stores the key unprotected)")
+	hint := fs.String("hint", "", "password hint stored in the key file")
+	format := fs.String("output-format", "text", "output format: text or json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("want at most one PATH")
+	}
+	switch *kdf {
+	case crypto.KDFScrypt, crypto.KDFPBKDF2, crypto.KDFNone:
+	default:
+		return usagef("--kdf must be scrypt, pbkdf2 or none, not %q", *kdf)
+	}
+	path := defaultKeyPath()
+	if fs.NArg() == 1 {
+		path = fs.Arg(0)
+	}
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("key file %s already exists: refusing to overwrite", path)
+	}
+	var pass []byte
+	if *kdf != crypto.KDFNone {
+		var err error
+		pass, err = passphrase("Encryption Key Password: ", true, stderr)
+		if err != nil {
+			return err
+		}
+	}
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		return err
+	}
+	kf, err := crypto.NewKeyFile(key, *kdf, pass, time.Now())
+	if err != nil {
+		return err
+	}
+	kf.Hint = *hint
+	data, err := kf.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return err
+	}
+	if *format == "json" {
+		return writeJSON(stdout, map[string]string{"path": path, "kdf": *kdf, "fingerprint": kf.Fingerprint})
+	}
+	fmt.Fprintf(stdout, "created key file %s (kdf %s), fingerprint %s\n", path, *kdf, kf.Fingerprint)
+	return nil
+}
+
+// keyInfo is what 'key show' prints.
+type keyInfo struct {
+	Path        string `json:"path"`
+	KDF         string `json:"kdf"`
+	Created     string `json:"created"`
+	Modified    string `json:"modified"`
+	Fingerprint string `json:"fingerprint"`
+	Hint        string `json:"hint,omitempty"`
+	Verified    bool   `json:"verified"` // the key was decrypted and its fingerprint recomputed
+}
+
+func cmdKeyShow(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("key show", "[flags] [PATH]", stderr)
+	verify := fs.Bool("verify", false, "decrypt the key (passphrase needed) and check the stored fingerprint")
+	format := fs.String("output-format", "text", "output format: text or json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("want at most one PATH")
+	}
+	path := defaultKeyPath()
+	if fs.NArg() == 1 {
+		path = fs.Arg(0)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	kf, err := crypto.ParseKeyFile(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	info := keyInfo{Path: path, KDF: crypto.KDFNone, Created: kf.Created, Modified: kf.Modified, Fingerprint: kf.Fingerprint, Hint: kf.Hint}
+	switch {
+	case kf.KDF != nil && kf.KDF.Scrypt != nil:
+		info.KDF = crypto.KDFScrypt
+	case kf.KDF != nil:
+		info.KDF = crypto.KDFPBKDF2
+	}
+	if *verify || kf.Fingerprint == "" || !kf.NeedsPassphrase() {
+		var pass []byte
+		if kf.NeedsPassphrase() {
+			if pass, err = passphrase("Encryption Key Password: ", false, stderr); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		_, cfg, err := kf.Open(pass)
+		if err != nil {
+			if errors.Is(err, crypto.ErrKeyFingerprint) || errors.Is(err, crypto.ErrWrongPassphrase) {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		info.Fingerprint = cfg.Fingerprint().String()
+		info.Verified = true
+	}
+	if *format == "json" {
+		return writeJSON(stdout, info)
+	}
+	fmt.Fprintf(stdout, "path:        %s\nkdf:         %s\ncreated:     %s\nmodified:    %s\nfingerprint: %s\n", info.Path, info.KDF, info.Created, info.Modified, info.Fingerprint)
+	if info.Hint != "" {
+		fmt.Fprintf(stdout, "hint:        %s\n", info.Hint)
+	}
+	if info.Verified {
+		fmt.Fprintln(stdout, "verified:    key decrypted, fingerprint recomputed")
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// restoreSummary is the final report of a restore (text or JSON).
+type restoreSummary struct {
+	Snapshot      string  `json:"snapshot"`
+	Archive       string  `json:"archive"`
+	Target        string  `json:"target"`
+	Size          uint64  `json:"size"`           // image bytes
+	DataBytes     uint64  `json:"data-bytes"`     // non-zero bytes written
+	ZeroBytes     uint64  `json:"zero-bytes"`     // bytes of zero chunks, never fetched
+	FetchedBytes  uint64  `json:"fetched-bytes"`  // encoded bytes read from the store
+	ChunksFetched uint64  `json:"chunks-fetched"` // unique chunks fetched and verified
+	ZeroChunks    uint64  `json:"zero-chunks"`    // zero-chunk positions skipped
+	DedupHits     uint64  `json:"dedup-hits"`     // positions served from an already fetched chunk
+	Seconds       float64 `json:"seconds"`        // wall time of the whole restore
+	MiBps         float64 `json:"mib-per-second"` // image bytes / seconds
+	DataMiBps     float64 `json:"data-mib-per-second"`
+	Direct        bool    `json:"o-direct"`
+	Encrypted     bool    `json:"encrypted"`
+	Jobs          int     `json:"jobs"`
+	Fetchers      int     `json:"fetchers"`
+}
+
+func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
+	var sf storeFlags
+	sf.register(fs)
+	pf := registerPipelineFlags(fs)
+	force := fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
+	assumeZeroed := fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
+	noDirect := fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 3 {
+		return usagef("want SNAPSHOT ARCHIVE TARGET, got %d argument(s)", fs.NArg())
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	if err := pf.check(); err != nil {
+		return err
+	}
+	ref, archive, targetPath := fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
+	if targetPath == "-" {
+		return usagef("restoring to standard output is not supported: give a file or block device")
+	}
+	start := time.Now()
+	ns, err := sf.namespace()
+	if err != nil {
+		return err
+	}
+	cc, err := sf.loadKey(stderr)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, &sf, false, pf.fetchersFor(sf.store))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	snap, err := snapshot.Resolve(ctx, store, ns, ref)
+	if err != nil {
+		return err
+	}
+	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
+	if err != nil {
+		return err
+	}
+	if strings.HasSuffix(archive, ".blob") {
+		return restoreBlob(ctx, store, snap, m, archive, targetPath, *force, cc, stdout, &sf)
+	}
+	plan, fi, err := restore.LoadPlan(ctx, store, snap.Dir(), m, archive, cc)
+	if err != nil {
+		return err
+	}
+	target, err := restore.OpenTarget(targetPath, int64(plan.Size), restore.TargetOptions{Force: *force, AssumeZeroed: *assumeZeroed, NoDirect: *noDirect})
+	if err != nil {
+		return err
+	}
+	var stats restore.Stats
+	opts := pf.options(sf.store)
+	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
+	opts.Key = cc
+	opts.Archive = path.Join(snap.Dir(), archive)
+	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.Size), func() int64 {
+		return int64(stats.DataBytes.Load() + stats.ZeroBytes.Load())
+	})
+	err = restore.Run(ctx, store, plan, target, opts, &stats)
+	bar.done()
+	if err != nil {
+		target.Close(true)
+		return fmt.Errorf("restore of %s to %s failed, target not usable: %w", opts.Archive, targetPath, err)
+	}
+	direct := target.Direct()
+	if err := target.Close(false); err != nil {
+		return fmt.Errorf("%s: close: %w", targetPath, err)
+	}
+	el := time.Since(start)
+	sum := restoreSummary{
+		Snapshot: snap.String(), Archive: archive, Target: targetPath, Size: plan.Size,
+		DataBytes: stats.DataBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(), FetchedBytes: stats.FetchedBytes.Load(),
+		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
+		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
+		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Fetchers: opts.Fetchers,
+	}
+	if sf.json() {
+		return writeJSON(stdout, sum)
+	}
+	fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
+		sum.Snapshot, archive, targetPath, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
+	fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks skipped: %d (%s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
+		sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), sum.DedupHits, direct)
+	return nil
+}
+
+// restoreBlob writes the decoded blob archive to targetPath.
+func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, archive, targetPath string, force bool, cc *crypto.Config, stdout io.Writer, sf *storeFlags) error {
+	data, err := snapshot.ReadBlob(ctx, store, snap, m, archive, cc)
+	if err != nil {
+		return err
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(targetPath, flags, 0o644)
+	if err != nil {
+		if os.IsExist(err) {
+			return fmt.Errorf("%s: %w", targetPath, restore.ErrTargetExists)
+		}
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if sf.json() {
+		return writeJSON(stdout, map[string]any{"snapshot": snap.String(), "archive": archive, "target": targetPath, "size": len(data)})
+	}
+	fmt.Fprintf(stdout, "restored %s/%s to %s: %d bytes, verified and synced\n", snap.String(), archive, targetPath, len(data))
+	return nil
+}
+
+// humanBytes formats n bytes with a binary unit.
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,111 @@
+package restore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+)
+
+// ErrNotChunkIndex is returned by LoadPlan for an archive that is not a
+// fixed (.fidx) or dynamic (.didx) index.
+var ErrNotChunkIndex = errors.New("not a chunk index (.fidx or .didx) archive")
+
+// LoadPlan streams the index archive name (.fidx, §3, or .didx, §4) of the
+// snapshot in directory snapDir from store, builds its Plan and checks the
+// recomputed csum and size against the manifest entry (§6.2); the index
+// header's own csum is not trusted. cc is the key for an encrypted archive
+// (nil otherwise; an encrypted archive without key returns an error wrapping
+// index.ErrMissingKey). The index is never held in memory whole.
+func LoadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string, cc *crypto.Config) (*Plan, *index.FileInfo, error) {
+	fi, err := m.File(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	dynamic := strings.HasSuffix(name, ".didx")
+	if !dynamic && !strings.HasSuffix(name, ".fidx") {
+		return nil, fi, fmt.Errorf("%s: %w", name, ErrNotChunkIndex)
+	}
+	encrypted := fi.CryptMode == index.CryptEncrypt
+	if encrypted && cc == nil {
+		return nil, fi, fmt.Errorf("%s: %w: archive is encrypted, give its key with --keyfile", name, index.ErrMissingKey)
+	}
+	if !encrypted {
+		cc = nil
+	}
+	rel := path.Join(snapDir, name)
+	rc, size, err := store.OpenFile(ctx, rel)
+	if err != nil {
+		return nil, fi, err
+	}
+	defer rc.Close()
+	r := bufio.NewReaderSize(rc, 1<<20)
+	var plan *Plan
+	var csum [32]byte
+	if dynamic {
+		plan, csum, err = planDynamic(r, size)
+	} else {
+		plan, csum, err = planFixed(r, size, cc)
+	}
+	if err != nil {
+		return nil, fi, fmt.Errorf("%s: %w", rel, err)
+	}
+	if err := m.VerifyFile(name, plan.Size, csum); err != nil {
+		return nil, fi, fmt.Errorf("%s: %w", rel, err)
+	}
+	return plan, fi, nil
+}
+
+func planFixed(r io.Reader, size int64, cc *crypto.Config) (*Plan, [32]byte, error) {
+	fr, err := index.NewFixedReader(r, size)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	h := fr.Header()
+	plan := NewPlan(h.Size, h.ChunkSize, cc)
+	for {
+		pos, d, err := fr.Next()
+		if err == io.EOF {
+			return plan, fr.Csum(), nil
+		}
+		if err != nil {
+			return nil, [32]byte{}, err
+		}
+		if err := plan.Add(pos, d); err != nil {
+			return nil, [32]byte{}, err
+		}
+	}
+}
+
+func planDynamic(r io.Reader, size int64) (*Plan, [32]byte, error) {
+	dr, err := index.NewDynamicReader(r, size)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	plan := NewPlan(0, 0, nil)
+	var start uint64
+	for {
+		_, e, err := dr.Next()
+		if err == io.EOF {
+			plan.Size = dr.Size()
+			return plan, dr.Csum(), nil
+		}
+		if err != nil {
+			return nil, [32]byte{}, err
+		}
+		if e.End-start > chunkstore.MaxBlobSize {
+			return nil, [32]byte{}, fmt.Errorf("%w: chunk [%d,%d) larger than %d bytes", index.ErrBadIndex, start, e.End, chunkstore.MaxBlobSize)
+		}
+		if err := plan.AddRange(start, e.End-start, e.Digest); err != nil {
+			return nil, [32]byte{}, err
+		}
+		start = e.End
+	}
+}

@@ -1,0 +1,343 @@
+// Package restore is the restore pipeline (DESIGN.md): plan the chunks of a
+// fixed index, fetch each unique non-zero chunk once with bounded
+// parallelism, decode and verify it (CRC, AES-256-GCM, zstd, digest), and
+// write it to every offset it fills with positioned, out-of-order writes.
+// Verify runs the same pipeline into a Discard target.
+package restore
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// Options tune the pipeline. Zero values pick defaults.
+type Options struct {
+	// Jobs is the number of decode workers (CPU bound); default GOMAXPROCS.
+	Jobs int
+	// Fetchers is the number of chunk reads in flight (I/O bound); default
+	// 2×Jobs (min 4) for a local store; callers pass tens for buckets.
+	Fetchers int
+	// Writers is the number of goroutines issuing target writes; default max(2, Jobs).
+	Writers int
+	// Encrypted is the archive's crypt mode from the manifest: true requires
+	// every chunk to be encrypted, false requires every chunk to be plain (§2.5).
+	Encrypted bool
+	// Key decrypts chunks and keys their digests; required when Encrypted.
+	Key *crypto.Config
+	// KeepGoing records damaged chunks and continues (verify); otherwise the
+	// first failure stops the run.
+	KeepGoing bool
+	// Archive names the archive in errors, e.g. "vm/100/<time>/drive-scsi0.img.fidx".
+	Archive string
+}
+
+// Stats counts a run's work. Fields are updated atomically while it runs;
+// read them with the Load methods.
+type Stats struct {
+	DataBytes    atomic.Uint64 // non-zero image bytes written (each offset counted)
+	ZeroBytes    atomic.Uint64 // image bytes covered by zero chunks, never fetched
+	FetchedBytes atomic.Uint64 // encoded chunk bytes read from the store
+	Fetched      atomic.Uint64 // unique chunks fetched and verified
+	DedupHits    atomic.Uint64 // extra offsets served from an already fetched chunk
+	Failed       atomic.Uint64 // chunks that failed a check
+}
+
+// ChunkError is a chunk that could not be restored: its digest, the byte
+// offsets it fills, where it was read from, and why.
+type ChunkError struct {
+	Digest   crypto.Digest
+	Length   int
+	Offsets  []uint64
+	Location string
+	Err      error
+}
+
+func (e *ChunkError) Error() string {
+	var offs []string
+	for i, o := range e.Offsets {
+		if i == 8 {
+			offs = append(offs, fmt.Sprintf("… (%d offsets)", len(e.Offsets)))
+			break
+		}
+		offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(e.Length)))
+	}
+	return fmt.Sprintf("chunk %s at %s (%s): %v", e.Digest, strings.Join(offs, " "), e.Location, e.Err)
+}
+
+func (e *ChunkError) Unwrap() error { return e.Err }
+
+// Errors returned for chunks whose content is wrong; wrapped in ChunkError.
+var (
+	ErrDigestMismatch    = errors.New("digest mismatch")
+	ErrLengthMismatch    = errors.New("decoded length does not match the index")
+	ErrCryptModeMismatch = errors.New("chunk crypt mode does not match the manifest")
+)
+
+// DamagedError is returned by Run with KeepGoing when chunks failed.
+type DamagedError struct {
+	Archive string
+	Chunks  []*ChunkError
+}
+
+func (e *DamagedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, len(e.Chunks))
+	for _, c := range e.Chunks {
+		b.WriteString("\n  ")
+		b.WriteString(c.Error())
+	}
+	return b.String()
+}
+
+type fetched struct {
+	chunk *Chunk
+	raw   []byte
+	buf   []byte // pool buffer backing raw
+}
+
+type decoded struct {
+	chunk *Chunk
+	data  []byte
+}
+
+// Run executes plan against store, writing into target, and returns when
+// every chunk was written and the target synced, or on the first error (with
+// KeepGoing: after all chunks, with a *DamagedError listing failed chunks).
+// Zero ranges are handed to target.Zero and never fetched. Memory use is
+// bounded by (Fetchers + Jobs + Writers + a few) × chunk size.
+func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, opts Options, stats *Stats) error {
+	if opts.Encrypted && opts.Key == nil {
+		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
+	}
+	if !opts.Encrypted {
+		opts.Key = nil // plain digests for none and sign-only
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.Fetchers <= 0 {
+		opts.Fetchers = max(4, 2*opts.Jobs)
+	}
+	if opts.Writers <= 0 {
+		opts.Writers = max(2, opts.Jobs)
+	}
+	if stats == nil {
+		stats = new(Stats)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		errMu   sync.Mutex
+		first   error
+		damaged []*ChunkError
+	)
+	fail := func(err error) {
+		var ce *ChunkError
+		errMu.Lock()
+		defer errMu.Unlock()
+		if opts.KeepGoing && errors.As(err, &ce) {
+			damaged = append(damaged, ce)
+			stats.Failed.Add(1)
+			return
+		}
+		if first == nil {
+			first = err
+			cancel()
+		}
+	}
+	chunkErr := func(c *Chunk, err error) error {
+		return &ChunkError{Digest: c.Digest, Length: c.Length, Offsets: plan.Offsets(c), Location: store.ChunkLocation(c.Digest), Err: err}
+	}
+
+	// Zero ranges first: cheap, and a device gets them offloaded.
+	for _, z := range plan.Zero {
+		if err := target.Zero(int64(z.Offset), int64(z.Length)); err != nil {
+			return err
+		}
+		stats.ZeroBytes.Add(z.Length)
+	}
+	if len(plan.Chunks) == 0 {
+		return target.Sync()
+	}
+
+	maxLen := plan.maxChunk()
+	rawPool, err := newBufPool(opts.Fetchers+opts.Jobs, maxLen+chunkstore.EncryptedHeaderSize+crypto.TagSize)
+	if err != nil {
+		return err
+	}
+	defer rawPool.close()
+	dataPool, err := newBufPool(opts.Jobs+opts.Writers+2, maxLen)
+	if err != nil {
+		return err
+	}
+	defer dataPool.close()
+
+	done := ctx.Done()
+	work := make(chan *Chunk)
+	fetchedCh := make(chan fetched, opts.Jobs)
+	decodedCh := make(chan decoded, opts.Writers)
+
+	go func() {
+		defer close(work)
+		for i := range plan.Chunks {
+			select {
+			case work <- &plan.Chunks[i]:
+			case <-done:
+				return
+			}
+		}
+	}()
+
+	var fetchWG sync.WaitGroup
+	for range opts.Fetchers {
+		fetchWG.Add(1)
+		go func() {
+			defer fetchWG.Done()
+			for c := range work {
+				buf := rawPool.get(done)
+				if buf == nil {
+					return
+				}
+				raw, err := store.ReadChunk(ctx, c.Digest, buf)
+				if err != nil {
+					rawPool.put(buf)
+					if ctx.Err() != nil {
+						return
+					}
+					fail(chunkErr(c, err))
+					continue
+				}
+				stats.FetchedBytes.Add(uint64(len(raw)))
+				select {
+				case fetchedCh <- fetched{chunk: c, raw: raw, buf: buf}:
+				case <-done:
+					rawPool.put(buf)
+					return
+				}
+			}
+		}()
+	}
+	go func() { fetchWG.Wait(); close(fetchedCh) }()
+
+	var decWG sync.WaitGroup
+	for range opts.Jobs {
+		dec, err := chunkstore.NewDecoder()
+		if err != nil {
+			fail(err)
+			break
+		}
+		decWG.Add(1)
+		go func() {
+			defer decWG.Done()
+			defer dec.Close()
+			for f := range fetchedCh {
+				out := dataPool.get(done)
+				if out == nil {
+					rawPool.put(f.buf)
+					continue
+				}
+				data, err := decodeChunk(dec, out, f, opts)
+				rawPool.put(f.buf)
+				if err != nil {
+					dataPool.put(out)
+					fail(chunkErr(f.chunk, err))
+					continue
+				}
+				select {
+				case decodedCh <- decoded{chunk: f.chunk, data: data}:
+				case <-done:
+					dataPool.put(out)
+				}
+			}
+		}()
+	}
+	go func() { decWG.Wait(); close(decodedCh) }()
+
+	var writeWG sync.WaitGroup
+	for range opts.Writers {
+		writeWG.Add(1)
+		go func() {
+			defer writeWG.Done()
+			for d := range decodedCh {
+				if ctx.Err() == nil {
+					c := d.chunk
+					for i := c.first; i >= 0; i = plan.next[i] {
+						off := int64(plan.offs[i])
+						if err := target.WriteAt(d.data, off); err != nil {
+							fail(err)
+							break
+						}
+						stats.DataBytes.Add(uint64(len(d.data)))
+					}
+					stats.Fetched.Add(1)
+					stats.DedupHits.Add(uint64(c.count - 1))
+				}
+				dataPool.put(d.data)
+			}
+		}()
+	}
+	writeWG.Wait()
+
+	errMu.Lock()
+	defer errMu.Unlock()
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(damaged) > 0 {
+		return &DamagedError{Archive: opts.Archive, Chunks: damaged}
+	}
+	return target.Sync()
+}
+
+// decodeChunk decodes f.raw into out and verifies crypt mode, length and digest.
+func decodeChunk(dec *chunkstore.Decoder, out []byte, f fetched, opts Options) ([]byte, error) {
+	kind, err := chunkstore.Kind(f.raw)
+	if err != nil {
+		return nil, err
+	}
+	if kind.Encrypted() != opts.Encrypted {
+		want := "plain"
+		if opts.Encrypted {
+			want = "encrypted"
+		}
+		return nil, fmt.Errorf("%w: manifest says %s, chunk is %s", ErrCryptModeMismatch, want, kind)
+	}
+	data, _, err := dec.Decode(out, f.raw, opts.Key, f.chunk.Length)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) != f.chunk.Length {
+		return nil, fmt.Errorf("%w: decoded %d bytes, index says %d", ErrLengthMismatch, len(data), f.chunk.Length)
+	}
+	h := sha256.New()
+	h.Write(data)
+	h.Write(opts.Key.DigestSuffix())
+	var got crypto.Digest
+	h.Sum(got[:0])
+	if got != f.chunk.Digest {
+		return nil, fmt.Errorf("%w: content hashes to %s", ErrDigestMismatch, got)
+	}
+	return data, nil
+}
+
+// MiBps returns the throughput of n bytes over d in MiB/s (0 for d <= 0).
+func MiBps(n uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / (1 << 20) / d.Seconds()
+}

@@ -1,0 +1,151 @@
+package restore
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// Chunk is one unique non-zero chunk of an archive: its digest, plaintext
+// length in bytes, and the index positions it fills.
+type Chunk struct {
+	Digest crypto.Digest
+	Length int
+	first  int32 // head of the chunk's offset list in Plan.offs
+	count  int32
+}
+
+// ZeroRange is a run of consecutive full-size zero-chunk positions,
+// [Offset, Offset+Length) in bytes.
+type ZeroRange struct {
+	Offset, Length uint64
+}
+
+// Plan maps a fixed index onto work (DESIGN.md "Plan"): each unique non-zero
+// digest once with all its offsets, and the zero ranges that are never
+// fetched. Its memory grows with the number of non-zero positions, not the
+// image size: a 64 TiB sparse image with a handful of data chunks has a
+// handful of entries.
+type Plan struct {
+	Size       uint64 // image size in bytes
+	ChunkSize  uint64 // nominal chunk size in bytes
+	Positions  uint64 // index entries
+	ZeroDigest crypto.Digest
+	Chunks     []Chunk
+	Zero       []ZeroRange
+	ZeroBytes  uint64 // bytes covered by Zero
+
+	byDigest map[crypto.Digest]int32
+	offs     []uint64 // chunk offsets in bytes
+	next     []int32  // next offset of the same chunk, -1 ends
+	last     []int32  // per chunk: tail of its list, while planning
+}
+
+// ZeroChunkDigest returns the digest of chunkSize zero bytes: SHA256(zeros)
+// without a key, SHA256(zeros || id_key) with one (§7.2, §10.2).
+func ZeroChunkDigest(chunkSize uint64, cc *crypto.Config) crypto.Digest {
+	h := sha256.New()
+	zeros := make([]byte, 64<<10)
+	for n := chunkSize; n > 0; {
+		k := min(n, uint64(len(zeros)))
+		h.Write(zeros[:k])
+		n -= k
+	}
+	h.Write(cc.DigestSuffix())
+	var d crypto.Digest
+	h.Sum(d[:0])
+	return d
+}
+
+// NewPlan starts a plan for an image of size bytes in chunks of chunkSize
+// bytes (0 for a dynamic index); cc selects plain or keyed zero digests. Add
+// every index entry in order, then the plan is complete.
+func NewPlan(size, chunkSize uint64, cc *crypto.Config) *Plan {
+	return &Plan{
+		Size:       size,
+		ChunkSize:  chunkSize,
+		ZeroDigest: zeroDigestIf(chunkSize, cc),
+		byDigest:   make(map[crypto.Digest]int32),
+	}
+}
+
+// Add records fixed-index entry pos with digest d. Entries must come in
+// order (pos = 0, 1, 2, …); full-size entries with the zero digest become
+// zero ranges. It returns an error when one digest stands for chunks of two
+// different lengths (possible only for a damaged index).
+func (p *Plan) Add(pos uint64, d crypto.Digest) error {
+	if pos != p.Positions {
+		return fmt.Errorf("index entry %d out of order (want %d)", pos, p.Positions)
+	}
+	off := pos * p.ChunkSize
+	length := min(p.ChunkSize, p.Size-off)
+	if length == p.ChunkSize && d == p.ZeroDigest {
+		p.Positions++
+		if n := len(p.Zero); n > 0 && p.Zero[n-1].Offset+p.Zero[n-1].Length == off {
+			p.Zero[n-1].Length += length
+		} else {
+			p.Zero = append(p.Zero, ZeroRange{Offset: off, Length: length})
+		}
+		p.ZeroBytes += length
+		return nil
+	}
+	return p.AddRange(off, length, d)
+}
+
+// AddRange records a chunk with digest d filling [off, off+length) bytes;
+// used directly for dynamic indexes (§4), where nothing is a zero range.
+func (p *Plan) AddRange(off, length uint64, d crypto.Digest) error {
+	p.Positions++
+	pi := int32(len(p.offs))
+	p.offs = append(p.offs, off)
+	p.next = append(p.next, -1)
+	ci, ok := p.byDigest[d]
+	if !ok {
+		ci = int32(len(p.Chunks))
+		p.byDigest[d] = ci
+		p.Chunks = append(p.Chunks, Chunk{Digest: d, Length: int(length), first: pi, count: 1})
+		p.last = append(p.last, pi)
+		return nil
+	}
+	c := &p.Chunks[ci]
+	if uint64(c.Length) != length {
+		return fmt.Errorf("digest %s is used for chunks of %d and %d bytes (offsets %d and %d): index damaged",
+			d, c.Length, length, p.offs[c.first], off)
+	}
+	p.next[p.last[ci]] = pi
+	p.last[ci] = pi
+	c.count++
+	return nil
+}
+
+// Offsets returns the byte offsets in the image where chunk c is written.
+func (p *Plan) Offsets(c *Chunk) []uint64 {
+	out := make([]uint64, 0, c.count)
+	for i := c.first; i >= 0; i = p.next[i] {
+		out = append(out, p.offs[i])
+	}
+	return out
+}
+
+// DataBytes returns the number of image bytes covered by non-zero chunks.
+func (p *Plan) DataBytes() uint64 { return p.Size - p.ZeroBytes }
+
+// DedupHits returns how many positions reuse a chunk already planned.
+func (p *Plan) DedupHits() uint64 { return uint64(len(p.offs) - len(p.Chunks)) }
+
+func zeroDigestIf(chunkSize uint64, cc *crypto.Config) crypto.Digest {
+	if chunkSize == 0 {
+		return crypto.Digest{}
+	}
+	return ZeroChunkDigest(chunkSize, cc)
+}
+
+// maxChunk returns the largest chunk length in bytes.
+func (p *Plan) maxChunk() int {
+	m := 0
+	for i := range p.Chunks {
+		m = max(m, p.Chunks[i].Length)
+	}
+	return m
+}

@@ -1,0 +1,217 @@
+package restore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Target receives restored bytes at absolute offsets. WriteAt may be called
+// concurrently and out of order. Implementations: FileTarget (regular file or
+// block device) and Discard (verify).
+type Target interface {
+	// WriteAt writes p at byte offset off. p is Alignment-aligned in memory.
+	WriteAt(p []byte, off int64) error
+	// Zero makes [off, off+length) read as zeros, unless the target is known
+	// to read as zeros already (a new sparse file, --assume-zeroed).
+	Zero(off, length int64) error
+	// Sync makes every written byte durable (fdatasync).
+	Sync() error
+	// Close releases the target. After a failed restore, abort = true removes
+	// a file the target created itself.
+	Close(abort bool) error
+	// Direct reports whether O_DIRECT writes are in use.
+	Direct() bool
+}
+
+// Discard is the target of verify: it accepts and drops everything.
+type Discard struct{}
+
+// WriteAt drops p.
+func (Discard) WriteAt(p []byte, off int64) error { return nil }
+
+// Zero does nothing.
+func (Discard) Zero(off, length int64) error { return nil }
+
+// Sync does nothing.
+func (Discard) Sync() error { return nil }
+
+// Close does nothing.
+func (Discard) Close(bool) error { return nil }
+
+// Direct reports false.
+func (Discard) Direct() bool { return false }
+
+// TargetOptions select how OpenTarget treats an existing target.
+type TargetOptions struct {
+	// Force allows overwriting an existing regular file; zero ranges are then
+	// punched (or written) so the file matches the image exactly.
+	Force bool
+	// AssumeZeroed tells that a block device already reads as zeros: zero
+	// ranges are skipped instead of zeroed.
+	AssumeZeroed bool
+	// NoDirect disables O_DIRECT.
+	NoDirect bool
+}
+
+// FileTarget writes to a regular file or a block device with positioned
+// writes, through O_DIRECT where the filesystem allows it and aligned
+// offsets and lengths permit; other writes go through a buffered descriptor.
+type FileTarget struct {
+	path      string
+	buffered  *os.File
+	direct    *os.File // nil when O_DIRECT is unavailable
+	directOK  atomic.Bool
+	device    bool
+	created   bool
+	zeroNeeds bool // Zero must act (existing file, or device not assumed zeroed)
+	size      int64
+}
+
+// ErrTargetExists is returned by OpenTarget for an existing regular file
+// without TargetOptions.Force.
+var ErrTargetExists = errors.New("target exists (use --force to overwrite)")
+
+// OpenTarget opens path for an image of size bytes. A missing path is created
+// as a sparse regular file; an existing regular file needs opts.Force and is
+// truncated to size; a block device must be at least size bytes.
+func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error) {
+	t := &FileTarget{path: path, size: size}
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0:
+		t.device = true
+		t.zeroNeeds = !opts.AssumeZeroed
+	case err == nil && st.Mode().IsRegular():
+		if !opts.Force {
+			return nil, fmt.Errorf("%s: %w", path, ErrTargetExists)
+		}
+		t.zeroNeeds = true
+	case err == nil:
+		return nil, fmt.Errorf("%s: not a regular file or block device", path)
+	case errors.Is(err, os.ErrNotExist):
+		t.created = true
+	default:
+		return nil, err
+	}
+	flags := os.O_WRONLY
+	if t.created {
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	t.buffered = f
+	if t.device {
+		devSize, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: block device size: %v", path, err)
+		}
+		if int64(devSize) < size {
+			f.Close()
+			return nil, fmt.Errorf("%s: block device has %d bytes, image needs %d", path, devSize, size)
+		}
+	} else if err := f.Truncate(size); err != nil {
+		t.Close(true)
+		return nil, fmt.Errorf("%s: truncate to %d bytes: %v", path, size, err)
+	}
+	if !opts.NoDirect {
+		if d, err := os.OpenFile(path, os.O_WRONLY|unix.O_DIRECT, 0); err == nil {
+			t.direct = d
+			t.directOK.Store(true)
+		}
+	}
+	return t, nil
+}
+
+// Direct reports whether O_DIRECT writes are in use.
+func (t *FileTarget) Direct() bool { return t.directOK.Load() }
+
+// WriteAt writes p at off: through O_DIRECT when off and len(p) are
+// Alignment multiples, buffered otherwise. An O_DIRECT write the filesystem
+// refuses (EINVAL) switches the target to buffered writes for good.
+func (t *FileTarget) WriteAt(p []byte, off int64) error {
+	if t.directOK.Load() && off%Alignment == 0 && len(p)%Alignment == 0 {
+		_, err := t.direct.WriteAt(p, off)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, err)
+		}
+		t.directOK.Store(false)
+	}
+	if _, err := t.buffered.WriteAt(p, off); err != nil {
+		return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, err)
+	}
+	return nil
+}
+
+// Zero makes [off, off+length) read as zeros where that is needed: holes are
+// punched in an existing file, BLKZEROOUT is sent to a device; if those are
+// unsupported, zeros are written.
+func (t *FileTarget) Zero(off, length int64) error {
+	if !t.zeroNeeds {
+		return nil
+	}
+	fd := int(t.buffered.Fd())
+	var err error
+	if t.device {
+		rng := [2]uint64{uint64(off), uint64(length)}
+		err = blkZeroOut(fd, &rng)
+	} else {
+		err = unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, length)
+	}
+	if err == nil {
+		return nil
+	}
+	return t.writeZeros(off, length)
+}
+
+func (t *FileTarget) writeZeros(off, length int64) error {
+	zeros := make([]byte, min(length, 1<<20))
+	for length > 0 {
+		n := min(length, int64(len(zeros)))
+		if _, err := t.buffered.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("%s: write zeros at offset %d: %w", t.path, off, err)
+		}
+		off += n
+		length -= n
+	}
+	return nil
+}
+
+// Sync flushes both descriptors with fdatasync.
+func (t *FileTarget) Sync() error {
+	for _, f := range []*os.File{t.buffered, t.direct} {
+		if f == nil {
+			continue
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return fmt.Errorf("%s: fdatasync: %w", t.path, err)
+		}
+	}
+	return nil
+}
+
+// Close closes the target; with abort, a file created by OpenTarget is
+// removed so no half-restored image is left under the target's name.
+func (t *FileTarget) Close(abort bool) error {
+	var first error
+	for _, f := range []*os.File{t.direct, t.buffered} {
+		if f != nil {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if abort && t.created {
+		os.Remove(t.path)
+	}
+	return first
+}

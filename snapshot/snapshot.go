@@ -1,0 +1,226 @@
+// Package snapshot finds and opens the snapshots of a datastore: listing
+// (namespaces, unfinished snapshots hidden, §1.3–§1.4), resolving "vm/100" to
+// the latest snapshot, loading and checking the manifest (§6), and reading
+// blobs with their manifest checks.
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+)
+
+// ManifestName is the manifest blob's file name (§1.4).
+const ManifestName = "index.json.blob"
+
+// Info is one finished snapshot: its name and the files in its directory
+// (names and sizes in bytes).
+type Info struct {
+	Snapshot index.Snapshot
+	Files    []chunkstore.FileInfo // Path is the bare file name
+}
+
+// ErrNoSnapshot is returned when a snapshot or group has no finished snapshot.
+var ErrNoSnapshot = errors.New("no such snapshot")
+
+// List returns the finished snapshots of namespace ns (not of its children),
+// oldest first within each group, groups sorted by type and ID. Snapshot
+// directories without index.json.blob (running or aborted backups) are left out.
+func List(ctx context.Context, store chunkstore.Store, ns index.Namespace) ([]Info, error) {
+	byDir := map[string]*Info{}
+	finished := map[string]bool{}
+	for _, typ := range []string{"vm", "ct", "host"} {
+		dir := path.Join(ns.Path(), typ)
+		files, err := store.ListFiles(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			d, name := path.Split(f.Path)
+			d = strings.TrimSuffix(d, "/")
+			snap, ok := index.ParseSnapshotDir(d)
+			if !ok || !sameNS(snap.NS, ns) {
+				continue
+			}
+			info := byDir[d]
+			if info == nil {
+				info = &Info{Snapshot: snap}
+				byDir[d] = info
+			}
+			info.Files = append(info.Files, chunkstore.FileInfo{Path: name, Size: f.Size})
+			if name == ManifestName {
+				finished[d] = true
+			}
+		}
+	}
+	var out []Info
+	for d, info := range byDir {
+		if !finished[d] {
+			continue
+		}
+		sort.Slice(info.Files, func(i, j int) bool { return info.Files[i].Path < info.Files[j].Path })
+		out = append(out, *info)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Snapshot, out[j].Snapshot
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		return a.Time < b.Time
+	})
+	return out, nil
+}
+
+func sameNS(a, b index.Namespace) bool {
+	return strings.Join(a, "/") == strings.Join(b, "/")
+}
+
+// Resolve turns "vm/100/2026-11-29T10:00:00Z" or "vm/100" (the group's latest
+// finished snapshot) in namespace ns into a snapshot. It returns an error
+// wrapping ErrNoSnapshot when nothing matches and a naming error for bad input.
+func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, ref string) (index.Snapshot, error) {
+	snap, err := index.ParseSnapshotRef(ref)
+	if err != nil {
+		return snap, err
+	}
+	snap.NS = ns
+	if snap.Time != 0 {
+		r, _, err := store.OpenFile(ctx, path.Join(snap.Dir(), ManifestName))
+		if err != nil {
+			if errors.Is(err, chunkstore.ErrNotFound) {
+				return snap, fmt.Errorf("%w: %s in %s (no %s: missing or unfinished)", ErrNoSnapshot, snap.Dir(), store, ManifestName)
+			}
+			return snap, err
+		}
+		r.Close()
+		return snap, nil
+	}
+	all, err := List(ctx, store, ns)
+	if err != nil {
+		return snap, err
+	}
+	var latest *index.Snapshot
+	for i := range all {
+		s := &all[i].Snapshot
+		if s.Type == snap.Type && s.ID == snap.ID && (latest == nil || s.Time > latest.Time) {
+			latest = s
+		}
+	}
+	if latest == nil {
+		return snap, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s", ErrNoSnapshot, snap.Type, snap.ID, store)
+	}
+	return *latest, nil
+}
+
+// LoadManifest reads, decodes and parses the snapshot's index.json.blob and
+// runs the manifest's key checks with cc (nil = no key): fingerprint and
+// signature (§6.3). It fails for an encrypted manifest blob, which PBS never
+// writes.
+func LoadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapshot, cc *crypto.Config) (*index.Manifest, error) {
+	name := path.Join(snap.Dir(), ManifestName)
+	raw, err := chunkstore.ReadFile(ctx, store, name)
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s in %s", ErrNoSnapshot, snap.Dir(), store)
+		}
+		return nil, err
+	}
+	data, err := decodeBlob(raw, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m, err := index.ParseManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if m.BackupType != snap.Type || m.BackupID != snap.ID || m.BackupTime != snap.Time {
+		return nil, fmt.Errorf("%s: manifest names %s/%s/%s, not the snapshot it is stored in",
+			name, m.BackupType, m.BackupID, index.FormatTime(m.BackupTime))
+	}
+	if err := m.Check(cc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
+}
+
+func decodeBlob(raw []byte, cc *crypto.Config) ([]byte, error) {
+	dec, err := chunkstore.NewDecoder()
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	data, _, err := dec.Decode(nil, raw, cc, 0)
+	return data, err
+}
+
+// ReadBlob reads the blob archive name (e.g. "qemu-server.conf.blob") of the
+// snapshot, checks its size and SHA-256 against manifest m (§6.2) and
+// decodes it with cc (needed for crypt mode encrypt). Errors name the file.
+func ReadBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, name string, cc *crypto.Config) ([]byte, error) {
+	fi, err := m.File(name)
+	if err != nil {
+		return nil, err
+	}
+	rel := path.Join(snap.Dir(), name)
+	raw, err := chunkstore.ReadFile(ctx, store, rel)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.VerifyFile(name, uint64(len(raw)), sha256Sum(raw)); err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	kind, err := chunkstore.Kind(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	if kind.Encrypted() && fi.CryptMode != index.CryptEncrypt {
+		return nil, fmt.Errorf("%s: encrypted blob but manifest crypt mode is %s", rel, fi.CryptMode)
+	}
+	data, err := decodeBlob(raw, cc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return data, nil
+}
+
+// ForEach runs fn for each item with at most n running at once and returns
+// the first error.
+func ForEach[T any](items []T, n int, fn func(T) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, max(1, n))
+	)
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(it); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
