@@ -36,6 +36,9 @@ var (
 	ErrPassphraseTooShort = fmt.Errorf("passphrase must be at least %d bytes", MinPassphraseLen)
 )
 
+// scryptMaxMem is the scrypt memory limit PBS gives OpenSSL (bytes).
+const scryptMaxMem = 1025 << 20
+
 // ScryptParams are the scrypt parameters stored in a key file (§5.3).
 type ScryptParams struct {
 	N    uint64 `json:"n"`
@@ -55,6 +58,32 @@ type PBKDF2Params struct {
 type KDF struct {
 	Scrypt *ScryptParams `json:"Scrypt,omitempty"`
 	PBKDF2 *PBKDF2Params `json:"PBKDF2,omitempty"`
+}
+
+// UnmarshalJSON decodes the externally tagged enum. The tags are exactly
+// "Scrypt" and "PBKDF2" (serde is case-sensitive; encoding/json would match
+// "scrypt" or "pbkdf2" too), and exactly one must be present.
+func (k *KDF) UnmarshalJSON(data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	if len(m) != 1 {
+		return fmt.Errorf("%w: %s", ErrUnsupportedKDF, bytes.TrimSpace(data))
+	}
+	*k = KDF{}
+	for tag, v := range m {
+		switch tag {
+		case "Scrypt":
+			k.Scrypt = new(ScryptParams)
+			return json.Unmarshal(v, k.Scrypt)
+		case "PBKDF2":
+			k.PBKDF2 = new(PBKDF2Params)
+			return json.Unmarshal(v, k.PBKDF2)
+		}
+		return fmt.Errorf("%w %q", ErrUnsupportedKDF, tag)
+	}
+	return nil
 }
 
 // KeyFile is a PBS key file (encryption-key.json), §5.3. Data holds the raw
@@ -99,7 +128,7 @@ func ParseKeyFile(data []byte) (*KeyFile, error) {
 	}
 	var k KeyFile
 	if err := json.Unmarshal(data, &k); err != nil {
-		return nil, fmt.Errorf("parse key file: %v", err)
+		return nil, fmt.Errorf("parse key file: %w", err)
 	}
 	if k.KDF != nil && (k.KDF.Scrypt == nil) == (k.KDF.PBKDF2 == nil) {
 		return nil, fmt.Errorf("parse key file: %w: %s", ErrUnsupportedKDF, bytes.TrimSpace(raw.KDF))
@@ -124,7 +153,13 @@ func (k *KeyFile) DeriveKEK(passphrase []byte) ([]byte, error) {
 		return nil, errors.New("key file has no KDF")
 	case k.KDF.Scrypt != nil:
 		p := k.KDF.Scrypt
-		if p.N > 1<<30 || p.R > 1<<10 || p.P > 1<<10 {
+		if p.N < 2 || p.N&(p.N-1) != 0 || p.R == 0 || p.P == 0 {
+			return nil, fmt.Errorf("%w: invalid scrypt parameters (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
+		}
+		// Memory as OpenSSL's EVP_PBE_scrypt counts it, against the maxmem
+		// PBS passes (1025 MiB); larger values would abort the process with
+		// an unrecoverable out-of-memory error inside scrypt.Key.
+		if p.N > 1<<32 || p.R > 1<<20 || p.P > 1<<20 || 128*p.R*(p.N+2)+128*p.R*p.P > scryptMaxMem {
 			return nil, fmt.Errorf("%w: scrypt parameters too large (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
 		}
 		return scrypt.Key(passphrase, p.Salt, int(p.N), int(p.R), int(p.P), 32)
@@ -143,6 +178,9 @@ func (k *KeyFile) DeriveKEK(passphrase []byte) ([]byte, error) {
 // stored fingerprint does not match the key).
 func (k *KeyFile) Open(passphrase []byte) ([KeySize]byte, *Config, error) {
 	var key [KeySize]byte
+	if want := k.dataLen(); len(k.Data) != want {
+		return key, nil, fmt.Errorf("key file data is %d bytes, want %d", len(k.Data), want)
+	}
 	if k.KDF == nil {
 		copy(key[:], k.Data)
 	} else {
@@ -184,6 +222,14 @@ func (k *KeyFile) Open(passphrase []byte) ([KeySize]byte, *Config, error) {
 		}
 	}
 	return key, cfg, nil
+}
+
+// dataLen is the length of Data: the raw key, or IV || tag || encrypted key.
+func (k *KeyFile) dataLen() int {
+	if k.KDF == nil {
+		return KeySize
+	}
+	return IVSize + TagSize + KeySize
 }
 
 // RFC3339Local formats t the way PBS writes key-file times: local time with a
