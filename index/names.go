@@ -227,7 +227,7 @@ type ArchiveKind int
 
 // Archive kinds.
 const (
-	KindUnknown ArchiveKind = iota
+	KindUnknown ArchiveKind = iota // none of the extensions below
 	KindFixed               // *.fidx, §3
 	KindDynamic             // *.didx, §4
 	KindBlob                // *.blob, §2

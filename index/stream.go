@@ -2,6 +2,7 @@ package index
 
 import (
 	"bufio"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -22,6 +23,16 @@ var (
 	MagicFixed   = [8]byte{0x2f, 0x7f, 0x41, 0xed, 0x91, 0xfd, 0x0f, 0xcd}
 	MagicDynamic = [8]byte{0x1c, 0x91, 0x4e, 0xa5, 0x19, 0xba, 0xb3, 0xcd}
 )
+
+// NewUUID returns a random version-4 UUID (raw 16 bytes) for a new index
+// header, as PBS writers generate one per index file (§3.1, §4.1).
+func NewUUID() [16]byte {
+	var u [16]byte
+	rand.Read(u[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
 
 // readBufSize is the read-ahead window of the streaming readers.
 const readBufSize = 256 << 10
