@@ -228,9 +228,9 @@ type ArchiveKind int
 // Archive kinds.
 const (
 	KindUnknown ArchiveKind = iota // none of the extensions below
-	KindFixed               // *.fidx, §3
-	KindDynamic             // *.didx, §4
-	KindBlob                // *.blob, §2
+	KindFixed                      // *.fidx, §3
+	KindDynamic                    // *.didx, §4
+	KindBlob                       // *.blob, §2
 )
 
 // String returns "fidx", "didx", "blob" or "unknown".
