@@ -63,6 +63,9 @@ type Options struct {
 	// Key encrypts chunks and blobs and signs the manifest (crypt mode
 	// encrypt); nil writes plain archives and an unsigned manifest.
 	Key *crypto.Config
+	// SignOnly, with Key, writes plain chunks and blobs and only signs the
+	// manifest (crypt mode sign-only, §5.6).
+	SignOnly bool
 	// ChunkSize in bytes, a power of two from 64 KiB to 4 MiB; 0 = 4 MiB.
 	ChunkSize uint64
 	// Jobs is the number of encode/upload workers; 0 = GOMAXPROCS (×4 for remote stores is sensible).
@@ -132,8 +135,16 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 		seen[s.Name] = true
 	}
 
+	if opts.SignOnly && opts.Key == nil {
+		return nil, errors.New("crypt mode sign-only needs a key")
+	}
 	crypt := index.CryptNone
-	if opts.Key != nil {
+	signer := opts.Key
+	switch {
+	case opts.SignOnly:
+		crypt = index.CryptSignOnly
+		opts.Key = nil // chunks and blobs stay plain
+	case opts.Key != nil:
 		crypt = index.CryptEncrypt
 	}
 	m := &index.Manifest{BackupType: snap.Type, BackupID: snap.ID, BackupTime: snap.Time}
@@ -152,8 +163,8 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 		fi.CryptMode = crypt
 		m.Files = append(m.Files, fi)
 	}
-	if opts.Key != nil {
-		if err := m.Sign(opts.Key); err != nil {
+	if signer != nil {
+		if err := m.Sign(signer); err != nil {
 			return nil, err
 		}
 	}

@@ -27,6 +27,7 @@ type backupSummary struct {
 	Seconds       float64  `json:"seconds"`
 	MiBps         float64  `json:"mib-per-second"`
 	Encrypted     bool     `json:"encrypted"`
+	CryptMode     string   `json:"crypt-mode"`
 	Fingerprint   string   `json:"key-fingerprint,omitempty"`
 }
 
@@ -39,6 +40,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
 	btime := fs.String("backup-time", "", "snapshot time: RFC 3339 (2026-11-29T10:00:00Z) or epoch seconds (default: now)")
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
+	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -76,6 +78,19 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	signOnly := false
+	switch *cryptMode {
+	case "":
+	case "none":
+		cc = nil
+	case "encrypt", "sign-only":
+		if cc == nil {
+			return usagef("--crypt-mode %s needs --keyfile", *cryptMode)
+		}
+		signOnly = *cryptMode == "sign-only"
+	default:
+		return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
+	}
 	if *jobs == 0 && isRemote(sf.store) {
 		*jobs = 8 * max(1, runtimeCPUs())
 	}
@@ -93,7 +108,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	bar := startProgress(stderr, !sf.json(), "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
-	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs}, &stats)
+	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs}, &stats)
 	bar.done()
 	if err != nil {
 		return fmt.Errorf("backup failed, no snapshot written: %w", err)
@@ -103,7 +118,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
 		Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
 		Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Seconds: el.Seconds(),
-		MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil,
+		MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
 	}
 	for _, f := range res.Manifest.Files {
 		sum.Archives = append(sum.Archives, f.Filename)
@@ -118,7 +133,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "  archives: %v; chunks: %d, uploaded: %d (%s), already stored: %d, dedup hits: %d, zero: %s\n",
 		sum.Archives, sum.Chunks, sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits, humanBytes(sum.ZeroBytes))
 	if cc != nil {
-		fmt.Fprintf(stdout, "  encrypted with key %s\n", cc.Fingerprint().Short())
+		fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
 	}
 	return nil
 }
