@@ -308,8 +308,9 @@ func TestNamespaces(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.out), &list); err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != 1 || list[0].Snapshot != snap0 || list[0].Namespace != ns {
-			t.Errorf("ns %q: snapshots %+v, want exactly %s", ns, list, snap0)
+		want := fixture.Snap(t, ns, "vm", "100", fixture.T0).String()
+		if len(list) != 1 || list[0].Snapshot != want || list[0].Namespace != ns || list[0].BackupID != "100" {
+			t.Errorf("ns %q: snapshots %+v, want exactly %s", ns, list, want)
 		}
 		target := filepath.Join(t.TempDir(), "out.raw")
 		restoreJSON(t, "--store", store, "--ns", ns, "vm/100", "drive-scsi0", target)
@@ -451,7 +452,7 @@ func TestForce(t *testing.T) {
 func TestBlockDevice(t *testing.T) {
 	store := fixture.NewStore(t)
 	data := zeroMiddle(10)
-	data = data[:len(data)/4096*4096+512] // whole sectors, short last chunk
+	data = data[:12<<20+512] // whole sectors, short last chunk
 	backupImage(t, store, data, "--chunk-size", "1024")
 	devSize := int64(len(data)) + 1<<20
 	garbage := []byte{0xa5, 0x5a, 0x01}
