@@ -1,0 +1,823 @@
+// Package s3store is the chunkstore.Store backend for S3-compatible object
+// storage (AWS S3, MinIO, Ceph RGW, Cloudflare R2, the GCS XML interop
+// endpoint, versitygw), built on the AWS SDK for Go v2.
+//
+// A store is a bucket prefix in one of two layouts (see Layout): the PBS 4
+// S3 datastore layout (FORMAT.md §8.1) or a plain copy of a datastore
+// directory (§1). Open detects which one.
+//
+// Transient failures (HTTP 5xx except 501, 429, 409, timeouts, connection
+// resets, also while reading a response body) are retried with exponential
+// backoff and jitter; 404 is reported as chunkstore.ErrNotFound and 403 as
+// chunkstore.ErrDenied, both without retrying.
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/internal/objstore"
+)
+
+// Layout is how the datastore is laid out below the bucket prefix.
+type Layout = objstore.Layout
+
+// Layouts (see objstore.Layout).
+const (
+	LayoutAuto  = objstore.LayoutAuto
+	LayoutPBS4  = objstore.LayoutPBS4
+	LayoutPlain = objstore.LayoutPlain
+)
+
+// PathStyle selects path-style ("https://host/bucket/key") or virtual-hosted
+// ("https://bucket.host/key") addressing.
+type PathStyle int
+
+const (
+	// PathStyleAuto uses path style for endpoints whose host is an IP
+	// address or localhost, virtual-hosted style otherwise.
+	PathStyleAuto PathStyle = iota
+	// PathStyleOn always uses path-style addressing.
+	PathStyleOn
+	// PathStyleOff always uses virtual-hosted addressing.
+	PathStyleOff
+)
+
+// String returns "auto", "true" or "false".
+func (p PathStyle) String() string {
+	switch p {
+	case PathStyleOn:
+		return "true"
+	case PathStyleOff:
+		return "false"
+	}
+	return "auto"
+}
+
+// ParsePathStyle parses the --s3-path-style flag value: "auto" (or ""),
+// "true"/"on"/"yes"/"1" or "false"/"off"/"no"/"0".
+func ParsePathStyle(s string) (PathStyle, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return PathStyleAuto, nil
+	case "true", "on", "yes", "1":
+		return PathStyleOn, nil
+	case "false", "off", "no", "0":
+		return PathStyleOff, nil
+	}
+	return PathStyleAuto, fmt.Errorf("invalid S3 path style %q (want auto, true or false)", s)
+}
+
+// Defaults used for zero Options fields.
+const (
+	DefaultConcurrency    = 32
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultMaxRetries     = 7
+	DefaultMinBackoff     = 100 * time.Millisecond
+	DefaultMaxBackoff     = 10 * time.Second
+	// DefaultRegion is the SigV4 region used when neither Options.Region nor
+	// the AWS configuration (AWS_REGION, profile) names one.
+	DefaultRegion = "us-east-1"
+)
+
+// Options configures Open. The zero value uses the AWS SDK's standard
+// configuration chain for everything (credentials, region, endpoint) and the
+// defaults above.
+type Options struct {
+	// Endpoint is the S3 API base URL (--s3-endpoint), e.g.
+	// "https://minio.example:9000" ("https://" is assumed without a scheme).
+	// Empty: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the profile's
+	// endpoint_url, else AWS S3.
+	Endpoint string
+	// Region is the SigV4 signing region (--s3-region), e.g. "eu-central-1"
+	// or "auto" for Cloudflare R2. Empty: AWS_REGION / the profile, else
+	// DefaultRegion.
+	Region string
+	// PathStyle selects the addressing style (--s3-path-style).
+	PathStyle PathStyle
+	// Concurrency is the number of requests the caller intends to have in
+	// flight; the HTTP connection pool keeps at least that many idle
+	// connections per host. 0 means DefaultConcurrency.
+	Concurrency int
+	// RequestTimeout bounds one attempt of a request: until the response
+	// headers (and, for everything but object downloads, the response) have
+	// arrived; for ReadChunk the whole download. 0 means
+	// DefaultRequestTimeout, negative disables it. A timed-out attempt is
+	// retried.
+	RequestTimeout time.Duration
+	// MaxRetries is the number of retries after the first attempt of a
+	// request. 0 means DefaultMaxRetries, negative means none.
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the exponential backoff between
+	// retries (the delay doubles per retry, with jitter). 0 means the
+	// defaults above.
+	MinBackoff, MaxBackoff time.Duration
+	// Layout forces a layout; LayoutAuto detects it (see Open).
+	Layout Layout
+	// Create opens the store for writing (backup): an empty prefix gets the
+	// PBS 4 layout unless Layout says otherwise.
+	Create bool
+	// Credentials overrides the SDK's credential chain when non-nil (e.g.
+	// credentials.NewStaticCredentialsProvider in tests).
+	Credentials aws.CredentialsProvider
+}
+
+// Store is a datastore in an S3 bucket. It implements chunkstore.Store and
+// is safe for concurrent use.
+type Store struct {
+	client     *s3.Client
+	conns      connSet
+	bucket     string
+	keys       objstore.Keys
+	url        string
+	endpoint   string
+	maxRetries int
+	timeout    time.Duration
+	backoff    objstore.Backoff
+	// noCondPut is set once the server answered a conditional PUT with
+	// "not implemented": WriteChunk then uses HEAD + PUT.
+	noCondPut atomic.Bool
+	retries   atomic.Int64
+}
+
+var _ chunkstore.Store = (*Store)(nil)
+
+// OpenURL opens the store at a URL of the form "s3://bucket[/prefix]"
+// (prefix may be empty or multi-level). See Open.
+func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error) {
+	bucket, prefix, err := objstore.ParseURL("s3", storeURL)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, bucket, prefix, opts)
+}
+
+// Open opens the datastore below prefix in bucket. It loads the AWS
+// configuration (environment, shared config/credentials files and profiles,
+// web identity, IMDS), applies opts on top, and detects the layout: PBS4 if
+// any object exists below "<prefix>/.cnt/", else plain; with opts.Create, a
+// prefix holding no datastore content yet gets PBS4. It fails if the bucket
+// cannot be listed (missing bucket: chunkstore.ErrNotFound; refused:
+// chunkstore.ErrDenied).
+func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
+	s := &Store{
+		bucket:     bucket,
+		keys:       objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		maxRetries: opts.MaxRetries,
+		timeout:    opts.RequestTimeout,
+		backoff:    objstore.Backoff{Min: opts.MinBackoff, Max: opts.MaxBackoff},
+	}
+	s.url = "s3://" + bucket
+	if s.keys.Prefix != "" {
+		s.url += "/" + s.keys.Prefix
+	}
+	switch {
+	case s.maxRetries == 0:
+		s.maxRetries = DefaultMaxRetries
+	case s.maxRetries < 0:
+		s.maxRetries = 0
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultRequestTimeout
+	}
+	if s.backoff.Min <= 0 {
+		s.backoff.Min = DefaultMinBackoff
+	}
+	if s.backoff.Max <= 0 {
+		s.backoff.Max = max(DefaultMaxBackoff, s.backoff.Min)
+	}
+	conc := opts.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc) })
+	if s.timeout > 0 {
+		// Also bounds stalls while a body is read (per read, not per body).
+		hc = hc.WithReadTimeout(s.timeout)
+	}
+	lo := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(hc),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+		// Errors are returned; the SDK's warnings (e.g. about an unread
+		// body after a reset) would only clutter the output.
+		config.WithLogger(logging.Nop{}),
+	}
+	if opts.Region != "" {
+		lo = append(lo, config.WithRegion(opts.Region))
+	}
+	if opts.Credentials != nil {
+		lo = append(lo, config.WithCredentialsProvider(opts.Credentials))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: loading AWS configuration: %w", s.url, err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	retryer := retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = s.maxRetries + 1
+		// The SDK's default retry quota fails requests under load; the
+		// backoff alone paces retries here.
+		o.RateLimiter = ratelimit.None
+		o.Backoff = retry.BackoffDelayerFunc(func(attempt int, err error) (time.Duration, error) {
+			s.retries.Add(1)
+			return s.backoff.Delay(attempt), nil
+		})
+		o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(classify)}, o.Retryables...)
+	})
+	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if opts.Endpoint != "" {
+			ep := opts.Endpoint
+			if !strings.Contains(ep, "://") {
+				ep = "https://" + ep
+			}
+			o.BaseEndpoint = aws.String(strings.TrimRight(ep, "/"))
+		}
+		s.endpoint = aws.ToString(o.BaseEndpoint)
+		switch opts.PathStyle {
+		case PathStyleOn:
+			o.UsePathStyle = true
+		case PathStyleOff:
+			o.UsePathStyle = false
+		default:
+			o.UsePathStyle = o.UsePathStyle || isLocalEndpoint(s.endpoint)
+		}
+		o.Retryer = retryer
+		o.RetryMaxAttempts = 0
+		if s.timeout > 0 {
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Finalize.Insert(attemptTimeout{d: s.timeout}, "Retry", middleware.After)
+			})
+		}
+	})
+	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
+		s.conns.closeAll()
+		return nil, err
+	}
+	return s, nil
+}
+
+// tuneTransport sizes the connection pool for conc requests in flight (Go's
+// default of 2 idle connections per host would make every further request
+// dial anew) and tracks connections so that Close can close them.
+func (s *Store) tuneTransport(tr *http.Transport, conc int) {
+	tr.MaxIdleConns = max(100, 2*conc)
+	tr.MaxIdleConnsPerHost = conc + conc/4 + 2
+	tr.MaxConnsPerHost = 0 // unlimited, so never below the concurrency
+	tr.IdleConnTimeout = 90 * time.Second
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return s.conns.add(c), nil
+	}
+}
+
+// connSet tracks open connections.
+type connSet struct {
+	mu sync.Mutex
+	m  map[*trackedConn]struct{}
+}
+
+type trackedConn struct {
+	net.Conn
+	set  *connSet
+	once sync.Once
+}
+
+func (cs *connSet) add(c net.Conn) net.Conn {
+	tc := &trackedConn{Conn: c, set: cs}
+	cs.mu.Lock()
+	if cs.m == nil {
+		cs.m = map[*trackedConn]struct{}{}
+	}
+	cs.m[tc] = struct{}{}
+	cs.mu.Unlock()
+	return tc
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.set.mu.Lock()
+		delete(c.set.m, c)
+		c.set.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+func (cs *connSet) closeAll() {
+	cs.mu.Lock()
+	all := make([]*trackedConn, 0, len(cs.m))
+	for c := range cs.m {
+		all = append(all, c)
+	}
+	cs.mu.Unlock()
+	for _, c := range all {
+		c.Close()
+	}
+}
+
+// isLocalEndpoint reports whether the endpoint's host is an IP address or
+// localhost, where virtual-hosted bucket names cannot resolve.
+func isLocalEndpoint(ep string) bool {
+	if ep == "" {
+		return false
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	return net.ParseIP(h) != nil || h == "localhost" || strings.HasSuffix(h, ".localhost")
+}
+
+func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) error {
+	root := ""
+	if s.keys.Prefix != "" {
+		root = s.keys.Prefix + "/"
+	}
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket:  &s.bucket,
+		Prefix:  aws.String(root + objstore.ContentDir + "/"),
+		MaxKeys: aws.Int32(1),
+	})
+	if err != nil {
+		return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+	}
+	switch {
+	case forced != LayoutAuto:
+		s.keys.Layout = forced
+	case len(out.Contents) > 0:
+		s.keys.Layout = LayoutPBS4
+	case !create:
+		s.keys.Layout = LayoutPlain
+	default:
+		// Writer: keep an existing plain copy plain, else use PBS 4's layout.
+		top, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket:    &s.bucket,
+			Prefix:    aws.String(root),
+			Delimiter: aws.String("/"),
+		})
+		if err != nil {
+			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		}
+		s.keys.Layout = LayoutPBS4
+		for _, cp := range top.CommonPrefixes {
+			if name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name != ".chunks/" {
+				s.keys.Layout = LayoutPlain
+			}
+		}
+		for _, o := range top.Contents {
+			if name := strings.TrimPrefix(aws.ToString(o.Key), root); name == ".lock" || name == ".gc-status" {
+				s.keys.Layout = LayoutPlain
+			}
+		}
+	}
+	return nil
+}
+
+// Layout returns the layout in use (never LayoutAuto).
+func (s *Store) Layout() Layout { return s.keys.Layout }
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Prefix returns the datastore's key prefix without surrounding '/'.
+func (s *Store) Prefix() string { return s.keys.Prefix }
+
+// Endpoint returns the S3 endpoint URL in use ("" for AWS's default).
+func (s *Store) Endpoint() string { return s.endpoint }
+
+// Retries returns how many retries (of any request) the store made so far.
+func (s *Store) Retries() int64 { return s.retries.Load() }
+
+// String returns "s3://bucket[/prefix]".
+func (s *Store) String() string { return s.url }
+
+func (s *Store) objURL(key string) string { return "s3://" + s.bucket + "/" + key }
+
+// ChunkLocation returns the chunk's object URL "s3://bucket/<prefix>/.chunks/<4hex>/<hex>".
+func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
+
+// ReadChunk downloads the chunk object for d into buf (see
+// chunkstore.Store.ReadChunk). A failure while reading the body (reset,
+// truncation, timeout) retries the whole download; partial data is never
+// returned.
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+	key := s.keys.Chunk(d)
+	for attempt := 0; ; attempt++ {
+		out, retryable, err := s.readChunkOnce(ctx, key, buf)
+		if err == nil {
+			return out, nil
+		}
+		if !retryable || attempt >= s.maxRetries || ctx.Err() != nil {
+			if retryable && attempt > 0 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			}
+			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
+		}
+		s.retries.Add(1)
+		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
+		}
+	}
+}
+
+// readChunkOnce makes one GetObject call (whose own retries the SDK does)
+// and reads the body; retryable reports a body-read failure.
+func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, bool, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out, err := s.client.GetObject(actx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return nil, false, mapErr(err)
+	}
+	defer out.Body.Close()
+	// The SDK bounded the wait for the headers; bound the body read too.
+	var fired atomic.Bool
+	if s.timeout > 0 {
+		t := time.AfterFunc(s.timeout, func() { fired.Store(true); cancel() })
+		defer t.Stop()
+	}
+	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
+	size := int64(-1)
+	if out.ContentLength != nil {
+		size = *out.ContentLength
+	}
+	switch {
+	case size == 0:
+		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
+	case size > limit:
+		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
+	case size > 0:
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		_, err = io.ReadFull(out.Body, buf)
+	default:
+		buf, err = readAll(out.Body, buf[:0], limit)
+		if err == nil && len(buf) == 0 {
+			return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrTooLarge) {
+			return nil, false, err
+		}
+		if fired.Load() && ctx.Err() == nil {
+			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
+		} else {
+			err = fmt.Errorf("reading body: %w", err)
+		}
+		return nil, ctx.Err() == nil, err
+	}
+	return buf, false, nil
+}
+
+// readAll appends r's content to buf, failing beyond limit bytes.
+func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w: object exceeds %d bytes", chunkstore.ErrTooLarge, limit)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// OpenFile starts downloading the content file rel and returns its body and
+// size in bytes. ctx must stay live while the body is read. If the
+// connection fails mid-body, the reader resumes with a ranged GET pinned to
+// the object's ETag (so a replaced object is detected, not spliced).
+func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error) {
+	key, err := s.keys.Content(rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
+	}
+	size := aws.ToInt64(out.ContentLength)
+	return &resumingReader{s: s, ctx: ctx, key: key, etag: aws.ToString(out.ETag), size: size, body: out.Body}, size, nil
+}
+
+type resumingReader struct {
+	s       *Store
+	ctx     context.Context
+	key     string
+	etag    string
+	size    int64
+	off     int64
+	body    io.ReadCloser
+	retries int
+	err     error
+}
+
+func (r *resumingReader) Read(p []byte) (int, error) {
+	for {
+		if r.err != nil {
+			return 0, r.err
+		}
+		if r.body == nil {
+			if err := r.reopen(); err != nil {
+				r.err = err
+				return 0, err
+			}
+		}
+		n, err := r.body.Read(p)
+		r.off += int64(n)
+		if err == nil || (err == io.EOF && r.off == r.size) {
+			return n, err
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		r.body.Close()
+		r.body = nil
+		if r.off > r.size {
+			r.err = fmt.Errorf("%s: object longer than its announced %d bytes", r.s.objURL(r.key), r.size)
+		} else if r.etag == "" || r.retries >= r.s.maxRetries || r.ctx.Err() != nil {
+			r.err = fmt.Errorf("%s: reading at offset %d: %w", r.s.objURL(r.key), r.off, err)
+		} else {
+			r.retries++
+			r.s.retries.Add(1)
+			if serr := objstore.Sleep(r.ctx, r.s.backoff.Delay(r.retries)); serr != nil {
+				r.err = fmt.Errorf("%s: reading at offset %d: %w (retry aborted: %v)", r.s.objURL(r.key), r.off, err, serr)
+			}
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (r *resumingReader) reopen() error {
+	out, err := r.s.client.GetObject(r.ctx, &s3.GetObjectInput{
+		Bucket:  &r.s.bucket,
+		Key:     &r.key,
+		Range:   aws.String(fmt.Sprintf("bytes=%d-", r.off)),
+		IfMatch: aws.String(r.etag),
+	})
+	if err != nil {
+		if httpStatus(err) == http.StatusPreconditionFailed {
+			return fmt.Errorf("%s: object was replaced while being read", r.s.objURL(r.key))
+		}
+		return fmt.Errorf("%s: resuming at offset %d: %w", r.s.objURL(r.key), r.off, mapErr(err))
+	}
+	r.body = out.Body
+	return nil
+}
+
+func (r *resumingReader) Close() error {
+	if r.body != nil {
+		err := r.body.Close()
+		r.body = nil
+		return err
+	}
+	return nil
+}
+
+// ListFiles lists every content object below dir, following ListObjectsV2
+// continuation tokens (see chunkstore.Store.ListFiles).
+func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
+	base, err := s.keys.Content(dir)
+	if err != nil {
+		return nil, err
+	}
+	base += "/"
+	var files []chunkstore.FileInfo
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
+		}
+		for _, o := range page.Contents {
+			if rel, ok := s.keys.RelFromKey(aws.ToString(o.Key)); ok {
+				files = append(files, chunkstore.FileInfo{Path: rel, Size: aws.ToInt64(o.Size)})
+			}
+		}
+	}
+	return files, nil
+}
+
+// WriteChunk uploads the chunk blob unless the object exists: a PUT with
+// "If-None-Match: *" (412 means it existed, 409 is retried). If the server
+// answers that conditional PUT with 501 Not Implemented, the store falls
+// back to HEAD then PUT for the rest of its life. After a 412 a HEAD checks
+// the size: an existing 0-byte object is no chunk and is overwritten.
+func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
+	key := s.keys.Chunk(d)
+	if !s.noCondPut.Load() {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          bytes.NewReader(blob),
+			ContentLength: aws.Int64(int64(len(blob))),
+			ContentType:   aws.String("application/octet-stream"),
+			IfNoneMatch:   aws.String("*"),
+		})
+		switch {
+		case err == nil:
+			return false, nil
+		case httpStatus(err) == http.StatusPreconditionFailed:
+			// The object exists, but a 0-byte one (an evicted-chunk marker
+			// copied from a PBS 4 cache, §1.2) is no chunk: check below.
+		case isNotImplemented(err):
+			s.noCondPut.Store(true)
+		default:
+			return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+		}
+	}
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	switch {
+	case err == nil && aws.ToInt64(head.ContentLength) > 0:
+		return true, nil
+	case err != nil && !errors.Is(mapErr(err), chunkstore.ErrNotFound):
+		return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+	}
+	if err := s.put(ctx, key, blob); err != nil {
+		return false, fmt.Errorf("chunk %s: %w", d, err)
+	}
+	return false, nil
+}
+
+// WriteFile uploads the content file rel, replacing any existing object.
+func (s *Store) WriteFile(ctx context.Context, rel string, data []byte) error {
+	key, err := s.keys.Content(rel)
+	if err != nil {
+		return err
+	}
+	return s.put(ctx, key, data)
+}
+
+func (s *Store) put(ctx context.Context, key string, data []byte) error {
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        &s.bucket,
+		Key:           &key,
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		ContentType:   aws.String("application/octet-stream"),
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
+	}
+	return nil
+}
+
+// Close closes the store's HTTP connections. Readers from OpenFile fail
+// after it.
+func (s *Store) Close() error {
+	s.conns.closeAll()
+	return nil
+}
+
+func httpStatus(err error) int {
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func errorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isNotImplemented(err error) bool {
+	st, code := httpStatus(err), errorCode(err)
+	return st == http.StatusNotImplemented || code == "NotImplemented"
+}
+
+// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
+// around 403s.
+func mapErr(err error) error {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	var nsb *types.NoSuchBucket
+	st, code := httpStatus(err), errorCode(err)
+	switch {
+	case st == http.StatusNotFound || errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nsb):
+		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
+	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	}
+	return err
+}
+
+// classify decides retries ahead of the SDK's default rules: never 403, 404,
+// 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
+// attempt timeouts and truncated responses.
+func classify(err error) aws.Ternary {
+	switch st := httpStatus(err); {
+	case st == http.StatusForbidden || st == http.StatusNotFound || st == http.StatusPreconditionFailed || st == http.StatusNotImplemented:
+		return aws.FalseTernary
+	case st == http.StatusConflict || st == http.StatusTooManyRequests || st >= 500:
+		return aws.TrueTernary
+	}
+	var te *timeoutError
+	if errors.As(err, &te) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
+}
+
+// attemptTimeout is a finalize middleware, placed after the SDK's retry
+// middleware so that it runs per attempt, that cancels an attempt taking
+// longer than d and reports it as a retryable timeout. For GetObject the
+// timer stops once the response headers are in; the body then lives until
+// it is closed.
+type attemptTimeout struct{ d time.Duration }
+
+func (attemptTimeout) ID() string { return "PbsdirectAttemptTimeout" }
+
+func (m attemptTimeout) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+	actx, cancel := context.WithCancel(ctx)
+	var fired atomic.Bool
+	t := time.AfterFunc(m.d, func() { fired.Store(true); cancel() })
+	out, md, err := next.HandleFinalize(actx, in)
+	t.Stop()
+	if err != nil {
+		cancel()
+		if fired.Load() && ctx.Err() == nil {
+			return out, md, &timeoutError{d: m.d, msg: err.Error()}
+		}
+		return out, md, err
+	}
+	if g, ok := out.Result.(*s3.GetObjectOutput); ok && g.Body != nil {
+		g.Body = &cancelOnClose{ReadCloser: g.Body, cancel: cancel}
+		return out, md, nil
+	}
+	cancel()
+	return out, md, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// timeoutError is an attempt that exceeded Options.RequestTimeout. It does
+// not wrap the cancellation error, which the SDK would refuse to retry.
+type timeoutError struct {
+	d   time.Duration
+	msg string
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("request timeout (%v) exceeded: %s", e.d, e.msg)
+}
+
+func (e *timeoutError) Timeout() bool        { return true }
+func (e *timeoutError) RetryableError() bool { return true }

@@ -1,0 +1,282 @@
+// Package faultproxy is a small fault-injecting HTTP reverse proxy for tests
+// and benchmarks of the bucket backends: it forwards requests to a target
+// server (keeping the Host header, so signed S3 requests stay valid) and,
+// according to rules, adds latency, answers with an error status instead of
+// forwarding, or resets the connection in the middle of the response body.
+// It counts requests and injected faults.
+package faultproxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Rule selects requests and says what to do with them. Matching requests
+// are numbered 1, 2, … per rule; the rule acts on number n when n > After,
+// (n-After) is a multiple of Every (Every ≤ 1: every one), and it has acted
+// fewer than Times times (0: unlimited). Acting means adding Delay and, for
+// the first acting rule with a Status or Reset, that fault.
+type Rule struct {
+	// Method matches the HTTP method ("" any).
+	Method string
+	// PathContains matches a substring of the request's escaped URL path
+	// ("" any).
+	PathContains string
+	// QueryContains matches a substring of the raw query ("" any).
+	QueryContains string
+	// Header matches requests carrying this header ("" any), e.g.
+	// "If-None-Match".
+	Header string
+
+	After, Every, Times int
+
+	// Delay is added before the request is handled (latency).
+	Delay time.Duration
+	// Status, when non-zero, answers with this HTTP status (e.g. 503, 429,
+	// 501) and an S3-style XML error body without contacting the target.
+	Status int
+	// Reset forwards the request, sends the response headers and the first
+	// ResetAfter bytes of the body, then resets the TCP connection.
+	Reset      bool
+	ResetAfter int64
+}
+
+type ruleState struct {
+	Rule
+	seen, acted int
+}
+
+// Proxy is a running fault-injecting proxy. Its methods are safe for
+// concurrent use.
+type Proxy struct {
+	// URL is the proxy's base URL, "http://127.0.0.1:PORT".
+	URL string
+
+	target    *url.URL
+	latency   time.Duration
+	ln        net.Listener
+	srv       *http.Server
+	rp        *httputil.ReverseProxy
+	transport *http.Transport
+
+	mu    sync.Mutex
+	rules []*ruleState
+
+	requests, faults atomic.Int64
+}
+
+// Start listens on listen (e.g. "127.0.0.1:0") and forwards to target (a
+// base URL such as "http://127.0.0.1:7070"), adding latency to every request
+// and applying rules. Close stops it.
+func Start(listen, target string, latency time.Duration, rules ...Rule) (*Proxy, error) {
+	tu, err := url.Parse(target)
+	if err != nil || tu.Scheme == "" || tu.Host == "" {
+		return nil, fmt.Errorf("faultproxy: invalid target URL %q", target)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: %w", err)
+	}
+	p := &Proxy{
+		URL:     "http://" + ln.Addr().String(),
+		target:  tu,
+		latency: latency,
+		ln:      ln,
+		transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+			MaxIdleConns:        2000,
+			MaxIdleConnsPerHost: 1000,
+			IdleConnTimeout:     60 * time.Second,
+		},
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(tu)
+			pr.Out.Host = pr.In.Host // keep the signed Host header
+		},
+		Transport:     p.transport,
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	p.SetRules(rules...)
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	go p.srv.Serve(ln)
+	return p, nil
+}
+
+// SetRules replaces the rules and restarts their counts.
+func (p *Proxy) SetRules(rules ...Rule) {
+	rs := make([]*ruleState, len(rules))
+	for i, r := range rules {
+		rs[i] = &ruleState{Rule: r}
+	}
+	p.mu.Lock()
+	p.rules = rs
+	p.mu.Unlock()
+}
+
+// Matched returns, per rule in the order given, how many requests matched
+// it (whether or not it acted on them). A rule with no Status and no Reset
+// is a pure counter.
+func (p *Proxy) Matched() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := make([]int, len(p.rules))
+	for i, r := range p.rules {
+		n[i] = r.seen
+	}
+	return n
+}
+
+// Requests returns how many requests the proxy has received.
+func (p *Proxy) Requests() int64 { return p.requests.Load() }
+
+// Faults returns how many requests got an injected status or reset.
+func (p *Proxy) Faults() int64 { return p.faults.Load() }
+
+// Close stops the proxy and closes its connections.
+func (p *Proxy) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := p.srv.Shutdown(ctx)
+	if err != nil {
+		err = p.srv.Close()
+	}
+	p.transport.CloseIdleConnections()
+	return err
+}
+
+func (r *ruleState) matches(req *http.Request) bool {
+	return (r.Method == "" || strings.EqualFold(r.Method, req.Method)) &&
+		(r.PathContains == "" || strings.Contains(req.URL.EscapedPath(), r.PathContains)) &&
+		(r.QueryContains == "" || strings.Contains(req.URL.RawQuery, r.QueryContains)) &&
+		(r.Header == "" || req.Header.Get(r.Header) != "")
+}
+
+// pick returns the rule acting on req (nil if none) and the total delay.
+func (p *Proxy) pick(req *http.Request) (*Rule, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delay := p.latency
+	var act *Rule
+	for _, r := range p.rules {
+		if !r.matches(req) {
+			continue
+		}
+		r.seen++
+		n := r.seen - r.After
+		if n <= 0 || (r.Every > 1 && n%r.Every != 0) || (r.Times > 0 && r.acted >= r.Times) {
+			continue
+		}
+		fault := r.Status != 0 || r.Reset
+		if r.Delay == 0 && (!fault || act != nil) {
+			continue
+		}
+		r.acted++
+		delay += r.Delay
+		if fault && act == nil {
+			rule := r.Rule
+			act = &rule
+		}
+	}
+	return act, delay
+}
+
+// ServeHTTP handles one proxied request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	p.requests.Add(1)
+	act, delay := p.pick(req)
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	switch {
+	case act == nil:
+		p.rp.ServeHTTP(w, req)
+	case act.Status != 0:
+		p.faults.Add(1)
+		io.Copy(io.Discard, req.Body)
+		writeError(w, act.Status)
+	default:
+		p.faults.Add(1)
+		p.resetMidBody(w, req, act.ResetAfter)
+	}
+}
+
+func writeError(w http.ResponseWriter, status int) {
+	code := map[int]string{
+		http.StatusServiceUnavailable:  "ServiceUnavailable",
+		http.StatusTooManyRequests:     "TooManyRequests",
+		http.StatusNotImplemented:      "NotImplemented",
+		http.StatusInternalServerError: "InternalError",
+		http.StatusForbidden:           "AccessDenied",
+		http.StatusConflict:            "ConditionalRequestConflict",
+	}[status]
+	if code == "" {
+		code = strings.ReplaceAll(http.StatusText(status), " ", "")
+	}
+	body := fmt.Sprintf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>injected by faultproxy</Message></Error>", code)
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+// resetMidBody forwards req, writes the response head and the first n body
+// bytes to the client itself, then resets the connection (SO_LINGER 0).
+func (p *Proxy) resetMidBody(w http.ResponseWriter, req *http.Request, n int64) {
+	out := req.Clone(req.Context())
+	out.RequestURI = ""
+	out.URL.Scheme = p.target.Scheme
+	out.URL.Host = p.target.Host
+	out.Host = req.Host
+	resp, err := p.transport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	conn, bw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	writeHead(bw.Writer, resp)
+	io.CopyN(bw, resp.Body, n)
+	bw.Flush()
+	// Give the client a moment to read the partial body before the reset.
+	time.Sleep(5 * time.Millisecond)
+}
+
+func writeHead(bw *bufio.Writer, resp *http.Response) {
+	fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
+	h := resp.Header.Clone()
+	h.Del("Transfer-Encoding")
+	h.Del("Connection")
+	if resp.ContentLength >= 0 {
+		h.Set("Content-Length", fmt.Sprint(resp.ContentLength))
+	}
+	h.Write(bw)
+	bw.WriteString("\r\n")
+}
