@@ -390,9 +390,9 @@ func TestUsage(t *testing.T) {
 	cases := [][]string{
 		{},
 		{"frobnicate"},
-		{"restore", snap0, "drive-scsi0", "/tmp/x"},                                   // no --store
-		{"restore", "--store", store, snap0, "drive-scsi0"},                           // too few
-		{"restore", "--store", store, snap0, "drive-scsi0", "/tmp/x", "extra"},        // too many
+		{"restore", snap0, "drive-scsi0", "/tmp/x"},                                    // no --store
+		{"restore", "--store", store, snap0, "drive-scsi0"},                            // too few
+		{"restore", "--store", store, snap0, "drive-scsi0", "/tmp/x", "extra"},         // too many
 		{"restore", "--store", store, "--output-format", "yaml", snap0, "d", "/tmp/x"}, // bad format
 		{"restore", "--store", store, "--ns", "a//b", snap0, "drive-scsi0", "/tmp/x"},
 		{"restore", "--store", store, "--ns", "-bad", snap0, "drive-scsi0", "/tmp/x"},
