@@ -149,3 +149,18 @@ func (p *Plan) maxChunk() int {
 	}
 	return m
 }
+
+// Drop removes the chunks for which known returns true from the plan (for
+// example chunks already verified in another archive) and returns how many
+// were removed. Their offsets are then neither fetched nor written.
+func (p *Plan) Drop(known func(crypto.Digest) bool) int {
+	kept := p.Chunks[:0]
+	for _, c := range p.Chunks {
+		if !known(c.Digest) {
+			kept = append(kept, c)
+		}
+	}
+	n := len(p.Chunks) - len(kept)
+	p.Chunks = kept
+	return n
+}

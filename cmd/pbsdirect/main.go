@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	flag "github.com/spf13/pflag"
@@ -78,6 +79,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pbsdirect: unknown command %q\n\n%s", name, usage)
 		return 2
 	}
+	if path := os.Getenv("PBSDIRECT_CPUPROFILE"); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "pbsdirect: PBSDIRECT_CPUPROFILE: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
 	err := fn(ctx, args[1:], stdout, stderr)
 	var ue *usageError
 	switch {
@@ -114,4 +123,18 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return usagef("%v", err)
 	}
 	return nil
+}
+
+// startCPUProfile writes a pprof CPU profile to path until the returned
+// function is called (PBSDIRECT_CPUPROFILE, for tuning).
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -31,6 +31,7 @@ type archiveResult struct {
 	Error         string         `json:"error,omitempty"`
 	Size          uint64         `json:"size"`
 	ChunksChecked uint64         `json:"chunks-checked,omitempty"`
+	ChunksKnown   int            `json:"chunks-already-verified,omitempty"` // shared with an archive verified before
 	Damaged       []damagedChunk `json:"damaged-chunks,omitempty"`
 }
 
@@ -101,11 +102,12 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	rep := verifyReport{OK: true}
+	v := &verifier{store: store, cc: cc, pf: pf, sf: &sf, stderr: stderr, verified: map[verifiedKey]bool{}}
 	for _, s := range snaps {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r := verifySnapshot(ctx, store, s, cc, pf, &sf, stderr)
+		r := v.snapshot(ctx, s)
 		rep.OK = rep.OK && r.OK
 		for _, a := range r.Archives {
 			rep.Bytes += a.Size
@@ -136,11 +138,29 @@ func okWord(ok bool) string {
 	return "FAILED"
 }
 
-// verifySnapshot checks the manifest and every archive listed in it. A
-// failing archive does not stop the others.
-func verifySnapshot(ctx context.Context, store chunkstore.Store, s index.Snapshot, cc *crypto.Config, pf *pipelineFlags, sf *storeFlags, stderr io.Writer) snapshotResult {
+// verifiedKey identifies a chunk that passed verification: digests of
+// encrypted and plain archives live in different spaces.
+type verifiedKey struct {
+	digest    crypto.Digest
+	encrypted bool
+}
+
+// verifier checks snapshots, remembering verified chunks so that chunks
+// shared between archives and snapshots are read and checked once.
+type verifier struct {
+	store    chunkstore.Store
+	cc       *crypto.Config
+	pf       *pipelineFlags
+	sf       *storeFlags
+	stderr   io.Writer
+	verified map[verifiedKey]bool
+}
+
+// snapshot checks the manifest and every archive listed in it. A failing
+// archive does not stop the others.
+func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResult {
 	res := snapshotResult{Snapshot: s.String(), OK: true}
-	m, err := snapshot.LoadManifest(ctx, store, s, cc)
+	m, err := snapshot.LoadManifest(ctx, v.store, s, v.cc)
 	if err != nil {
 		res.OK, res.Error = false, err.Error()
 		return res
@@ -149,11 +169,11 @@ func verifySnapshot(ctx context.Context, store chunkstore.Store, s index.Snapsho
 		a := archiveResult{Archive: f.Filename, OK: true, Size: f.Size}
 		switch {
 		case strings.HasSuffix(f.Filename, ".blob"):
-			if _, err := snapshot.ReadBlob(ctx, store, s, m, f.Filename, cc); err != nil {
+			if _, err := snapshot.ReadBlob(ctx, v.store, s, m, f.Filename, v.cc); err != nil {
 				a.OK, a.Error = false, err.Error()
 			}
 		default:
-			verifyIndex(ctx, store, s, m, f.Filename, cc, pf, sf, stderr, &a)
+			v.index(ctx, s, m, f.Filename, &a)
 		}
 		res.OK = res.OK && a.OK
 		res.Archives = append(res.Archives, a)
@@ -161,35 +181,44 @@ func verifySnapshot(ctx context.Context, store chunkstore.Store, s index.Snapsho
 	return res
 }
 
-// verifyIndex runs the restore pipeline for one index archive into a
-// discard target, recording every damaged chunk.
-func verifyIndex(ctx context.Context, store chunkstore.Store, s index.Snapshot, m *index.Manifest, name string, cc *crypto.Config, pf *pipelineFlags, sf *storeFlags, stderr io.Writer, a *archiveResult) {
-	plan, fi, err := restore.LoadPlan(ctx, store, s.Dir(), m, name, cc)
+// index runs the restore pipeline for one index archive into a discard
+// target, recording every damaged chunk.
+func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, a *archiveResult) {
+	plan, fi, err := restore.LoadPlan(ctx, v.store, s.Dir(), m, name, v.cc)
 	if err != nil {
 		a.OK, a.Error = false, err.Error()
 		return
 	}
-	opts := pf.options(sf.store)
+	opts := v.pf.options(v.sf.store)
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
-	opts.Key = cc
+	opts.Key = v.cc
 	opts.KeepGoing = true
 	opts.Archive = path.Join(s.Dir(), name)
+	a.ChunksKnown = plan.Drop(func(d crypto.Digest) bool { return v.verified[verifiedKey{d, opts.Encrypted}] })
 	var stats restore.Stats
-	bar := startProgress(stderr, !sf.json(), "verify "+name, int64(plan.Size), func() int64 {
+	bar := startProgress(v.stderr, !v.sf.json(), "verify "+name, int64(plan.Size), func() int64 {
 		return int64(stats.DataBytes.Load() + stats.ZeroBytes.Load())
 	})
-	err = restore.Run(ctx, store, plan, restore.Discard{}, opts, &stats)
+	err = restore.Run(ctx, v.store, plan, restore.Discard{}, opts, &stats)
 	bar.done()
 	a.ChunksChecked = stats.Fetched.Load()
+	bad := map[crypto.Digest]bool{}
 	var de *restore.DamagedError
 	switch {
 	case errors.As(err, &de):
 		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", len(de.Chunks))
 		for _, c := range de.Chunks {
+			bad[c.Digest] = true
 			a.Damaged = append(a.Damaged, damagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Error: c.Err.Error()})
 		}
 	case err != nil:
 		a.OK, a.Error = false, err.Error()
+		return
+	}
+	for _, c := range plan.Chunks {
+		if !bad[c.Digest] {
+			v.verified[verifiedKey{c.Digest, opts.Encrypted}] = true
+		}
 	}
 }
 
@@ -200,8 +229,12 @@ func printSnapshotResult(w io.Writer, r snapshotResult) {
 	}
 	for _, a := range r.Archives {
 		fmt.Fprintf(w, "  %-32s %s", a.Archive, okWord(a.OK))
-		if a.ChunksChecked > 0 {
-			fmt.Fprintf(w, " (%d chunks checked)", a.ChunksChecked)
+		if a.ChunksChecked > 0 || a.ChunksKnown > 0 {
+			fmt.Fprintf(w, " (%d chunks checked", a.ChunksChecked)
+			if a.ChunksKnown > 0 {
+				fmt.Fprintf(w, ", %d already verified", a.ChunksKnown)
+			}
+			fmt.Fprint(w, ")")
 		}
 		fmt.Fprintln(w)
 		if a.Error != "" && len(a.Damaged) == 0 {
