@@ -1,0 +1,214 @@
+package backup_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+)
+
+func TestParseSpec(t *testing.T) {
+	for _, c := range []struct {
+		spec, name, path string
+		ok               bool
+	}{
+		{"drive-scsi0.img:/dev/vg/x", "drive-scsi0.img", "/dev/vg/x", true},
+		{"qemu-server.conf:/etc/pve/qemu-server/100.conf", "qemu-server.conf", "/etc/pve/qemu-server/100.conf", true},
+		{"client.log:/tmp/a:b", "client.log", "/tmp/a:b", true},
+		{"disk.qcow2:/x", "", "", false},
+		{"noext:/x", "", "", false},
+		{"a/b.img:/x", "", "", false},
+		{"drive.img", "", "", false},
+		{"drive.img:", "", "", false},
+		{":/x", "", "", false},
+	} {
+		s, err := backup.ParseSpec(c.spec)
+		if (err == nil) != c.ok || s.Name != c.name || s.Path != c.path {
+			t.Errorf("ParseSpec(%q) = %+v, %v", c.spec, s, err)
+		}
+	}
+}
+
+func run(t *testing.T, dir string, opts backup.Options, srcs ...backup.Source) (*backup.Result, *backup.Stats, error) {
+	t.Helper()
+	s, err := chunkstore.OpenLocal(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var st backup.Stats
+	res, err := backup.Run(context.Background(), s, srcs, opts, &st)
+	return res, &st, err
+}
+
+func TestOptionErrors(t *testing.T) {
+	dir := fixture.NewStore(t)
+	img := fixture.WriteFile(t, t.TempDir(), "d.raw", fixture.Mixed(100<<10, 1))
+	empty := fixture.WriteFile(t, t.TempDir(), "e.raw", nil)
+	src := backup.Source{Name: "drive-scsi0.img", Path: img}
+	snap := fixture.Snap(t, "", "vm", "100", fixture.T0)
+	for _, c := range []struct {
+		name string
+		opts backup.Options
+		srcs []backup.Source
+	}{
+		{"chunk-size-small", backup.Options{ChunkSize: 32 << 10}, []backup.Source{src}},
+		{"chunk-size-odd", backup.Options{ChunkSize: 3 << 16}, []backup.Source{src}},
+		{"chunk-size-big", backup.Options{ChunkSize: 8 << 20}, []backup.Source{src}},
+		{"nothing", backup.Options{}, nil},
+		{"twice", backup.Options{}, []backup.Source{src, src}},
+		{"sign-only-without-key", backup.Options{SignOnly: true}, []backup.Source{src}},
+		{"empty-image", backup.Options{}, []backup.Source{{Name: "drive-scsi0.img", Path: empty}}},
+		{"missing-image", backup.Options{}, []backup.Source{{Name: "drive-scsi0.img", Path: img + ".nope"}}},
+	} {
+		c.opts.Snapshot = snap
+		if _, _, err := run(t, dir, c.opts, c.srcs...); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	if _, err := os.Stat(fixture.SnapPath(dir, snap, "index.json.blob")); err == nil {
+		t.Error("a failed backup wrote a manifest")
+	}
+}
+
+// TestIndexAndStore checks what a backup writes: digests of every chunk
+// (keyed when encrypted), zero chunks as the zero digest, the zero chunk
+// stored once, crypt modes of chunks, blobs and manifest, stats, dedup
+// against an existing snapshot, and refusal to overwrite a snapshot.
+func TestIndexAndStore(t *testing.T) {
+	_, cc := fixture.Key(t, 3)
+	for _, mode := range []index.CryptMode{index.CryptNone, index.CryptEncrypt, index.CryptSignOnly} {
+		t.Run(string(mode), func(t *testing.T) {
+			const cs = 64 << 10
+			dir := fixture.NewStore(t)
+			src := t.TempDir()
+			a := fixture.Build(1, fixture.Region{Kind: fixture.Text, Len: cs})
+			var data []byte
+			for _, p := range [][]byte{a, make([]byte, 2*cs), a, fixture.Build(2, fixture.Region{Kind: fixture.Random, Len: cs + 100})} {
+				data = append(data, p...)
+			}
+			// positions: a, 0, 0, a, r, short tail → 6 positions, 3 unique non-zero
+			img := fixture.WriteFile(t, src, "d.raw", data)
+			conf := fixture.WriteFile(t, src, "c.conf", []byte("x: y\n"))
+			opts := backup.Options{Snapshot: fixture.Snap(t, "prod", "vm", "100", fixture.T0), ChunkSize: cs}
+			var key *crypto.Config // chunk key
+			switch mode {
+			case index.CryptEncrypt:
+				opts.Key, key = cc, cc
+			case index.CryptSignOnly:
+				opts.Key, opts.SignOnly = cc, true
+			}
+			srcs := []backup.Source{{Name: "drive-scsi0.img", Path: img}, {Name: "qemu-server.conf", Path: conf}}
+			res, st, err := run(t, dir, opts, srcs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := fixture.Manifest(t, dir, opts.Snapshot)
+			if len(m.Files) != 2 || m.Files[0].Filename != "drive-scsi0.img.fidx" || m.Files[1].Filename != "qemu-server.conf.blob" {
+				t.Fatalf("manifest files %+v", m.Files)
+			}
+			for _, f := range m.Files {
+				if f.CryptMode != mode {
+					t.Errorf("%s: crypt mode %s, want %s", f.Filename, f.CryptMode, mode)
+				}
+			}
+			if (m.Signature != nil) != (mode != index.CryptNone) || m.Check(opts.Key) != nil {
+				t.Errorf("signature %v, check %v", m.Signature, m.Check(opts.Key))
+			}
+			if res.Manifest.Files[0].Size != uint64(len(data)) || m.Files[0].Size != uint64(len(data)) {
+				t.Errorf("manifest size %d, want %d", m.Files[0].Size, len(data))
+			}
+			h, ds := fixture.Digests(t, fixture.SnapPath(dir, opts.Snapshot, "drive-scsi0.img.fidx"))
+			if h.Size != uint64(len(data)) || h.ChunkSize != cs || len(ds) != 6 {
+				t.Fatalf("index: size %d chunk size %d, %d digests", h.Size, h.ChunkSize, len(ds))
+			}
+			zd := fixture.ZeroDigest(cs, key)
+			for i, d := range ds {
+				chunk := data[i*cs : min((i+1)*cs, len(data))]
+				if want := key.ChunkDigest(chunk); d != want {
+					t.Errorf("digest %d: %s, want %s", i, d, want)
+				}
+				raw, err := os.ReadFile(fixture.ChunkPath(dir, d))
+				if err != nil {
+					t.Errorf("chunk %d not stored: %v", i, err)
+					continue
+				}
+				k, err := chunkstore.Kind(raw)
+				if err != nil || k.Encrypted() != (mode == index.CryptEncrypt) {
+					t.Errorf("chunk %d: kind %s, %v (mode %s)", i, k, err, mode)
+				}
+			}
+			if ds[1] != zd || ds[2] != zd {
+				t.Error("zero chunks do not carry the zero digest")
+			}
+			blob, _ := os.ReadFile(fixture.SnapPath(dir, opts.Snapshot, "qemu-server.conf.blob"))
+			if k, err := chunkstore.Kind(blob); err != nil || k.Encrypted() != (mode == index.CryptEncrypt) {
+				t.Errorf("blob kind %s, %v", k, err)
+			}
+			if owner, err := os.ReadFile(filepath.Join(dir, "ns", "prod", "vm", "100", "owner")); err != nil || string(owner) != "root@pam\n" {
+				t.Errorf("owner %q, %v", owner, err)
+			}
+			if st.Chunks.Load() != 6 || st.ZeroBytes.Load() != 2*cs || st.ImageBytes.Load() != uint64(len(data)) ||
+				st.Uploaded.Load() != 4 || st.DedupHits.Load() != 1 || st.Existing.Load() != 0 {
+				t.Errorf("stats: chunks %d zero %d image %d uploaded %d dedup %d existing %d", st.Chunks.Load(), st.ZeroBytes.Load(),
+					st.ImageBytes.Load(), st.Uploaded.Load(), st.DedupHits.Load(), st.Existing.Load())
+			}
+
+			// The same snapshot again is refused; a new one finds every chunk stored.
+			if _, _, err := run(t, dir, opts, srcs...); !errors.Is(err, backup.ErrSnapshotExists) {
+				t.Errorf("second backup of the same snapshot: %v", err)
+			}
+			opts.Snapshot.Time += 60
+			if _, st, err = run(t, dir, opts, srcs...); err != nil {
+				t.Fatal(err)
+			}
+			if st.Uploaded.Load() != 0 || st.Existing.Load() != 4 {
+				t.Errorf("incremental: uploaded %d existing %d", st.Uploaded.Load(), st.Existing.Load())
+			}
+		})
+	}
+}
+
+// TestSparseImage: holes (never written) are zero chunks.
+func TestSparseImage(t *testing.T) {
+	const cs = 64 << 10
+	p := filepath.Join(t.TempDir(), "sparse.raw")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := fixture.Build(4, fixture.Region{Kind: fixture.Random, Len: 1000})
+	f.WriteAt(data, 5*cs+10)
+	f.Truncate(64 * cs)
+	f.Close()
+	dir := fixture.NewStore(t)
+	snap := fixture.Snap(t, "", "host", "h", fixture.T0)
+	fixture.Backup(t, dir, snap, backup.Options{ChunkSize: cs}, backup.Source{Name: "root.img", Path: p})
+	_, ds := fixture.Digests(t, fixture.SnapPath(dir, snap, "root.img.fidx"))
+	zd := fixture.ZeroDigest(cs, nil)
+	full := make([]byte, cs)
+	copy(full[10:], data)
+	for i, d := range ds {
+		want := zd
+		if i == 5 {
+			want = (*crypto.Config)(nil).ChunkDigest(full)
+		}
+		if d != want {
+			t.Errorf("position %d: %s, want %s", i, d, want)
+		}
+	}
+	if len(ds) != 64 {
+		t.Errorf("%d positions", len(ds))
+	}
+	if m := fixture.Manifest(t, dir, snap); !strings.HasPrefix(m.Files[0].Filename, "root.img") {
+		t.Errorf("manifest %+v", m.Files)
+	}
+}

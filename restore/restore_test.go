@@ -1,0 +1,404 @@
+package restore_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+const cs = 64 << 10
+
+// snapshotOf backs data up as vm/100 (chunk size cs, key cc) in a fresh
+// store and returns the store directory and snapshot.
+func snapshotOf(t *testing.T, data []byte, cc *crypto.Config) (string, index.Snapshot) {
+	t.Helper()
+	dir := fixture.NewStore(t)
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+	snap := fixture.Snap(t, "", "vm", "100", fixture.T0)
+	fixture.Backup(t, dir, snap, backup.Options{ChunkSize: cs, Key: cc}, backup.Source{Name: "drive-scsi0.img", Path: img})
+	return dir, snap
+}
+
+func loadPlan(t *testing.T, s chunkstore.Store, snap index.Snapshot, cc *crypto.Config) (*restore.Plan, *index.FileInfo) {
+	t.Helper()
+	m, err := snapshot.LoadManifest(context.Background(), s, snap, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, fi, err := restore.LoadPlan(context.Background(), s, snap.Dir(), m, "drive-scsi0.img.fidx", cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, fi
+}
+
+// memTarget collects writes in memory and records zero calls.
+type memTarget struct {
+	mu     sync.Mutex
+	buf    []byte
+	writes map[int64]int
+	zeroed int64
+	synced bool
+}
+
+func newMemTarget(size int) *memTarget {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = 0xee // garbage: zero ranges must be zeroed by Zero
+	}
+	return &memTarget{buf: b, writes: map[int64]int{}}
+}
+
+func (m *memTarget) WriteAt(p []byte, off int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	copy(m.buf[off:], p)
+	m.writes[off]++
+	return nil
+}
+
+func (m *memTarget) Zero(off, length int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.buf[off : off+length])
+	m.zeroed += length
+	return nil
+}
+
+func (m *memTarget) Sync() error      { m.synced = true; return nil }
+func (m *memTarget) Close(bool) error { return nil }
+func (m *memTarget) Direct() bool     { return false }
+func (m *memTarget) bytes() []byte    { return m.buf }
+func (m *memTarget) writeCount() int  { return len(m.writes) }
+func (m *memTarget) wroteTwice() bool { return anyOver(m.writes, 1) }
+func anyOver(w map[int64]int, n int) bool {
+	for _, c := range w {
+		if c > n {
+			return true
+		}
+	}
+	return false
+}
+
+// dedupImage has repeated chunks, zero chunks and a short last chunk.
+func dedupImage() []byte {
+	a := fixture.Build(1, fixture.Region{Kind: fixture.Random, Len: cs})
+	b := fixture.Build(2, fixture.Region{Kind: fixture.Text, Len: cs})
+	z := make([]byte, cs)
+	var img []byte
+	for _, p := range [][]byte{a, b, a, z, z, a, b, z, a} {
+		img = append(img, p...)
+	}
+	return append(img, b[:777]...)
+}
+
+// TestRunFetchesOnce: each unique chunk is read from the store exactly once
+// and written to all its offsets; zero chunks are never read (not even when
+// the zero chunk is missing from the store) and are zeroed in the target.
+func TestRunFetchesOnce(t *testing.T) {
+	for _, encrypted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "encrypted"}[encrypted], func(t *testing.T) {
+			var cc *crypto.Config
+			if encrypted {
+				_, cc = fixture.Key(t, 5)
+			}
+			img := dedupImage()
+			dir, snap := snapshotOf(t, img, cc)
+			zd := fixture.ZeroDigest(cs, cc)
+			if err := os.Remove(fixture.ChunkPath(dir, zd)); err != nil {
+				t.Fatalf("zero chunk not stored by backup: %v", err)
+			}
+			store := fixture.NewCountingStore(fixture.OpenStore(t, dir))
+			plan, fi := loadPlan(t, store, snap, cc)
+			if plan.ZeroDigest != zd || plan.Size != uint64(len(img)) || plan.ChunkSize != cs {
+				t.Fatalf("plan: zero digest %s size %d chunk size %d", plan.ZeroDigest, plan.Size, plan.ChunkSize)
+			}
+			if len(plan.Chunks) != 3 || plan.DedupHits() != 4 || plan.ZeroBytes != 3*cs || plan.Positions != 10 {
+				t.Errorf("plan: %d chunks, %d dedup hits, %d zero bytes, %d positions", len(plan.Chunks), plan.DedupHits(), plan.ZeroBytes, plan.Positions)
+			}
+			want := map[int][]uint64{cs: nil}
+			for _, c := range plan.Chunks {
+				want[c.Length] = append(want[c.Length], plan.Offsets(&c)...)
+			}
+			if len(want[777]) != 1 || want[777][0] != 9*cs || len(want[cs]) != 6 {
+				t.Errorf("offsets by length: %v", want)
+			}
+			tgt := newMemTarget(len(img))
+			var st restore.Stats
+			err := restore.Run(context.Background(), store, plan, tgt, restore.Options{Jobs: 2, Fetchers: 3, Encrypted: fi.CryptMode == index.CryptEncrypt, Key: cc, Archive: "x"}, &st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fixture.EqualBytes(t, "restored", tgt.bytes(), img)
+			if !tgt.synced || tgt.zeroed != 3*cs || tgt.writeCount() != 7 || tgt.wroteTwice() {
+				t.Errorf("target: synced %v zeroed %d, %d offsets written, some twice: %v", tgt.synced, tgt.zeroed, tgt.writeCount(), tgt.wroteTwice())
+			}
+			for d, n := range store.Reads {
+				if n != 1 {
+					t.Errorf("chunk %s read %d times", d, n)
+				}
+			}
+			if len(store.Reads) != 3 || store.Count(zd) != 0 {
+				t.Errorf("%d chunks read, zero chunk read %d times", len(store.Reads), store.Count(zd))
+			}
+			if st.Fetched.Load() != 3 || st.DedupHits.Load() != 4 || st.ZeroBytes.Load() != 3*cs ||
+				st.DataBytes.Load() != uint64(len(img))-3*cs || st.Failed.Load() != 0 || st.FetchedBytes.Load() == 0 {
+				t.Errorf("stats: fetched %d dedup %d zero %d data %d failed %d", st.Fetched.Load(), st.DedupHits.Load(),
+					st.ZeroBytes.Load(), st.DataBytes.Load(), st.Failed.Load())
+			}
+		})
+	}
+}
+
+// TestZeroChunkDigest checks the zero digests against FORMAT.md §10.2.
+func TestZeroChunkDigest(t *testing.T) {
+	var keyA [32]byte
+	for i := range keyA {
+		keyA[i] = byte(i)
+	}
+	ccA, err := crypto.NewConfig(keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		size uint64
+		cc   *crypto.Config
+		want string
+	}{
+		{64 << 10, nil, "de2f256064a0af797747c2b97505dc0b9f3df0de4f489eac731c23ae9ca9cc31"},
+		{1 << 20, nil, "30e14955ebf1352266dc2ff8067e68104607e750abb9d3b36582b8af909fcb58"},
+		{4 << 20, nil, "bb9f8df61474d25e71fa00722318cd387396ca1736605e1248821cc0de3d3af8"},
+		{4 << 20, ccA, "348571e12bbbedb529def1f1394316e338a01945d871df9ef792617ceb13d636"},
+	} {
+		if got := restore.ZeroChunkDigest(c.size, c.cc); hex.EncodeToString(got[:]) != c.want {
+			t.Errorf("zero digest %d (key %v): %s, want %s", c.size, c.cc != nil, got, c.want)
+		}
+	}
+}
+
+// TestRunChunkErrors: every kind of damaged chunk fails the run with a
+// ChunkError naming digest, offsets and location and wrapping the right
+// sentinel, and nothing is written for it; with KeepGoing every damaged
+// chunk is listed.
+func TestRunChunkErrors(t *testing.T) {
+	_, cc := fixture.Key(t, 6)
+	img := fixture.Mixed(640<<10, 3)
+	stores := map[bool]string{}
+	snaps := map[bool]index.Snapshot{}
+	for _, enc := range []bool{false, true} {
+		var k *crypto.Config
+		if enc {
+			k = cc
+		}
+		stores[enc], snaps[enc] = snapshotOf(t, img, k)
+	}
+	const victim = 2
+	plain := img[victim*cs : (victim+1)*cs]
+	other := fixture.Build(9, fixture.Region{Kind: fixture.Random, Len: cs})
+	cases := []struct {
+		name   string
+		enc    bool
+		mutate func(t *testing.T, p string)
+		want   error
+	}{
+		{"missing", false, func(t *testing.T, p string) { os.Remove(p) }, chunkstore.ErrNotFound},
+		{"crc", false, func(t *testing.T, p string) { fixture.FlipByte(t, p, -1) }, chunkstore.ErrCRC},
+		{"crc-encrypted", true, func(t *testing.T, p string) { fixture.FlipByte(t, p, 50) }, chunkstore.ErrCRC},
+		{"digest", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, other, nil, true), 0o644) }, restore.ErrDigestMismatch},
+		{"digest-encrypted", true, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, other, cc, false), 0o644) }, restore.ErrDigestMismatch},
+		{"shorter", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain[:100], nil, false), 0o644) }, restore.ErrLengthMismatch},
+		{"longer", false, func(t *testing.T, p string) {
+			os.WriteFile(p, fixture.Encode(t, append(append([]byte{}, plain...), plain...), nil, true), 0o644)
+		}, chunkstore.ErrTooLarge},
+		{"truncated", false, func(t *testing.T, p string) { os.Truncate(p, 11) }, chunkstore.ErrTruncated},
+		{"empty", false, func(t *testing.T, p string) { os.Truncate(p, 0) }, chunkstore.ErrEmpty},
+		{"unknown-magic", false, func(t *testing.T, p string) { fixture.Patch(t, p, 0, []byte("12345678")) }, chunkstore.ErrUnknownMagic},
+		{"obsolete-magic", false, func(t *testing.T, p string) {
+			fixture.Patch(t, p, 0, []byte{0x7e, 0xa6, 0x0f, 0xbe, 0x91, 0x1f, 0xa9, 0x60})
+		}, chunkstore.ErrObsoleteMagic},
+		{"plain-in-encrypted", true, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain, nil, true), 0o644) }, restore.ErrCryptModeMismatch},
+		{"encrypted-in-plain", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain, cc, true), 0o644) }, restore.ErrCryptModeMismatch},
+		{"other-key", true, func(t *testing.T, p string) {
+			_, occ := fixture.Key(t, 7)
+			os.WriteFile(p, fixture.Encode(t, plain, occ, true), 0o644)
+		}, chunkstore.ErrDecrypt},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var k *crypto.Config
+			if c.enc {
+				k = cc
+			}
+			dir := fixture.CopyDir(t, stores[c.enc], filepath.Join(t.TempDir(), "s"))
+			store := fixture.OpenStore(t, dir)
+			plan, _ := loadPlan(t, store, snaps[c.enc], k)
+			_, ds := fixture.Digests(t, fixture.SnapPath(dir, snaps[c.enc], "drive-scsi0.img.fidx"))
+			d := ds[victim]
+			c.mutate(t, fixture.ChunkPath(dir, d))
+			opts := restore.Options{Jobs: 2, Encrypted: c.enc, Key: k, Archive: "vm/100/x/drive-scsi0.img.fidx"}
+
+			tgt := newMemTarget(len(img))
+			err := restore.Run(context.Background(), store, plan, tgt, opts, nil)
+			var ce *restore.ChunkError
+			if !errors.As(err, &ce) || !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want a ChunkError wrapping %v", err, c.want)
+			}
+			if ce.Digest != d || len(ce.Offsets) != 1 || ce.Offsets[0] != victim*cs || ce.Length != cs || ce.Location != fixture.ChunkPath(dir, d) {
+				t.Errorf("chunk error: digest %s offsets %v length %d location %s", ce.Digest, ce.Offsets, ce.Length, ce.Location)
+			}
+			if tgt.writes[victim*cs] != 0 || tgt.synced {
+				t.Error("the damaged chunk was written or the target synced")
+			}
+
+			// KeepGoing: a second damaged chunk is listed too, the rest is written.
+			fixture.FlipByte(t, fixture.ChunkPath(dir, ds[5]), -1)
+			opts.KeepGoing = true
+			var st restore.Stats
+			tgt = newMemTarget(len(img))
+			err = restore.Run(context.Background(), store, plan, tgt, opts, &st)
+			var de *restore.DamagedError
+			if !errors.As(err, &de) || len(de.Chunks) != 2 || de.Archive != opts.Archive {
+				t.Fatalf("KeepGoing: got %v, want a DamagedError with 2 chunks", err)
+			}
+			got := map[crypto.Digest]bool{}
+			for _, ch := range de.Chunks {
+				got[ch.Digest] = true
+			}
+			if !got[d] || !got[ds[5]] || st.Failed.Load() != 2 {
+				t.Errorf("damaged chunks %v, failed %d", got, st.Failed.Load())
+			}
+			if int(st.Fetched.Load()) != len(plan.Chunks)-2 || tgt.synced {
+				t.Errorf("fetched %d of %d (2 damaged), synced %v", st.Fetched.Load(), len(plan.Chunks), tgt.synced)
+			}
+		})
+	}
+}
+
+// TestRunCanceled: a canceled context stops the run with an error.
+func TestRunCanceled(t *testing.T) {
+	img := fixture.Mixed(1<<20, 4)
+	dir, snap := snapshotOf(t, img, nil)
+	store := fixture.OpenStore(t, dir)
+	plan, _ := loadPlan(t, store, snap, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tgt := newMemTarget(len(img))
+	if err := restore.Run(ctx, store, plan, tgt, restore.Options{}, nil); err == nil || tgt.synced {
+		t.Fatalf("canceled run: err %v synced %v", err, tgt.synced)
+	}
+	if err := restore.Run(context.Background(), store, plan, tgt, restore.Options{Encrypted: true}, nil); err == nil {
+		t.Fatal("encrypted without key: no error")
+	}
+}
+
+// TestLoadPlanErrors: damaged or inconsistent indexes are refused with the
+// right sentinel and the index path.
+func TestLoadPlanErrors(t *testing.T) {
+	_, cc := fixture.Key(t, 8)
+	img := fixture.Mixed(512<<10+9, 5)
+	dirs := map[bool]string{}
+	var snap index.Snapshot
+	for _, enc := range []bool{false, true} {
+		var k *crypto.Config
+		if enc {
+			k = cc
+		}
+		dirs[enc], snap = snapshotOf(t, img, k)
+	}
+	le := func(v uint64) []byte {
+		b := make([]byte, 8)
+		for i := range b {
+			b[i] = byte(v >> (8 * i))
+		}
+		return b
+	}
+	cases := []struct {
+		name    string
+		enc     bool
+		archive string
+		key     bool
+		mutate  func(t *testing.T, dir, fidx string)
+		want    error
+	}{
+		{name: "not-in-manifest", archive: "drive-scsi1.img.fidx", want: index.ErrNotInManifest},
+		{name: "missing-key", enc: true, want: index.ErrMissingKey},
+		{name: "missing-index", mutate: func(t *testing.T, dir, p string) { os.Remove(p) }, want: chunkstore.ErrNotFound},
+		{name: "bad-magic", mutate: func(t *testing.T, dir, p string) { fixture.FlipByte(t, p, 3) }, want: index.ErrBadMagic},
+		{name: "chunk-size-0", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x48, le(0)) }, want: index.ErrBadChunkSize},
+		{name: "chunk-size-odd", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x48, le(65537)) }, want: index.ErrBadChunkSize},
+		{name: "chunk-size-2x", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x48, le(2*cs)) }, want: index.ErrBadLength},
+		{name: "size-0", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x40, le(0)) }, want: index.ErrBadIndex},
+		{name: "header-size-bigger", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x40, le(uint64(len(img))+cs)) }, want: index.ErrBadLength},
+		{name: "header-size-smaller-same-count", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x40, le(uint64(len(img))-1)) }, want: index.ErrSizeMismatch},
+		{name: "long", mutate: func(t *testing.T, dir, p string) {
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			f.Write([]byte{0})
+			f.Close()
+		}, want: index.ErrBadLength},
+		{name: "short", mutate: func(t *testing.T, dir, p string) { st, _ := os.Stat(p); os.Truncate(p, st.Size()-1) }, want: index.ErrBadLength},
+		{name: "empty", mutate: func(t *testing.T, dir, p string) { os.Truncate(p, 0) }, want: index.ErrBadLength},
+		{name: "digest-patched", mutate: func(t *testing.T, dir, p string) { fixture.FlipByte(t, p, 4096+40) }, want: index.ErrCsumMismatch},
+		{name: "digest-patched-encrypted", enc: true, key: true, mutate: func(t *testing.T, dir, p string) { fixture.FlipByte(t, p, -1) }, want: index.ErrCsumMismatch},
+		{name: "header-csum-ignored", mutate: func(t *testing.T, dir, p string) { fixture.FlipByte(t, p, 0x20) }},
+		{name: "manifest-size", mutate: func(t *testing.T, dir, p string) {
+			fixture.RewriteManifest(t, dir, snap, func(m *index.Manifest) { m.Files[0].Size++ })
+		}, want: index.ErrSizeMismatch},
+		{name: "manifest-csum", mutate: func(t *testing.T, dir, p string) {
+			fixture.RewriteManifest(t, dir, snap, func(m *index.Manifest) { m.Files[0].Csum[0] ^= 1 })
+		}, want: index.ErrCsumMismatch},
+		{name: "blob-is-not-an-index", archive: "index.json.blob", mutate: func(t *testing.T, dir, p string) {
+			fixture.RewriteManifest(t, dir, snap, func(m *index.Manifest) {
+				m.Files = append(m.Files, index.FileInfo{Filename: "index.json.blob", CryptMode: index.CryptNone})
+			})
+		}, want: restore.ErrNotChunkIndex},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := fixture.CopyDir(t, dirs[c.enc], filepath.Join(t.TempDir(), "s"))
+			fidx := fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx")
+			if c.mutate != nil {
+				c.mutate(t, dir, fidx)
+			}
+			var k *crypto.Config
+			if c.key {
+				k = cc
+			}
+			store := fixture.OpenStore(t, dir)
+			m := fixture.Manifest(t, dir, snap) // unchecked: LoadPlan does its own key check
+			archive := c.archive
+			if archive == "" {
+				archive = "drive-scsi0.img.fidx"
+			}
+			plan, _, err := restore.LoadPlan(context.Background(), store, snap.Dir(), m, archive, k)
+			if c.want == nil {
+				if err != nil || plan.Size != uint64(len(img)) {
+					t.Fatalf("got %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			if plan != nil {
+				t.Error("a plan was returned with the error")
+			}
+			if c.mutate != nil && !strings.Contains(err.Error(), "drive-scsi0.img.fidx") && !strings.Contains(err.Error(), "index.json.blob") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+		})
+	}
+}
