@@ -88,14 +88,24 @@ func sameNS(a, b index.Namespace) bool {
 }
 
 // Resolve turns "vm/100/2026-11-29T10:00:00Z" or "vm/100" (the group's latest
-// finished snapshot) in namespace ns into a snapshot. It returns an error
+// finished snapshot) in namespace ns into a snapshot. A reference with its own
+// namespace prefix ("ns/prod/vm/100") is resolved there; with a non-root ns
+// that differs from it, it is refused (ErrBadName). It returns an error
 // wrapping ErrNoSnapshot when nothing matches and a naming error for bad input.
 func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, ref string) (index.Snapshot, error) {
 	snap, err := index.ParseSnapshotRef(ref)
 	if err != nil {
 		return snap, err
 	}
-	snap.NS = ns
+	// A reference may carry its own namespace ("ns/prod/vm/100/…", as List
+	// and 'snapshots' print it); it must agree with ns unless ns is the root.
+	switch {
+	case len(snap.NS) == 0:
+		snap.NS = ns
+	case len(ns) != 0 && !sameNS(snap.NS, ns):
+		return snap, fmt.Errorf("%w: %q is in namespace %q, not in the namespace given (%q)", index.ErrBadName, ref, snap.NS.String(), ns.String())
+	}
+	ns = snap.NS
 	if snap.Time != 0 {
 		r, _, err := store.OpenFile(ctx, path.Join(snap.Dir(), ManifestName))
 		if err != nil {

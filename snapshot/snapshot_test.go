@@ -114,6 +114,14 @@ func TestResolve(t *testing.T) {
 		{"", "vm/102", "", snapshot.ErrNoSnapshot},
 		{"prod", "vm/101", "", snapshot.ErrNoSnapshot},
 		{"prod", "vm/100/2026-11-29T10:00:00Z", "", snapshot.ErrNoSnapshot},
+		// A reference carrying its namespace (as List prints it) resolves
+		// there, never silently in the root namespace.
+		{"", "ns/prod/vm/100/2026-11-29T10:01:00Z", "ns/prod/vm/100/2026-11-29T10:01:00Z", nil},
+		{"", "ns/prod/vm/100", "ns/prod/vm/100/2026-11-29T10:01:00Z", nil},
+		{"", "ns/prod/ns/db/vm/100", "ns/prod/ns/db/vm/100/2026-11-29T10:00:00Z", nil},
+		{"prod", "ns/prod/vm/100", "ns/prod/vm/100/2026-11-29T10:01:00Z", nil},
+		{"", "ns/prod/vm/100/2026-11-29T10:00:00Z", "", snapshot.ErrNoSnapshot},
+		{"prod/db", "ns/prod/vm/100", "", index.ErrBadName},
 		{"", "vm", "", index.ErrBadName},
 		{"", "xx/100", "", index.ErrBadName},
 		{"", "vm/100/yesterday", "", index.ErrBadName},

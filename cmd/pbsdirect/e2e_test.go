@@ -317,6 +317,18 @@ func TestNamespaces(t *testing.T) {
 		fixture.Equal(t, target, data)
 		mustOK(t, "verify", "--store", store, "--ns", ns)
 	}
+	// The snapshot names printed by 'snapshots' (with their ns/ prefix)
+	// restore that namespace's snapshot, not the root one of the same name.
+	for ns, data := range images {
+		ref := fixture.Snap(t, ns, "vm", "100", fixture.T0).String()
+		target := filepath.Join(t.TempDir(), "byref.raw")
+		s := restoreJSON(t, "--store", store, ref, "drive-scsi0", target)
+		fixture.Equal(t, target, data)
+		if s.Snapshot != ref {
+			t.Errorf("%s restored as %s", ref, s.Snapshot)
+		}
+	}
+	mustFail(t, 1, []string{"ns/prod/vm/100"}, "restore", "--store", store, "--ns", "prod/db", "ns/prod/vm/100", "drive-scsi0", filepath.Join(t.TempDir(), "conflict.raw"))
 	// Not visible from another namespace.
 	store2 := fixture.NewStore(t)
 	backupImage(t, store2, images["prod"], "--ns", "prod/db")
