@@ -48,6 +48,9 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() == 0 {
 		return usagef("want at least one NAME.img:PATH")
 	}
+	if cs := *chunkSize; cs < 64 || cs > 4096 || cs&(cs-1) != 0 {
+		return usagef("--chunk-size must be 64, 128, 256, 512, 1024, 2048 or 4096 (KiB), not %d", cs)
+	}
 	if err := sf.check(); err != nil {
 		return err
 	}
