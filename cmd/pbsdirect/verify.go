@@ -18,10 +18,11 @@ import (
 
 // damagedChunk is one chunk that failed verification.
 type damagedChunk struct {
-	Digest  string   `json:"digest"`
-	Offsets []uint64 `json:"offsets"` // byte offsets in the archive
-	Length  int      `json:"length"`  // bytes
-	Error   string   `json:"error"`
+	Digest   string   `json:"digest"`
+	Offsets  []uint64 `json:"offsets"`  // byte offsets in the archive
+	Length   int      `json:"length"`   // bytes
+	Location string   `json:"location"` // chunk file or object
+	Error    string   `json:"error"`
 }
 
 // archiveResult is the verification result of one archive.
@@ -209,7 +210,7 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", len(de.Chunks))
 		for _, c := range de.Chunks {
 			bad[c.Digest] = true
-			a.Damaged = append(a.Damaged, damagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Error: c.Err.Error()})
+			a.Damaged = append(a.Damaged, damagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Err.Error()})
 		}
 	case err != nil:
 		a.OK, a.Error = false, err.Error()
@@ -245,7 +246,7 @@ func printSnapshotResult(w io.Writer, r snapshotResult) {
 			for _, o := range d.Offsets {
 				offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
 			}
-			fmt.Fprintf(w, "    damaged chunk %s at %s: %s\n", d.Digest, strings.Join(offs, " "), d.Error)
+			fmt.Fprintf(w, "    damaged chunk %s at %s (%s): %s\n", d.Digest, strings.Join(offs, " "), d.Location, d.Error)
 		}
 	}
 }
