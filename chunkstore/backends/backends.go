@@ -1,0 +1,128 @@
+// Package backends opens a chunkstore.Store from a store specification as
+// given on the command line (--store): "s3://bucket[/prefix]" (S3 or any
+// S3-compatible service), "gs://bucket[/prefix]" (Google Cloud Storage), or
+// anything else as a local datastore directory.
+package backends
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/gcsstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+	"github.com/pbsdirect/pbsdirect/internal/objstore"
+)
+
+// Layout is the layout of a datastore in a bucket (see s3store.Layout).
+type Layout = objstore.Layout
+
+// Bucket layouts.
+const (
+	LayoutAuto  = objstore.LayoutAuto
+	LayoutPBS4  = objstore.LayoutPBS4
+	LayoutPlain = objstore.LayoutPlain
+)
+
+// ParseLayout parses a --bucket-layout value: "auto", "pbs4-s3" or "plain".
+func ParseLayout(s string) (Layout, error) { return objstore.ParseLayout(s) }
+
+// Options configures Open. The zero value opens for reading with every
+// backend's defaults.
+type Options struct {
+	// Create opens for writing (backup): a missing local datastore is
+	// created (with its lock held until Close); an empty bucket prefix gets
+	// the PBS 4 layout.
+	Create bool
+	// Concurrency is the number of requests the caller keeps in flight;
+	// bucket backends size their connection pools for it (0: backend
+	// default).
+	Concurrency int
+	// S3 holds the S3 flags (--s3-endpoint, --s3-region, --s3-path-style).
+	// Its Concurrency, Create and Layout are taken from this struct.
+	S3 s3store.Options
+	// GCS holds the GCS settings. Its Concurrency, Create and Layout are
+	// taken from this struct.
+	GCS gcsstore.Options
+	// Layout forces a bucket layout (LayoutAuto: detect).
+	Layout Layout
+	// RequestTimeout, MaxRetries, MinBackoff and MaxBackoff, when non-zero,
+	// apply to both bucket backends (see s3store.Options).
+	RequestTimeout         time.Duration
+	MaxRetries             int
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// IsRemote reports whether spec names a bucket ("s3://…" or "gs://…")
+// rather than a local directory.
+func IsRemote(spec string) bool {
+	return strings.HasPrefix(spec, "s3://") || strings.HasPrefix(spec, "gs://")
+}
+
+// Open opens the store named by spec: s3://bucket[/prefix] with s3store,
+// gs://bucket[/prefix] with gcsstore, anything else with
+// chunkstore.OpenLocal(spec, opts.Create). Errors wrap chunkstore.ErrNotFound
+// or chunkstore.ErrDenied where that is the cause (missing bucket or
+// directory, refused credentials). The bucket stores also implement
+// Layout() Layout and Retries() int64.
+func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, error) {
+	switch {
+	case strings.HasPrefix(spec, "s3://"):
+		o := opts.S3
+		o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
+		setCommon(&o.RequestTimeout, &o.MaxRetries, &o.MinBackoff, &o.MaxBackoff, opts)
+		s, err := s3store.OpenURL(ctx, spec, o)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case strings.HasPrefix(spec, "gs://"):
+		o := opts.GCS
+		o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
+		setCommon(&o.RequestTimeout, &o.MaxRetries, &o.MinBackoff, &o.MaxBackoff, opts)
+		s, err := gcsstore.OpenURL(ctx, spec, o)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	l, err := chunkstore.OpenLocal(spec, opts.Create)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func setCommon(timeout *time.Duration, retries *int, minB, maxB *time.Duration, o Options) {
+	if o.RequestTimeout != 0 {
+		*timeout = o.RequestTimeout
+	}
+	if o.MaxRetries != 0 {
+		*retries = o.MaxRetries
+	}
+	if o.MinBackoff != 0 {
+		*minB = o.MinBackoff
+	}
+	if o.MaxBackoff != 0 {
+		*maxB = o.MaxBackoff
+	}
+}
+
+// LayoutOf returns the bucket layout of s, and false for stores without one
+// (local directories).
+func LayoutOf(s chunkstore.Store) (Layout, bool) {
+	if l, ok := s.(interface{ Layout() Layout }); ok {
+		return l.Layout(), true
+	}
+	return LayoutAuto, false
+}
+
+// RetriesOf returns how many request retries s has made (0 for stores that
+// do not retry).
+func RetriesOf(s chunkstore.Store) int64 {
+	if r, ok := s.(interface{ Retries() int64 }); ok {
+		return r.Retries()
+	}
+	return 0
+}

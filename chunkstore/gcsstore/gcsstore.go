@@ -1,0 +1,521 @@
+// Package gcsstore is the chunkstore.Store backend for Google Cloud Storage,
+// built on cloud.google.com/go/storage (JSON API for metadata, listing and
+// uploads; the library's default XML API for downloads) with Application
+// Default Credentials. STORAGE_EMULATOR_HOST is honoured (no credentials
+// needed then), as is an explicit endpoint.
+//
+// Build the pbsdirect binary with -tags disable_grpc_modules: this package
+// never uses the gRPC transport.
+//
+// Layouts, retries and error mapping are those of package s3store: PBS 4
+// (".cnt/") or plain-copy layout detected at Open; 5xx, 429, 408, timeouts
+// and connection resets (also mid-body) retried with exponential backoff and
+// jitter; 404 → chunkstore.ErrNotFound and 403 → chunkstore.ErrDenied, never
+// retried.
+package gcsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/internal/objstore"
+)
+
+// Layout is how the datastore is laid out below the bucket prefix.
+type Layout = objstore.Layout
+
+// Layouts (see objstore.Layout).
+const (
+	LayoutAuto  = objstore.LayoutAuto
+	LayoutPBS4  = objstore.LayoutPBS4
+	LayoutPlain = objstore.LayoutPlain
+)
+
+// Defaults used for zero Options fields.
+const (
+	DefaultConcurrency    = 32
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultMaxRetries     = 7
+	DefaultMinBackoff     = 100 * time.Millisecond
+	DefaultMaxBackoff     = 10 * time.Second
+)
+
+// Options configures Open. The zero value uses Application Default
+// Credentials, the public endpoint (or STORAGE_EMULATOR_HOST) and the
+// defaults above.
+type Options struct {
+	// Endpoint is the base URL of a GCS-compatible server, e.g.
+	// "http://127.0.0.1:4443" (the JSON API is expected below
+	// "/storage/v1/", downloads at "/bucket/object"). Empty: the public
+	// endpoint, or STORAGE_EMULATOR_HOST when set.
+	Endpoint string
+	// NoAuth sends requests without credentials (emulators). Implied when
+	// STORAGE_EMULATOR_HOST is set.
+	NoAuth bool
+	// Concurrency is the number of requests the caller intends to have in
+	// flight; the connection pool keeps at least that many idle connections
+	// per host. 0 means DefaultConcurrency.
+	Concurrency int
+	// RequestTimeout bounds the wait for response headers of one attempt,
+	// and for ReadChunk the whole download of one attempt. 0 means
+	// DefaultRequestTimeout, negative disables it. Timed-out attempts are
+	// retried.
+	RequestTimeout time.Duration
+	// MaxRetries is the number of retries after the first attempt. 0 means
+	// DefaultMaxRetries, negative means none.
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the exponential backoff between
+	// retries. 0 means the defaults above.
+	MinBackoff, MaxBackoff time.Duration
+	// Layout forces a layout; LayoutAuto detects it (see Open).
+	Layout Layout
+	// Create opens the store for writing (backup): an empty prefix gets the
+	// PBS 4 layout unless Layout says otherwise.
+	Create bool
+}
+
+// Store is a datastore in a GCS bucket. It implements chunkstore.Store and
+// is safe for concurrent use.
+type Store struct {
+	client     *storage.Client
+	bucket     *storage.BucketHandle
+	name       string
+	keys       objstore.Keys
+	url        string
+	maxRetries int
+	timeout    time.Duration
+	backoff    objstore.Backoff
+	retries    atomic.Int64
+}
+
+var _ chunkstore.Store = (*Store)(nil)
+
+// OpenURL opens the store at a URL of the form "gs://bucket[/prefix]". See
+// Open.
+func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error) {
+	bucket, prefix, err := objstore.ParseURL("gs", storeURL)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, bucket, prefix, opts)
+}
+
+// Open opens the datastore below prefix in bucket and detects its layout:
+// PBS4 if any object exists below "<prefix>/.cnt/", else plain; with
+// opts.Create, a prefix holding no datastore content yet gets PBS4. It fails
+// without usable credentials (unless NoAuth or STORAGE_EMULATOR_HOST) and if
+// the bucket cannot be listed (missing: chunkstore.ErrNotFound; refused:
+// chunkstore.ErrDenied).
+func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
+	s := &Store{
+		name:       bucket,
+		keys:       objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		maxRetries: opts.MaxRetries,
+		timeout:    opts.RequestTimeout,
+		backoff:    objstore.Backoff{Min: opts.MinBackoff, Max: opts.MaxBackoff},
+	}
+	s.url = "gs://" + bucket
+	if s.keys.Prefix != "" {
+		s.url += "/" + s.keys.Prefix
+	}
+	switch {
+	case s.maxRetries == 0:
+		s.maxRetries = DefaultMaxRetries
+	case s.maxRetries < 0:
+		s.maxRetries = 0
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultRequestTimeout
+	}
+	if s.backoff.Min <= 0 {
+		s.backoff.Min = DefaultMinBackoff
+	}
+	if s.backoff.Max <= 0 {
+		s.backoff.Max = max(DefaultMaxBackoff, s.backoff.Min)
+	}
+	conc := opts.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConns = max(100, 2*conc)
+	base.MaxIdleConnsPerHost = conc + conc/4 + 2
+	base.MaxConnsPerHost = 0
+	if s.timeout > 0 {
+		base.ResponseHeaderTimeout = s.timeout
+	}
+	var copts []option.ClientOption
+	if opts.Endpoint != "" {
+		ep, err := jsonEndpoint(opts.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.url, err)
+		}
+		copts = append(copts, option.WithEndpoint(ep))
+	}
+	if opts.NoAuth || os.Getenv("STORAGE_EMULATOR_HOST") != "" {
+		copts = append(copts, option.WithoutAuthentication(), option.WithHTTPClient(&http.Client{Transport: base}))
+	} else {
+		rt, err := htransport.NewTransport(ctx, base, option.WithScopes(storage.ScopeReadWrite))
+		if err != nil {
+			return nil, fmt.Errorf("%s: Google Application Default Credentials: %w (set GOOGLE_APPLICATION_CREDENTIALS, run 'gcloud auth application-default login', or use STORAGE_EMULATOR_HOST for an emulator)", s.url, err)
+		}
+		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: rt}))
+	}
+	client, err := storage.NewClient(ctx, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.url, err)
+	}
+	client.SetRetry(
+		storage.WithBackoff(gax.Backoff{Initial: s.backoff.Min, Max: s.backoff.Max, Multiplier: 2}),
+		storage.WithMaxAttempts(s.maxRetries+1),
+		// All our operations are idempotent: reads, and writes of
+		// content-addressed chunks or whole files.
+		storage.WithPolicy(storage.RetryAlways),
+		storage.WithErrorFunc(func(err error) bool {
+			r := shouldRetry(err)
+			if r {
+				s.retries.Add(1)
+			}
+			return r
+		}),
+	)
+	s.client = client
+	s.bucket = client.Bucket(bucket)
+	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
+		client.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// jsonEndpoint turns a server base URL into the JSON API endpoint.
+func jsonEndpoint(ep string) (string, error) {
+	if !strings.Contains(ep, "://") {
+		ep = "https://" + ep
+	}
+	u, err := url.Parse(ep)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("invalid GCS endpoint %q", ep)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/storage/v1/"
+	}
+	return u.String(), nil
+}
+
+func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) error {
+	root := ""
+	if s.keys.Prefix != "" {
+		root = s.keys.Prefix + "/"
+	}
+	q := &storage.Query{Prefix: root + objstore.ContentDir + "/"}
+	q.SetAttrSelection([]string{"Name"})
+	it := s.bucket.Objects(ctx, q)
+	it.PageInfo().MaxSize = 1
+	_, err := it.Next()
+	hasCnt := err == nil
+	if err != nil && err != iterator.Done {
+		return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+	}
+	switch {
+	case forced != LayoutAuto:
+		s.keys.Layout = forced
+	case hasCnt:
+		s.keys.Layout = LayoutPBS4
+	case !create:
+		s.keys.Layout = LayoutPlain
+	default:
+		// Writer: keep an existing plain copy plain, else use PBS 4's layout.
+		s.keys.Layout = LayoutPBS4
+		q := &storage.Query{Prefix: root, Delimiter: "/"}
+		q.SetAttrSelection([]string{"Name"})
+		it := s.bucket.Objects(ctx, q)
+		for {
+			a, err := it.Next()
+			if err == iterator.Done {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+			}
+			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p != ".chunks/" {
+				s.keys.Layout = LayoutPlain
+			}
+			if n := strings.TrimPrefix(a.Name, root); a.Name != "" && (n == ".lock" || n == ".gc-status") {
+				s.keys.Layout = LayoutPlain
+			}
+		}
+	}
+	return nil
+}
+
+// Layout returns the layout in use (never LayoutAuto).
+func (s *Store) Layout() Layout { return s.keys.Layout }
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket() string { return s.name }
+
+// Prefix returns the datastore's key prefix without surrounding '/'.
+func (s *Store) Prefix() string { return s.keys.Prefix }
+
+// Retries returns how many retries (of any request) the store made so far.
+func (s *Store) Retries() int64 { return s.retries.Load() }
+
+// String returns "gs://bucket[/prefix]".
+func (s *Store) String() string { return s.url }
+
+func (s *Store) objURL(key string) string { return "gs://" + s.name + "/" + key }
+
+// ChunkLocation returns the chunk's object URL "gs://bucket/<prefix>/.chunks/<4hex>/<hex>".
+func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
+
+// ReadChunk downloads the chunk object for d into buf (see
+// chunkstore.Store.ReadChunk). A failure while reading the body retries the
+// whole download; partial data is never returned.
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+	key := s.keys.Chunk(d)
+	for attempt := 0; ; attempt++ {
+		out, retryable, err := s.readChunkOnce(ctx, key, buf)
+		if err == nil {
+			return out, nil
+		}
+		if !retryable || attempt >= s.maxRetries || ctx.Err() != nil {
+			if retryable && attempt > 0 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			}
+			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
+		}
+		s.retries.Add(1)
+		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
+		}
+	}
+}
+
+func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, bool, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r, err := s.bucket.Object(key).NewReader(actx)
+	if err != nil {
+		return nil, false, mapErr(err)
+	}
+	defer r.Close()
+	var fired atomic.Bool
+	if s.timeout > 0 {
+		t := time.AfterFunc(s.timeout, func() { fired.Store(true); cancel() })
+		defer t.Stop()
+	}
+	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
+	size := r.Attrs.Size
+	switch {
+	case size == 0:
+		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
+	case size > limit:
+		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
+	case size < 0:
+		return nil, false, fmt.Errorf("object has unknown size")
+	}
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if fired.Load() && ctx.Err() == nil {
+			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
+		} else {
+			err = fmt.Errorf("reading body: %w", err)
+		}
+		return nil, ctx.Err() == nil, err
+	}
+	return buf, false, nil
+}
+
+// OpenFile starts downloading the content file rel and returns its reader
+// and size in bytes. ctx must stay live while the reader is used; the
+// library resumes interrupted downloads.
+func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error) {
+	key, err := s.keys.Content(rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := s.bucket.Object(key).NewReader(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
+	}
+	return &namedReader{r: r, name: s.objURL(key)}, r.Attrs.Size, nil
+}
+
+// namedReader names the object in read errors.
+type namedReader struct {
+	r    *storage.Reader
+	name string
+}
+
+func (n *namedReader) Read(p []byte) (int, error) {
+	k, err := n.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%s: %w", n.name, err)
+	}
+	return k, err
+}
+
+func (n *namedReader) Close() error { return n.r.Close() }
+
+// ListFiles lists every content object below dir (see
+// chunkstore.Store.ListFiles); the library follows page tokens.
+func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
+	base, err := s.keys.Content(dir)
+	if err != nil {
+		return nil, err
+	}
+	base += "/"
+	q := &storage.Query{Prefix: base}
+	q.SetAttrSelection([]string{"Name", "Size"})
+	it := s.bucket.Objects(ctx, q)
+	var files []chunkstore.FileInfo
+	for {
+		a, err := it.Next()
+		if err == iterator.Done {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
+		}
+		if rel, ok := s.keys.RelFromKey(a.Name); ok {
+			files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+		}
+	}
+}
+
+// WriteChunk uploads the chunk blob unless the object exists (precondition
+// ifGenerationMatch=0; 412 means it existed). An existing 0-byte object is
+// no chunk and is overwritten.
+func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
+	key := s.keys.Chunk(d)
+	obj := s.bucket.Object(key)
+	err := s.upload(ctx, obj.If(storage.Conditions{DoesNotExist: true}), blob)
+	if err == nil {
+		return false, nil
+	}
+	if status(err) != http.StatusPreconditionFailed {
+		return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+	}
+	attrs, err := obj.Attrs(ctx)
+	switch {
+	case err == nil && attrs.Size > 0:
+		return true, nil
+	case err == nil:
+		err = s.upload(ctx, obj.If(storage.Conditions{GenerationMatch: attrs.Generation}), blob)
+	case errors.Is(err, storage.ErrObjectNotExist):
+		err = s.upload(ctx, obj, blob)
+	}
+	if err != nil {
+		return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+	}
+	return false, nil
+}
+
+// WriteFile uploads the content file rel, replacing any existing object.
+func (s *Store) WriteFile(ctx context.Context, rel string, data []byte) error {
+	key, err := s.keys.Content(rel)
+	if err != nil {
+		return err
+	}
+	if err := s.upload(ctx, s.bucket.Object(key), data); err != nil {
+		return fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
+	}
+	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// upload writes data in one request (no resumable session, no extra
+// buffer), retrying transient failures itself.
+func (s *Store) upload(ctx context.Context, obj *storage.ObjectHandle, data []byte) error {
+	sum := crc32.Checksum(data, castagnoli)
+	for attempt := 0; ; attempt++ {
+		w := obj.NewWriter(ctx)
+		w.ChunkSize = 0
+		w.ContentType = "application/octet-stream"
+		w.CRC32C, w.SendCRC32C = sum, true
+		_, err := w.Write(data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			return nil
+		}
+		if !shouldRetry(err) || attempt >= s.maxRetries || ctx.Err() != nil {
+			return err
+		}
+		s.retries.Add(1)
+		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+			return err
+		}
+	}
+}
+
+// Close releases the client's connections.
+func (s *Store) Close() error { return s.client.Close() }
+
+func status(err error) int {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code
+	}
+	return 0
+}
+
+// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
+// around 401/403s.
+func mapErr(err error) error {
+	switch st := status(err); {
+	case st == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist):
+		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
+	case st == http.StatusForbidden || st == http.StatusUnauthorized:
+		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	}
+	return err
+}
+
+// shouldRetry retries what storage.ShouldRetry does (408, 429, 5xx,
+// resets, unexpected EOF) plus timeouts and 409, never 401/403/404/412.
+func shouldRetry(err error) bool {
+	switch st := status(err); st {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusPreconditionFailed:
+		return false
+	case http.StatusConflict:
+		return true
+	}
+	// Deadline errors are not excluded: net/http's response-header timeout
+	// matches context.DeadlineExceeded too. A caller's expired context ends
+	// the retry loop anyway.
+	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return storage.ShouldRetry(err)
+}
