@@ -1,0 +1,89 @@
+package objstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+func TestParseURL(t *testing.T) {
+	for _, tc := range []struct {
+		in, bucket, prefix string
+		ok                 bool
+	}{
+		{"s3://b", "b", "", true},
+		{"s3://b/", "b", "", true},
+		{"s3://b/store", "b", "store", true},
+		{"s3://b/a/b/c/", "b", "a/b/c", true},
+		{"s3://", "", "", false},
+		{"s3:///x", "", "", false},
+		{"gs://b/x", "", "", false},
+		{"s3://b/a//c", "", "", false},
+		{"s3://b/a/../c", "", "", false},
+	} {
+		b, p, err := ParseURL("s3", tc.in)
+		if (err == nil) != tc.ok || b != tc.bucket || p != tc.prefix {
+			t.Errorf("ParseURL(%q) = %q, %q, %v", tc.in, b, p, err)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	d := crypto.Digest{0xbb, 0x9f}
+	for _, tc := range []struct {
+		k                   Keys
+		chunk, content      string
+		relOK, relBad, relN string
+	}{
+		{Keys{"", LayoutPlain}, ".chunks/bb9f/" + d.String(), "vm/1/owner", "vm/1/owner", ".chunks/bb9f/x", "vm/.chunks/x"},
+		{Keys{"s", LayoutPBS4}, "s/.chunks/bb9f/" + d.String(), "s/.cnt/vm/1/owner", "s/.cnt/vm/1/owner", "s/vm/1/owner", "s/.cnt/ns/a/.namespace"},
+		{Keys{"a/b", LayoutPlain}, "a/b/.chunks/bb9f/" + d.String(), "a/b/vm/1/owner", "a/b/vm/1/owner", "a/b/.chunks/0000/x", "a/b/vm/1/"},
+	} {
+		if got := tc.k.Chunk(d); got != tc.chunk {
+			t.Errorf("%+v Chunk = %q", tc.k, got)
+		}
+		if got, err := tc.k.Content("vm/1/owner"); err != nil || got != tc.content {
+			t.Errorf("%+v Content = %q, %v", tc.k, got, err)
+		}
+		if rel, ok := tc.k.RelFromKey(tc.relOK); !ok || rel != "vm/1/owner" {
+			t.Errorf("%+v RelFromKey(%q) = %q, %v", tc.k, tc.relOK, rel, ok)
+		}
+		for _, bad := range []string{tc.relBad, tc.relN} {
+			if rel, ok := tc.k.RelFromKey(bad); ok {
+				t.Errorf("%+v RelFromKey(%q) = %q, want skipped", tc.k, bad, rel)
+			}
+		}
+	}
+	for _, bad := range []string{"", "/", "/vm", "vm//1", "vm/../x", "..", ".chunks", ".chunks/ab", ".cnt/vm"} {
+		if c, err := CleanRel(bad); err == nil {
+			t.Errorf("CleanRel(%q) = %q, want error", bad, c)
+		}
+	}
+	if c, err := CleanRel("vm/1/"); err != nil || c != "vm/1" {
+		t.Errorf("CleanRel(vm/1/) = %q, %v", c, err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := Backoff{Min: 10 * time.Millisecond, Max: 80 * time.Millisecond}
+	for retry, want := range map[int]time.Duration{1: 10, 2: 20, 3: 40, 4: 80, 10: 80, 1000: 80} {
+		want *= time.Millisecond
+		for range 50 {
+			if d := b.Delay(retry); d < want/2 || d > want {
+				t.Fatalf("Delay(%d) = %v, want in [%v, %v]", retry, d, want/2, want)
+			}
+		}
+	}
+}
+
+func TestParseLayout(t *testing.T) {
+	for in, want := range map[string]Layout{"": LayoutAuto, "auto": LayoutAuto, "pbs4-s3": LayoutPBS4, "PBS4": LayoutPBS4, "plain": LayoutPlain} {
+		if got, err := ParseLayout(in); err != nil || got != want {
+			t.Errorf("ParseLayout(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseLayout("flat"); err == nil {
+		t.Error("ParseLayout(flat) succeeded")
+	}
+}
