@@ -55,6 +55,9 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 // $(go env GOPATH)/bin.
 func VersityGWPath() (string, error) {
 	if p := os.Getenv("VERSITYGW"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("versitygw: $VERSITYGW: %w", err)
+		}
 		return p, nil
 	}
 	if p, err := exec.LookPath("versitygw"); err == nil {
