@@ -2,10 +2,10 @@ package main
 
 import (
 	"runtime"
-	"strings"
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
@@ -37,9 +37,7 @@ func (p *pipelineFlags) check() error {
 }
 
 // isRemote reports whether store is a bucket URL.
-func isRemote(store string) bool {
-	return strings.HasPrefix(store, "s3://") || strings.HasPrefix(store, "gs://")
-}
+func isRemote(store string) bool { return backends.IsRemote(store) }
 
 // fetchersFor returns the number of reads in flight for store.
 func (p *pipelineFlags) fetchersFor(store string) int {

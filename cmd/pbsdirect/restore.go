@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -35,6 +36,8 @@ type restoreSummary struct {
 	Encrypted     bool    `json:"encrypted"`
 	Jobs          int     `json:"jobs"`
 	Fetchers      int     `json:"fetchers"`
+	Layout        string  `json:"bucket-layout,omitempty"`
+	Retries       int64   `json:"retries"`
 }
 
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -119,6 +122,7 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
 		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
 		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Fetchers: opts.Fetchers,
+		Layout: storeLayout(store), Retries: backends.RetriesOf(store),
 	}
 	if sf.json() {
 		return writeJSON(stdout, sum)
@@ -127,6 +131,9 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		sum.Snapshot, archive, targetPath, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
 	fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks skipped: %d (%s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
 		sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), sum.DedupHits, direct)
+	if sum.Layout != "" {
+		fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
+	}
 	return nil
 }
 

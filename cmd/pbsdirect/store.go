@@ -4,13 +4,31 @@ import (
 	"context"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 )
 
-// openStore opens the store named by --store; create prepares a new
-// datastore for backup. concurrency sizes connection pools.
+// openStore opens the store named by --store: a directory, s3://… or gs://….
+// create prepares a new datastore (backup); concurrency is the number of
+// requests kept in flight, which sizes bucket connection pools.
 func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int) (chunkstore.Store, error) {
-	if isRemote(sf.store) {
-		return nil, usagef("bucket stores are not wired yet")
+	layout, err := backends.ParseLayout(sf.bucketLayout)
+	if err != nil {
+		return nil, usagef("--bucket-layout: %v", err)
 	}
-	return chunkstore.OpenLocal(sf.store, create)
+	opts := backends.Options{
+		Create:      create,
+		Concurrency: concurrency,
+		Layout:      layout,
+		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: sf.pathStyle()},
+	}
+	return backends.Open(ctx, sf.store, opts)
+}
+
+// storeLayout names a bucket store's layout ("pbs4-s3" or "plain"), or "" for a directory.
+func storeLayout(s chunkstore.Store) string {
+	if l, ok := backends.LayoutOf(s); ok {
+		return l.String()
+	}
+	return ""
 }
