@@ -25,8 +25,7 @@ type storeFlags struct {
 	outputFormat string
 	s3Endpoint   string
 	s3Region     string
-	s3PathStyle  bool
-	flags        *flag.FlagSet
+	s3PathStyle  string
 	bucketLayout string
 }
 
@@ -37,21 +36,18 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.outputFormat, "output-format", "text", "output format: text or json")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
-	fs.BoolVar(&s.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (default: automatic, on for IP-address and localhost endpoints; --s3-path-style=false forces virtual-hosted)")
+	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
+	fs.Lookup("s3-path-style").NoOptDefVal = "true"
 	fs.StringVar(&s.bucketLayout, "bucket-layout", "auto", "bucket layout: auto (detect; new prefixes get pbs4-s3), pbs4-s3 (<prefix>/.cnt/…) or plain (copy of a datastore directory)")
-	s.flags = fs
 }
 
-// pathStyle maps --s3-path-style onto the S3 backend's tri-state: automatic
-// unless the flag was given.
-func (s *storeFlags) pathStyle() s3store.PathStyle {
-	switch {
-	case s.flags == nil || !s.flags.Changed("s3-path-style"):
-		return s3store.PathStyleAuto
-	case s.s3PathStyle:
-		return s3store.PathStyleOn
+// pathStyle parses --s3-path-style.
+func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
+	ps, err := s3store.ParsePathStyle(s.s3PathStyle)
+	if err != nil {
+		return ps, usagef("--s3-path-style: %v", err)
 	}
-	return s3store.PathStyleOff
+	return ps, nil
 }
 
 func (s *storeFlags) check() error {

@@ -16,11 +16,15 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 	if err != nil {
 		return nil, usagef("--bucket-layout: %v", err)
 	}
+	ps, err := sf.pathStyle()
+	if err != nil {
+		return nil, err
+	}
 	opts := backends.Options{
 		Create:      create,
 		Concurrency: concurrency,
 		Layout:      layout,
-		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: sf.pathStyle()},
+		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps},
 	}
 	return backends.Open(ctx, sf.store, opts)
 }
