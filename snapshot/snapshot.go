@@ -134,11 +134,24 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 	return *latest, nil
 }
 
-// LoadManifest reads, decodes and parses the snapshot's index.json.blob and
-// runs the manifest's key checks with cc (nil = no key): fingerprint and
-// signature (§6.3). It fails for an encrypted manifest blob, which PBS never
-// writes.
+// LoadManifest reads the snapshot's manifest (see ReadManifest) and runs
+// its key checks with cc (nil = no key): fingerprint and signature (§6.3).
 func LoadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapshot, cc *crypto.Config) (*index.Manifest, error) {
+	m, err := ReadManifest(ctx, store, snap)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Check(cc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path.Join(snap.Dir(), ManifestName), err)
+	}
+	return m, nil
+}
+
+// ReadManifest reads, decodes and parses the snapshot's index.json.blob and
+// checks that it names the snapshot it is stored in, without key checks
+// (for listings). It fails for an encrypted manifest blob, which PBS never
+// writes, and wraps ErrNoSnapshot when the manifest is missing.
+func ReadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapshot) (*index.Manifest, error) {
 	name := path.Join(snap.Dir(), ManifestName)
 	raw, err := chunkstore.ReadFile(ctx, store, name)
 	if err != nil {
@@ -158,9 +171,6 @@ func LoadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 	if m.BackupType != snap.Type || m.BackupID != snap.ID || m.BackupTime != snap.Time {
 		return nil, fmt.Errorf("%s: manifest names %s/%s/%s, not the snapshot it is stored in",
 			name, m.BackupType, m.BackupID, index.FormatTime(m.BackupTime))
-	}
-	if err := m.Check(cc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return m, nil
 }

@@ -10,22 +10,28 @@ import (
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
-// snapshotEntry is one line of the snapshot listing.
+// snapshotEntry is one snapshot of the listing, from its manifest.
 type snapshotEntry struct {
-	Snapshot   string         `json:"snapshot"` // TYPE/ID/TIME
-	Namespace  string         `json:"ns,omitempty"`
-	BackupType string         `json:"backup-type"`
-	BackupID   string         `json:"backup-id"`
-	BackupTime int64          `json:"backup-time"` // epoch seconds
-	Files      []snapshotFile `json:"files"`
-	Size       uint64         `json:"size"` // bytes stored in the snapshot directory
+	Snapshot    string         `json:"snapshot"` // TYPE/ID/TIME
+	Namespace   string         `json:"ns,omitempty"`
+	BackupType  string         `json:"backup-type"`
+	BackupID    string         `json:"backup-id"`
+	BackupTime  int64          `json:"backup-time"` // epoch seconds
+	Files       []snapshotFile `json:"files"`
+	Size        uint64         `json:"size"` // bytes: sum of the archive sizes (image sizes for .fidx)
+	Fingerprint string         `json:"key-fingerprint,omitempty"`
+	Error       string         `json:"error,omitempty"` // manifest unreadable
 }
 
-// snapshotFile is one file of a snapshot directory with its size in bytes.
+// snapshotFile is one archive listed in a manifest.
 type snapshotFile struct {
-	Name string `json:"filename"`
-	Size int64  `json:"size"`
+	Name      string `json:"filename"`
+	CryptMode string `json:"crypt-mode"`
+	Size      uint64 `json:"size"` // bytes (§6.2)
 }
+
+// manifestReads is how many manifests are read at once for a listing.
+const manifestReads = 16
 
 func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("snapshots", "[flags]", stderr)
@@ -44,7 +50,7 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, &sf, false, 8)
+	store, err := openStore(ctx, &sf, false, manifestReads)
 	if err != nil {
 		return err
 	}
@@ -53,28 +59,54 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	entries := make([]snapshotEntry, 0, len(list))
-	for _, i := range list {
-		e := snapshotEntry{Snapshot: i.Snapshot.String(), Namespace: sf.ns, BackupType: i.Snapshot.Type, BackupID: i.Snapshot.ID, BackupTime: i.Snapshot.Time}
-		for _, f := range i.Files {
-			e.Files = append(e.Files, snapshotFile{Name: f.Path, Size: f.Size})
-			e.Size += uint64(f.Size)
+	entries := make([]snapshotEntry, len(list))
+	idx := make([]int, len(list))
+	for i := range idx {
+		idx[i] = i
+	}
+	err = snapshot.ForEach(idx, manifestReads, func(i int) error {
+		s := list[i].Snapshot
+		e := snapshotEntry{Snapshot: s.String(), Namespace: sf.ns, BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{}}
+		m, err := snapshot.ReadManifest(ctx, store, s)
+		if err != nil {
+			e.Error = err.Error()
+		} else {
+			for _, f := range m.Files {
+				e.Files = append(e.Files, snapshotFile{Name: f.Filename, CryptMode: string(f.CryptMode), Size: f.Size})
+				e.Size += f.Size
+			}
+			if fp, ok, _ := m.KeyFingerprint(); ok {
+				e.Fingerprint = fp.String()
+			}
 		}
-		entries = append(entries, e)
+		entries[i] = e
+		return ctx.Err()
+	})
+	if err != nil {
+		return err
 	}
 	if sf.json() {
 		return writeJSON(stdout, entries)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "snapshot\tsize\tfiles")
+	fmt.Fprintln(tw, "snapshot\tsize\tcrypt\tfiles")
 	for _, e := range entries {
+		if e.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\tmanifest unreadable: %s\n", e.Snapshot, e.Error)
+			continue
+		}
 		var names []string
+		crypt := "none"
 		for _, f := range e.Files {
-			if f.Name != snapshot.ManifestName {
-				names = append(names, f.Name)
+			names = append(names, f.Name)
+			if f.CryptMode != "none" {
+				crypt = f.CryptMode
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), strings.Join(names, " "))
+		if e.Fingerprint != "" {
+			crypt += " " + e.Fingerprint[:23]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, strings.Join(names, " "))
 	}
 	return tw.Flush()
 }
