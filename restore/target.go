@@ -98,11 +98,19 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 		return nil, err
 	}
 	flags := os.O_WRONLY
+	if t.created || t.device {
+		// New file: never clobber one that appeared meanwhile. Block device:
+		// exclusive open, refused (EBUSY) while it is mounted or in use.
+		flags |= os.O_EXCL
+	}
 	if t.created {
-		flags |= os.O_CREATE | os.O_EXCL
+		flags |= os.O_CREATE
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
+		if t.device && errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("%s: block device is in use (mounted, or held by another program): %w", path, err)
+		}
 		return nil, err
 	}
 	t.buffered = f
