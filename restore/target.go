@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -194,7 +195,8 @@ func (t *FileTarget) writeZeros(off, length int64) error {
 	return nil
 }
 
-// Sync flushes both descriptors with fdatasync.
+// Sync flushes both descriptors with fdatasync and, for a file it created,
+// the parent directory, so that the new name is durable too.
 func (t *FileTarget) Sync() error {
 	for _, f := range []*os.File{t.buffered, t.direct} {
 		if f == nil {
@@ -202,6 +204,16 @@ func (t *FileTarget) Sync() error {
 		}
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return fmt.Errorf("%s: fdatasync: %w", t.path, err)
+		}
+	}
+	if t.created {
+		d, err := os.Open(filepath.Dir(t.path))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("%s: sync directory: %w", filepath.Dir(t.path), err)
 		}
 	}
 	return nil
