@@ -65,15 +65,7 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usagef("restoring to standard output is not supported: give a file or block device")
 	}
 	start := time.Now()
-	ns, err := sf.namespace()
-	if err != nil {
-		return err
-	}
-	cc, err := sf.loadKey(stderr)
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, &sf, false, pf.fetchersFor(sf.store))
+	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
 	if err != nil {
 		return err
 	}

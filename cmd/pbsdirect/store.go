@@ -2,11 +2,33 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 )
+
+// openAll resolves what the store flags name for a command: the namespace,
+// the key (nil without --keyfile) and the opened store (see openStore).
+// The caller closes the store.
+func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, create bool, concurrency int) (index.Namespace, *crypto.Config, chunkstore.Store, error) {
+	ns, err := sf.namespace()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cc, err := sf.loadKey(stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := openStore(ctx, sf, create, concurrency)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ns, cc, store, nil
+}
 
 // openStore opens the store named by --store: a directory, s3://… or gs://….
 // create prepares a new datastore (backup); concurrency is the number of

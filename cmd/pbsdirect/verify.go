@@ -70,15 +70,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	start := time.Now()
-	ns, err := sf.namespace()
-	if err != nil {
-		return err
-	}
-	cc, err := sf.loadKey(stderr)
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, &sf, false, pf.fetchersFor(sf.store))
+	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
 	if err != nil {
 		return err
 	}
