@@ -141,6 +141,9 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 // Direct reports whether O_DIRECT writes are in use.
 func (t *FileTarget) Direct() bool { return t.directOK.Load() }
 
+// Created reports whether OpenTarget created the target file.
+func (t *FileTarget) Created() bool { return t.created }
+
 // WriteAt writes p at off: through O_DIRECT when off and len(p) are
 // Alignment multiples, buffered otherwise. An O_DIRECT write the filesystem
 // refuses (EINVAL) switches the target to buffered writes for good.

@@ -23,6 +23,7 @@ const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archi
 Usage:
   pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device
   pbsdirect verify    [flags] [SNAPSHOT]                verify a snapshot, or every snapshot of the namespace
+  pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
   pbsdirect snapshots [flags]                           list the finished snapshots of a namespace
   pbsdirect backup    [flags] NAME.img:PATH...          back up images into a datastore
   pbsdirect key create [flags] PATH                     create a key file (like proxmox-backup-client key create)
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"restore":   cmdRestore,
+		"drill":     cmdDrill,
 		"verify":    cmdVerify,
 		"snapshots": cmdSnapshots,
 		"backup":    cmdBackup,

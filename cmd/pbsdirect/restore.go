@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	flag "github.com/spf13/pflag"
+
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -40,54 +42,109 @@ type restoreSummary struct {
 	Retries       int64   `json:"retries"`
 }
 
-func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
-	var sf storeFlags
-	sf.register(fs)
-	pf := registerPipelineFlags(fs)
-	force := fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
-	assumeZeroed := fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
-	noDirect := fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
+// restoreCmd holds the flags of restore (and drill, which restores first).
+type restoreCmd struct {
+	sf           storeFlags
+	pf           *pipelineFlags
+	force        *bool
+	assumeZeroed *bool
+	noDirect     *bool
+}
+
+// registerRestoreFlags adds the store, pipeline and target flags to fs.
+func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
+	rc := &restoreCmd{}
+	rc.sf.register(fs)
+	rc.pf = registerPipelineFlags(fs)
+	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
+	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
+	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
+	return rc
+}
+
+// check validates the parsed flags and the three arguments.
+func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	if fs.NArg() != 3 {
 		return usagef("want SNAPSHOT ARCHIVE TARGET, got %d argument(s)", fs.NArg())
 	}
-	if err := sf.check(); err != nil {
+	if err := rc.sf.check(); err != nil {
 		return err
 	}
-	if err := pf.check(); err != nil {
+	if err := rc.pf.check(); err != nil {
 		return err
 	}
-	ref, archive, targetPath := fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
-	if targetPath == "-" {
+	if fs.Arg(2) == "-" {
 		return usagef("restoring to standard output is not supported: give a file or block device")
 	}
+	return nil
+}
+
+// restored is what a finished image restore leaves for reports and drills.
+type restored struct {
+	summary restoreSummary
+	plan    *restore.Plan
+	key     *crypto.Config // nil unless the archive is encrypted
+	created bool           // the target file was created by the restore
+}
+
+func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
+	rc := registerRestoreFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := rc.check(fs); err != nil {
+		return err
+	}
+	r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), true, stdout, stderr)
+	if err != nil || r == nil {
+		return err
+	}
+	sum := r.summary
+	if rc.sf.json() {
+		return writeJSON(stdout, sum)
+	}
+	fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
+		sum.Snapshot, sum.Archive, sum.Target, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
+	fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks skipped: %d (%s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
+		sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), sum.DedupHits, sum.Direct)
+	if sum.Layout != "" {
+		fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
+	}
+	return nil
+}
+
+// run restores archive of snapshot ref to targetPath and returns its
+// summary. Blob archives are written whole (allowBlob) and return nil.
+func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (*restored, error) {
+	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
 	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer store.Close()
 	snap, err := snapshot.Resolve(ctx, store, ns, ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if strings.HasSuffix(archive, ".blob") {
-		return restoreBlob(ctx, store, snap, m, archive, targetPath, *force, cc, stdout, &sf)
+		if !allowBlob {
+			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
+		}
+		return nil, restoreBlob(ctx, store, snap, m, archive, targetPath, *rc.force, cc, stdout, sf)
 	}
 	plan, fi, err := restore.LoadPlan(ctx, store, snap.Dir(), m, archive, cc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	target, err := restore.OpenTarget(targetPath, int64(plan.Size), restore.TargetOptions{Force: *force, AssumeZeroed: *assumeZeroed, NoDirect: *noDirect})
+	target, err := restore.OpenTarget(targetPath, int64(plan.Size), restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var stats restore.Stats
 	opts := pf.options(sf.store)
@@ -101,14 +158,18 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	bar.done()
 	if err != nil {
 		target.Close(true)
-		return fmt.Errorf("restore of %s to %s failed, target not usable: %w", opts.Archive, targetPath, err)
+		return nil, fmt.Errorf("restore of %s to %s failed, target not usable: %w", opts.Archive, targetPath, err)
 	}
 	direct := target.Direct()
 	if err := target.Close(false); err != nil {
-		return fmt.Errorf("%s: close: %w", targetPath, err)
+		return nil, fmt.Errorf("%s: close: %w", targetPath, err)
 	}
 	el := time.Since(start)
-	sum := restoreSummary{
+	r := &restored{plan: plan, created: target.Created()}
+	if opts.Encrypted {
+		r.key = cc
+	}
+	r.summary = restoreSummary{
 		Snapshot: snap.String(), Archive: archive, Target: targetPath, Size: plan.Size,
 		DataBytes: stats.DataBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(), FetchedBytes: stats.FetchedBytes.Load(),
 		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
@@ -116,17 +177,7 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Fetchers: opts.Fetchers,
 		Layout: storeLayout(store), Retries: backends.RetriesOf(store),
 	}
-	if sf.json() {
-		return writeJSON(stdout, sum)
-	}
-	fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
-		sum.Snapshot, archive, targetPath, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
-	fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks skipped: %d (%s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
-		sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), sum.DedupHits, direct)
-	if sum.Layout != "" {
-		fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
-	}
-	return nil
+	return r, nil
 }
 
 // restoreBlob writes the decoded blob archive to targetPath.

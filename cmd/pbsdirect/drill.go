@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+)
+
+// drillReport is the JSON (or text) report of a disaster-recovery drill.
+type drillReport struct {
+	OK              bool            `json:"ok"`
+	Error           string          `json:"error,omitempty"`
+	Snapshot        string          `json:"snapshot,omitempty"`
+	Archive         string          `json:"archive"`
+	Target          string          `json:"target"`
+	Started         string          `json:"started"`                     // RFC 3339, UTC
+	RestoreSeconds  float64         `json:"time-to-restore-seconds"`     // manifest to synced target
+	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"` // re-check of every chunk from the target
+	TotalSeconds    float64         `json:"total-seconds"`
+	Restore         *restoreSummary `json:"restore,omitempty"`
+	ReadBack        *readBackReport `json:"read-back,omitempty"`
+	Removed         bool            `json:"target-removed"`
+}
+
+// readBackReport says what the read-back checked.
+type readBackReport struct {
+	Bytes            uint64  `json:"bytes"`              // read from the target
+	ChunksChecked    uint64  `json:"chunks-checked"`     // positions whose digest was recomputed
+	ZeroBytesChecked uint64  `json:"zero-bytes-checked"` // zero ranges read and found zero
+	HoleBytes        uint64  `json:"hole-bytes"`         // zero ranges that are holes of a sparse target
+	MiBps            float64 `json:"mib-per-second"`
+}
+
+func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
+	rc := registerRestoreFlags(fs)
+	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := rc.check(fs); err != nil {
+		return err
+	}
+	archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
+	start := time.Now()
+	rep := drillReport{Archive: archive, Target: targetPath, Started: start.UTC().Format(time.RFC3339)}
+	finish := func(err error) error {
+		rep.OK = err == nil
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		rep.TotalSeconds = time.Since(start).Seconds()
+		if rc.sf.json() {
+			if werr := writeJSON(stdout, rep); werr != nil {
+				return werr
+			}
+		} else {
+			printDrill(stdout, rep)
+		}
+		if err != nil {
+			return fmt.Errorf("drill failed: %w", err)
+		}
+		return nil
+	}
+
+	r, err := rc.run(ctx, fs.Arg(0), archive, targetPath, false, stdout, stderr)
+	rep.RestoreSeconds = time.Since(start).Seconds()
+	if err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return err
+		}
+		return finish(err)
+	}
+	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
+
+	rbStart := time.Now()
+	var rb restore.ReadBackStats
+	bar := startProgress(stderr, !rc.sf.json(), "read back", int64(r.plan.Size), func() int64 {
+		return int64(rb.Bytes.Load() + rb.HoleBytes.Load())
+	})
+	err = restore.ReadBack(ctx, targetPath, r.plan, r.key, rc.pf.jobs, &rb)
+	bar.done()
+	el := time.Since(rbStart)
+	rep.ReadBackSeconds = el.Seconds()
+	rep.ReadBack = &readBackReport{
+		Bytes: rb.Bytes.Load(), ChunksChecked: rb.Chunks.Load(), ZeroBytesChecked: rb.ZeroChecked.Load(),
+		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), el),
+	}
+	if err == nil && *remove && r.created {
+		if rerr := os.Remove(targetPath); rerr != nil {
+			err = fmt.Errorf("remove %s: %w", targetPath, rerr)
+		} else {
+			rep.Removed = true
+		}
+	}
+	return finish(err)
+}
+
+func printDrill(w io.Writer, r drillReport) {
+	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", r.Snapshot, r.Archive, r.Target, okWord(r.OK))
+	if r.Restore != nil {
+		fmt.Fprintf(w, "  time to restore: %.2fs (%s, %.1f MiB/s; %d chunks fetched, %s of zero chunks skipped)\n",
+			r.RestoreSeconds, humanBytes(r.Restore.Size), r.Restore.MiBps, r.Restore.ChunksFetched, humanBytes(r.Restore.ZeroBytes))
+	}
+	if r.ReadBack != nil {
+		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",
+			r.ReadBackSeconds, r.ReadBack.ChunksChecked, humanBytes(r.ReadBack.ZeroBytesChecked), humanBytes(r.ReadBack.HoleBytes))
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", r.Error)
+	}
+	fmt.Fprintf(w, "  total: %.2fs\n", r.TotalSeconds)
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+)
+
+func TestDrill(t *testing.T) {
+	data := zeroMiddle(11)
+	keyDir := t.TempDir()
+	key, _ := fixture.Key(t, 3)
+	keyFile := fixture.KeyFile(t, keyDir, "key.json", key, crypto.KDFNone, "")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"plain", nil},
+		{"encrypted", []string{"--keyfile", keyFile}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := fixture.NewStore(t)
+			img := backupImage(t, store, data, tc.args...)
+			target := filepath.Join(t.TempDir(), "drill.raw")
+			args := append([]string{"drill", "--output-format", "json", "--store", store}, tc.args...)
+			r := mustOK(t, append(args, snap0, "drive-scsi0", target)...)
+			var rep drillReport
+			if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+				t.Fatalf("drill JSON: %v\n%s", err, r.out)
+			}
+			if !rep.OK || rep.ReadBack == nil || rep.Restore == nil || rep.RestoreSeconds <= 0 {
+				t.Fatalf("drill report incomplete: %+v", rep)
+			}
+			if rep.ReadBack.ChunksChecked == 0 || rep.ReadBack.ZeroBytesChecked+rep.ReadBack.HoleBytes != rep.Restore.ZeroBytes {
+				t.Errorf("read-back did not cover the image: %+v, zero bytes %d", *rep.ReadBack, rep.Restore.ZeroBytes)
+			}
+			orig, _ := os.ReadFile(img)
+			fixture.Equal(t, target, orig)
+
+			// --remove deletes the target it created after success.
+			target2 := filepath.Join(t.TempDir(), "drill2.raw")
+			mustOK(t, append(args, "--remove", snap0, "drive-scsi0", target2)...)
+			noFile(t, target2)
+		})
+	}
+}
+
+func TestDrillFails(t *testing.T) {
+	store := fixture.NewStore(t)
+	backupImage(t, store, zeroMiddle(12))
+	// Remove one data chunk: the restore fails, the drill reports ok=false and exits 1.
+	var victim string
+	filepath.WalkDir(filepath.Join(store, ".chunks"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && victim == "" && !strings.HasPrefix(d.Name(), "bb9f8df6") {
+			victim = p
+		}
+		return nil
+	})
+	if victim == "" {
+		t.Fatal("no chunk file found")
+	}
+	if err := os.Remove(victim); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "drill.raw")
+	r := pbs(t, "drill", "--output-format", "json", "--store", store, snap0, "drive-scsi0", target)
+	if r.code != 1 {
+		t.Fatalf("want exit 1: %v", r)
+	}
+	var rep drillReport
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("drill JSON: %v\n%s", err, r.out)
+	}
+	if rep.OK || !strings.Contains(rep.Error, filepath.Base(victim)) {
+		t.Errorf("report should fail naming digest %s: %+v", filepath.Base(victim), rep)
+	}
+	noFile(t, target)
+}
