@@ -19,6 +19,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -45,6 +46,7 @@ type record struct {
 	Cores        int     `json:"cores"`
 	UniqueBytes  float64 `json:"unique_bytes"`
 	WriteMBps    float64 `json:"write_mbps"`
+	WriteLabel   string  `json:"write_label"`
 
 	ExpectedChunks float64 `json:"expected_chunks"`
 	Allocated      float64 `json:"allocated"`
@@ -270,7 +272,7 @@ func build(recs []record) ([]Row, []Check, []string) {
 		if c.WriteMBps > 0 {
 			t := dataBytes / 1e6 / c.WriteMBps
 			rows = append(rows, Row{Dataset: dv[0], Variant: dv[1], Tool: "ceiling", Runs: 1,
-				Config: fmt.Sprintf("write ceiling (dd O_DIRECT %.0f MB/s)", c.WriteMBps),
+				Config: fmt.Sprintf("write ceiling (%s, %.0f MB/s)", cmp.Or(c.WriteLabel, "dd O_DIRECT"), c.WriteMBps),
 				Wall:   t, DataBytes: dataBytes, DataMBps: c.WriteMBps, CPU: math.NaN(), RSSMiB: math.NaN(), Ratio: math.NaN()})
 		}
 	}
