@@ -135,12 +135,18 @@ fi
 # ---------------------------------------------------------------- measuring
 # timed STDOUT_FILE CMD...: runs CMD with its stdout in STDOUT_FILE and sets
 # WALL (seconds, measured here), CPU (user+sys of it and its children) and
-# RSS (peak resident set of the largest process, MiB). Dirty pages of
+# RSS (peak resident set of the largest process, MiB), and HOSTCPU (busy
+# CPU seconds of the whole machine meanwhile: the command, the S3 server and
+# proxy, kernel threads, and anything else running). Dirty pages of
 # earlier steps are flushed first (nothing is dropped from the page cache).
+# busy_ticks: CPU ticks the whole machine spent busy so far (/proc/stat).
+busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
+TICKS=$(getconf CLK_TCK)
 timed() {
   local out=$1; shift
   sync
-  local t0 t1
+  local t0 t1 b0 b1
+  b0=$(busy_ticks)
   t0=$(date +%s%N)
   if ! $TIME -f '%U %S %M' -o "$TMP/time" "$@" > "$out" 2> "$TMP/stderr"; then
     log "command failed: $*"
@@ -148,6 +154,8 @@ timed() {
     return 1
   fi
   t1=$(date +%s%N)
+  b1=$(busy_ticks)
+  HOSTCPU=$(awk -v a="$b0" -v b="$b1" -v t="$TICKS" 'BEGIN{printf "%.2f", (b-a)/t}')
   local u s m
   read -r u s m < <(tail -n 1 "$TMP/time")
   WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", (b-a)/1e9}')
@@ -160,9 +168,9 @@ record_run() {
   local summary=null
   [ -n "${6:-}" ] && summary=$(cat "$6")
   jq -nc --arg ds "$1" --arg v "$2" --arg c "$3" --arg tool "$4" --argjson data "$5" \
-    --argjson wall "$WALL" --argjson cpu "$CPU" --argjson rss "$RSS" --argjson s "$summary" \
-    '{type:"run",dataset:$ds,variant:$v,config:$c,tool:$tool,wall:$wall,cpu:$cpu,rss_mib:$rss,data_bytes:$data,summary:$s}' >> "$RECORDS"
-  log "  $1 $2 $3: ${WALL}s, CPU ${CPU}s, RSS ${RSS} MiB"
+    --argjson wall "$WALL" --argjson cpu "$CPU" --argjson hostcpu "$HOSTCPU" --argjson rss "$RSS" --argjson s "$summary" \
+    '{type:"run",dataset:$ds,variant:$v,config:$c,tool:$tool,wall:$wall,cpu:$cpu,host_cpu:$hostcpu,rss_mib:$rss,data_bytes:$data,summary:$s}' >> "$RECORDS"
+  log "  $1 $2 $3: ${WALL}s, CPU ${CPU}s (machine ${HOSTCPU}s), RSS ${RSS} MiB"
 }
 
 # ---------------------------------------------------------------- datasets

@@ -38,6 +38,7 @@ type record struct {
 	Tool      string         `json:"tool"`
 	Wall      float64        `json:"wall"`
 	CPU       float64        `json:"cpu"`
+	HostCPU   *float64       `json:"host_cpu"`
 	RSSMiB    float64        `json:"rss_mib"`
 	DataBytes float64        `json:"data_bytes"`
 	Summary   map[string]any `json:"summary,omitempty"`
@@ -63,9 +64,10 @@ type Row struct {
 	Runs      int            `json:"runs"`
 	Wall      float64        `json:"wall_seconds"`
 	DataMBps  float64        `json:"data_mb_per_second"`
-	CPU       float64        `json:"cpu_seconds"`  // NaN: not measured (ceilings)
-	RSSMiB    float64        `json:"peak_rss_mib"` // NaN: not measured
-	Ratio     float64        `json:"ratio_to_ref"` // row wall / pbsdirect defaults wall; NaN: no reference
+	CPU       float64        `json:"cpu_seconds"`      // NaN: not measured (ceilings)
+	HostCPU   float64        `json:"host_cpu_seconds"` // busy CPU of the whole machine during the run; NaN: not measured
+	RSSMiB    float64        `json:"peak_rss_mib"`     // NaN: not measured
+	Ratio     float64        `json:"ratio_to_ref"`     // row wall / pbsdirect defaults wall; NaN: no reference
 	Tool      string         `json:"tool"`
 	DataBytes float64        `json:"data_bytes"`
 	Walls     []float64      `json:"walls"`
@@ -142,10 +144,11 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	type alias Row
 	return json.Marshal(struct {
 		alias
-		CPU    any `json:"cpu_seconds"`
-		RSSMiB any `json:"peak_rss_mib"`
-		Ratio  any `json:"ratio_to_ref"`
-	}{alias(r), nn(r.CPU), nn(r.RSSMiB), nn(r.Ratio)})
+		CPU     any `json:"cpu_seconds"`
+		HostCPU any `json:"host_cpu_seconds"`
+		RSSMiB  any `json:"peak_rss_mib"`
+		Ratio   any `json:"ratio_to_ref"`
+	}{alias(r), nn(r.CPU), nn(r.HostCPU), nn(r.RSSMiB), nn(r.Ratio)})
 }
 
 func nn(x float64) any {
@@ -235,15 +238,18 @@ func build(recs []record) ([]Row, []Check, []string) {
 	var rows []Row
 	for _, k := range order {
 		rs := groups[k]
-		var walls, cpus, rsss, data []float64
+		var walls, cpus, rsss, data, hosts []float64
 		for _, r := range rs {
+			if r.HostCPU != nil {
+				hosts = append(hosts, *r.HostCPU)
+			}
 			walls = append(walls, r.Wall)
 			cpus = append(cpus, r.CPU)
 			rsss = append(rsss, r.RSSMiB)
 			data = append(data, r.DataBytes)
 		}
 		row := Row{Dataset: k.dataset, Variant: k.variant, Config: k.config, Tool: rs[0].Tool, Runs: len(rs),
-			Wall: median(walls), CPU: median(cpus), RSSMiB: median(rsss), DataBytes: median(data), Walls: walls, Ratio: math.NaN()}
+			Wall: median(walls), CPU: median(cpus), RSSMiB: median(rsss), DataBytes: median(data), Walls: walls, Ratio: math.NaN(), HostCPU: median(hosts)}
 		// Keep the summary of the median run.
 		for _, r := range rs {
 			if r.Wall == row.Wall && r.Summary != nil {
@@ -267,13 +273,13 @@ func build(recs []record) ([]Row, []Check, []string) {
 			t := c.UniqueBytes / 1e6 / (c.DecodeMBps1T * float64(c.Cores))
 			rows = append(rows, Row{Dataset: dv[0], Variant: dv[1], Tool: "ceiling", Runs: 1,
 				Config: fmt.Sprintf("decode ceiling (%.0f MB/s/core × %d)", c.DecodeMBps1T, c.Cores),
-				Wall:   t, DataBytes: dataBytes, DataMBps: dataBytes / 1e6 / t, CPU: math.NaN(), RSSMiB: math.NaN(), Ratio: math.NaN()})
+				Wall:   t, DataBytes: dataBytes, DataMBps: dataBytes / 1e6 / t, CPU: math.NaN(), HostCPU: math.NaN(), RSSMiB: math.NaN(), Ratio: math.NaN()})
 		}
 		if c.WriteMBps > 0 {
 			t := dataBytes / 1e6 / c.WriteMBps
 			rows = append(rows, Row{Dataset: dv[0], Variant: dv[1], Tool: "ceiling", Runs: 1,
 				Config: fmt.Sprintf("write ceiling (%s, %.0f MB/s)", cmp.Or(c.WriteLabel, "dd O_DIRECT"), c.WriteMBps),
-				Wall:   t, DataBytes: dataBytes, DataMBps: c.WriteMBps, CPU: math.NaN(), RSSMiB: math.NaN(), Ratio: math.NaN()})
+				Wall:   t, DataBytes: dataBytes, DataMBps: c.WriteMBps, CPU: math.NaN(), HostCPU: math.NaN(), RSSMiB: math.NaN(), Ratio: math.NaN()})
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
@@ -504,14 +510,14 @@ func f(x float64, prec int) string {
 	return fmt.Sprintf("%.*f", prec, x)
 }
 
-var header = []string{"dataset", "variant", "tool / config", "runs", "wall s", "data MB/s", "CPU s", "peak RSS MiB", "÷ pbsdirect"}
+var header = []string{"dataset", "variant", "tool / config", "runs", "wall s", "data MB/s", "CPU s", "machine CPU s", "peak RSS MiB", "÷ pbsdirect"}
 
 func cells(r Row) []string {
 	ratio := f(r.Ratio, 2)
 	if r.Config == refConfig {
 		ratio = "1.00 (ref)"
 	}
-	return []string{r.Dataset, r.Variant, r.Config, fmt.Sprint(r.Runs), f(r.Wall, 2), f(r.DataMBps, 0), f(r.CPU, 2), f(r.RSSMiB, 0), ratio}
+	return []string{r.Dataset, r.Variant, r.Config, fmt.Sprint(r.Runs), f(r.Wall, 2), f(r.DataMBps, 0), f(r.CPU, 2), f(r.HostCPU, 2), f(r.RSSMiB, 0), ratio}
 }
 
 func renderText(rows []Row, checks []Check, notes []string) string {
