@@ -1,8 +1,9 @@
 // Package restore is the restore pipeline (DESIGN.md): plan the chunks of a
-// fixed index, fetch each unique non-zero chunk once with bounded
-// parallelism, decode and verify it (CRC, AES-256-GCM, zstd, digest), and
-// write it to every offset it fills with positioned, out-of-order writes.
-// Verify runs the same pipeline into a Discard target.
+// fixed index, read each unique non-zero chunk once with bounded read-ahead
+// (fetchers), and let jobs decode and verify it (CRC, AES-256-GCM, zstd,
+// digest) and write it to every offset it fills with positioned,
+// out-of-order writes. Verify runs the same pipeline into a Discard target;
+// drill reads the target back (ReadBack).
 package restore
 
 import (
@@ -22,13 +23,14 @@ import (
 
 // Options tune the pipeline. Zero values pick defaults.
 type Options struct {
-	// Jobs is the number of decode workers (CPU bound); default GOMAXPROCS.
+	// Jobs is the number of chunks worked on at once: each job decodes,
+	// verifies and writes one chunk at a time, so Jobs = 1 is the sequential
+	// restore (read, decode, write, next chunk). Default: 2 × GOMAXPROCS (at
+	// most 32), so that one job's write overlaps another's decode on every core.
 	Jobs int
-	// Fetchers is the number of chunk reads in flight (I/O bound); default
-	// 2×Jobs (min 4) for a local store; callers pass tens for buckets.
+	// Fetchers is the number of chunk reads in flight ahead of the jobs
+	// (I/O bound); default Jobs for a local store; callers pass tens for buckets.
 	Fetchers int
-	// Writers is the number of goroutines issuing target writes; default max(2, Jobs).
-	Writers int
 	// Encrypted is the archive's crypt mode from the manifest: true requires
 	// every chunk to be encrypted, false requires every chunk to be plain (§2.5).
 	Encrypted bool
@@ -40,6 +42,9 @@ type Options struct {
 	// Archive names the archive in errors, e.g. "vm/100/<time>/drive-scsi0.img.fidx".
 	Archive string
 }
+
+// DefaultJobs is the default number of jobs: 2 × GOMAXPROCS, at most 32.
+func DefaultJobs() int { return min(32, 2*runtime.GOMAXPROCS(0)) }
 
 // Stats counts a run's work. Fields are updated atomically while it runs;
 // read them with the Load methods.
@@ -105,16 +110,13 @@ type fetched struct {
 	buf   []byte // pool buffer backing raw
 }
 
-type decoded struct {
-	chunk *Chunk
-	data  []byte
-}
-
 // Run executes plan against store, writing into target, and returns when
 // every chunk was written and the target synced, or on the first error (with
 // KeepGoing: after all chunks, with a *DamagedError listing failed chunks).
-// Zero ranges are handed to target.Zero and never fetched. Memory use is
-// bounded by (Fetchers + Jobs + Writers + a few) × chunk size.
+// Zero ranges are handed to target.Zero and never fetched. Fetchers read
+// encoded chunks ahead; each job decodes and verifies one into an aligned
+// buffer and writes it to all its offsets. Memory use is bounded by
+// (Fetchers + 2 × Jobs + 2) × chunk size.
 func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, opts Options, stats *Stats) error {
 	if opts.Encrypted && opts.Key == nil {
 		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
@@ -123,13 +125,10 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		opts.Key = nil // plain digests for none and sign-only
 	}
 	if opts.Jobs <= 0 {
-		opts.Jobs = runtime.GOMAXPROCS(0)
+		opts.Jobs = DefaultJobs()
 	}
 	if opts.Fetchers <= 0 {
-		opts.Fetchers = max(4, 2*opts.Jobs)
-	}
-	if opts.Writers <= 0 {
-		opts.Writers = max(2, opts.Jobs)
+		opts.Fetchers = opts.Jobs
 	}
 	if stats == nil {
 		stats = new(Stats)
@@ -172,12 +171,12 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 
 	maxLen := plan.maxChunk()
-	rawPool, err := newBufPool(opts.Fetchers+opts.Jobs, maxLen+chunkstore.EncryptedHeaderSize+crypto.TagSize)
+	rawPool, err := newBufPool(opts.Fetchers+opts.Jobs+2, maxLen+chunkstore.EncryptedHeaderSize+crypto.TagSize)
 	if err != nil {
 		return err
 	}
 	defer rawPool.close()
-	dataPool, err := newBufPool(opts.Jobs+opts.Writers+2, maxLen)
+	dataPool, err := newBufPool(opts.Jobs, maxLen)
 	if err != nil {
 		return err
 	}
@@ -186,7 +185,6 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	done := ctx.Done()
 	work := make(chan *Chunk)
 	fetchedCh := make(chan fetched, opts.Jobs)
-	decodedCh := make(chan decoded, opts.Writers)
 
 	go func() {
 		defer close(work)
@@ -230,16 +228,16 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 	go func() { fetchWG.Wait(); close(fetchedCh) }()
 
-	var decWG sync.WaitGroup
+	var jobWG sync.WaitGroup
 	for range opts.Jobs {
 		dec, err := chunkstore.NewDecoder()
 		if err != nil {
 			fail(err)
 			break
 		}
-		decWG.Add(1)
+		jobWG.Add(1)
 		go func() {
-			defer decWG.Done()
+			defer jobWG.Done()
 			defer dec.Close()
 			for f := range fetchedCh {
 				out := dataPool.get(done)
@@ -250,44 +248,15 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				data, err := decodeChunk(dec, out, f, opts)
 				rawPool.put(f.buf)
 				if err != nil {
-					dataPool.put(out)
 					fail(chunkErr(f.chunk, err))
-					continue
+				} else if ctx.Err() == nil {
+					writeChunk(plan, f.chunk, data, target, stats, fail)
 				}
-				select {
-				case decodedCh <- decoded{chunk: f.chunk, data: data}:
-				case <-done:
-					dataPool.put(out)
-				}
+				dataPool.put(out)
 			}
 		}()
 	}
-	go func() { decWG.Wait(); close(decodedCh) }()
-
-	var writeWG sync.WaitGroup
-	for range opts.Writers {
-		writeWG.Add(1)
-		go func() {
-			defer writeWG.Done()
-			for d := range decodedCh {
-				if ctx.Err() == nil {
-					c := d.chunk
-					for i := c.first; i >= 0; i = plan.next[i] {
-						off := int64(plan.offs[i])
-						if err := target.WriteAt(d.data, off); err != nil {
-							fail(err)
-							break
-						}
-						stats.DataBytes.Add(uint64(len(d.data)))
-					}
-					stats.Fetched.Add(1)
-					stats.DedupHits.Add(uint64(c.count - 1))
-				}
-				dataPool.put(d.data)
-			}
-		}()
-	}
-	writeWG.Wait()
+	jobWG.Wait()
 
 	errMu.Lock()
 	defer errMu.Unlock()
@@ -301,6 +270,19 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		return &DamagedError{Archive: opts.Archive, Chunks: damaged}
 	}
 	return target.Sync()
+}
+
+// writeChunk writes a verified chunk to every offset it fills.
+func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, fail func(error)) {
+	for i := c.first; i >= 0; i = plan.next[i] {
+		if err := target.WriteAt(data, int64(plan.offs[i])); err != nil {
+			fail(err)
+			return
+		}
+		stats.DataBytes.Add(uint64(len(data)))
+	}
+	stats.Fetched.Add(1)
+	stats.DedupHits.Add(uint64(c.count - 1))
 }
 
 // decodeChunk decodes f.raw into out and verifies crypt mode, length and digest.

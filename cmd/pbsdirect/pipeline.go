@@ -1,8 +1,6 @@
 package main
 
 import (
-	"runtime"
-
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
@@ -21,8 +19,8 @@ type pipelineFlags struct {
 
 func registerPipelineFlags(fs *flag.FlagSet) *pipelineFlags {
 	p := &pipelineFlags{}
-	fs.IntVarP(&p.jobs, "jobs", "j", runtime.GOMAXPROCS(0), "decode workers (CPU bound: CRC, AES-GCM, zstd, SHA-256)")
-	fs.IntVar(&p.fetchers, "fetchers", 0, "chunk reads in flight (default: 2×jobs for a directory, 32 for a bucket)")
+	fs.IntVarP(&p.jobs, "jobs", "j", restore.DefaultJobs(), "chunks worked on at once: each job decodes (CRC, AES-GCM, zstd, SHA-256), verifies and writes one chunk at a time; 1 = sequential restore")
+	fs.IntVar(&p.fetchers, "fetchers", 0, "chunk reads in flight ahead of the jobs (default: jobs for a directory, 32 for a bucket)")
 	return p
 }
 
@@ -47,7 +45,7 @@ func (p *pipelineFlags) fetchersFor(store string) int {
 	case isRemote(store):
 		return DefaultRemoteFetchers
 	}
-	return max(4, 2*p.jobs)
+	return p.jobs
 }
 
 // options returns pipeline options for store.
