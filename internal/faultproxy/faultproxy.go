@@ -108,6 +108,7 @@ func Start(listen, target string, latency time.Duration, rules ...Rule) (*Proxy,
 		},
 		Transport:     p.transport,
 		FlushInterval: -1,
+		BufferPool:    &copyBuffers{pool: sync.Pool{New: func() any { return make([]byte, copyBufferSize) }}},
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
 	p.SetRules(rules...)
@@ -280,3 +281,14 @@ func writeHead(bw *bufio.Writer, resp *http.Response) {
 	h.Write(bw)
 	bw.WriteString("\r\n")
 }
+
+// copyBufferSize is the proxy's body copy buffer: large enough that a 4 MiB
+// chunk crosses the proxy in a few dozen reads and writes, so the proxy's own
+// CPU cost stays small next to the client's on a shared machine.
+const copyBufferSize = 256 << 10
+
+// copyBuffers lends body copy buffers to httputil.ReverseProxy.
+type copyBuffers struct{ pool sync.Pool }
+
+func (c *copyBuffers) Get() []byte  { return c.pool.Get().([]byte) }
+func (c *copyBuffers) Put(b []byte) { c.pool.Put(b[:cap(b)]) }
