@@ -39,6 +39,9 @@ func OpenLocal(root string, create bool) (*Local, error) {
 	}
 	l := &Local{root: root}
 	if !create {
+		if st, err := os.Stat(filepath.Join(root, ".chunks")); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("datastore %s: %w: not a PBS datastore (no .chunks directory); --store must name the datastore directory itself", root, ErrNotFound)
+		}
 		return l, nil
 	}
 	if err := l.create(); err != nil {

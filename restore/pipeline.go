@@ -76,7 +76,12 @@ func (e *ChunkError) Error() string {
 		}
 		offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(e.Length)))
 	}
-	return fmt.Sprintf("chunk %s at %s (%s): %v", e.Digest, strings.Join(offs, " "), e.Location, e.Err)
+	msg := e.Err.Error()
+	if strings.Contains(msg, e.Location) {
+		// The store's error already names the file or object.
+		return fmt.Sprintf("chunk %s at %s: %s", e.Digest, strings.Join(offs, " "), strings.TrimPrefix(msg, "chunk "+e.Digest.String()+": "))
+	}
+	return fmt.Sprintf("chunk %s at %s (%s): %s", e.Digest, strings.Join(offs, " "), e.Location, msg)
 }
 
 func (e *ChunkError) Unwrap() error { return e.Err }

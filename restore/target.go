@@ -144,6 +144,21 @@ func (t *FileTarget) Direct() bool { return t.directOK.Load() }
 // Created reports whether OpenTarget created the target file.
 func (t *FileTarget) Created() bool { return t.created }
 
+// ZeroHandling says what Zero does to zero ranges on this target: "holes"
+// (a new sparse file), "punched" (an existing file), "zeroed" (a block
+// device, BLKZEROOUT or written zeros) or "skipped" (--assume-zeroed).
+func (t *FileTarget) ZeroHandling() string {
+	switch {
+	case t.device && !t.zeroNeeds:
+		return "skipped"
+	case t.device:
+		return "zeroed"
+	case t.created:
+		return "holes"
+	}
+	return "punched"
+}
+
 // WriteAt writes p at off: through O_DIRECT when off and len(p) are
 // Alignment multiples, buffered otherwise. An O_DIRECT write the filesystem
 // refuses (EINVAL) switches the target to buffered writes for good.

@@ -83,6 +83,15 @@ func List(ctx context.Context, store chunkstore.Store, ns index.Namespace) ([]In
 	return out, nil
 }
 
+// NamespaceName names ns for messages: "the root namespace" or
+// "namespace prod/db".
+func NamespaceName(ns index.Namespace) string {
+	if ns.IsRoot() {
+		return "the root namespace"
+	}
+	return "namespace " + ns.String()
+}
+
 func sameNS(a, b index.Namespace) bool {
 	return strings.Join(a, "/") == strings.Join(b, "/")
 }
@@ -110,7 +119,7 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 		r, _, err := store.OpenFile(ctx, path.Join(snap.Dir(), ManifestName))
 		if err != nil {
 			if errors.Is(err, chunkstore.ErrNotFound) {
-				return snap, fmt.Errorf("%w: %s in %s (no %s: missing or unfinished)", ErrNoSnapshot, snap.Dir(), store, ManifestName)
+				return snap, fmt.Errorf("%w: %s in %s of %s (no %s: missing or unfinished)", ErrNoSnapshot, snap.Dir(), NamespaceName(ns), store, ManifestName)
 			}
 			return snap, err
 		}
@@ -129,7 +138,7 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 		}
 	}
 	if latest == nil {
-		return snap, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s", ErrNoSnapshot, snap.Type, snap.ID, store)
+		return snap, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", ErrNoSnapshot, snap.Type, snap.ID, NamespaceName(ns), store)
 	}
 	return *latest, nil
 }

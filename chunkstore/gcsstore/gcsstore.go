@@ -243,6 +243,17 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	case hasCnt:
 		s.keys.Layout = LayoutPBS4
 	case !create:
+		// A plain copy of a datastore has chunks; anything else is not a datastore.
+		q := &storage.Query{Prefix: root + ".chunks/"}
+		q.SetAttrSelection([]string{"Name"})
+		it := s.bucket.Objects(ctx, q)
+		it.PageInfo().MaxSize = 1
+		if _, err := it.Next(); err == iterator.Done {
+			return fmt.Errorf("%s: %w: no PBS datastore at this prefix (neither %s.cnt/ nor %s.chunks/ holds objects); --store must name the datastore's prefix",
+				s.url, chunkstore.ErrNotFound, root, root)
+		} else if err != nil {
+			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		}
 		s.keys.Layout = LayoutPlain
 	default:
 		// Writer: keep an existing plain copy plain, else use PBS 4's layout.

@@ -380,6 +380,19 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	case len(out.Contents) > 0:
 		s.keys.Layout = LayoutPBS4
 	case !create:
+		// A plain copy of a datastore has chunks; anything else is not a datastore.
+		chunks, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket:  &s.bucket,
+			Prefix:  aws.String(root + ".chunks/"),
+			MaxKeys: aws.Int32(1),
+		})
+		if err != nil {
+			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		}
+		if len(chunks.Contents) == 0 {
+			return fmt.Errorf("%s: %w: no PBS datastore at this prefix (neither %s.cnt/ nor %s.chunks/ holds objects); --store must name the datastore's prefix",
+				s.url, chunkstore.ErrNotFound, root, root)
+		}
 		s.keys.Layout = LayoutPlain
 	default:
 		// Writer: keep an existing plain copy plain, else use PBS 4's layout.

@@ -11,6 +11,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // backupSummary is the final report of a backup.
@@ -70,8 +71,13 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *btime != "" {
 		if t, err := strconv.ParseInt(*btime, 10, 64); err == nil {
 			snap.Time = t
-		} else if snap.Time, err = index.ParseTime(*btime); err != nil {
-			return usagef("--backup-time: %v", err)
+		} else if t, err := time.Parse(time.RFC3339, *btime); err == nil {
+			snap.Time = t.Unix()
+		} else {
+			return usagef("--backup-time %q: want RFC 3339 (2026-11-29T10:00:00Z or with an offset) or epoch seconds", *btime)
+		}
+		if snap.Time <= 0 {
+			return usagef("--backup-time %q: must be after 1970-01-01T00:00:00Z", *btime)
 		}
 	}
 	if _, err := index.ParseSnapshotRef(fmt.Sprintf("%s/%s", snap.Type, snap.ID)); err != nil {
@@ -97,11 +103,28 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *jobs == 0 && isRemote(sf.store) {
 		*jobs = 8 * max(1, runtimeCPUs())
 	}
+	for _, s := range sources {
+		if _, err := os.Stat(s.Path); err != nil {
+			return fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
+		}
+	}
 	store, err := openStore(ctx, &sf, true, max(*jobs, 8))
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if snap.Time != 0 {
+		// Like PBS, refuse a snapshot that is not newer than the group's last one.
+		existing, err := snapshot.List(ctx, store, snap.NS)
+		if err != nil {
+			return err
+		}
+		for _, e := range existing {
+			if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && e.Snapshot.Time >= snap.Time {
+				return fmt.Errorf("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), e.Snapshot)
+			}
+		}
+	}
 	start := time.Now()
 	var stats backup.Stats
 	var total int64

@@ -49,7 +49,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
 	start := time.Now()
-	rep := drillReport{Archive: archive, Target: targetPath, Started: start.UTC().Format(time.RFC3339)}
+	rep := drillReport{Snapshot: fs.Arg(0), Archive: archive, Target: targetPath, Started: start.UTC().Format(time.RFC3339)}
 	finish := func(err error) error {
 		rep.OK = err == nil
 		if err != nil {

@@ -29,6 +29,9 @@ func cmdKey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("want 'key create' or 'key show'")
 	}
 	switch args[0] {
+	case "-h", "--help":
+		fmt.Fprint(stdout, "Usage:\n  pbsdirect key create [--kdf scrypt|pbkdf2|none] [--hint TEXT] [PATH]\n  pbsdirect key show [--verify] [PATH]\n\nPATH defaults to "+defaultKeyPath()+".\nRun 'pbsdirect key create --help' for a command's flags.\n")
+		return nil
 	case "create":
 		return cmdKeyCreate(args[1:], stdout, stderr)
 	case "show":
@@ -64,6 +67,9 @@ func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
 	if *kdf != crypto.KDFNone {
 		var err error
 		pass, err = passphrase("Encryption Key Password: ", true, stderr)
+		if errors.Is(err, crypto.ErrPassphraseNeeded) {
+			return fmt.Errorf("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
+		}
 		if err != nil {
 			return err
 		}

@@ -26,8 +26,8 @@ Usage:
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
   pbsdirect snapshots [flags]                           list the finished snapshots of a namespace
   pbsdirect backup    [flags] NAME.img:PATH...          back up images into a datastore
-  pbsdirect key create [flags] PATH                     create a key file (like proxmox-backup-client key create)
-  pbsdirect key show   [flags] PATH                     show a key file's fingerprint and KDF
+  pbsdirect key create [flags] [PATH]                   create a key file (like proxmox-backup-client key create)
+  pbsdirect key show   [flags] [PATH]                   show a key file's fingerprint and KDF
   pbsdirect version
 
 SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest one.
@@ -69,9 +69,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	switch name {
-	case "-h", "--help", "help":
+	case "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "help":
+		if len(args) < 2 {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		// "help restore" = "restore --help", "help key create" = "key create --help".
+		return run(ctx, append(args[1:], "--help"), stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "pbsdirect", version)
 		return 0

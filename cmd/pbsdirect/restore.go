@@ -40,6 +40,7 @@ type restoreSummary struct {
 	Fetchers      int     `json:"fetchers"`
 	Layout        string  `json:"bucket-layout,omitempty"`
 	Retries       int64   `json:"retries"`
+	ZeroRanges    string  `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
 }
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
@@ -76,6 +77,14 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	if fs.Arg(2) == "-" {
 		return usagef("restoring to standard output is not supported: give a file or block device")
 	}
+	return checkSnapshotRef(fs.Arg(0))
+}
+
+// checkSnapshotRef turns a malformed SNAPSHOT argument into a usage error.
+func checkSnapshotRef(ref string) error {
+	if _, err := index.ParseSnapshotRef(ref); err != nil {
+		return usagef("SNAPSHOT %q: %v (want TYPE/ID/TIME like vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest)", ref, err)
+	}
 	return nil
 }
 
@@ -106,8 +115,8 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
 		sum.Snapshot, sum.Archive, sum.Target, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
-	fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks skipped: %d (%s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
-		sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), sum.DedupHits, sum.Direct)
+	fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
+		sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
 	if sum.Layout != "" {
 		fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 	}
@@ -175,9 +184,17 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
 		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
 		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Fetchers: opts.Fetchers,
-		Layout: storeLayout(store), Retries: backends.RetriesOf(store),
+		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: target.ZeroHandling(),
 	}
 	return r, nil
+}
+
+// zeroWords explains restoreSummary.ZeroRanges in the text summary.
+var zeroWords = map[string]string{
+	"holes":   "left as holes",
+	"punched": "holes punched",
+	"zeroed":  "zeroed on the device",
+	"skipped": "skipped, device assumed zeroed",
 }
 
 // restoreBlob writes the decoded blob archive to targetPath.

@@ -63,6 +63,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 1 {
 		return usagef("want at most one SNAPSHOT, got %d arguments", fs.NArg())
 	}
+	if fs.NArg() == 1 {
+		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+			return err
+		}
+	}
 	if err := sf.check(); err != nil {
 		return err
 	}
@@ -91,7 +96,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			snaps = append(snaps, i.Snapshot)
 		}
 		if len(snaps) == 0 {
-			return fmt.Errorf("%w: no finished snapshot in namespace %q of %s", snapshot.ErrNoSnapshot, sf.ns, store)
+			return fmt.Errorf("%w: no finished snapshot in %s of %s", snapshot.ErrNoSnapshot, snapshot.NamespaceName(ns), store)
 		}
 	}
 	rep := verifyReport{OK: true}
@@ -119,7 +124,13 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
 	}
 	if !rep.OK {
-		return errors.New("verification failed (damaged or unreadable archives listed above)")
+		failed := 0
+		for _, sr := range rep.Snapshots {
+			if !sr.OK {
+				failed++
+			}
+		}
+		return fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", failed, len(rep.Snapshots))
 	}
 	return nil
 }

@@ -1,0 +1,88 @@
+package restore
+
+import (
+	"bufio"
+	"bytes"
+	"sort"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+)
+
+// FuzzPlanFixed builds a plan from a fuzzed fixed index (small chunk sizes,
+// digests drawn from a small alphabet so that dedup and zero chunks occur)
+// and checks that the plan covers every byte of the image exactly once:
+// zero ranges plus every offset of every chunk tile [0, Size) without gaps
+// or overlaps, each chunk has one length, and offsets are in range.
+func FuzzPlanFixed(f *testing.F) {
+	f.Add(uint8(12), uint16(3), uint16(100), []byte{0, 1, 2, 0, 1, 2})
+	f.Add(uint8(0), uint16(0), uint16(1), []byte{3})
+	f.Add(uint8(4), uint16(8), uint16(0), []byte{3, 3, 3, 3, 3, 3, 3, 3, 3})
+	f.Add(uint8(10), uint16(1), uint16(1), []byte{3, 0})
+	f.Fuzz(func(t *testing.T, shift uint8, fullChunks uint16, tail uint16, picks []byte) {
+		cs := uint64(1) << (shift % 17) // chunk sizes 1 B … 64 KiB keep the zero digest cheap
+		size := uint64(fullChunks%512)*cs + uint64(tail)%cs
+		if size == 0 {
+			return
+		}
+		hdr := index.FixedHeader{Size: size, ChunkSize: cs}
+		zero := ZeroChunkDigest(cs, nil)
+		alphabet := []crypto.Digest{zero, {1}, {2}, {}}
+		ds := make([]crypto.Digest, hdr.ChunkCount())
+		for i := range ds {
+			if len(picks) > 0 {
+				ds[i] = alphabet[int(picks[i%len(picks)])%len(alphabet)]
+			}
+		}
+		raw, err := index.BuildFixed(hdr, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := planFixed(bufio.NewReader(bytes.NewReader(raw)), int64(len(raw)), nil)
+		if err != nil {
+			return // e.g. one digest with two lengths (short last chunk)
+		}
+		if plan.Size != size || plan.Positions != hdr.ChunkCount() {
+			t.Fatalf("plan size %d positions %d, want %d %d", plan.Size, plan.Positions, size, hdr.ChunkCount())
+		}
+		type span struct{ off, len uint64 }
+		var spans []span
+		var zb uint64
+		for _, z := range plan.Zero {
+			spans = append(spans, span{z.Offset, z.Length})
+			zb += z.Length
+		}
+		if zb != plan.ZeroBytes {
+			t.Fatalf("ZeroBytes %d, ranges sum to %d", plan.ZeroBytes, zb)
+		}
+		seen := map[crypto.Digest]bool{}
+		for i := range plan.Chunks {
+			c := &plan.Chunks[i]
+			if seen[c.Digest] {
+				t.Fatalf("digest %x planned twice", c.Digest[:4])
+			}
+			seen[c.Digest] = true
+			if c.Length <= 0 || uint64(c.Length) > cs {
+				t.Fatalf("chunk length %d, chunk size %d", c.Length, cs)
+			}
+			for _, o := range plan.Offsets(c) {
+				spans = append(spans, span{o, uint64(c.Length)})
+			}
+		}
+		sort.Slice(spans, func(i, j int) bool { return spans[i].off < spans[j].off })
+		var at uint64
+		for _, s := range spans {
+			if s.off != at {
+				t.Fatalf("plan has a gap or overlap at %d (next span starts at %d)", at, s.off)
+			}
+			at += s.len
+		}
+		if at != size {
+			t.Fatalf("plan covers %d of %d bytes", at, size)
+		}
+		if plan.DataBytes()+plan.ZeroBytes != size {
+			t.Fatalf("DataBytes %d + ZeroBytes %d != %d", plan.DataBytes(), plan.ZeroBytes, size)
+		}
+	})
+}
