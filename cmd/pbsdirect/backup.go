@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -41,7 +42,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
 	btime := fs.String("backup-time", "", "snapshot time: RFC 3339 (2026-11-29T10:00:00Z) or epoch seconds (default: now)")
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
-	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile, else none)")
+	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -83,9 +84,11 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := index.ParseSnapshotRef(fmt.Sprintf("%s/%s", snap.Type, snap.ID)); err != nil {
 		return usagef("%v", err)
 	}
-	cc, err := sf.loadKey(stderr)
-	if err != nil {
-		return err
+	var cc *crypto.Config
+	if *cryptMode != "none" {
+		if cc, err = sf.loadKey(stderr); err != nil {
+			return err
+		}
 	}
 	signOnly := false
 	switch *cryptMode {

@@ -70,12 +70,20 @@ func (s *storeFlags) namespace() (index.Namespace, error) {
 	return ns, nil
 }
 
-// loadKey opens the key file given with --keyfile, or returns nil without one.
+// loadKey opens the key file given with --keyfile or, like
+// proxmox-backup-client, the default key file when it exists (said on
+// stderr); without either it returns nil.
 func (s *storeFlags) loadKey(stderr io.Writer) (*crypto.Config, error) {
-	if s.keyfile == "" {
-		return nil, nil
+	path := s.keyfile
+	if path == "" {
+		def := defaultKeyPath()
+		if _, err := os.Stat(def); err != nil {
+			return nil, nil
+		}
+		fmt.Fprintf(stderr, "pbsdirect: using the default key file %s (give --keyfile to choose another)\n", def)
+		path = def
 	}
-	return openKeyFile(s.keyfile, stderr)
+	return openKeyFile(path, stderr)
 }
 
 // openKeyFile reads and decrypts a key file, asking for the passphrase when
