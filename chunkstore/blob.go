@@ -133,6 +133,21 @@ func Kind(blob []byte) (BlobKind, error) {
 	return k, nil
 }
 
+// CheckCRC checks a blob's magic, header size and CRC-32 (§2.3) without
+// decoding it: all that can be checked of an encrypted blob without its key.
+// Errors wrap ErrEmpty, ErrTruncated, ErrUnknownMagic, ErrObsoleteMagic or ErrCRC.
+func CheckCRC(blob []byte) error {
+	k, err := Kind(blob)
+	if err != nil {
+		return err
+	}
+	stored := binary.LittleEndian.Uint32(blob[8:12])
+	if got := crc32.ChecksumIEEE(blob[k.HeaderSize():]); got != stored {
+		return fmt.Errorf("%w: stored %08x, computed %08x", ErrCRC, stored, got)
+	}
+	return nil
+}
+
 // Decoder decodes DataBlobs (§2.5). It owns a zstd decoder and scratch
 // buffers; use one per goroutine. The zero value is not usable: call NewDecoder.
 type Decoder struct {

@@ -25,6 +25,17 @@ var ErrNotChunkIndex = errors.New("not a chunk index (.fidx or .didx) archive")
 // (nil otherwise; an encrypted archive without key returns an error wrapping
 // index.ErrMissingKey). The index is never held in memory whole.
 func LoadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string, cc *crypto.Config) (*Plan, *index.FileInfo, error) {
+	return loadPlan(ctx, store, snapDir, m, name, cc, false)
+}
+
+// LoadPlanUnkeyed is LoadPlan for checking an encrypted archive without its
+// key (Options.CRCOnly): the keyed zero-chunk digest is unknown, so zero
+// chunks are planned as ordinary chunks and get read and checked too.
+func LoadPlanUnkeyed(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string) (*Plan, *index.FileInfo, error) {
+	return loadPlan(ctx, store, snapDir, m, name, nil, true)
+}
+
+func loadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string, cc *crypto.Config, unkeyed bool) (*Plan, *index.FileInfo, error) {
 	fi, err := m.File(name)
 	if err != nil {
 		return nil, nil, err
@@ -34,10 +45,13 @@ func LoadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *in
 		return nil, fi, fmt.Errorf("%s: %w", name, ErrNotChunkIndex)
 	}
 	encrypted := fi.CryptMode == index.CryptEncrypt
-	if encrypted && cc == nil {
+	if encrypted && cc == nil && !unkeyed {
 		return nil, fi, fmt.Errorf("%s: %w: archive is encrypted, give its key with --keyfile", name, index.ErrMissingKey)
 	}
 	if !encrypted {
+		cc = nil
+	}
+	if unkeyed && encrypted {
 		cc = nil
 	}
 	rel := path.Join(snapDir, name)
@@ -52,7 +66,7 @@ func LoadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *in
 	if dynamic {
 		plan, csum, err = planDynamic(r, size)
 	} else {
-		plan, csum, err = planFixed(r, size, cc)
+		plan, csum, err = planFixedWith(r, size, cc, unkeyed && encrypted)
 	}
 	if err != nil {
 		return nil, fi, fmt.Errorf("%s: %w", rel, err)
@@ -64,12 +78,22 @@ func LoadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *in
 }
 
 func planFixed(r io.Reader, size int64, cc *crypto.Config) (*Plan, [32]byte, error) {
+	return planFixedWith(r, size, cc, false)
+}
+
+// planFixedWith plans a fixed index; noZero plans zero chunks as ordinary
+// chunks (their keyed digest is unknown without the key).
+func planFixedWith(r io.Reader, size int64, cc *crypto.Config, noZero bool) (*Plan, [32]byte, error) {
 	fr, err := index.NewFixedReader(r, size)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
 	h := fr.Header()
 	plan := NewPlan(h.Size, h.ChunkSize, cc)
+	if noZero {
+		plan.ZeroDigest = crypto.Digest{} // unknown without the key
+		plan.noZero = true
+	}
 	for {
 		pos, d, err := fr.Next()
 		if err == io.EOF {

@@ -39,6 +39,10 @@ type Options struct {
 	// KeepGoing records damaged chunks and continues (verify); otherwise the
 	// first failure stops the run.
 	KeepGoing bool
+	// CRCOnly checks encrypted chunks without their key, as PBS's own verify
+	// does: blob structure, encrypted magic and CRC, no decryption and no
+	// digest (verify with Discard only; nothing is written).
+	CRCOnly bool
 	// Archive names the archive in errors, e.g. "vm/100/<time>/drive-scsi0.img.fidx".
 	Archive string
 }
@@ -123,8 +127,13 @@ type fetched struct {
 // buffer and writes it to all its offsets. Memory use is bounded by
 // (Fetchers + 2 × Jobs + 2) × chunk size.
 func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, opts Options, stats *Stats) error {
-	if opts.Encrypted && opts.Key == nil {
+	if opts.Encrypted && opts.Key == nil && !opts.CRCOnly {
 		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
+	}
+	if opts.CRCOnly {
+		if _, ok := target.(Discard); !ok {
+			return fmt.Errorf("%s: CRC-only checking writes nothing: use the Discard target", opts.Archive)
+		}
 	}
 	if !opts.Encrypted {
 		opts.Key = nil // plain digests for none and sign-only
@@ -302,6 +311,12 @@ func decodeChunk(dec *chunkstore.Decoder, out []byte, f fetched, opts Options) (
 			want = "encrypted"
 		}
 		return nil, fmt.Errorf("%w: manifest says %s, chunk is %s", ErrCryptModeMismatch, want, kind)
+	}
+	if opts.CRCOnly {
+		if err := chunkstore.CheckCRC(f.raw); err != nil {
+			return nil, err
+		}
+		return out[:0], nil
 	}
 	data, _, err := dec.Decode(out, f.raw, opts.Key, f.chunk.Length)
 	if err != nil {

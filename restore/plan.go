@@ -36,6 +36,7 @@ type Plan struct {
 	Zero       []ZeroRange
 	ZeroBytes  uint64 // bytes covered by Zero
 
+	noZero   bool // zero chunks are not recognized (encrypted archive checked without key)
 	byDigest map[crypto.Digest]int32
 	offs     []uint64 // chunk offsets in bytes
 	next     []int32  // next offset of the same chunk, -1 ends
@@ -80,7 +81,7 @@ func (p *Plan) Add(pos uint64, d crypto.Digest) error {
 	}
 	off := pos * p.ChunkSize
 	length := min(p.ChunkSize, p.Size-off)
-	if length == p.ChunkSize && d == p.ZeroDigest {
+	if length == p.ChunkSize && d == p.ZeroDigest && !p.noZero {
 		p.Positions++
 		if n := len(p.Zero); n > 0 && p.Zero[n-1].Offset+p.Zero[n-1].Length == off {
 			p.Zero[n-1].Length += length

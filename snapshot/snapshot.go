@@ -202,14 +202,11 @@ func ReadBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, 
 	if err != nil {
 		return nil, err
 	}
-	rel := path.Join(snap.Dir(), name)
-	raw, err := chunkstore.ReadFile(ctx, store, rel)
+	raw, err := CheckBlob(ctx, store, snap, m, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.VerifyFile(name, uint64(len(raw)), sha256Sum(raw)); err != nil {
-		return nil, fmt.Errorf("%s: %w", rel, err)
-	}
+	rel := path.Join(snap.Dir(), name)
 	kind, err := chunkstore.Kind(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
@@ -222,6 +219,24 @@ func ReadBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, 
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	return data, nil
+}
+
+// CheckBlob reads the blob archive name of the snapshot and checks its size
+// and SHA-256 against manifest m (§6.2) without decoding it (no key needed),
+// returning the encoded blob. Errors name the file.
+func CheckBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, name string) ([]byte, error) {
+	if _, err := m.File(name); err != nil {
+		return nil, err
+	}
+	rel := path.Join(snap.Dir(), name)
+	raw, err := chunkstore.ReadFile(ctx, store, rel)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.VerifyFile(name, uint64(len(raw)), sha256Sum(raw)); err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return raw, nil
 }
 
 // ForEach runs fn for each item with at most n running at once and returns

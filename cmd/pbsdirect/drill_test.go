@@ -81,3 +81,30 @@ func TestDrillFails(t *testing.T) {
 	}
 	noFile(t, target)
 }
+
+// TestVerifyCRCOnly: an encrypted snapshot verified without its key fails
+// with a hint, unless --crc-only asks for the structure and CRC checks PBS's
+// own verify does; those still catch a flipped byte.
+func TestVerifyCRCOnly(t *testing.T) {
+	key, _ := fixture.Key(t, 5)
+	keyFile := fixture.KeyFile(t, t.TempDir(), "key.json", key, crypto.KDFNone, "")
+	store := fixture.NewStore(t)
+	backupImage(t, store, zeroMiddle(31), "--keyfile", keyFile)
+
+	r := pbs(t, "verify", "--store", store, snap0)
+	if r.code != 1 || !strings.Contains(r.out, "missing key") || !strings.Contains(r.out, "--crc-only") {
+		t.Errorf("without key: want exit 1, missing key and the --crc-only hint: %v", r)
+	}
+	r = mustOK(t, "verify", "--store", store, "--crc-only", snap0)
+	if !strings.Contains(r.out, "CRC only") {
+		t.Errorf("output should say the check was CRC only: %v", r)
+	}
+
+	snap := fixture.Snap(t, "", "vm", "100", fixture.T0)
+	_, ds := fixture.Digests(t, fixture.SnapPath(store, snap, "drive-scsi0.img.fidx"))
+	fixture.FlipByte(t, fixture.ChunkPath(store, ds[0]), -1)
+	r = pbs(t, "verify", "--store", store, "--crc-only", snap0)
+	if r.code != 1 || !strings.Contains(r.out, ds[0].String()) || !strings.Contains(r.out, "CRC") {
+		t.Errorf("want exit 1 naming chunk %s and the CRC: %v", ds[0], r)
+	}
+}

@@ -33,6 +33,7 @@ type archiveResult struct {
 	Size          uint64         `json:"size"`
 	ChunksChecked uint64         `json:"chunks-checked,omitempty"`
 	ChunksKnown   int            `json:"chunks-already-verified,omitempty"` // shared with an archive verified before
+	CRCOnly       bool           `json:"crc-only,omitempty"`                // encrypted, no key: structure and CRC checked, not content
 	Damaged       []damagedChunk `json:"damaged-chunks,omitempty"`
 }
 
@@ -41,6 +42,7 @@ type snapshotResult struct {
 	Snapshot string          `json:"snapshot"`
 	OK       bool            `json:"ok"`
 	Error    string          `json:"error,omitempty"`
+	Note     string          `json:"note,omitempty"`
 	Archives []archiveResult `json:"archives"`
 }
 
@@ -57,6 +59,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sf storeFlags
 	sf.register(fs)
 	pf := registerPipelineFlags(fs)
+	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -100,7 +103,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	rep := verifyReport{OK: true}
-	v := &verifier{store: store, cc: cc, pf: pf, sf: &sf, stderr: stderr, verified: map[verifiedKey]bool{}}
+	v := &verifier{store: store, cc: cc, pf: pf, sf: &sf, stderr: stderr, verified: map[verifiedKey]bool{}, crcOnly: *crcOnly}
 	for _, s := range snaps {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -158,26 +161,45 @@ type verifier struct {
 	sf       *storeFlags
 	stderr   io.Writer
 	verified map[verifiedKey]bool
+	crcOnly  bool // --crc-only: encrypted archives without key get structure and CRC checks
 }
 
 // snapshot checks the manifest and every archive listed in it. A failing
 // archive does not stop the others.
 func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResult {
 	res := snapshotResult{Snapshot: s.String(), OK: true}
-	m, err := snapshot.LoadManifest(ctx, v.store, s, v.cc)
-	if err != nil {
+	m, err := snapshot.ReadManifest(ctx, v.store, s)
+	if err == nil {
+		err = m.Check(v.cc)
+	}
+	noKey := v.cc == nil && errors.Is(err, index.ErrMissingKey)
+	if noKey && !v.crcOnly {
+		res.OK, res.Error = false, err.Error()+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
+		return res
+	}
+	if noKey {
+		// As PBS's own verify: without the key, encrypted data is checked
+		// for structure and CRC; the manifest signature cannot be checked.
+		res.Note = "no key: manifest signature not checked, encrypted archives checked by structure and CRC only (give --keyfile for a full check)"
+	} else if err != nil {
 		res.OK, res.Error = false, err.Error()
 		return res
 	}
 	for _, f := range m.Files {
 		a := archiveResult{Archive: f.Filename, OK: true, Size: f.Size}
+		unkeyed := v.cc == nil && v.crcOnly && f.CryptMode == index.CryptEncrypt
 		switch {
+		case strings.HasSuffix(f.Filename, ".blob") && unkeyed:
+			a.CRCOnly = true
+			if _, err := snapshot.CheckBlob(ctx, v.store, s, m, f.Filename); err != nil {
+				a.OK, a.Error = false, err.Error()
+			}
 		case strings.HasSuffix(f.Filename, ".blob"):
 			if _, err := snapshot.ReadBlob(ctx, v.store, s, m, f.Filename, v.cc); err != nil {
 				a.OK, a.Error = false, err.Error()
 			}
 		default:
-			v.index(ctx, s, m, f.Filename, &a)
+			v.index(ctx, s, m, f.Filename, unkeyed, &a)
 		}
 		res.OK = res.OK && a.OK
 		res.Archives = append(res.Archives, a)
@@ -187,8 +209,14 @@ func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResul
 
 // index runs the restore pipeline for one index archive into a discard
 // target, recording every damaged chunk.
-func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, a *archiveResult) {
-	plan, fi, err := restore.LoadPlan(ctx, v.store, s.Dir(), m, name, v.cc)
+func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, unkeyed bool, a *archiveResult) {
+	load := restore.LoadPlan
+	if unkeyed {
+		load = func(ctx context.Context, st chunkstore.Store, dir string, m *index.Manifest, name string, _ *crypto.Config) (*restore.Plan, *index.FileInfo, error) {
+			return restore.LoadPlanUnkeyed(ctx, st, dir, m, name)
+		}
+	}
+	plan, fi, err := load(ctx, v.store, s.Dir(), m, name, v.cc)
 	if err != nil {
 		a.OK, a.Error = false, err.Error()
 		return
@@ -197,8 +225,12 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
 	opts.Key = v.cc
 	opts.KeepGoing = true
+	opts.CRCOnly = unkeyed
+	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)
-	a.ChunksKnown = plan.Drop(func(d crypto.Digest) bool { return v.verified[verifiedKey{d, opts.Encrypted}] })
+	if !unkeyed {
+		a.ChunksKnown = plan.Drop(func(d crypto.Digest) bool { return v.verified[verifiedKey{d, opts.Encrypted}] })
+	}
 	var stats restore.Stats
 	bar := startProgress(v.stderr, !v.sf.json(), "verify "+name, int64(plan.Size), func() int64 {
 		return int64(stats.DataBytes.Load() + stats.ZeroBytes.Load())
@@ -219,6 +251,9 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		a.OK, a.Error = false, err.Error()
 		return
 	}
+	if unkeyed {
+		return // a CRC check is no proof of content
+	}
 	for _, c := range plan.Chunks {
 		if !bad[c.Digest] {
 			v.verified[verifiedKey{c.Digest, opts.Encrypted}] = true
@@ -231,8 +266,14 @@ func printSnapshotResult(w io.Writer, r snapshotResult) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
+	if r.Note != "" {
+		fmt.Fprintf(w, "  note: %s\n", r.Note)
+	}
 	for _, a := range r.Archives {
 		fmt.Fprintf(w, "  %-32s %s", a.Archive, okWord(a.OK))
+		if a.CRCOnly {
+			fmt.Fprint(w, " [CRC only, no key]")
+		}
 		if a.ChunksChecked > 0 || a.ChunksKnown > 0 {
 			fmt.Fprintf(w, " (%d chunks checked", a.ChunksChecked)
 			if a.ChunksKnown > 0 {
