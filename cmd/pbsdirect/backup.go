@@ -159,8 +159,8 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return writeJSON(stdout, sum)
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
-	fmt.Fprintf(stdout, "  archives: %v; chunks: %d, uploaded: %d (%s), already stored: %d, dedup hits: %d, zero: %s\n",
-		sum.Archives, sum.Chunks, sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits, humanBytes(sum.ZeroBytes))
+	fmt.Fprintf(stdout, "  archives: %v; index positions: %d (%s of zero chunks), new chunks stored: %d (%s, the zero chunk included), already in the store: %d, dedup hits: %d\n",
+		sum.Archives, sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
 	if cc != nil {
 		fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
 	}
