@@ -157,8 +157,18 @@ type Decoder struct {
 }
 
 // NewDecoder returns a single-goroutine blob decoder.
-func NewDecoder() (*Decoder, error) {
-	zd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxBlobSize), zstd.WithDecoderMaxWindow(MaxBlobSize))
+func NewDecoder() (*Decoder, error) { return NewDecoderLimit(MaxBlobSize) }
+
+// NewDecoderLimit returns a single-goroutine blob decoder that never
+// decompresses more than limit bytes (1 … MaxBlobSize), so that a hostile
+// frame without a declared size cannot make it allocate more. The limit also
+// caps the zstd window, so it must be at least the window of real frames
+// (8 MiB covers every ordinary zstd level).
+func NewDecoderLimit(limit int) (*Decoder, error) {
+	if limit <= 0 || limit > MaxBlobSize {
+		limit = MaxBlobSize
+	}
+	zd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderMaxWindow(MaxBlobSize))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -593,5 +594,30 @@ func strictlySmallerCase(t *testing.T, e *Encoder, data []byte, equal, smaller, 
 	}
 	if k != KindUncompressed || len(blob) != PlainHeaderSize+n {
 		t.Errorf("n=%d frame=%d: %v, %d bytes; want uncompressed", n, frame, k, len(blob))
+	}
+}
+
+// TestDecoderLimitBomb: a small frame without a declared size that expands
+// to 128 MiB must not make a limited decoder allocate far beyond its limit.
+func TestDecoderLimitBomb(t *testing.T) {
+	blob := plainBlob(MagicCompressed, rleFrame(MaxBlobSize, false))
+	d, err := NewDecoderLimit(8 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	_, _, err = d.Decode(make([]byte, 0, 64<<10), blob, nil, 64<<10)
+	if err == nil {
+		t.Fatal("the bomb decoded")
+	}
+	runtime.ReadMemStats(&m1)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("want ErrTooLarge, got %v", err)
+	}
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 64<<20 { // was 680 MiB before the limit
+		t.Errorf("decoding the bomb allocated %d MiB", alloc>>20)
 	}
 }

@@ -99,9 +99,9 @@ func mapErr(err error) error {
 // ReadChunk reads the chunk file for d into buf (see Store.ReadChunk).
 func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
 	p := l.ChunkLocation(d)
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", d, mapErr(err))
+		return nil, fmt.Errorf("chunk %s: %w", d, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -139,20 +139,36 @@ func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	if err != nil {
 		return nil, 0, err
 	}
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", p, mapErr(err))
+		return nil, 0, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, 0, err
 	}
+	return f, st.Size(), nil
+}
+
+// openRegular opens p for reading without blocking on a FIFO or device
+// (O_NONBLOCK, which regular files ignore) and refuses anything but a
+// regular file, so a hostile datastore cannot hang a restore.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, mapErr(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s: not a regular file", p)
+		return nil, fmt.Errorf("%s: not a regular file (%s)", p, st.Mode().Type())
 	}
-	return f, st.Size(), nil
+	return f, nil
 }
 
 // ListFiles walks the directory dir (see Store.ListFiles).

@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path"
 
@@ -65,13 +66,18 @@ func ChunkRelPath(d crypto.Digest) string {
 	return path.Join(".chunks", h[:4], h)
 }
 
-// ReadFile reads the whole content file rel from s.
+// ReadFile reads the whole content file rel from s: a blob (manifest, config
+// blob), so a file larger than a blob can be is refused (ErrTooLarge) before
+// anything is allocated, and reading stops there too.
 func ReadFile(ctx context.Context, s Store, rel string) ([]byte, error) {
 	r, size, err := s.OpenFile(ctx, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	if size > MaxBlobSize+EncryptedHeaderSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes, a blob holds at most %d", rel, ErrTooLarge, size, MaxBlobSize+EncryptedHeaderSize)
+	}
 	buf := make([]byte, 0, size+1)
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
@@ -81,6 +87,9 @@ func ReadFile(ctx context.Context, s Store, rel string) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if len(buf) > MaxBlobSize+EncryptedHeaderSize {
+			return nil, fmt.Errorf("%s: %w: more than %d bytes", rel, ErrTooLarge, MaxBlobSize+EncryptedHeaderSize)
 		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

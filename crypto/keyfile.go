@@ -39,6 +39,10 @@ var (
 // scryptMaxMem is the scrypt memory limit PBS gives OpenSSL (bytes).
 const scryptMaxMem = 1025 << 20
 
+// scryptMaxWork bounds n·r·p of a key file's scrypt parameters: 64 × the
+// 65536·8·1 that proxmox-backup-client writes.
+const scryptMaxWork = 64 * 65536 * 8
+
 // ScryptParams are the scrypt parameters stored in a key file (§5.3).
 type ScryptParams struct {
 	N    uint64 `json:"n"`
@@ -161,6 +165,11 @@ func (k *KeyFile) DeriveKEK(passphrase []byte) ([]byte, error) {
 		// an unrecoverable out-of-memory error inside scrypt.Key.
 		if p.N > 1<<32 || p.R > 1<<20 || p.P > 1<<20 || 128*p.R*(p.N+2)+128*p.R*p.P > scryptMaxMem {
 			return nil, fmt.Errorf("%w: scrypt parameters too large (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
+		}
+		// Work grows with n·r·p: allow 64 times the work of the parameters
+		// proxmox-backup-client writes (n=65536, r=8, p=1), not days of CPU.
+		if p.N*p.R*p.P > scryptMaxWork {
+			return nil, fmt.Errorf("%w: scrypt parameters need too much work (n·r·p = %d > %d)", ErrUnsupportedKDF, p.N*p.R*p.P, uint64(scryptMaxWork))
 		}
 		return scrypt.Key(passphrase, p.Salt, int(p.N), int(p.R), int(p.P), 32)
 	default:

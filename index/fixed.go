@@ -59,10 +59,17 @@ func ParseFixedHeader(hdr []byte, fileSize int64) (*FixedHeader, error) {
 	return h, nil
 }
 
+// MaxChunkSize is the largest fixed-index chunk size accepted: 128 MiB, the
+// largest plaintext a DataBlob may hold (§2.7). PBS itself uses 4 MiB.
+const MaxChunkSize = 128 << 20
+
 // validate checks the chunk size and size fields.
 func (h *FixedHeader) validate() error {
 	if h.ChunkSize == 0 || bits.OnesCount64(h.ChunkSize) != 1 {
 		return fmt.Errorf("%w: fixed index: chunk size %d is not a non-zero power of two", ErrBadChunkSize, h.ChunkSize)
+	}
+	if h.ChunkSize > MaxChunkSize {
+		return fmt.Errorf("%w: fixed index: chunk size %d is larger than any chunk can be (%d bytes)", ErrBadChunkSize, h.ChunkSize, MaxChunkSize)
 	}
 	if h.Size == 0 {
 		return fmt.Errorf("%w: fixed index: size 0 (an index needs at least one chunk)", ErrBadIndex)

@@ -244,7 +244,10 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 
 	var jobWG sync.WaitGroup
 	for range opts.Jobs {
-		dec, err := chunkstore.NewDecoder()
+		// Bounded decompression: a hostile frame cannot make a job allocate
+		// more than this; 8 MiB at least, as zstd windows (up to 8 MiB for
+		// ordinary levels) must fit in the limit even for small chunks.
+		dec, err := chunkstore.NewDecoderLimit(max(maxLen, 8<<20))
 		if err != nil {
 			fail(err)
 			break
@@ -282,6 +285,12 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 	if len(damaged) > 0 {
 		return &DamagedError{Archive: opts.Archive, Chunks: damaged}
+	}
+	// Backstop: every byte of the image is either written data or a zero range.
+	if !opts.CRCOnly && !plan.dropped {
+		if got := stats.DataBytes.Load() + stats.ZeroBytes.Load(); got != plan.Size {
+			return fmt.Errorf("%s: internal error: %d of %d bytes accounted for; nothing is claimed restored", opts.Archive, got, plan.Size)
+		}
 	}
 	return target.Sync()
 }

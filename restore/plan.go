@@ -3,6 +3,7 @@ package restore
 import (
 	"crypto/sha256"
 	"fmt"
+	"math"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
@@ -37,6 +38,7 @@ type Plan struct {
 	ZeroBytes  uint64 // bytes covered by Zero
 
 	noZero   bool // zero chunks are not recognized (encrypted archive checked without key)
+	dropped  bool // Drop removed chunks: the plan no longer covers the whole image
 	byDigest map[crypto.Digest]int32
 	offs     []uint64 // chunk offsets in bytes
 	next     []int32  // next offset of the same chunk, -1 ends
@@ -97,6 +99,9 @@ func (p *Plan) Add(pos uint64, d crypto.Digest) error {
 // AddRange records a chunk with digest d filling [off, off+length) bytes;
 // used directly for dynamic indexes (§4), where nothing is a zero range.
 func (p *Plan) AddRange(off, length uint64, d crypto.Digest) error {
+	if len(p.offs) >= math.MaxInt32 {
+		return fmt.Errorf("more than %d non-zero chunk positions: index too large to restore", math.MaxInt32)
+	}
 	p.Positions++
 	pi := int32(len(p.offs))
 	p.offs = append(p.offs, off)
@@ -152,16 +157,21 @@ func (p *Plan) maxChunk() int {
 }
 
 // Drop removes the chunks for which known returns true from the plan (for
-// example chunks already verified in another archive) and returns how many
-// were removed. Their offsets are then neither fetched nor written.
-func (p *Plan) Drop(known func(crypto.Digest) bool) int {
+// example chunks already verified in another archive, matched by digest and
+// length) and returns how many were removed. Their offsets are then neither
+// fetched nor written.
+func (p *Plan) Drop(known func(*Chunk) bool) int {
 	kept := p.Chunks[:0]
-	for _, c := range p.Chunks {
-		if !known(c.Digest) {
+	for i := range p.Chunks {
+		c := p.Chunks[i]
+		if !known(&c) {
 			kept = append(kept, c)
 		}
 	}
 	n := len(p.Chunks) - len(kept)
 	p.Chunks = kept
+	if n > 0 {
+		p.dropped = true
+	}
 	return n
 }

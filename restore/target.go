@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -63,6 +64,7 @@ type TargetOptions struct {
 // offsets and lengths permit; other writes go through a buffered descriptor.
 type FileTarget struct {
 	path      string
+	open      string // the name written to: path, or a temporary name for a new file
 	buffered  *os.File
 	direct    *os.File // nil when O_DIRECT is unavailable
 	directOK  atomic.Bool
@@ -80,7 +82,7 @@ var ErrTargetExists = errors.New("target exists (use --force to overwrite)")
 // as a sparse regular file; an existing regular file needs opts.Force and is
 // truncated to size; a block device must be at least size bytes.
 func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error) {
-	t := &FileTarget{path: path, size: size}
+	t := &FileTarget{path: path, open: path, size: size}
 	st, err := os.Stat(path)
 	switch {
 	case err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0:
@@ -105,9 +107,13 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 		flags |= os.O_EXCL
 	}
 	if t.created {
+		// A new file is written under a temporary name beside the target and
+		// renamed into place only when the restore succeeded (Close), so a
+		// killed restore never leaves a partial image under the real name.
 		flags |= os.O_CREATE
+		t.open = filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.pbsdirect-%d-%d", filepath.Base(path), os.Getpid(), time.Now().UnixNano()))
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := os.OpenFile(t.open, flags, 0o644)
 	if err != nil {
 		if t.device && errors.Is(err, unix.EBUSY) {
 			return nil, fmt.Errorf("%s: block device is in use (mounted, or held by another program): %w", path, err)
@@ -130,7 +136,7 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 		return nil, fmt.Errorf("%s: truncate to %d bytes: %v", path, size, err)
 	}
 	if !opts.NoDirect {
-		if d, err := os.OpenFile(path, os.O_WRONLY|unix.O_DIRECT, 0); err == nil {
+		if d, err := os.OpenFile(t.open, os.O_WRONLY|unix.O_DIRECT, 0); err == nil {
 			t.direct = d
 			t.directOK.Store(true)
 		}
@@ -213,8 +219,7 @@ func (t *FileTarget) writeZeros(off, length int64) error {
 	return nil
 }
 
-// Sync flushes both descriptors with fdatasync and, for a file it created,
-// the parent directory, so that the new name is durable too.
+// Sync flushes both descriptors with fdatasync.
 func (t *FileTarget) Sync() error {
 	for _, f := range []*os.File{t.buffered, t.direct} {
 		if f == nil {
@@ -224,21 +229,13 @@ func (t *FileTarget) Sync() error {
 			return fmt.Errorf("%s: fdatasync: %w", t.path, err)
 		}
 	}
-	if t.created {
-		d, err := os.Open(filepath.Dir(t.path))
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("%s: sync directory: %w", filepath.Dir(t.path), err)
-		}
-	}
 	return nil
 }
 
-// Close closes the target; with abort, a file created by OpenTarget is
-// removed so no half-restored image is left under the target's name.
+// Close closes the target. With abort, a file created by OpenTarget is
+// removed. Otherwise a created file, written under a temporary name, is
+// renamed to the target's name (never replacing a file that appeared there
+// meanwhile) and the directory is synced, so that the new name is durable.
 func (t *FileTarget) Close(abort bool) error {
 	var first error
 	for _, f := range []*os.File{t.direct, t.buffered} {
@@ -248,8 +245,92 @@ func (t *FileTarget) Close(abort bool) error {
 			}
 		}
 	}
-	if abort && t.created {
-		os.Remove(t.path)
+	t.direct, t.buffered = nil, nil
+	if !t.created {
+		return first
 	}
-	return first
+	if abort || first != nil {
+		os.Remove(t.open)
+		return first
+	}
+	if err := renameNoReplace(t.open, t.path); err != nil {
+		os.Remove(t.open)
+		return fmt.Errorf("%s: %w", t.path, err)
+	}
+	d, err := os.Open(filepath.Dir(t.path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s: sync directory: %w", filepath.Dir(t.path), err)
+	}
+	return nil
+}
+
+// renameNoReplace renames from to to unless to exists (RENAME_NOREPLACE;
+// on file systems without it, a link and unlink, which fail the same way).
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		if err = os.Link(from, to); err == nil {
+			return os.Remove(from)
+		}
+	}
+	if errors.Is(err, unix.EEXIST) || errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%w: it appeared while restoring; the restored image was removed", ErrTargetExists)
+	}
+	return err
+}
+
+// WriteFile writes data (a restored blob) to path as a regular file: through
+// a temporary file beside it, synced and renamed into place, with the
+// directory synced. An existing path must be a regular file and needs force
+// (ErrTargetExists otherwise); devices, FIFOs and directories are refused.
+func WriteFile(path string, data []byte, force bool) error {
+	if st, err := os.Lstat(path); err == nil {
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file: a blob is restored to a file", path)
+		}
+		if !force {
+			return fmt.Errorf("%s: %w", path, ErrTargetExists)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".pbsdirect-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if force {
+			err = os.Rename(tmp, path)
+		} else {
+			err = renameNoReplace(tmp, path)
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s: sync directory: %w", filepath.Dir(path), err)
+	}
+	return nil
 }

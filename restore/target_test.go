@@ -19,7 +19,8 @@ func TestOpenTarget(t *testing.T) {
 	page := func(b byte) []byte { return bytes.Repeat([]byte{b}, 1<<20) }
 
 	t.Run("new-sparse-and-abort", func(t *testing.T) {
-		p := filepath.Join(t.TempDir(), "new.raw")
+		dir := t.TempDir()
+		p := filepath.Join(dir, "new.raw")
 		tg, err := restore.OpenTarget(p, size, restore.TargetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -33,6 +34,12 @@ func TestOpenTarget(t *testing.T) {
 		if err := tg.Sync(); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a new target must not appear under its name before Close: %v", err)
+		}
+		if err := tg.Close(false); err != nil {
+			t.Fatal(err)
+		}
 		st, err := os.Stat(p)
 		if err != nil || st.Size() != size {
 			t.Fatalf("size %v %v", st, err)
@@ -40,11 +47,21 @@ func TestOpenTarget(t *testing.T) {
 		if blocks := st.Sys().(*syscall.Stat_t).Blocks * 512; blocks > 1<<20+64<<10 {
 			t.Errorf("new target is not sparse: %d bytes allocated", blocks)
 		}
+
+		// Aborted: nothing is left, neither the name nor the temporary file.
+		p2 := filepath.Join(dir, "aborted.raw")
+		tg, err = restore.OpenTarget(p2, size, restore.TargetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.WriteAt(page(9), 0); err != nil {
+			t.Fatal(err)
+		}
 		if err := tg.Close(true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("aborted new target not removed: %v", err)
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("aborted new target left files: %v", ents)
 		}
 	})
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -203,26 +202,7 @@ func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapsho
 	if err != nil {
 		return err
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if force {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	}
-	f, err := os.OpenFile(targetPath, flags, 0o644)
-	if err != nil {
-		if os.IsExist(err) {
-			return fmt.Errorf("%s: %w", targetPath, restore.ErrTargetExists)
-		}
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := restore.WriteFile(targetPath, data, force); err != nil {
 		return err
 	}
 	if sf.json() {

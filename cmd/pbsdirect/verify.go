@@ -149,6 +149,7 @@ func okWord(ok bool) string {
 // encrypted and plain archives live in different spaces.
 type verifiedKey struct {
 	digest    crypto.Digest
+	length    int // a digest verified at one length proves nothing at another
 	encrypted bool
 }
 
@@ -229,7 +230,7 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)
 	if !unkeyed {
-		a.ChunksKnown = plan.Drop(func(d crypto.Digest) bool { return v.verified[verifiedKey{d, opts.Encrypted}] })
+		a.ChunksKnown = plan.Drop(func(c *restore.Chunk) bool { return v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] })
 	}
 	var stats restore.Stats
 	bar := startProgress(v.stderr, !v.sf.json(), "verify "+name, int64(plan.Size), func() int64 {
@@ -256,7 +257,7 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	}
 	for _, c := range plan.Chunks {
 		if !bad[c.Digest] {
-			v.verified[verifiedKey{c.Digest, opts.Encrypted}] = true
+			v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] = true
 		}
 	}
 }
