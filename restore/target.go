@@ -257,15 +257,7 @@ func (t *FileTarget) Close(abort bool) error {
 		os.Remove(t.open)
 		return fmt.Errorf("%s: %w", t.path, err)
 	}
-	d, err := os.Open(filepath.Dir(t.path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%s: sync directory: %w", filepath.Dir(t.path), err)
-	}
-	return nil
+	return syncDir(filepath.Dir(t.path))
 }
 
 // renameNoReplace renames from to to unless to exists (RENAME_NOREPLACE;
@@ -324,13 +316,19 @@ func WriteFile(path string, data []byte, force bool) error {
 		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	d, err := os.Open(filepath.Dir(path))
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a rename in dir durable (fsync of the directory; file
+// systems that cannot sync a directory answer EINVAL, which is ignored).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%s: sync directory: %w", filepath.Dir(path), err)
+		return fmt.Errorf("%s: sync directory: %w", dir, err)
 	}
 	return nil
 }
