@@ -53,10 +53,10 @@ const (
 // Defaults used for zero Options fields.
 const (
 	DefaultConcurrency    = 32
-	DefaultRequestTimeout = 60 * time.Second
-	DefaultMaxRetries     = 7
-	DefaultMinBackoff     = 100 * time.Millisecond
-	DefaultMaxBackoff     = 10 * time.Second
+	DefaultRequestTimeout = objstore.DefaultRequestTimeout
+	DefaultMaxRetries     = objstore.DefaultMaxRetries
+	DefaultMinBackoff     = objstore.DefaultMinBackoff
+	DefaultMaxBackoff     = objstore.DefaultMaxBackoff
 )
 
 // Options configures Open. The zero value uses Application Default
@@ -127,31 +127,15 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // chunkstore.ErrDenied).
 func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		name:       bucket,
-		keys:       objstore.Keys{Prefix: strings.Trim(prefix, "/")},
-		maxRetries: opts.MaxRetries,
-		timeout:    opts.RequestTimeout,
-		backoff:    objstore.Backoff{Min: opts.MinBackoff, Max: opts.MaxBackoff},
+		name: bucket,
+		keys: objstore.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
 	s.url = "gs://" + bucket
 	if s.keys.Prefix != "" {
 		s.url += "/" + s.keys.Prefix
 	}
-	switch {
-	case s.maxRetries == 0:
-		s.maxRetries = DefaultMaxRetries
-	case s.maxRetries < 0:
-		s.maxRetries = 0
-	}
-	if s.timeout == 0 {
-		s.timeout = DefaultRequestTimeout
-	}
-	if s.backoff.Min <= 0 {
-		s.backoff.Min = DefaultMinBackoff
-	}
-	if s.backoff.Max <= 0 {
-		s.backoff.Max = max(DefaultMaxBackoff, s.backoff.Min)
-	}
+	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
+	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
 		conc = DefaultConcurrency
