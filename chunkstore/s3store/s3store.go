@@ -739,6 +739,8 @@ func mapErr(err error) error {
 	var nsb *types.NoSuchBucket
 	st, code := httpStatus(err), errorCode(err)
 	switch {
+	case strings.Contains(err.Error(), "failed to refresh cached credentials") || strings.Contains(err.Error(), "failed to retrieve credentials"):
+		return fmt.Errorf("%w: no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (on EC2, ECS or EKS: the instance, task or pod role): %v", chunkstore.ErrDenied, err)
 	case st == http.StatusNotFound || errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nsb):
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
