@@ -496,6 +496,9 @@ func mapErr(err error) error {
 // shouldRetry retries what storage.ShouldRetry does (408, 429, 5xx,
 // resets, unexpected EOF) plus timeouts and 409, never 401/403/404/412.
 func shouldRetry(err error) bool {
+	if objstore.Unreachable(err) {
+		return false
+	}
 	switch st := status(err); st {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusPreconditionFailed:
 		return false

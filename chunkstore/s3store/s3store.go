@@ -749,10 +749,13 @@ func mapErr(err error) error {
 	return err
 }
 
-// classify decides retries ahead of the SDK's default rules: never 403, 404,
-// 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
+// classify decides retries ahead of the SDK's default rules: never an
+// unreachable endpoint (objstore.Unreachable), 403, 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
 // attempt timeouts and truncated responses.
 func classify(err error) aws.Ternary {
+	if objstore.Unreachable(err) {
+		return aws.FalseTernary
+	}
 	switch st := httpStatus(err); {
 	case st == http.StatusForbidden || st == http.StatusNotFound || st == http.StatusPreconditionFailed || st == http.StatusNotImplemented:
 		return aws.FalseTernary

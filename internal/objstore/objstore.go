@@ -6,10 +6,15 @@ package objstore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"path"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -247,4 +252,24 @@ func NewPolicy(maxRetries int, timeout, minBackoff, maxBackoff time.Duration) Po
 		p.Backoff.Max = max(DefaultMaxBackoff, p.Backoff.Min)
 	}
 	return p
+}
+
+// Unreachable reports whether err says the endpoint cannot be reached as
+// configured — connection refused, an unknown host, TLS spoken to a plain
+// HTTP server or a certificate that does not verify. Retrying cannot fix
+// those, so the backends fail at once instead of backing off.
+func Unreachable(err error) bool {
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return true
+	case errors.As(err, &cert), errors.As(err, &unknownAuthority), errors.As(err, &hostname):
+		return true
+	}
+	return strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }

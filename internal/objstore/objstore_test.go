@@ -1,6 +1,10 @@
 package objstore
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,5 +89,34 @@ func TestParseLayout(t *testing.T) {
 	}
 	if _, err := ParseLayout("flat"); err == nil {
 		t.Error("ParseLayout(flat) succeeded")
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, refused := net.Dial("tcp", addr)
+	if refused == nil {
+		t.Skip("port unexpectedly open")
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"refused", fmt.Errorf("request send failed: %w", refused), true},
+		{"unknown host", &net.DNSError{Err: "no such host", Name: "nowhere.invalid", IsNotFound: true}, true},
+		{"https to http", errors.New(`Get "https://x/": http: server gave HTTP response to HTTPS client`), true},
+		{"temporary dns", &net.DNSError{Err: "timeout", Name: "x", IsTimeout: true}, false},
+		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), false},
+		{"other", errors.New("503 Slow Down"), false},
+	} {
+		if got := Unreachable(tc.err); got != tc.want {
+			t.Errorf("%s: Unreachable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }
