@@ -56,6 +56,7 @@ func (k BlobKind) HeaderSize() int {
 	return PlainHeaderSize
 }
 
+// String names the kind as its magic's label does, e.g. "zstd compressed blob".
 func (k BlobKind) String() string {
 	switch k {
 	case KindUncompressed:

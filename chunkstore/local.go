@@ -79,6 +79,7 @@ func (l *Local) create() error {
 // Root returns the datastore directory.
 func (l *Local) Root() string { return l.root }
 
+// String returns the datastore directory, for messages.
 func (l *Local) String() string { return l.root }
 
 // ChunkLocation returns the chunk's file path.

@@ -71,6 +71,7 @@ type ChunkError struct {
 	Err      error
 }
 
+// Error names the chunk's digest, its byte ranges, where it was read from and why it failed.
 func (e *ChunkError) Error() string {
 	var offs []string
 	for i, o := range e.Offsets {
@@ -88,6 +89,7 @@ func (e *ChunkError) Error() string {
 	return fmt.Sprintf("chunk %s at %s (%s): %s", e.Digest, strings.Join(offs, " "), e.Location, msg)
 }
 
+// Unwrap returns the cause, for errors.Is (chunkstore.ErrNotFound, ErrDigestMismatch, …).
 func (e *ChunkError) Unwrap() error { return e.Err }
 
 // Errors returned for chunks whose content is wrong; wrapped in ChunkError.
@@ -103,6 +105,7 @@ type DamagedError struct {
 	Chunks  []*ChunkError
 }
 
+// Error lists every damaged chunk, one per line.
 func (e *DamagedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, len(e.Chunks))
