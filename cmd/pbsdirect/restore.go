@@ -159,8 +159,10 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
 	opts.Key = cc
 	opts.Archive = path.Join(snap.Dir(), archive)
-	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.Size), func() int64 {
-		return int64(stats.DataBytes.Load() + stats.ZeroBytes.Load())
+	// Progress counts data written: zero ranges take no time and would
+	// only inflate the rate.
+	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.DataBytes()), func() int64 {
+		return int64(stats.DataBytes.Load())
 	})
 	err = restore.Run(ctx, store, plan, target, opts, &stats)
 	bar.done()

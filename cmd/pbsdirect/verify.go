@@ -233,8 +233,8 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		a.ChunksKnown = plan.Drop(func(c *restore.Chunk) bool { return v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] })
 	}
 	var stats restore.Stats
-	bar := startProgress(v.stderr, !v.sf.json(), "verify "+name, int64(plan.Size), func() int64 {
-		return int64(stats.DataBytes.Load() + stats.ZeroBytes.Load())
+	bar := startProgress(v.stderr, !v.sf.json(), "verify "+name, int64(plan.DataBytes()), func() int64 {
+		return int64(stats.DataBytes.Load())
 	})
 	err = restore.Run(ctx, v.store, plan, restore.Discard{}, opts, &stats)
 	bar.done()
