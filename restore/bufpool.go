@@ -28,6 +28,10 @@ func newBufPool(n, size int) (*bufPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map %d buffers of %d bytes: %w", n, size, err)
 	}
+	// Transparent huge pages where the system allows them (madvise mode):
+	// fewer page faults, TLB misses and page pins for O_DIRECT writes of
+	// 4 MiB chunks. Advice only; its failure changes nothing else.
+	unix.Madvise(mem, unix.MADV_HUGEPAGE)
 	p := &bufPool{mem: mem, free: make(chan []byte, n), size: size}
 	for i := 0; i < n; i++ {
 		p.free <- mem[i*size : (i+1)*size : (i+1)*size]

@@ -17,9 +17,8 @@ type Chunk struct {
 	count  int32
 }
 
-// ZeroRange is a run of consecutive full-size zero-chunk positions,
-// [Offset, Offset+Length) in bytes.
-type ZeroRange struct {
+// Range is a byte range of the image, [Offset, Offset+Length).
+type Range struct {
 	Offset, Length uint64
 }
 
@@ -34,8 +33,8 @@ type Plan struct {
 	Positions  uint64 // index entries
 	ZeroDigest crypto.Digest
 	Chunks     []Chunk
-	Zero       []ZeroRange
-	ZeroBytes  uint64 // bytes covered by Zero
+	Zero       []Range // runs of consecutive full-size zero-chunk positions
+	ZeroBytes  uint64  // bytes covered by Zero
 
 	noZero   bool // zero chunks are not recognized (encrypted archive checked without key)
 	dropped  bool // Drop removed chunks: the plan no longer covers the whole image
@@ -88,7 +87,7 @@ func (p *Plan) Add(pos uint64, d crypto.Digest) error {
 		if n := len(p.Zero); n > 0 && p.Zero[n-1].Offset+p.Zero[n-1].Length == off {
 			p.Zero[n-1].Length += length
 		} else {
-			p.Zero = append(p.Zero, ZeroRange{Offset: off, Length: length})
+			p.Zero = append(p.Zero, Range{Offset: off, Length: length})
 		}
 		p.ZeroBytes += length
 		return nil
@@ -123,6 +122,24 @@ func (p *Plan) AddRange(off, length uint64, d crypto.Digest) error {
 	p.last[ci] = pi
 	c.count++
 	return nil
+}
+
+// DataRanges returns the byte ranges of the image not covered by zero
+// ranges, in order: where chunk data is written. For a dynamic index, or an
+// image without zero chunks, that is [0, Size).
+func (p *Plan) DataRanges() []Range {
+	var out []Range
+	at := uint64(0)
+	for _, z := range p.Zero {
+		if z.Offset > at {
+			out = append(out, Range{Offset: at, Length: z.Offset - at})
+		}
+		at = z.Offset + z.Length
+	}
+	if at < p.Size {
+		out = append(out, Range{Offset: at, Length: p.Size - at})
+	}
+	return out
 }
 
 // Offsets returns the byte offsets in the image where chunk c is written.

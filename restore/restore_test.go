@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,10 @@ type memTarget struct {
 	writes map[int64]int
 	zeroed int64
 	synced bool
+	// allocated lists Allocate calls; lateAlloc is set when one came after
+	// a write.
+	allocated []restore.Range
+	lateAlloc bool
 }
 
 func newMemTarget(size int) *memTarget {
@@ -75,6 +80,14 @@ func (m *memTarget) Zero(off, length int64) error {
 	defer m.mu.Unlock()
 	clear(m.buf[off : off+length])
 	m.zeroed += length
+	return nil
+}
+
+func (m *memTarget) Allocate(off, length int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.allocated = append(m.allocated, restore.Range{Offset: uint64(off), Length: uint64(length)})
+	m.lateAlloc = m.lateAlloc || len(m.writes) > 0
 	return nil
 }
 
@@ -145,6 +158,12 @@ func TestRunFetchesOnce(t *testing.T) {
 			fixture.EqualBytes(t, "restored", tgt.bytes(), img)
 			if !tgt.synced || tgt.zeroed != 3*cs || tgt.writeCount() != 7 || tgt.wroteTwice() {
 				t.Errorf("target: synced %v zeroed %d, %d offsets written, some twice: %v", tgt.synced, tgt.zeroed, tgt.writeCount(), tgt.wroteTwice())
+			}
+			// a b a z z a b z a + 777 bytes: space is reserved for exactly
+			// the data ranges, before anything is written.
+			wantAlloc := []restore.Range{{Offset: 0, Length: 3 * cs}, {Offset: 5 * cs, Length: 2 * cs}, {Offset: 8 * cs, Length: cs + 777}}
+			if !slices.Equal(tgt.allocated, wantAlloc) || !slices.Equal(plan.DataRanges(), wantAlloc) || tgt.lateAlloc {
+				t.Errorf("allocated %v (data ranges %v), after a write: %v; want %v", tgt.allocated, plan.DataRanges(), tgt.lateAlloc, wantAlloc)
 			}
 			for d, n := range store.Reads {
 				if n != 1 {

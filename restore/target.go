@@ -20,6 +20,12 @@ type Target interface {
 	// Zero makes [off, off+length) read as zeros, unless the target is known
 	// to read as zeros already (a new sparse file, --assume-zeroed).
 	Zero(off, length int64) error
+	// Allocate reserves storage for [off, off+length) before data is written
+	// there, so that a full file system fails the restore before any chunk
+	// is fetched, and O_DIRECT writes into the range are overwrites, which
+	// file systems such as ext4 and XFS run concurrently instead of one at a
+	// time under the inode lock. A no-op where nothing can be reserved.
+	Allocate(off, length int64) error
 	// Sync makes every written byte durable (fdatasync).
 	Sync() error
 	// Close releases the target. After a failed restore, abort = true removes
@@ -37,6 +43,9 @@ func (Discard) WriteAt(p []byte, off int64) error { return nil }
 
 // Zero does nothing.
 func (Discard) Zero(off, length int64) error { return nil }
+
+// Allocate does nothing.
+func (Discard) Allocate(off, length int64) error { return nil }
 
 // Sync does nothing.
 func (Discard) Sync() error { return nil }
@@ -204,6 +213,25 @@ func (t *FileTarget) Zero(off, length int64) error {
 		return nil
 	}
 	return t.writeZeros(off, length)
+}
+
+// Allocate reserves [off, off+length) of a regular file with fallocate
+// (mode 0: allocated, reading as zeros, size unchanged). A block device has
+// its storage already; file systems without fallocate (EOPNOTSUPP) are
+// written without a reservation. ENOSPC and other failures are returned,
+// naming the file and range.
+func (t *FileTarget) Allocate(off, length int64) error {
+	if t.device || length <= 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(t.buffered.Fd()), 0, off, length)
+	switch {
+	case err == nil, errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+		return nil
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+		return fmt.Errorf("%s: no space for the image's data at [%d,%d): %w", t.path, off, off+length, err)
+	}
+	return fmt.Errorf("%s: reserve [%d,%d): %w", t.path, off, off+length, err)
 }
 
 func (t *FileTarget) writeZeros(off, length int64) error {

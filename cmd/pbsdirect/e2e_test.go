@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -509,6 +510,48 @@ func TestBlockDevice(t *testing.T) {
 		dev, _ := fixture.LoopDevice(t, 1<<20, garbage)
 		mustFail(t, 1, []string{dev, "block device"}, "restore", "--store", store, snap0, "drive-scsi0", dev)
 	})
+}
+
+// TestFullFileSystem: a restore to a file system without room for the
+// image's data fails at once, before any chunk is fetched (space is
+// reserved first), names the target, and leaves nothing behind; zero ranges
+// need no room, so a sparse image larger than the file system fits.
+func TestFullFileSystem(t *testing.T) {
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		fixture.SkipOrFail(t, "mkfs.ext4 not available (e2fsprogs): %v", err)
+	}
+	dev, _ := fixture.LoopDevice(t, 16<<20, []byte{0})
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
+		t.Skipf("mount %s: %v: %s", dev, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v: %s", err, out)
+		}
+	})
+
+	store := fixture.NewStore(t)
+	big := fixture.Build(11, fixture.Region{Kind: fixture.Random, Len: 24 << 20})
+	backupImage(t, store, big, "--chunk-size", "1024")
+	target := filepath.Join(mnt, "big.raw")
+	mustFail(t, 1, []string{target, "no space for the image's data"}, "restore", "--store", store, snap0, "drive-scsi0", target)
+	if left, _ := os.ReadDir(mnt); len(left) > 1 { // lost+found
+		t.Errorf("left behind in the file system: %v", left)
+	}
+
+	sparse := fixture.Build(12,
+		fixture.Region{Kind: fixture.Random, Len: 1 << 20},
+		fixture.Region{Kind: fixture.Zero, Len: 40 << 20},
+		fixture.Region{Kind: fixture.Text, Len: 1 << 20})
+	store2 := fixture.NewStore(t)
+	backupImage(t, store2, sparse, "--chunk-size", "1024")
+	target = filepath.Join(mnt, "sparse.raw")
+	restoreJSON(t, "--store", store2, snap0, "drive-scsi0", target)
+	fixture.Equal(t, target, sparse)
 }
 
 // TestBlobArchive restores .blob archives (plain and encrypted).
