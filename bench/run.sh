@@ -86,7 +86,7 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------- prerequisites
 [ -x "$BIN" ] || die "$BIN missing: run make build (make bench does)"
 [ -x "$TIME" ] || die "$TIME missing: apt-get install time"
-for c in jq mkfs.ext4 dd truncate; do command -v "$c" >/dev/null || die "$c missing"; done
+for c in jq mkfs.ext4 dd truncate fallocate; do command -v "$c" >/dev/null || die "$c missing"; done
 
 log "building helpers (bench/cmd/chunkbench, bench/cmd/benchreport)"
 $GO build -tags "$TAGS" -o "$TOOLS/chunkbench" ./bench/cmd/chunkbench
@@ -382,7 +382,8 @@ run_dataset() {
       log "== $ds ($crypt): decode ∥ write ceiling: verify while dd writes $blocks × 4 MiB O_DIRECT, $RUNS run(s)"
       cat > "$TMP/conc.sh" <<'CONC'
 img=$1 out=$2 blocks=$3; shift 3
-dd if="$img" of="$out" bs=4M count="$blocks" oflag=direct conv=fsync status=none &
+fallocate -l $((blocks * 4194304)) "$out"
+dd if="$img" of="$out" bs=4M count="$blocks" oflag=direct conv=notrunc,fsync status=none &
 dd_pid=$!
 "$@" > /dev/null
 rc=$?
@@ -407,17 +408,18 @@ CONC
 
   if [ "$ds" != sparse ] && ! skipped ceiling; then
     # dd writes from the (page-cached) image to a target on the same disk as
-    # the restores, O_DIRECT + fsync: once with one dd (queue depth 1) and
-    # once with W dd processes on W slices, W = pbsdirect's writer count
-    # max(2, cores); the faster is the ceiling.
+    # the restores, O_DIRECT + fsync, into space reserved first (fallocate,
+    # as pbsdirect does: ext4 runs O_DIRECT writes into reserved space
+    # concurrently): once with one dd (queue depth 1) and once with W dd
+    # processes on W slices, W = max(2, cores); the faster is the ceiling.
     local W=$(( CORES > 2 ? CORES : 2 )) size
     size=$(stat -c %s "$img")
-    log "== $ds: write ceiling, dd bs=4M oflag=direct conv=fsync of the image to the target (1 dd, and $W in parallel), $RUNS run(s)"
+    log "== $ds: write ceiling, dd bs=4M oflag=direct conv=notrunc,fsync of the image into a reserved target (1 dd, and $W in parallel), $RUNS run(s)"
     cat > "$TMP/ddpar.sh" <<'DD'
 img=$1 target=$2 w=$3
 blocks=$(( ($(stat -c %s "$img") + 4194303) / 4194304 ))
 per=$(( (blocks + w - 1) / w ))
-truncate -s "$(stat -c %s "$img")" "$target"
+fallocate -l "$(stat -c %s "$img")" "$target"
 for i in $(seq 0 $((w - 1))); do
   dd if="$img" of="$target" bs=4M skip=$((i * per)) seek=$((i * per)) count=$per oflag=direct conv=notrunc,fsync status=none &
 done
@@ -429,7 +431,8 @@ DD
       for r in $(seq "$RUNS"); do
         rm -f "$OUT/dd.img"
         if [ "$how" = 1 ]; then
-          timed "$TMP/dd.out" dd if="$img" of="$OUT/dd.img" bs=4M oflag=direct conv=fsync status=none
+          fallocate -l "$size" "$OUT/dd.img"
+          timed "$TMP/dd.out" dd if="$img" of="$OUT/dd.img" bs=4M oflag=direct conv=notrunc,fsync status=none
         else
           timed "$TMP/dd.out" bash "$TMP/ddpar.sh" "$img" "$OUT/dd.img" "$how"
         fi

@@ -131,7 +131,7 @@ type fetched struct {
 // Zero ranges are handed to target.Zero and never fetched. Fetchers read
 // encoded chunks ahead; each job decodes and verifies one into an aligned
 // buffer and writes it to all its offsets. Memory use is bounded by
-// (Fetchers + 2 × Jobs + 2) × chunk size.
+// (max(Fetchers, 2 × Jobs) + Jobs + 2) × chunk size.
 func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, opts Options, stats *Stats) error {
 	if opts.Encrypted && opts.Key == nil && !opts.CRCOnly {
 		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
@@ -200,12 +200,16 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 
 	maxLen := plan.maxChunk()
-	rawPool, err := newBufPool(opts.Fetchers+opts.Jobs+2, maxLen+chunkstore.EncryptedHeaderSize+crypto.TagSize)
+	// Encoded chunks: enough buffers for every fetcher to have a read in
+	// flight, or for every job to have a chunk decoding and one queued,
+	// whichever is more. They fill their buffers only in part (compressed),
+	// so small pages; decoded chunks fill theirs whole, so huge pages.
+	rawPool, err := newBufPool(max(opts.Fetchers, 2*opts.Jobs)+2, maxLen+chunkstore.EncryptedHeaderSize+crypto.TagSize, false)
 	if err != nil {
 		return err
 	}
 	defer rawPool.close()
-	dataPool, err := newBufPool(opts.Jobs, maxLen)
+	dataPool, err := newBufPool(opts.Jobs, maxLen, true)
 	if err != nil {
 		return err
 	}

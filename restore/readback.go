@@ -61,7 +61,7 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 		zero        bool
 	}
 	maxLen := max(plan.maxChunk(), 1<<20)
-	pool, err := newBufPool(jobs, alignUp(maxLen))
+	pool, err := newBufPool(jobs, alignUp(maxLen), true)
 	if err != nil {
 		return err
 	}
