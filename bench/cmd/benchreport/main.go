@@ -365,23 +365,40 @@ func build(recs []record) ([]Row, []Check, []string) {
 	for _, ds := range datasetOrder {
 		for _, v := range []string{"plain/local", "encrypted/local"} {
 			d := findRow(rows, ds, v, refConfig)
-			var worst *Row
-			for i := range rows {
-				r := &rows[i]
-				if r.Dataset == ds && r.Variant == v && r.Tool == "ceiling" && (worst == nil || r.Wall > worst.Wall) {
-					worst = r
+			// Two readings of "the ceiling": the min(decode × cores,
+			// write), which assumes writing costs no CPU, and the binding one
+			// that also counts decode ∥ write, measured together.
+			for _, c := range []struct {
+				name       string
+				concurrent bool
+			}{
+				{"min(decode×cores, write), as if writing took no CPU", false},
+				{"binding ceiling (slowest of decode×cores, write, decode ∥ write)", true},
+			} {
+				var worst *Row
+				for i := range rows {
+					r := &rows[i]
+					if r.Dataset != ds || r.Variant != v || r.Tool != "ceiling" {
+						continue
+					}
+					if !c.concurrent && strings.HasPrefix(r.Config, "decode ∥ write") {
+						continue
+					}
+					if worst == nil || r.Wall > worst.Wall {
+						worst = r
+					}
 				}
-			}
-			if d == nil || worst == nil {
-				continue
-			}
-			pct := 100 * worst.Wall / d.Wall
-			msg := fmt.Sprintf("pbsdirect local restore = %.0f%% of the binding ceiling (slowest of decode×cores, write, decode ∥ write) = %.0f MB/s (%s %s; bound: %s)",
-				pct, worst.DataMBps, ds, v, strings.SplitN(worst.Config, " (", 2)[0])
-			if ds == "vm" || ds == "random" {
-				add(pct >= 90, "%s, goal ≥ 90%%", msg)
-			} else {
-				info("%s", msg)
+				if d == nil || worst == nil {
+					continue
+				}
+				pct := 100 * worst.Wall / d.Wall
+				msg := fmt.Sprintf("pbsdirect local restore = %.0f%% of the %s = %.0f MB/s (%s %s; bound: %s)",
+					pct, c.name, worst.DataMBps, ds, v, strings.SplitN(worst.Config, " (", 2)[0])
+				if ds == "vm" || ds == "random" {
+					add(pct >= 90, "%s, goal ≥ 90%%", msg)
+				} else {
+					info("%s", msg)
+				}
 			}
 		}
 	}
