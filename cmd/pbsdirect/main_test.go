@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"testing"
 )
 
@@ -17,4 +18,24 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// TestSpareProcs: GOMAXPROCS doubles unless the GOMAXPROCS variable sets it.
+func TestSpareProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	for _, c := range []struct {
+		env  string
+		want int
+	}{
+		{"", 2 * prev},
+		{"3", prev},
+	} {
+		runtime.GOMAXPROCS(prev)
+		t.Setenv("GOMAXPROCS", c.env)
+		spareProcs()
+		if got := runtime.GOMAXPROCS(0); got != c.want {
+			t.Errorf("GOMAXPROCS=%q: %d Ps, want %d", c.env, got, c.want)
+		}
+	}
 }
