@@ -69,21 +69,6 @@ func spareProcs() {
 	}
 }
 
-// startTrace writes a runtime execution trace (go tool trace) to path until
-// the returned function is called (PBSDIRECT_TRACE, for tuning: it shows
-// goroutines waiting for a P while others block in writes).
-func startTrace(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { trace.Stop(); f.Close() }, nil
-}
-
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -119,21 +104,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pbsdirect: unknown command %q\n\n%s", name, usage)
 		return 2
 	}
-	if path := os.Getenv("PBSDIRECT_CPUPROFILE"); path != "" {
-		stopProfile, err := startCPUProfile(path)
-		if err != nil {
-			fmt.Fprintf(stderr, "pbsdirect: PBSDIRECT_CPUPROFILE: %v\n", err)
-			return 1
+	for _, aid := range tuningAids {
+		if path := os.Getenv(aid.env); path != "" {
+			stopRecording, err := startRecording(path, aid.start, aid.stop)
+			if err != nil {
+				fmt.Fprintf(stderr, "pbsdirect: %s: %v\n", aid.env, err)
+				return 1
+			}
+			defer stopRecording()
 		}
-		defer stopProfile()
-	}
-	if path := os.Getenv("PBSDIRECT_TRACE"); path != "" {
-		stopTrace, err := startTrace(path)
-		if err != nil {
-			fmt.Fprintf(stderr, "pbsdirect: PBSDIRECT_TRACE: %v\n", err)
-			return 1
-		}
-		defer stopTrace()
 	}
 	err := fn(ctx, args[1:], stdout, stderr)
 	var ue *usageError
@@ -173,16 +152,28 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// startCPUProfile writes a pprof CPU profile to path until the returned
-// function is called (PBSDIRECT_CPUPROFILE, for tuning).
-func startCPUProfile(path string) (func(), error) {
+// tuningAids are the environment variables that record a command's run
+// for tuning: a pprof CPU profile, and a runtime execution trace (it shows
+// goroutines waiting for a P while others block in writes).
+var tuningAids = []struct {
+	env   string
+	start func(io.Writer) error
+	stop  func()
+}{
+	{"PBSDIRECT_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile},
+	{"PBSDIRECT_TRACE", trace.Start, trace.Stop},
+}
+
+// startRecording creates path and starts a recorder (start) writing to it
+// until the returned function is called.
+func startRecording(path string, start func(io.Writer) error, stop func()) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() { stop(); f.Close() }, nil
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
 
 // TestMain points the user config directory at an empty temporary one, so
@@ -38,4 +41,23 @@ func TestSpareProcs(t *testing.T) {
 			t.Errorf("GOMAXPROCS=%q: %d Ps, want %d", c.env, got, c.want)
 		}
 	}
+}
+
+// TestTuningAids: PBSDIRECT_CPUPROFILE and PBSDIRECT_TRACE record a command's
+// run into the named files; an unwritable path fails the command (exit 1).
+func TestTuningAids(t *testing.T) {
+	store := fixture.NewStore(t)
+	backupImage(t, store, zeroMiddle(3))
+	dir := t.TempDir()
+	prof, tr := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "run.trace")
+	t.Setenv("PBSDIRECT_CPUPROFILE", prof)
+	t.Setenv("PBSDIRECT_TRACE", tr)
+	mustOK(t, "verify", "--store", store)
+	for _, p := range []string{prof, tr} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("%s: not written (%v)", p, err)
+		}
+	}
+	t.Setenv("PBSDIRECT_TRACE", filepath.Join(dir, "missing", "run.trace"))
+	mustFail(t, 1, []string{"PBSDIRECT_TRACE"}, "verify", "--store", store)
 }
