@@ -193,6 +193,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	// before any chunk is fetched, and the writes become overwrites.
 	if !plan.dropped {
 		for _, r := range plan.DataRanges() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := target.Allocate(int64(r.Offset), int64(r.Length)); err != nil {
 				return err
 			}

@@ -21,10 +21,11 @@ type Target interface {
 	// to read as zeros already (a new sparse file, --assume-zeroed).
 	Zero(off, length int64) error
 	// Allocate reserves storage for [off, off+length) before data is written
-	// there, so that a full file system fails the restore before any chunk
-	// is fetched, and O_DIRECT writes into the range are overwrites, which
-	// file systems such as ext4 and XFS run concurrently instead of one at a
-	// time under the inode lock. A no-op where nothing can be reserved.
+	// there, where the file system writes reserved space in place (ext4,
+	// XFS): a full file system then fails the restore before any chunk is
+	// fetched, and O_DIRECT writes into the range are overwrites, which run
+	// concurrently instead of one at a time under the inode lock. A no-op
+	// elsewhere.
 	Allocate(off, length int64) error
 	// Sync makes every written byte durable (fdatasync).
 	Sync() error
@@ -80,6 +81,7 @@ type FileTarget struct {
 	device    bool
 	created   bool
 	zeroNeeds bool // Zero must act (existing file, or device not assumed zeroed)
+	reserve   bool // Allocate reserves space (a regular file on ext4 or XFS)
 	size      int64
 }
 
@@ -143,6 +145,9 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 	} else if err := f.Truncate(size); err != nil {
 		t.Close(true)
 		return nil, fmt.Errorf("%s: truncate to %d bytes: %v", path, size, err)
+	}
+	if !t.device {
+		t.reserve = reservesInPlace(f)
 	}
 	if !opts.NoDirect {
 		if d, err := os.OpenFile(t.open, os.O_WRONLY|unix.O_DIRECT, 0); err == nil {
@@ -215,16 +220,26 @@ func (t *FileTarget) Zero(off, length int64) error {
 	return t.writeZeros(off, length)
 }
 
-// Allocate reserves [off, off+length) of a regular file with fallocate
-// (mode 0: allocated, reading as zeros, size unchanged). A block device has
-// its storage already; file systems without fallocate (EOPNOTSUPP) are
-// written without a reservation. ENOSPC and other failures are returned,
-// naming the file and range.
+// Allocate reserves [off, off+length) of a regular file on ext4 or XFS
+// with fallocate (mode 0: allocated, reading as zeros, size unchanged).
+// Elsewhere it does nothing: a block device has its storage already; on
+// copy-on-write file systems a reservation would not make writes
+// overwrites, and it would cost space: btrfs writes reserved ranges
+// uncompressed, and ZFS only checks for the full uncompressed size free, so
+// an image that fits compressed would be refused. A file system without
+// fallocate (EOPNOTSUPP) is written without a reservation. ENOSPC and other
+// failures are returned, naming the file and range.
 func (t *FileTarget) Allocate(off, length int64) error {
-	if t.device || length <= 0 {
+	if !t.reserve || length <= 0 {
 		return nil
 	}
-	err := unix.Fallocate(int(t.buffered.Fd()), 0, off, length)
+	var err error
+	for {
+		err = unix.Fallocate(int(t.buffered.Fd()), 0, off, length)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
 	switch {
 	case err == nil, errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
 		return nil
@@ -232,6 +247,24 @@ func (t *FileTarget) Allocate(off, length int64) error {
 		return fmt.Errorf("%s: no space for the image's data at [%d,%d): %w", t.path, off, off+length, err)
 	}
 	return fmt.Errorf("%s: reserve [%d,%d): %w", t.path, off, off+length, err)
+}
+
+// File system magic numbers (statfs f_type) where reserving space first
+// pays: writes into reserved space are in-place overwrites, which run
+// concurrently under O_DIRECT.
+const (
+	ext4Magic = 0xEF53 // ext2, ext3 and ext4
+	xfsMagic  = 0x58465342
+)
+
+// reservesInPlace reports whether f lives on a file system where Allocate
+// reserves space (ext4, XFS).
+func reservesInPlace(f *os.File) bool {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	return st.Type == ext4Magic || st.Type == xfsMagic
 }
 
 func (t *FileTarget) writeZeros(off, length int64) error {

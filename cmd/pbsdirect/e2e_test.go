@@ -512,46 +512,65 @@ func TestBlockDevice(t *testing.T) {
 	})
 }
 
-// TestFullFileSystem: a restore to a file system without room for the
-// image's data fails at once, before any chunk is fetched (space is
-// reserved first), names the target, and leaves nothing behind; zero ranges
-// need no room, so a sparse image larger than the file system fits.
+// TestFullFileSystem: on ext4, space for the image's data is reserved
+// first, so a restore that cannot fit fails at once, before any chunk is
+// fetched, names the target and leaves nothing behind, while zero ranges
+// need no room (a sparse image larger than the file system fits). On btrfs
+// with compression nothing is reserved (reserved ranges would be written
+// uncompressed), so a compressible image larger than the free space still
+// fits.
 func TestFullFileSystem(t *testing.T) {
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		fixture.SkipOrFail(t, "mkfs.ext4 not available (e2fsprogs): %v", err)
+	for _, c := range []struct {
+		fs       string
+		mkfs     []string // command and flags; the device is appended
+		size     int64
+		mountOpt string
+		image    []byte
+		wantFail bool
+	}{
+		{"ext4", []string{"mkfs.ext4", "-q", "-F"}, 16 << 20, "", fixture.Build(11, fixture.Region{Kind: fixture.Random, Len: 24 << 20}), true},
+		{"ext4", []string{"mkfs.ext4", "-q", "-F"}, 16 << 20, "", fixture.Build(12,
+			fixture.Region{Kind: fixture.Random, Len: 1 << 20},
+			fixture.Region{Kind: fixture.Zero, Len: 40 << 20},
+			fixture.Region{Kind: fixture.Text, Len: 1 << 20}), false},
+		{"btrfs", []string{"mkfs.btrfs", "-q", "-f"}, 128 << 20, "compress=zstd", fixture.Build(13, fixture.Region{Kind: fixture.Text, Len: 96 << 20}), false},
+	} {
+		t.Run(fmt.Sprintf("%s-%dMiB-fail=%v", c.fs, len(c.image)>>20, c.wantFail), func(t *testing.T) {
+			if _, err := exec.LookPath(c.mkfs[0]); err != nil {
+				fixture.SkipOrFail(t, "%s not available: %v", c.mkfs[0], err)
+			}
+			dev, _ := fixture.LoopDevice(t, c.size, []byte{0})
+			if out, err := exec.Command(c.mkfs[0], append(c.mkfs[1:], dev)...).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v: %s", c.mkfs[0], err, out)
+			}
+			mnt := t.TempDir()
+			args := []string{dev, mnt}
+			if c.mountOpt != "" {
+				args = append([]string{"-o", c.mountOpt}, args...)
+			}
+			if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+				t.Skipf("mount %s (%s): %v: %s", dev, c.fs, err, out)
+			}
+			t.Cleanup(func() {
+				if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+					t.Errorf("umount: %v: %s", err, out)
+				}
+			})
+			before, _ := os.ReadDir(mnt)
+			store := fixture.NewStore(t)
+			backupImage(t, store, c.image, "--chunk-size", "1024")
+			target := filepath.Join(mnt, "image.raw")
+			if c.wantFail {
+				mustFail(t, 1, []string{target, "no space for the image's data"}, "restore", "--store", store, snap0, "drive-scsi0", target)
+				if left, _ := os.ReadDir(mnt); len(left) != len(before) {
+					t.Errorf("left behind in the file system: %v", left)
+				}
+				return
+			}
+			restoreJSON(t, "--store", store, snap0, "drive-scsi0", target)
+			fixture.Equal(t, target, c.image)
+		})
 	}
-	dev, _ := fixture.LoopDevice(t, 16<<20, []byte{0})
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v: %s", err, out)
-	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
-		t.Skipf("mount %s: %v: %s", dev, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount: %v: %s", err, out)
-		}
-	})
-
-	store := fixture.NewStore(t)
-	big := fixture.Build(11, fixture.Region{Kind: fixture.Random, Len: 24 << 20})
-	backupImage(t, store, big, "--chunk-size", "1024")
-	target := filepath.Join(mnt, "big.raw")
-	mustFail(t, 1, []string{target, "no space for the image's data"}, "restore", "--store", store, snap0, "drive-scsi0", target)
-	if left, _ := os.ReadDir(mnt); len(left) > 1 { // lost+found
-		t.Errorf("left behind in the file system: %v", left)
-	}
-
-	sparse := fixture.Build(12,
-		fixture.Region{Kind: fixture.Random, Len: 1 << 20},
-		fixture.Region{Kind: fixture.Zero, Len: 40 << 20},
-		fixture.Region{Kind: fixture.Text, Len: 1 << 20})
-	store2 := fixture.NewStore(t)
-	backupImage(t, store2, sparse, "--chunk-size", "1024")
-	target = filepath.Join(mnt, "sparse.raw")
-	restoreJSON(t, "--store", store2, snap0, "drive-scsi0", target)
-	fixture.Equal(t, target, sparse)
 }
 
 // TestBlobArchive restores .blob archives (plain and encrypted).
