@@ -15,10 +15,15 @@ import (
 
 // BenchmarkPipelineScaling restores 64 MiB of text-like data (4 MiB chunks,
 // zstd ≈3×, like file-system contents) from a local datastore, once with
-// one decode worker and once with GOMAXPROCS, into a discard target and into
-// a file, and reports both throughputs and their ratio from the same run:
+// one job and once with the default jobs, into a discard target and into a
+// file, and reports both throughputs and their ratio from the same run. As
+// the pbsdirect command does, it runs with twice as many Ps as Go picked for
+// the machine. For a scaling curve, give it N cores with taskset (Go picks
+// GOMAXPROCS from the CPU affinity; -cpu would not limit the cores used):
 //
-//	go test -run '^$' -bench PipelineScaling -benchtime 5x ./restore/
+//	for n in 1 2 4 8 16; do
+//	  taskset -c 0-$((n-1)) go test -run '^$' -bench PipelineScaling -benchtime 5x ./restore/
+//	done
 func BenchmarkPipelineScaling(b *testing.B) {
 	const size = 64 << 20
 	data := fixture.Build(7, fixture.Region{Kind: fixture.Text, Len: size})
@@ -29,7 +34,9 @@ func BenchmarkPipelineScaling(b *testing.B) {
 	store := fixture.OpenStore(b, dir)
 	m := fixture.Manifest(b, dir, snap)
 	ctx := context.Background()
-	n := runtime.GOMAXPROCS(0)
+	cores := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2 * cores))
+	n := restore.DefaultJobs()
 	out := filepath.Join(b.TempDir(), "restored.raw")
 
 	for _, target := range []string{"discard", "file"} {
