@@ -192,7 +192,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	// Then reserve where the data goes: a full file system fails here,
 	// before any chunk is fetched, and the writes become overwrites.
 	if !plan.dropped {
-		for _, r := range plan.DataRanges() {
+		for r := range plan.DataRanges() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

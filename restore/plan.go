@@ -3,6 +3,7 @@ package restore
 import (
 	"crypto/sha256"
 	"fmt"
+	"iter"
 	"math"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -124,22 +125,23 @@ func (p *Plan) AddRange(off, length uint64, d crypto.Digest) error {
 	return nil
 }
 
-// DataRanges returns the byte ranges of the image not covered by zero
+// DataRanges yields the byte ranges of the image not covered by zero
 // ranges, in order: where chunk data is written. For a dynamic index, or an
-// image without zero chunks, that is [0, Size).
-func (p *Plan) DataRanges() []Range {
-	var out []Range
-	at := uint64(0)
-	for _, z := range p.Zero {
-		if z.Offset > at {
-			out = append(out, Range{Offset: at, Length: z.Offset - at})
+// image without zero chunks, that is [0, Size). Nothing is allocated: a
+// 64 TiB image with millions of ranges costs no memory here.
+func (p *Plan) DataRanges() iter.Seq[Range] {
+	return func(yield func(Range) bool) {
+		at := uint64(0)
+		for _, z := range p.Zero {
+			if z.Offset > at && !yield(Range{Offset: at, Length: z.Offset - at}) {
+				return
+			}
+			at = z.Offset + z.Length
 		}
-		at = z.Offset + z.Length
+		if at < p.Size {
+			yield(Range{Offset: at, Length: p.Size - at})
+		}
 	}
-	if at < p.Size {
-		out = append(out, Range{Offset: at, Length: p.Size - at})
-	}
-	return out
 }
 
 // Offsets returns the byte offsets in the image where chunk c is written.
