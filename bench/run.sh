@@ -4,7 +4,7 @@
 # Generates every dataset at run time into $BENCH_DIR (default build/bench,
 # gitignored), backs each up plain and encrypted into local datastores (and
 # serves them from a loopback versitygw S3 server), times pbsdirect restores
-# against its baselines (--jobs 1), its peers (desync extract, s5cmd raw
+# against its baselines (--jobs 1 --writers 0), its peers (desync extract, s5cmd raw
 # download) and the machine's ceilings (decode × cores, dd O_DIRECT write),
 # and prints one table plus PASS/FAIL goal lines. The table is also saved as
 # $BENCH_DIR/results.md and $BENCH_DIR/results.json.
@@ -347,7 +347,7 @@ run_dataset() {
     for r in $(seq "$RUNS"); do
       for cfg in defaults jobs1; do
         local extra="" name="pbsdirect defaults"
-        [ "$cfg" = jobs1 ] && extra="--jobs 1" name="pbsdirect --jobs 1"
+        [ "$cfg" = jobs1 ] && extra="--jobs 1 --writers 0" name="pbsdirect --jobs 1 --writers 0"
         rm -f "$target"
         # shellcheck disable=SC2046,SC2086
         timed "$TMP/restore.json" "$BIN" restore --store "$store" $(keyflag "$crypt") $extra --output-format json \

@@ -15,11 +15,12 @@ import (
 
 // BenchmarkPipelineScaling restores 64 MiB of text-like data (4 MiB chunks,
 // zstd ≈3×, like file-system contents) from a local datastore, once with
-// one job and once with the default jobs, into a discard target and into a
-// file, and reports both throughputs and their ratio from the same run. As
-// the pbsdirect command does, it runs with twice as many Ps as Go picked for
-// the machine. For a scaling curve, give it N cores with taskset (Go picks
-// GOMAXPROCS from the CPU affinity; -cpu would not limit the cores used):
+// one job and no writers (the sequential restore) and once with the
+// command's defaults (a job per core, DefaultWriters, a P for each), into a
+// discard target and into a file, and reports both throughputs and their
+// ratio from the same run. For a scaling curve, give it N cores with
+// taskset (Go picks GOMAXPROCS from the CPU affinity; -cpu would not limit
+// the cores used):
 //
 //	for n in 1 2 4 8 16; do
 //	  taskset -c 0-$((n-1)) go test -run '^$' -bench PipelineScaling -benchtime 5x ./restore/
@@ -34,14 +35,16 @@ func BenchmarkPipelineScaling(b *testing.B) {
 	store := fixture.OpenStore(b, dir)
 	m := fixture.Manifest(b, dir, snap)
 	ctx := context.Background()
-	cores := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2 * cores))
-	n := restore.DefaultJobs()
+	// The command's defaults, with a P for every job and writer.
+	def := restore.Options{Jobs: restore.DefaultJobs()}
+	def.Writers = restore.DefaultWriters(def.Jobs)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), def.Jobs+def.Writers)))
+	seq := restore.Options{Jobs: 1}
 	out := filepath.Join(b.TempDir(), "restored.raw")
 
 	for _, target := range []string{"discard", "file"} {
 		b.Run(target, func(b *testing.B) {
-			once := func(jobs int) time.Duration {
+			once := func(opts restore.Options) time.Duration {
 				plan, _, err := restore.LoadPlan(ctx, store, snap.Dir(), m, "drive-scsi0.img.fidx", nil)
 				if err != nil {
 					b.Fatal(err)
@@ -57,7 +60,7 @@ func BenchmarkPipelineScaling(b *testing.B) {
 					t = ft
 				}
 				start := time.Now()
-				if err := restore.Run(ctx, store, plan, t, restore.Options{Jobs: jobs}, nil); err != nil {
+				if err := restore.Run(ctx, store, plan, t, opts, nil); err != nil {
 					b.Fatal(err)
 				}
 				return time.Since(start)
@@ -65,8 +68,8 @@ func BenchmarkPipelineScaling(b *testing.B) {
 			var d1, dn time.Duration
 			b.SetBytes(size)
 			for b.Loop() {
-				d1 += once(1)
-				dn += once(n)
+				d1 += once(seq)
+				dn += once(def)
 			}
 			mbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / d.Seconds() / 1e6 }
 			b.ReportMetric(mbps(d1), "MB/s-jobs1")

@@ -23,11 +23,17 @@ import (
 
 // Options tune the pipeline. Zero values pick defaults.
 type Options struct {
-	// Jobs is the number of chunks worked on at once: each job decodes,
-	// verifies and writes one chunk at a time, so Jobs = 1 is the sequential
-	// restore (read, decode, write, next chunk). Default: DefaultJobs, so
-	// that jobs waiting for their writes leave others decoding on every core.
+	// Jobs is the number of chunks decoded at once: each job decodes and
+	// verifies one chunk at a time (CRC, AES-256-GCM, zstd, digest), CPU
+	// bound. Default: DefaultJobs, one per core.
 	Jobs int
+	// Writers is the number of verified chunks written at once, by writer
+	// goroutines that take them from the jobs, so that the jobs decode on
+	// while writes wait for the disk. 0: each job writes its own chunk
+	// before decoding the next; with Jobs = 1 that is the sequential restore
+	// (read, decode, write, next chunk). Default 0; the pbsdirect command
+	// passes DefaultWriters.
+	Writers int
 	// Fetchers is the number of chunk reads in flight ahead of the jobs
 	// (I/O bound); default Jobs for a local store; callers pass tens for buckets.
 	Fetchers int
@@ -47,11 +53,17 @@ type Options struct {
 	Archive string
 }
 
-// DefaultJobs is the default number of jobs: 2 × GOMAXPROCS, at most 32.
-// The pbsdirect command runs with GOMAXPROCS at 2 × cores, so 4 jobs per
-// core: on 2 cores with a ~1.5 GB/s disk, about half of the jobs wait for
-// a write at any time (bench/README.md).
-func DefaultJobs() int { return min(32, 2*runtime.GOMAXPROCS(0)) }
+// DefaultJobs is the default number of jobs: GOMAXPROCS (the cores Go
+// uses), at most 32. More jobs than cores only take turns on them.
+func DefaultJobs() int { return min(32, runtime.GOMAXPROCS(0)) }
+
+// DefaultWriters is the default number of writers for jobs jobs: max(4,
+// jobs / 2), enough O_DIRECT writes in flight to keep a disk busy (ext4 and
+// XFS run them concurrently into reserved space; see Target.Allocate).
+// Writers block in write system calls: run with GOMAXPROCS at least jobs +
+// writers, or a blocked writer keeps a P the jobs need for up to 10 ms
+// (bench/README.md).
+func DefaultWriters(jobs int) int { return max(4, jobs/2) }
 
 // Stats counts a run's work. Fields are updated atomically while it runs;
 // read them with the Load methods.
@@ -130,8 +142,8 @@ type fetched struct {
 // KeepGoing: after all chunks, with a *DamagedError listing failed chunks).
 // Zero ranges are handed to target.Zero and never fetched. Fetchers read
 // encoded chunks ahead; each job decodes and verifies one into an aligned
-// buffer and writes it to all its offsets. Memory use is bounded by
-// (max(Fetchers, 2 × Jobs) + Jobs + 2) × chunk size.
+// buffer, and it or a writer writes it to all its offsets. Memory use is
+// bounded by (max(Fetchers, 2 × Jobs) + Jobs + 2 × Writers + 2) × chunk size.
 func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, opts Options, stats *Stats) error {
 	if opts.Encrypted && opts.Key == nil && !opts.CRCOnly {
 		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
@@ -150,6 +162,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	if opts.Fetchers <= 0 {
 		opts.Fetchers = opts.Jobs
 	}
+	opts.Writers = max(opts.Writers, 0)
 	if stats == nil {
 		stats = new(Stats)
 	}
@@ -212,7 +225,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		return err
 	}
 	defer rawPool.close()
-	dataPool, err := newBufPool(opts.Jobs, maxLen, true)
+	// Decoded chunks: one per job, and per writer one being written and one
+	// queued for it.
+	dataPool, err := newBufPool(opts.Jobs+2*opts.Writers, maxLen, true)
 	if err != nil {
 		return err
 	}
@@ -264,6 +279,28 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 	go func() { fetchWG.Wait(); close(fetchedCh) }()
 
+	// Writers write verified chunks handed over by the jobs and return their
+	// buffers.
+	type verified struct {
+		chunk *Chunk
+		data  []byte
+		buf   []byte // pool buffer backing data
+	}
+	verifiedCh := make(chan verified, opts.Writers)
+	var writeWG sync.WaitGroup
+	for range opts.Writers {
+		writeWG.Add(1)
+		go func() {
+			defer writeWG.Done()
+			for v := range verifiedCh {
+				if ctx.Err() == nil {
+					writeChunk(plan, v.chunk, v.data, target, stats, fail)
+				}
+				dataPool.put(v.buf)
+			}
+		}()
+	}
+
 	var jobWG sync.WaitGroup
 	for range opts.Jobs {
 		// Bounded decompression: a hostile frame cannot make a job allocate
@@ -286,9 +323,13 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				}
 				data, err := decodeChunk(dec, out, f, opts)
 				rawPool.put(f.buf)
-				if err != nil {
+				switch {
+				case err != nil:
 					fail(chunkErr(f.chunk, err))
-				} else if ctx.Err() == nil {
+				case opts.Writers > 0:
+					verifiedCh <- verified{chunk: f.chunk, data: data, buf: out}
+					continue
+				case ctx.Err() == nil:
 					writeChunk(plan, f.chunk, data, target, stats, fail)
 				}
 				dataPool.put(out)
@@ -296,6 +337,8 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		}()
 	}
 	jobWG.Wait()
+	close(verifiedCh)
+	writeWG.Wait()
 
 	errMu.Lock()
 	defer errMu.Unlock()

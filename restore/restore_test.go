@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,8 +123,12 @@ func dedupImage() []byte {
 // and written to all its offsets; zero chunks are never read (not even when
 // the zero chunk is missing from the store) and are zeroed in the target.
 func TestRunFetchesOnce(t *testing.T) {
-	for _, encrypted := range []bool{false, true} {
-		t.Run(map[bool]string{false: "plain", true: "encrypted"}[encrypted], func(t *testing.T) {
+	for _, c := range []struct {
+		encrypted bool
+		writers   int // 0: the jobs write; otherwise writer goroutines do
+	}{{false, 0}, {false, 3}, {true, 0}, {true, 3}} {
+		encrypted := c.encrypted
+		t.Run(fmt.Sprintf("%s-writers-%d", map[bool]string{false: "plain", true: "encrypted"}[encrypted], c.writers), func(t *testing.T) {
 			var cc *crypto.Config
 			if encrypted {
 				_, cc = fixture.Key(t, 5)
@@ -151,7 +156,7 @@ func TestRunFetchesOnce(t *testing.T) {
 			}
 			tgt := newMemTarget(len(img))
 			var st restore.Stats
-			err := restore.Run(context.Background(), store, plan, tgt, restore.Options{Jobs: 2, Fetchers: 3, Encrypted: fi.CryptMode == index.CryptEncrypt, Key: cc, Archive: "x"}, &st)
+			err := restore.Run(context.Background(), store, plan, tgt, restore.Options{Jobs: 2, Writers: c.writers, Fetchers: 3, Encrypted: fi.CryptMode == index.CryptEncrypt, Key: cc, Archive: "x"}, &st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -268,7 +273,7 @@ func TestRunChunkErrors(t *testing.T) {
 			_, ds := fixture.Digests(t, fixture.SnapPath(dir, snaps[c.enc], "drive-scsi0.img.fidx"))
 			d := ds[victim]
 			c.mutate(t, fixture.ChunkPath(dir, d))
-			opts := restore.Options{Jobs: 2, Encrypted: c.enc, Key: k, Archive: "vm/100/x/drive-scsi0.img.fidx"}
+			opts := restore.Options{Jobs: 2, Writers: 2, Encrypted: c.enc, Key: k, Archive: "vm/100/x/drive-scsi0.img.fidx"}
 
 			tgt := newMemTarget(len(img))
 			err := restore.Run(context.Background(), store, plan, tgt, opts, nil)

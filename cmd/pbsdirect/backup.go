@@ -43,7 +43,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	btime := fs.String("backup-time", "", "snapshot time: RFC 3339 (2026-11-29T10:00:00Z) or epoch seconds (default: now)")
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
-	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: 2 × cores, 8 × cores for a bucket)")
+	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
 	}
 	if *jobs == 0 && isRemote(sf.store) {
-		*jobs = 4 * max(1, runtimeCPUs()) // GOMAXPROCS: 2 × cores (spareProcs)
+		*jobs = 8 * max(1, runtimeCPUs())
 	}
 	for _, s := range sources {
 		if _, err := os.Stat(s.Path); err != nil {

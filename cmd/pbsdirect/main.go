@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
@@ -50,23 +49,9 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
 func main() {
-	spareProcs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// spareProcs sets GOMAXPROCS to twice what Go picked for this machine (its
-// CPUs, or its CPU quota), unless the GOMAXPROCS environment variable sets
-// it. A goroutine blocked in a system call, such as an O_DIRECT write that
-// waits for the disk, keeps its P until the runtime's monitor takes it back,
-// 20 µs to 10 ms later; the spare Ps let decoding go on on every core
-// meanwhile. Measured on 2 cores (bench/README.md): restore ~1.2× faster,
-// verify unchanged.
-func spareProcs() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
-	}
 }
 
 // run executes one command line and returns the exit code.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 // TestMain points the user config directory at an empty temporary one, so
@@ -23,22 +24,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestSpareProcs: GOMAXPROCS doubles unless the GOMAXPROCS variable sets it.
-func TestSpareProcs(t *testing.T) {
+// TestRaiseProcs: GOMAXPROCS rises to jobs + writers, never falls, and is
+// left alone when the GOMAXPROCS variable sets it.
+func TestRaiseProcs(t *testing.T) {
 	prev := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(prev)
 	for _, c := range []struct {
-		env  string
-		want int
+		env           string
+		jobs, writers int
+		want          int
 	}{
-		{"", 2 * prev},
-		{"3", prev},
+		{"", prev, 3, prev + 3},
+		{"", 1, 0, prev},
+		{"3", prev, 3, prev},
 	} {
 		runtime.GOMAXPROCS(prev)
 		t.Setenv("GOMAXPROCS", c.env)
-		spareProcs()
+		raiseProcs(restore.Options{Jobs: c.jobs, Writers: c.writers})
 		if got := runtime.GOMAXPROCS(0); got != c.want {
-			t.Errorf("GOMAXPROCS=%q: %d Ps, want %d", c.env, got, c.want)
+			t.Errorf("GOMAXPROCS=%q, %d jobs, %d writers: %d Ps, want %d", c.env, c.jobs, c.writers, got, c.want)
 		}
 	}
 }

@@ -36,6 +36,7 @@ type restoreSummary struct {
 	Direct        bool    `json:"o-direct"`
 	Encrypted     bool    `json:"encrypted"`
 	Jobs          int     `json:"jobs"`
+	Writers       int     `json:"writers"`
 	Fetchers      int     `json:"fetchers"`
 	Layout        string  `json:"bucket-layout,omitempty"`
 	Retries       int64   `json:"retries"`
@@ -55,7 +56,7 @@ type restoreCmd struct {
 func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc := &restoreCmd{}
 	rc.sf.register(fs)
-	rc.pf = registerPipelineFlags(fs)
+	rc.pf = registerPipelineFlags(fs, true)
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
@@ -159,6 +160,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
 	opts.Key = cc
 	opts.Archive = path.Join(snap.Dir(), archive)
+	raiseProcs(opts)
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
 	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.DataBytes()), func() int64 {
@@ -184,7 +186,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		DataBytes: stats.DataBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(), FetchedBytes: stats.FetchedBytes.Load(),
 		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
 		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
-		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Fetchers: opts.Fetchers,
+		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Writers: opts.Writers, Fetchers: opts.Fetchers,
 		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: target.ZeroHandling(),
 	}
 	return r, nil

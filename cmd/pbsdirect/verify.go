@@ -58,7 +58,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
 	var sf storeFlags
 	sf.register(fs)
-	pf := registerPipelineFlags(fs)
+	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
 	if err := parse(fs, args); err != nil {
 		return err
