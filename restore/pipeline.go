@@ -233,6 +233,25 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 	defer dataPool.close()
 
+	// One decoder per job, all made before any goroutine starts, so that a
+	// failure here leaves nothing running. Bounded decompression: a hostile
+	// frame cannot make a job allocate more than this; 8 MiB at least, as
+	// zstd windows (up to 8 MiB for ordinary levels) must fit in the limit
+	// even for small chunks.
+	decoders := make([]*chunkstore.Decoder, 0, opts.Jobs)
+	defer func() {
+		for _, d := range decoders {
+			d.Close()
+		}
+	}()
+	for range opts.Jobs {
+		dec, err := chunkstore.NewDecoderLimit(max(maxLen, 8<<20))
+		if err != nil {
+			return err
+		}
+		decoders = append(decoders, dec)
+	}
+
 	done := ctx.Done()
 	work := make(chan *Chunk)
 	fetchedCh := make(chan fetched, opts.Jobs)
@@ -302,19 +321,10 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 
 	var jobWG sync.WaitGroup
-	for range opts.Jobs {
-		// Bounded decompression: a hostile frame cannot make a job allocate
-		// more than this; 8 MiB at least, as zstd windows (up to 8 MiB for
-		// ordinary levels) must fit in the limit even for small chunks.
-		dec, err := chunkstore.NewDecoderLimit(max(maxLen, 8<<20))
-		if err != nil {
-			fail(err)
-			break
-		}
+	for _, dec := range decoders {
 		jobWG.Add(1)
 		go func() {
 			defer jobWG.Done()
-			defer dec.Close()
 			for f := range fetchedCh {
 				out := dataPool.get(done)
 				if out == nil {

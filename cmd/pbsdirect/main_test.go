@@ -24,8 +24,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestRaiseProcs: GOMAXPROCS rises to jobs + writers, never falls, and is
-// left alone when the GOMAXPROCS variable sets it.
+// TestRaiseProcs: GOMAXPROCS rises to jobs + writers for a restore (never
+// falls), is put back after it, and is left alone when the GOMAXPROCS
+// variable sets it.
 func TestRaiseProcs(t *testing.T) {
 	prev := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(prev)
@@ -38,11 +39,14 @@ func TestRaiseProcs(t *testing.T) {
 		{"", 1, 0, prev},
 		{"3", prev, 3, prev},
 	} {
-		runtime.GOMAXPROCS(prev)
 		t.Setenv("GOMAXPROCS", c.env)
-		raiseProcs(restore.Options{Jobs: c.jobs, Writers: c.writers})
+		restoreProcs := raiseProcs(restore.Options{Jobs: c.jobs, Writers: c.writers})
 		if got := runtime.GOMAXPROCS(0); got != c.want {
 			t.Errorf("GOMAXPROCS=%q, %d jobs, %d writers: %d Ps, want %d", c.env, c.jobs, c.writers, got, c.want)
+		}
+		restoreProcs()
+		if got := runtime.GOMAXPROCS(0); got != prev {
+			t.Errorf("GOMAXPROCS=%q: %d Ps after the restore, want %d back", c.env, got, prev)
 		}
 	}
 }

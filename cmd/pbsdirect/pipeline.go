@@ -30,7 +30,11 @@ func registerPipelineFlags(fs *flag.FlagSet, writes bool) *pipelineFlags {
 	if writes {
 		fs.IntVar(&p.writers, "writers", restore.DefaultWriters(restore.DefaultJobs()), "chunks written at once while the jobs decode on; the default is max(4, jobs/2); 0: each job writes its own chunk (--jobs 1 --writers 0 is the sequential restore)")
 	}
-	fs.IntVar(&p.fetchers, "fetchers", 0, "chunk reads in flight ahead of the jobs (default: jobs + writers for a directory, 32 for a bucket)")
+	ahead := "jobs + writers"
+	if !writes {
+		ahead = "jobs + max(4, jobs/2)"
+	}
+	fs.IntVar(&p.fetchers, "fetchers", 0, "chunk reads in flight ahead of the jobs (default: "+ahead+" for a directory, 32 for a bucket)")
 	return p
 }
 
@@ -49,7 +53,7 @@ func (p *pipelineFlags) check() error {
 		}
 	}
 	if p.fetchers < 0 || p.fetchers > 4096 {
-		return usagef("--fetchers must be 1..4096, not %d", p.fetchers)
+		return usagef("--fetchers must be 1..4096 (0: the default), not %d", p.fetchers)
 	}
 	return nil
 }
@@ -65,7 +69,10 @@ func (p *pipelineFlags) fetchersFor(store string) int {
 	case isRemote(store):
 		return DefaultRemoteFetchers
 	}
-	return p.jobs + max(p.writers, 0)
+	if p.writers < 0 { // verify: read ahead as far as a restore would
+		return p.jobs + restore.DefaultWriters(p.jobs)
+	}
+	return p.jobs + p.writers
 }
 
 // options returns pipeline options for store.
@@ -74,16 +81,16 @@ func (p *pipelineFlags) options(store string) restore.Options {
 }
 
 // raiseProcs makes GOMAXPROCS at least jobs + writers, unless the GOMAXPROCS
-// environment variable sets it. A goroutine blocked in a system call, such
-// as a writer's O_DIRECT write waiting for the disk, keeps its P until the
-// runtime's monitor takes it back, 20 µs to 10 ms later; with a P for every
-// job and every writer the jobs always have theirs. Measured on 2 cores
-// (bench/README.md).
-func raiseProcs(opts restore.Options) {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return
-	}
-	if n := opts.Jobs + opts.Writers; n > runtime.GOMAXPROCS(0) {
+// environment variable sets it, and returns the function that puts it back.
+// A goroutine blocked in a system call, such as a writer's O_DIRECT write
+// waiting for the disk, keeps its P until the runtime's monitor takes it
+// back, 20 µs to 10 ms later; with a P for every job and every writer the
+// jobs always have theirs. Measured on 2 cores (bench/README.md).
+func raiseProcs(opts restore.Options) (restoreProcs func()) {
+	prev := runtime.GOMAXPROCS(0)
+	if n := opts.Jobs + opts.Writers; n > prev && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(n)
+		return func() { runtime.GOMAXPROCS(prev) }
 	}
+	return func() {}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // TestAllZeroAndWidths: an all-zero image (no chunk to fetch) restores as a
-// sparse file; pipeline widths from 1 to many give the same bytes.
+// sparse file; pipeline widths from 1 to many (jobs, writers, fetchers, and
+// their defaults) give the same bytes; bad widths are usage errors.
 func TestAllZeroAndWidths(t *testing.T) {
 	zero := make([]byte, 12<<20)
 	store := fixture.NewStore(t)
@@ -33,15 +34,34 @@ func TestAllZeroAndWidths(t *testing.T) {
 	data := fixture.Mixed(3<<20+99, 8)
 	store2 := fixture.NewStore(t)
 	backupImage(t, store2, data, "--chunk-size", "64")
-	for _, w := range [][2]int{{1, 1}, {1, 4}, {3, 1}, {8, 64}} {
-		target := filepath.Join(t.TempDir(), "w.raw")
-		s := restoreJSON(t, "--store", store2, "-j", fmt.Sprint(w[0]), "--fetchers", fmt.Sprint(w[1]), snap0, "drive-scsi0", target)
-		fixture.Equal(t, target, data)
-		if s.Jobs != w[0] || s.Fetchers != w[1] {
-			t.Errorf("jobs %d fetchers %d, want %v", s.Jobs, s.Fetchers, w)
+	// jobs, writers (-1: not given), fetchers (0: not given) and what the
+	// restore reports using.
+	for _, w := range []struct{ jobs, writers, fetchers, wantWriters, wantFetchers int }{
+		{1, 0, 1, 0, 1},  // the sequential restore
+		{1, 1, 4, 1, 4},  // one writer behind one job
+		{3, -1, 1, 4, 1}, // default writers: max(4, jobs/2)
+		{8, 64, 64, 64, 64},
+		{12, -1, 0, 6, 18}, // default fetchers: jobs + writers
+	} {
+		args := []string{"--store", store2, "-j", fmt.Sprint(w.jobs)}
+		if w.writers >= 0 {
+			args = append(args, "--writers", fmt.Sprint(w.writers))
 		}
-		mustOK(t, "verify", "--store", store2, "-j", fmt.Sprint(w[0]), "--fetchers", fmt.Sprint(w[1]))
+		if w.fetchers > 0 {
+			args = append(args, "--fetchers", fmt.Sprint(w.fetchers))
+		}
+		target := filepath.Join(t.TempDir(), "w.raw")
+		s := restoreJSON(t, append(args, snap0, "drive-scsi0", target)...)
+		fixture.Equal(t, target, data)
+		if s.Jobs != w.jobs || s.Writers != w.wantWriters || s.Fetchers != w.wantFetchers {
+			t.Errorf("jobs %d writers %d fetchers %d, want %+v", s.Jobs, s.Writers, s.Fetchers, w)
+		}
+		mustOK(t, "verify", "--store", store2, "-j", fmt.Sprint(w.jobs), "--fetchers", fmt.Sprint(max(w.fetchers, 1)))
 	}
+	for _, bad := range [][]string{{"--writers", "-1"}, {"--writers", "1025"}, {"-j", "0"}, {"--fetchers", "-1"}} {
+		mustFail(t, 2, []string{bad[0]}, append([]string{"restore", "--store", store2}, append(bad, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "x.raw"))...)...)
+	}
+	mustFail(t, 2, []string{"writers"}, "verify", "--store", store2, "--writers", "2")
 }
 
 // TestBackupBadChunkSize: an invalid --chunk-size is a usage error and

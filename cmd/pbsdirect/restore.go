@@ -160,7 +160,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
 	opts.Key = cc
 	opts.Archive = path.Join(snap.Dir(), archive)
-	raiseProcs(opts)
+	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
 	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.DataBytes()), func() int64 {
