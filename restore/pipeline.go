@@ -269,9 +269,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 
 	var fetchWG sync.WaitGroup
 	for range opts.Fetchers {
-		fetchWG.Add(1)
-		go func() {
-			defer fetchWG.Done()
+		fetchWG.Go(func() {
 			for c := range work {
 				buf := rawPool.get(done)
 				if buf == nil {
@@ -294,7 +292,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					return
 				}
 			}
-		}()
+		})
 	}
 	go func() { fetchWG.Wait(); close(fetchedCh) }()
 
@@ -308,23 +306,19 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	verifiedCh := make(chan verified, opts.Writers)
 	var writeWG sync.WaitGroup
 	for range opts.Writers {
-		writeWG.Add(1)
-		go func() {
-			defer writeWG.Done()
+		writeWG.Go(func() {
 			for v := range verifiedCh {
 				if ctx.Err() == nil {
 					writeChunk(plan, v.chunk, v.data, target, stats, fail)
 				}
 				dataPool.put(v.buf)
 			}
-		}()
+		})
 	}
 
 	var jobWG sync.WaitGroup
 	for _, dec := range decoders {
-		jobWG.Add(1)
-		go func() {
-			defer jobWG.Done()
+		jobWG.Go(func() {
 			for f := range fetchedCh {
 				out := dataPool.get(done)
 				if out == nil {
@@ -344,7 +338,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				}
 				dataPool.put(out)
 			}
-		}()
+		})
 	}
 	jobWG.Wait()
 	close(verifiedCh)
