@@ -277,9 +277,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 		if err != nil {
 			return index.FileInfo{}, err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer enc.Close()
 			for p := range work {
 				if ctx.Err() == nil {
@@ -291,7 +289,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 				}
 				bufs <- p.buf
 			}
-		}()
+		})
 	}
 
 	dataEnd := func(off int64) int64 { // next data offset at or after off, size if none

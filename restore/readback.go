@@ -83,9 +83,7 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 		bad = append(bad, fmt.Sprintf("[%d,%d) %s", j.off, j.off+j.length, what))
 	}
 	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := range work {
 				buf := pool.get(ctx.Done())
 				if buf == nil {
@@ -121,7 +119,7 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 				}
 				pool.put(buf)
 			}
-		}()
+		})
 	}
 
 	send := func(j job) bool {

@@ -31,9 +31,7 @@ func startProgress(stderr io.Writer, enabled bool, desc string, total int64, cur
 		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionClearOnFinish(),
 	)
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	p.wg.Go(func() {
 		t := time.NewTicker(150 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -45,7 +43,7 @@ func startProgress(stderr io.Writer, enabled bool, desc string, total int64, cur
 				p.bar.Set64(current())
 			}
 		}
-	}()
+	})
 	return p
 }
 
