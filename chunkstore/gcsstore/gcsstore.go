@@ -130,10 +130,7 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 		name: bucket,
 		keys: objstore.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
-	s.url = "gs://" + bucket
-	if s.keys.Prefix != "" {
-		s.url += "/" + s.keys.Prefix
-	}
+	s.url = s.keys.URL("gs", bucket)
 	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
 	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency

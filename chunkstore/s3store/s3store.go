@@ -187,10 +187,7 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 		bucket: bucket,
 		keys:   objstore.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
-	s.url = "s3://" + bucket
-	if s.keys.Prefix != "" {
-		s.url += "/" + s.keys.Prefix
-	}
+	s.url = s.keys.URL("s3", bucket)
 	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
 	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency

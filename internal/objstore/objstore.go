@@ -118,6 +118,12 @@ func (k Keys) root() string {
 	return k.Prefix + "/"
 }
 
+// URL returns the datastore's URL, "<scheme>://<bucket>[/<prefix>]", the
+// inverse of ParseURL.
+func (k Keys) URL(scheme, bucket string) string {
+	return strings.TrimSuffix(scheme+"://"+bucket+"/"+k.Prefix, "/")
+}
+
 // Chunk returns the key of the chunk for d: "<prefix>/.chunks/<4hex>/<hex>".
 func (k Keys) Chunk(d crypto.Digest) string {
 	return k.root() + chunkstore.ChunkRelPath(d)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +30,10 @@ func TestParseURL(t *testing.T) {
 		b, p, err := ParseURL("s3", tc.in)
 		if (err == nil) != tc.ok || b != tc.bucket || p != tc.prefix {
 			t.Errorf("ParseURL(%q) = %q, %q, %v", tc.in, b, p, err)
+		}
+		// Keys.URL is the inverse, in canonical form (no trailing '/').
+		if want := strings.TrimSuffix(tc.in, "/"); tc.ok && (Keys{Prefix: p}).URL("s3", b) != want {
+			t.Errorf("Keys{%q}.URL(s3, %q) = %q, want %q", p, b, (Keys{Prefix: p}).URL("s3", b), want)
 		}
 	}
 }
