@@ -38,8 +38,9 @@ ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
 Run 'pbsdirect COMMAND --help' for a command's flags.
 `
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; when
+// empty, the version comes from the build information (see buildVersion).
+var version string
 
 // usageError marks errors that exit with code 2.
 type usageError struct{ msg string }
@@ -54,11 +55,34 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes one command line and returns the exit code.
+// run executes one command line and returns the exit code. In a JSON
+// output format (--output-format or PROXMOX_OUTPUT_FORMAT) it prints one
+// JSON result on stdout whatever happens: the command's result with "ok"
+// and "exit-code", and "error" when it failed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out := &output{w: stdout, format: outputFormatOf(args)}
+	code, err := runCommand(ctx, args, out, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return code
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if ferr := out.finish(code, msg); ferr != nil && code == 0 {
+		fmt.Fprintf(stderr, "pbsdirect: %v\n", ferr)
+		return 1
+	}
+	return code
+}
+
+// runCommand runs one command line with stdout given as run's output and
+// returns the exit code and the error it reported on stderr (nil on
+// success).
+func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return 2, usagef("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"restore":   cmdRestore,
@@ -67,34 +91,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"snapshots": cmdSnapshots,
 		"backup":    cmdBackup,
 		"key":       cmdKey,
+		"version":   cmdVersion,
 	}
 	name := args[0]
 	switch name {
 	case "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
+		return 0, flag.ErrHelp
 	case "help":
 		if len(args) < 2 {
 			fmt.Fprint(stdout, usage)
-			return 0
+			return 0, flag.ErrHelp
 		}
 		// "help restore" = "restore --help", "help key create" = "key create --help".
-		return run(ctx, append(args[1:], "--help"), stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "pbsdirect", version)
-		return 0
+		return runCommand(ctx, append(args[1:], "--help"), stdout, stderr)
+	case "--version":
+		name = "version"
 	}
 	fn, ok := cmds[name]
 	if !ok {
 		fmt.Fprintf(stderr, "pbsdirect: unknown command %q\n\n%s", name, usage)
-		return 2
+		return 2, usagef("unknown command %q", name)
 	}
 	for _, aid := range tuningAids {
 		if path := os.Getenv(aid.env); path != "" {
 			stopRecording, err := startRecording(path, aid.start, aid.stop)
 			if err != nil {
 				fmt.Fprintf(stderr, "pbsdirect: %s: %v\n", aid.env, err)
-				return 1
+				return 1, fmt.Errorf("%s: %w", aid.env, err)
 			}
 			defer stopRecording()
 		}
@@ -103,15 +127,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ue *usageError
 	switch {
 	case err == nil:
-		return 0
+		return 0, nil
 	case errors.Is(err, flag.ErrHelp):
-		return 0
+		return 0, err
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "pbsdirect %s: %v\n", name, err)
-		return 2
+		return 2, err
 	default:
 		fmt.Fprintf(stderr, "pbsdirect %s: error: %v\n", name, err)
-		return 1
+		return 1, err
 	}
 }
 
