@@ -37,6 +37,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	sf.progress.register(fs)
 	host, _ := os.Hostname()
 	btype := fs.String("backup-type", "host", "backup type: vm, ct or host")
 	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
@@ -146,7 +147,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			total += st.Size()
 		}
 	}
-	bar := startProgress(stderr, !sf.json(), "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
+	bar := startProgress(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
 	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
 	bar.done()
 	if err != nil {

@@ -26,6 +26,7 @@ type storeFlags struct {
 	s3Region     string
 	s3PathStyle  string
 	bucketLayout string
+	progress     progressFlags // registered by the commands that show progress
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -58,6 +59,11 @@ func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
 func (s *storeFlags) check() error {
 	if s.store == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
+	}
+	if s.progress.mode != "" {
+		if err := s.progress.check(); err != nil {
+			return err
+		}
 	}
 	return checkOutputFormat(s.outputFormat)
 }

@@ -82,7 +82,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	rbStart := time.Now()
 	var rb restore.ReadBackStats
-	bar := startProgress(stderr, !rc.sf.json(), "read back", int64(r.plan.Size), func() int64 {
+	bar := startProgress(stderr, rc.sf.progress, "read back", int64(r.plan.Size), func() int64 {
 		return int64(rb.Bytes.Load() + rb.HoleBytes.Load())
 	})
 	err = restore.ReadBack(ctx, targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)

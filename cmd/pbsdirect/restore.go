@@ -56,6 +56,7 @@ type restoreCmd struct {
 func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc := &restoreCmd{}
 	rc.sf.register(fs)
+	rc.sf.progress.register(fs)
 	rc.pf = registerPipelineFlags(fs, true)
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
@@ -163,7 +164,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
-	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.DataBytes()), func() int64 {
+	bar := startProgress(stderr, sf.progress, "restore", int64(plan.DataBytes()), func() int64 {
 		return int64(stats.DataBytes.Load())
 	})
 	err = restore.Run(ctx, store, plan, target, opts, &stats)

@@ -58,6 +58,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	sf.progress.register(fs)
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
 	if err := parse(fs, args); err != nil {
@@ -233,7 +234,7 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		a.ChunksKnown = plan.Drop(func(c *restore.Chunk) bool { return v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] })
 	}
 	var stats restore.Stats
-	bar := startProgress(v.stderr, !v.sf.json(), "verify "+name, int64(plan.DataBytes()), func() int64 {
+	bar := startProgress(v.stderr, v.sf.progress, "verify "+name, int64(plan.DataBytes()), func() int64 {
 		return int64(stats.DataBytes.Load())
 	})
 	err = restore.Run(ctx, v.store, plan, restore.Discard{}, opts, &stats)
