@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -59,11 +60,16 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	var sources []backup.Source
+	seen := map[string]bool{}
 	for _, a := range fs.Args() {
 		s, err := backup.ParseSpec(a)
 		if err != nil {
 			return usagef("%v", err)
 		}
+		if seen[s.Name] {
+			return usagef("archive %s given twice", s.Name)
+		}
+		seen[s.Name] = true
 		sources = append(sources, s)
 	}
 	ns, err := sf.namespace()
@@ -170,8 +176,8 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return writeJSON(stdout, sum)
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
-	fmt.Fprintf(stdout, "  archives: %v; index positions: %d (%s of zero chunks), new chunks stored: %d (%s, the zero chunk included), already in the store: %d, dedup hits: %d\n",
-		sum.Archives, sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
+	fmt.Fprintf(stdout, "  archives: %s; %d chunks (%s all zeros), %d written to the store (%s), %d already there, %d repeated in this backup\n",
+		strings.Join(sum.Archives, ", "), sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
 	if cc != nil {
 		fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
 	}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
@@ -60,12 +62,38 @@ func (s *storeFlags) check() error {
 	if s.store == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
 	}
+	if err := checkStoreSpec(s.store); err != nil {
+		return err
+	}
 	if s.progress.mode != "" {
 		if err := s.progress.check(); err != nil {
 			return err
 		}
 	}
 	return checkOutputFormat(s.outputFormat)
+}
+
+// checkStoreSpec refuses a --store that is a malformed bucket URL (usage
+// error): "s3://" without a bucket, or "s3:/bucket", "S3://bucket",
+// "gs:bucket", which would otherwise be taken for a directory.
+func checkStoreSpec(spec string) error {
+	scheme, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		return nil
+	}
+	if scheme == "s3" || scheme == "gs" {
+		if !strings.HasPrefix(rest, "//") {
+			return usagef("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
+		}
+		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
+			return usagef("--store: %v", err)
+		}
+		return nil
+	}
+	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
+		return usagef("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	}
+	return nil
 }
 
 func (s *storeFlags) json() bool { return s.outputFormat != formatText }

@@ -103,6 +103,8 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return finish(err)
 }
 
+// printDrill prints the drill report as text; a failure's error is said
+// once, on stderr (run prints it).
 func printDrill(w io.Writer, r drillReport) {
 	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", r.Snapshot, r.Archive, r.Target, okWord(r.OK))
 	if r.Restore != nil {
@@ -112,9 +114,6 @@ func printDrill(w io.Writer, r drillReport) {
 	if r.ReadBack != nil {
 		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",
 			r.ReadBackSeconds, r.ReadBack.ChunksChecked, humanBytes(r.ReadBack.ZeroBytesChecked), humanBytes(r.ReadBack.HoleBytes))
-	}
-	if r.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
 	fmt.Fprintf(w, "  total: %.2fs\n", r.TotalSeconds)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -139,6 +140,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		return nil, err
 	}
 	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
+	if errors.Is(err, index.ErrMissingKey) {
+		return nil, fmt.Errorf("%w: give --keyfile with its key file or paper key (lost it? key import-with-master-key recovers it from a master key)", err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -134,7 +134,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				failed++
 			}
 		}
-		return fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", failed, len(rep.Snapshots))
+		return fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above)", failed, len(rep.Snapshots))
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", len(de.Chunks))
 		for _, c := range de.Chunks {
 			bad[c.Digest] = true
-			a.Damaged = append(a.Damaged, damagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Err.Error()})
+			a.Damaged = append(a.Damaged, damagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause()})
 		}
 	case err != nil:
 		a.OK, a.Error = false, err.Error()
@@ -292,7 +292,7 @@ func printSnapshotResult(w io.Writer, r snapshotResult) {
 			for _, o := range d.Offsets {
 				offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
 			}
-			fmt.Fprintf(w, "    damaged chunk %s at %s (%s): %s\n", d.Digest, strings.Join(offs, " "), d.Location, d.Error)
+			fmt.Fprintf(w, "    damaged chunk %s at %s: %s\n", d.Digest, strings.Join(offs, " "), d.Error)
 		}
 	}
 }
