@@ -728,8 +728,9 @@ func isNotImplemented(err error) bool {
 	return st == http.StatusNotImplemented || code == "NotImplemented"
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
-// around 403s.
+// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// around 403s and chunkstore.ErrUnavailable around unreachable endpoints and
+// transient failures (429, 5xx, timeouts) that outlasted the retries.
 func mapErr(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -742,6 +743,8 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classify(err) == aws.TrueTernary:
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err
 }
