@@ -29,6 +29,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 const (
@@ -135,10 +136,10 @@ func bktNames(l []snapshotEntry) []string {
 }
 
 // bktVerify runs verify --output-format json and returns its exit code and report.
-func bktVerify(t *testing.T, args ...string) (int, verifyReport) {
+func bktVerify(t *testing.T, args ...string) (int, verify.Report) {
 	t.Helper()
 	r := pbs(t, append([]string{"verify", "--output-format", "json"}, args...)...)
-	var rep verifyReport
+	var rep verify.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 		t.Fatalf("verify JSON: %v\n%v", err, r)
 	}
