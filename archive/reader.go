@@ -89,11 +89,11 @@ type Reader struct {
 	store     chunkstore.Store
 	name      string // snapshot dir + archive, for errors
 	size      int64
-	chunkSize int64    // fixed index: nominal chunk size; 0 for a dynamic index
-	starts    []int64  // dynamic index: start offset of each position
-	refs      []int32  // per position: index into chunks, or -1 for a zero chunk
-	chunks    []chunk  // unique non-zero chunks
-	encrypted bool     // the manifest's crypt mode
+	chunkSize int64   // fixed index: nominal chunk size; 0 for a dynamic index
+	starts    []int64 // dynamic index: start offset of each position
+	refs      []int32 // per position: index into chunks, or -1 for a zero chunk
+	chunks    []chunk // unique non-zero chunks
+	encrypted bool    // the manifest's crypt mode
 	key       *crypto.Config
 	cache     *cache
 	workers   chan *worker // the fetch pool: its size bounds reads in flight
