@@ -144,6 +144,7 @@ var (
 // Getattr reports size, mode 0444 and times.
 func (n *file) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = fuse.S_IFREG | 0o444
+	out.Nlink = 1
 	out.Size = uint64(n.f.Size)
 	out.Blocks = (uint64(n.f.Size) + 511) / 512
 	out.Blksize = 4096
