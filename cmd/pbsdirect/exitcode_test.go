@@ -38,7 +38,7 @@ func TestExitCode(t *testing.T) {
 		{"help", flag.ErrHelp, 0},
 		{"usage", usagef("want SNAPSHOT"), 2},
 		{"missing chunk", chunk(chunkstore.ErrNotFound), 1},
-		{"damaged chunk", chunk(restore.ErrDigestMismatch), 1},
+		{"damaged chunk", chunk(chunkstore.ErrDigestMismatch), 1},
 		{"empty chunk", chunk(chunkstore.ErrEmpty), 1},
 		{"damaged list", &restore.DamagedError{Archive: "a"}, 1},
 		{"unknown", errors.New("manifest signature does not verify"), 1},

@@ -26,7 +26,9 @@ import (
 const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
 
 Usage:
-  pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device
+  pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device (- for standard output)
+  pbsdirect mount     [flags] SNAPSHOT MOUNTPOINT       mount a snapshot's archives as read-only files (FUSE), no restore needed
+  pbsdirect serve-nbd [flags] SNAPSHOT                  serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)
   pbsdirect verify    [flags] [SNAPSHOT]                verify a snapshot, or every snapshot of the namespace
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
   pbsdirect snapshots [flags]                           list the finished snapshots of a namespace
@@ -161,6 +163,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"snapshots": cmdSnapshots,
 		"backup":    cmdBackup,
 		"key":       cmdKey,
+		"mount":     cmdMount,
+		"serve-nbd": cmdServeNBD,
 	}
 	name := args[0]
 	switch name {

@@ -51,6 +51,7 @@ type restoreCmd struct {
 	force        *bool
 	assumeZeroed *bool
 	noDirect     *bool
+	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 }
 
 // registerRestoreFlags adds the store, pipeline and target flags to fs.
@@ -75,8 +76,11 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	if err := rc.pf.check(); err != nil {
 		return err
 	}
-	if fs.Arg(2) == "-" {
-		return usagef("restoring to standard output is not supported: give a file or block device")
+	if fs.Arg(2) == "-" && !rc.stdoutOK {
+		return usagef("a drill restores to a file or block device, not to standard output")
+	}
+	if fs.Arg(2) == "-" && rc.sf.json() {
+		return usagef("--output-format json writes to standard output: not with TARGET -")
 	}
 	return checkSnapshotRef(fs.Arg(0))
 }
@@ -105,11 +109,15 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			err = failJSON(err)
 		}
 	}()
+	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := rc.check(fs); err != nil {
 		return err
+	}
+	if fs.Arg(2) == "-" {
+		return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
 	}
 	r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), true, stdout, stderr)
 	if err != nil || r == nil {
