@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -823,3 +824,67 @@ func (e *timeoutError) Error() string {
 
 func (e *timeoutError) Timeout() bool        { return true }
 func (e *timeoutError) RetryableError() bool { return true }
+
+// ClaimSnapshot creates the snapshot's claim marker with a conditional PUT
+// (If-None-Match: *); release deletes it (see chunkstore.SnapshotClaimer).
+// A marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried PUT whose first
+// attempt landed). On a server without conditional PUTs (501) the claim
+// falls back to HEAD then PUT, which cannot exclude a writer that starts
+// in between.
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	release := func() error {
+		if _, err := s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	busy := func() error {
+		var held []byte
+		if rc, _, err := s.OpenFile(ctx, path.Join(snapDir, chunkstore.ClaimMarker)); err == nil {
+			held, _ = io.ReadAll(io.LimitReader(rc, 4096))
+			rc.Close()
+		}
+		if bytes.Equal(held, mine) {
+			return nil
+		}
+		return chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
+	}
+	if !s.noCondPut.Load() {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          bytes.NewReader(mine),
+			ContentLength: aws.Int64(int64(len(mine))),
+			ContentType:   aws.String("application/json"),
+			IfNoneMatch:   aws.String("*"),
+		})
+		switch {
+		case err == nil:
+			return release, nil
+		case httpStatus(err) == http.StatusPreconditionFailed:
+			if err := busy(); err != nil {
+				return nil, err
+			}
+			return release, nil
+		case isNotImplemented(err):
+			s.noCondPut.Store(true)
+		default:
+			return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+		}
+	}
+	if _, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err == nil {
+		return nil, busy()
+	} else if !errors.Is(mapErr(err), chunkstore.ErrNotFound) {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	if err := s.put(ctx, key, mine); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return release, nil
+}
