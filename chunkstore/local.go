@@ -172,7 +172,10 @@ func openRegular(p string) (*os.File, error) {
 	return f, nil
 }
 
-// ListFiles walks the directory dir (see Store.ListFiles).
+// ListFiles walks the directory dir (see Store.ListFiles). On a live
+// datastore a prune may remove a snapshot directory while it is walked:
+// whatever vanishes between reading a directory and visiting its entries is
+// left out (as PBS does), not an error.
 func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	base, err := l.abs(dir)
 	if err != nil {
@@ -181,8 +184,13 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	var out []FileInfo
 	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == base {
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && p == base:
 				return fs.SkipAll
+			case errors.Is(err, fs.ErrNotExist) && de != nil && de.IsDir():
+				return fs.SkipDir
+			case errors.Is(err, fs.ErrNotExist):
+				return nil
 			}
 			return err
 		}
@@ -196,6 +204,9 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 			return nil
 		}
 		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since its directory was read
+		}
 		if err != nil {
 			return err
 		}

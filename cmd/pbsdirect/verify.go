@@ -43,6 +43,7 @@ type snapshotResult struct {
 	OK       bool            `json:"ok"`
 	Error    string          `json:"error,omitempty"`
 	Note     string          `json:"note,omitempty"`
+	Skipped  bool            `json:"skipped,omitempty"` // removed while running (pruned since listed): no damage, not verified
 	Archives []archiveResult `json:"archives"`
 }
 
@@ -52,6 +53,7 @@ type verifyReport struct {
 	Snapshots []snapshotResult `json:"snapshots"`
 	Seconds   float64          `json:"seconds"`
 	Bytes     uint64           `json:"bytes"` // archive bytes covered
+	Skipped   []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
 }
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -109,6 +111,22 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return ctx.Err()
 		}
 		r := v.snapshot(ctx, s)
+		// A snapshot pruned while a namespace is verified is skipped, not
+		// damaged; an explicitly named one is reported as removed.
+		switch gone := !r.OK && snapshot.Gone(ctx, store, s); {
+		case gone && fs.NArg() == 0:
+			r = snapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped"}
+			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", s)
+		case gone:
+			r.Error = fmt.Sprintf("snapshot %s: %v", s, snapshot.ErrRemoved)
+		}
+		if r.Skipped {
+			if !sf.json() {
+				printSnapshotResult(stdout, r)
+			}
+			rep.Skipped = append(rep.Skipped, r.Snapshot)
+			continue
+		}
 		rep.OK = rep.OK && r.OK
 		for _, a := range r.Archives {
 			rep.Bytes += a.Size
@@ -125,6 +143,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	} else {
 		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		if len(rep.Skipped) > 0 {
+			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
+		}
 	}
 	if !rep.OK {
 		failed := 0
@@ -263,6 +284,10 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 }
 
 func printSnapshotResult(w io.Writer, r snapshotResult) {
+	if r.Skipped {
+		fmt.Fprintf(w, "%s: skipped\n  note: %s\n", r.Snapshot, r.Note)
+		return
+	}
 	fmt.Fprintf(w, "%s: %s\n", r.Snapshot, okWord(r.OK))
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
