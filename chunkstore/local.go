@@ -22,6 +22,9 @@ import (
 type Local struct {
 	root string
 	lock *os.File
+	// onDir, when set (tests), runs as ListFiles enters a directory,
+	// before its entries are read: where a concurrent prune strikes.
+	onDir func(path string)
 }
 
 // OpenLocal opens the datastore directory root. With create, a missing
@@ -187,16 +190,17 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 			switch {
 			case errors.Is(err, fs.ErrNotExist) && p == base:
 				return fs.SkipAll
-			case errors.Is(err, fs.ErrNotExist) && de != nil && de.IsDir():
-				return fs.SkipDir
 			case errors.Is(err, fs.ErrNotExist):
-				return nil
+				return nil // removed since its parent was read
 			}
 			return err
 		}
 		if de.IsDir() {
 			if de.Name() == ".chunks" {
 				return fs.SkipDir
+			}
+			if l.onDir != nil {
+				l.onDir(p)
 			}
 			return nil
 		}
