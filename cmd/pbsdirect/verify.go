@@ -52,7 +52,7 @@ type verifyReport struct {
 	OK        bool             `json:"ok"`
 	Snapshots []snapshotResult `json:"snapshots"`
 	Seconds   float64          `json:"seconds"`
-	Bytes     uint64           `json:"bytes"` // archive bytes covered
+	Bytes     uint64           `json:"bytes"`             // archive bytes covered
 	Skipped   []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
 }
 
