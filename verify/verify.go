@@ -47,6 +47,7 @@ type SnapshotResult struct {
 	OK       bool            `json:"ok"`
 	Error    string          `json:"error,omitempty"`
 	Note     string          `json:"note,omitempty"`
+	Skipped  bool            `json:"skipped,omitempty"` // removed while running (pruned since listed): no damage, not verified
 	Archives []ArchiveResult `json:"archives"`
 }
 
@@ -55,12 +56,18 @@ type Report struct {
 	OK        bool             `json:"ok"`
 	Snapshots []SnapshotResult `json:"snapshots"`
 	Seconds   float64          `json:"seconds"`
-	Bytes     uint64           `json:"bytes"`     // archive bytes covered
-	ExitCode  int              `json:"exit-code"` // the process exit code, set by the command
+	Bytes     uint64           `json:"bytes"`             // archive bytes covered
+	ExitCode  int              `json:"exit-code"`         // the process exit code, set by the command
+	Skipped   []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
 }
 
-// Add appends r to the report and updates OK and Bytes.
+// Add appends r to the report and updates OK and Bytes; a skipped
+// snapshot (removed while running) is only listed in Skipped.
 func (rep *Report) Add(r SnapshotResult) {
+	if r.Skipped {
+		rep.Skipped = append(rep.Skipped, r.Snapshot)
+		return
+	}
 	rep.OK = rep.OK && r.OK
 	for _, a := range r.Archives {
 		rep.Bytes += a.Size

@@ -320,20 +320,14 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 		defer t.Stop()
 	}
 	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
-	size := r.Attrs.Size
-	switch {
-	case size == 0:
-		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-	case size > limit:
-		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
-	case size < 0:
-		return nil, false, fmt.Errorf("object has unknown size")
-	}
-	if int64(cap(buf)) < size {
-		buf = make([]byte, size)
-	}
-	buf = buf[:size]
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// Size is -1 for a body without Content-Length or one decoded on the
+	// way (an object stored with Content-Encoding gzip): read to its end,
+	// bounded by limit.
+	buf, err = bucket.ReadBody(r, r.Attrs.Size, limit, buf)
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrTooLarge) || errors.Is(err, chunkstore.ErrEmpty) {
+			return nil, false, err
+		}
 		if fired.Load() && ctx.Err() == nil {
 			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
 		} else {
@@ -375,28 +369,53 @@ func (n *namedReader) Read(p []byte) (int, error) {
 
 func (n *namedReader) Close() error { return n.r.Close() }
 
+// listPageSize is the number of objects asked for per listing page.
+const listPageSize = 1000
+
 // ListFiles lists every content object below dir (see
-// chunkstore.Store.ListFiles); the library follows page tokens.
+// chunkstore.Store.ListFiles) page by page, checking every page with
+// bucket.Listing: a repeated page token, a repeated page or keys out of
+// order make it continue with startOffset (the last key seen); what cannot
+// be completed that way fails with bucket.ErrListing, never returning part
+// of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
 		return nil, err
 	}
 	base += "/"
-	q := &storage.Query{Prefix: base}
-	q.SetAttrSelection([]string{"Name", "Size"})
-	it := s.bucket.Objects(ctx, q)
 	var files []chunkstore.FileInfo
+	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base, StartAfterInclusive: true}
 	for {
-		a, err := it.Next()
-		if err == iterator.Done {
-			return files, nil
+		q := &storage.Query{Prefix: base}
+		token, after, useAfter := l.Request()
+		if useAfter {
+			q.StartOffset = after
 		}
+		q.SetAttrSelection([]string{"Name", "Size"})
+		var page []*storage.ObjectAttrs
+		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), listPageSize, token).NextPage(&page)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
-		if rel, ok := s.keys.RelFromKey(a.Name); ok {
-			files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+		for _, a := range page {
+			keep, err := l.Key(a.Name)
+			if err != nil {
+				return nil, err
+			}
+			if rel, ok := s.keys.RelFromKey(a.Name); keep && ok {
+				files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+			}
+		}
+		more, err := l.EndPage(next != "", next)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return files, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -26,6 +26,7 @@ type storeFlags struct {
 	s3Endpoint   string
 	s3Region     string
 	s3PathStyle  string
+	s3Print      string
 	bucketLayout string
 }
 
@@ -36,7 +37,8 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.outputFormat, "output-format", "text", "output format: text or json")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
-	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
+	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
+	fs.StringVar(&s.s3Print, "s3-fingerprint", "", "pin the S3 endpoint's TLS certificate by its SHA-256 fingerprint (aa:bb:…, as in PBS's S3 endpoint config; self-signed and CN-only certificates included)")
 	fs.Lookup("s3-path-style").NoOptDefVal = "true"
 	fs.StringVar(&s.bucketLayout, "bucket-layout", "auto", "bucket layout: auto (detect; new prefixes get pbs4-s3), pbs4-s3 (<prefix>/.cnt/…) or plain (copy of a datastore directory)")
 }

@@ -161,7 +161,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
 	if err != nil {
-		return nil, err
+		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
@@ -171,7 +171,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	plan, fi, err := restore.LoadPlan(ctx, store, snap.Dir(), m, archive, cc)
 	if err != nil {
-		return nil, err
+		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
 	target, err := restore.OpenTarget(targetPath, int64(plan.Size), rc.targetOptions(int64(plan.DataBytes())))
 	if err != nil {

@@ -78,6 +78,15 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			return ctx.Err()
 		}
 		r := v.Snapshot(ctx, s)
+		// A snapshot pruned while a namespace is verified is skipped, not
+		// damaged; an explicitly named one is reported as removed.
+		switch gone := !r.OK && snapshot.Gone(ctx, store, s); {
+		case gone && fs.NArg() == 0:
+			r = verify.SnapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped"}
+			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", s)
+		case gone:
+			r.Error = fmt.Sprintf("snapshot %s: %v", s, snapshot.ErrRemoved)
+		}
 		rep.Add(r)
 		if !sf.json() {
 			printSnapshotResult(stdout, r)
@@ -100,6 +109,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	} else {
 		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		if len(rep.Skipped) > 0 {
+			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
+		}
 	}
 	return verr
 }
@@ -112,6 +124,10 @@ func okWord(ok bool) string {
 }
 
 func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
+	if r.Skipped {
+		fmt.Fprintf(w, "%s: skipped\n  note: %s\n", r.Snapshot, r.Note)
+		return
+	}
 	fmt.Fprintf(w, "%s: %s\n", r.Snapshot, okWord(r.OK))
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
