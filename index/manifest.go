@@ -245,6 +245,8 @@ func (m *Manifest) snapshotName() string {
 // without a key, and a signature cannot be checked without one; callers
 // that require a signature (e.g. for crypt-mode encrypt) must check
 // Signature themselves. A malformed fingerprint gives ErrBadManifest.
+// No error carries the recomputed signature or any other value derived from
+// the key, only its fingerprint.
 func (m *Manifest) Check(cc *crypto.Config) error {
 	fp, hasFP, err := m.KeyFingerprint()
 	if err != nil {
@@ -267,10 +269,12 @@ func (m *Manifest) Check(cc *crypto.Config) error {
 	if err != nil {
 		return err
 	}
-	wantHex := hex.EncodeToString(want[:])
-	if !hmac.Equal([]byte(*m.Signature), []byte(wantHex)) {
-		return fmt.Errorf("%w: manifest of %s: stored signature %q, computed %s",
-			ErrBadSignature, m.snapshotName(), *m.Signature, wantHex)
+	// The message says only that the signature is wrong: the recomputed
+	// HMAC is a valid signature over what the store holds, so printing it
+	// would sign an attacker's manifest for them.
+	if !hmac.Equal([]byte(*m.Signature), []byte(hex.EncodeToString(want[:]))) {
+		return fmt.Errorf("%w: manifest of %s: the signature does not match the given key %s (manifest modified, or signed with another key)",
+			ErrBadSignature, m.snapshotName(), cc.Fingerprint().Short())
 	}
 	return nil
 }

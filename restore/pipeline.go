@@ -409,9 +409,18 @@ func decodeChunk(dec *chunkstore.Decoder, out []byte, f fetched, opts Options) (
 	var got crypto.Digest
 	h.Sum(got[:0])
 	if got != f.chunk.Digest {
-		return nil, fmt.Errorf("%w: content hashes to %s", ErrDigestMismatch, got)
+		return nil, fmt.Errorf("%w: %s", ErrDigestMismatch, mismatchText(got, f.chunk.Digest, opts.Key))
 	}
 	return data, nil
+}
+
+// mismatchText describes a digest mismatch. A keyed digest (cc != nil) is
+// derived from the key, so it is never printed; a plain SHA-256 is.
+func mismatchText(got, want crypto.Digest, cc *crypto.Config) string {
+	if cc != nil {
+		return fmt.Sprintf("content does not hash to %s with the given key", want)
+	}
+	return fmt.Sprintf("content hashes to %s, index says %s", got, want)
 }
 
 // MiBps returns the throughput of n bytes over d in MiB/s (0 for d <= 0).

@@ -114,7 +114,7 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 					var got crypto.Digest
 					h.Sum(got[:0])
 					if got != j.digest {
-						report(j, fmt.Sprintf("hashes to %s, index says %s", got, j.digest))
+						report(j, mismatchText(got, j.digest, cc))
 					}
 				}
 				pool.put(buf)
