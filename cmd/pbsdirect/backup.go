@@ -86,7 +86,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var cc *crypto.Config
 	if *cryptMode != "none" {
-		if cc, err = sf.loadKey(stderr); err != nil {
+		if cc, err = sf.loadKey(ctx, stderr); err != nil {
 			return err
 		}
 	}
