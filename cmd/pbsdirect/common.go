@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ func (s *storeFlags) namespace() (index.Namespace, error) {
 // loadKey opens the key file given with --keyfile or, like
 // proxmox-backup-client, the default key file when it exists (said on
 // stderr); without either it returns nil.
-func (s *storeFlags) loadKey(stderr io.Writer) (*crypto.Config, error) {
+func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Config, error) {
 	path := s.keyfile
 	if path == "" {
 		def := defaultKeyPath()
@@ -85,13 +86,15 @@ func (s *storeFlags) loadKey(stderr io.Writer) (*crypto.Config, error) {
 		fmt.Fprintf(stderr, "pbsdirect: using the default key file %s (give --keyfile to choose another)\n", def)
 		path = def
 	}
-	return openKeyFile(path, stderr)
+	return openKeyFile(ctx, path, stderr)
 }
 
-// openKeyFile reads and decrypts a key file, asking for the passphrase when
-// it is protected and PBS_ENCRYPTION_PASSWORD is unset.
-func openKeyFile(path string, stderr io.Writer) (*crypto.Config, error) {
-	data, err := os.ReadFile(path)
+// openKeyFile reads and decrypts a key file (a regular file of a few KiB,
+// see crypto.ReadSecretFile), asking for the passphrase when it is
+// protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
+// when ctx ends (Ctrl-C).
+func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
+	data, err := crypto.ReadSecretFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
@@ -106,7 +109,7 @@ func openKeyFile(path string, stderr io.Writer) (*crypto.Config, error) {
 			return nil, fmt.Errorf("key file %s: %w", path, err)
 		}
 	}
-	_, cfg, err := kf.Open(pass)
+	_, cfg, err := kf.Open(ctx, pass)
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
@@ -121,7 +124,7 @@ func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 		return []byte(p), nil
 	}
 	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
-		data, err := os.ReadFile(f)
+		data, err := crypto.ReadSecretFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("PBS_ENCRYPTION_PASSWORD_FILE: %w", err)
 		}

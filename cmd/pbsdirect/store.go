@@ -19,7 +19,7 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, create bool
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cc, err := sf.loadKey(stderr)
+	cc, err := sf.loadKey(ctx, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
