@@ -400,7 +400,6 @@ func TestUsage(t *testing.T) {
 		{"restore", "--store", store, "--ns", "a/b/c/d/e/f/g/h", snap0, "drive-scsi0", "/tmp/x"},
 		{"restore", "--store", store, "-j", "0", snap0, "drive-scsi0", "/tmp/x"},
 		{"restore", "--store", store, "--no-such-flag", snap0, "drive-scsi0", "/tmp/x"},
-		{"restore", "--store", store, snap0, "drive-scsi0", "-"},
 		{"verify", snap0},
 		{"verify", "--store", store, snap0, "vm/101"},
 		{"verify", "--store", store, "--output-format", "xml"},

@@ -109,11 +109,6 @@ type restored struct {
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
 	rc := registerRestoreFlags(fs)
-	defer func() {
-		if rc.sf.json() {
-			err = failJSON(err)
-		}
-	}()
 	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {
 		return err

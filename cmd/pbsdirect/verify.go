@@ -16,12 +16,6 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
 	var sf storeFlags
 	sf.register(fs)
-	reported := false
-	defer func() {
-		if sf.json() && !reported {
-			err = failJSON(err)
-		}
-	}()
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
 	if err := parse(fs, args); err != nil {
@@ -103,7 +97,6 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	rep.ExitCode = codeFor(ctx, verr)
 	if sf.json() {
-		reported = true
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
