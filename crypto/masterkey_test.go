@@ -2,6 +2,7 @@ package crypto
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -89,7 +90,7 @@ func TestMasterKeyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, bcfg, err := back.Open(nil)
+	_, bcfg, err := back.Open(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ type backupSummary struct {
 	Fingerprint   string   `json:"key-fingerprint,omitempty"`
 }
 
-func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
 	var sf storeFlags
 	sf.register(fs)
@@ -94,7 +94,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var cc *crypto.Config
 	if *cryptMode != "none" {
-		if cc, err = sf.loadKey(stderr); err != nil {
+		if cc, err = sf.loadKey(ctx, stderr); err != nil {
 			return err
 		}
 	}

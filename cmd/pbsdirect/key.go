@@ -51,9 +51,9 @@ func cmdKey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "create":
 		return cmdKeyCreate(args[1:], stdout, stderr)
 	case "show":
-		return cmdKeyShow(args[1:], stdout, stderr)
+		return cmdKeyShow(ctx, args[1:], stdout, stderr)
 	case "change-passphrase":
-		return cmdKeyChangePassphrase(args[1:], stdout, stderr)
+		return cmdKeyChangePassphrase(ctx, args[1:], stdout, stderr)
 	case "paperkey":
 		return cmdKeyPaperkey(args[1:], stdout, stderr)
 	case "create-master-key":
@@ -147,7 +147,7 @@ type keyInfo struct {
 	Verified    bool   `json:"verified"` // the key was decrypted and its fingerprint recomputed
 }
 
-func cmdKeyShow(args []string, stdout, stderr io.Writer) error {
+func cmdKeyShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("key show", "[flags] [PATH]", stderr)
 	verify := fs.Bool("verify", false, "decrypt the key (passphrase needed) and check the stored fingerprint")
 	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
@@ -166,7 +166,7 @@ func cmdKeyShow(args []string, stdout, stderr io.Writer) error {
 	}
 	data, err := readSmallFile(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("key file: %w", err)
 	}
 	kf, err := crypto.ParseKeyFile(data)
 	if err != nil {
@@ -186,7 +186,7 @@ func cmdKeyShow(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("%s: %w", path, err)
 			}
 		}
-		_, cfg, err := kf.Open(pass)
+		_, cfg, err := kf.Open(ctx, pass)
 		if err != nil {
 			if errors.Is(err, crypto.ErrKeyFingerprint) || errors.Is(err, crypto.ErrWrongPassphrase) {
 				return fmt.Errorf("%s: %w", path, err)

@@ -23,25 +23,9 @@ const (
 	masterPrivateName = "master-private.pem"
 )
 
-// maxKeyRead bounds what is read of a key, paper key or PEM file (bytes).
-const maxKeyRead = 64 << 10
-
-// readSmallFile reads the file at path, refusing one larger than maxKeyRead.
-func readSmallFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyRead+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxKeyRead {
-		return nil, fmt.Errorf("%s: larger than %d bytes, not a key file", path, maxKeyRead)
-	}
-	return data, nil
-}
+// readSmallFile reads a key, paper key or PEM file: a regular file of at
+// most crypto.MaxSecretFileSize bytes (crypto.ReadSecretFile).
+func readSmallFile(path string) ([]byte, error) { return crypto.ReadSecretFile(path) }
 
 // newPassphrase returns the new passphrase for a key: the first line of
 // file when given, else asked twice on the terminal (prompt).
@@ -113,7 +97,7 @@ func sealKey(key [crypto.KeySize]byte, kdf string, pass []byte, created, hint st
 	return data, kf, err
 }
 
-func cmdKeyChangePassphrase(args []string, stdout, stderr io.Writer) error {
+func cmdKeyChangePassphrase(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("key change-passphrase", "[flags] [PATH]", stderr)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the new passphrase: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
@@ -145,7 +129,7 @@ func cmdKeyChangePassphrase(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	key, cfg, err := kf.Open(old)
+	key, cfg, err := kf.Open(ctx, old)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -312,7 +296,7 @@ func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stder
 	if err != nil {
 		return fmt.Errorf("%s with %s: %w", fs.Arg(0), fs.Arg(1), err)
 	}
-	key, cfg, err := kf.Open(nil)
+	key, cfg, err := kf.Open(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: recovered key: %w", fs.Arg(0), err)
 	}
@@ -407,7 +391,7 @@ func decodePlainBlob(name string, raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer dec.Close()
-	data, _, err := dec.Decode(nil, raw, nil, maxKeyRead)
+	data, _, err := dec.Decode(nil, raw, nil, crypto.MaxSecretFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

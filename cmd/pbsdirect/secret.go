@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
 // maxSecretRead bounds what is read for a passphrase from a file or a file
@@ -16,12 +18,11 @@ const maxSecretRead = 64 << 10
 // line end); what names the source in errors (an environment variable or a
 // flag), never the content.
 func secretFromFile(what, path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := crypto.ReadSecretFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	defer f.Close()
-	return firstLine(what, f)
+	return firstLine(what, bytes.NewReader(data))
 }
 
 // secretFromFD returns the first line read from the open file descriptor fd
