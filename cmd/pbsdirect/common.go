@@ -36,6 +36,11 @@ type storeFlags struct {
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	s.registerLocation(fs)
 	fs.StringVar(&s.keyfile, "keyfile", "", "encryption key file or paper key (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD or a prompt")
+	s.registerOutput(fs)
+}
+
+// registerOutput adds --output-format.
+func (s *storeFlags) registerOutput(fs *flag.FlagSet) {
 	fs.StringVar(&s.outputFormat, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
 }
 
@@ -43,7 +48,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 // (no key, no output format).
 func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	fs.StringVar(&s.store, "store", os.Getenv("PBSDIRECT_STORE"), "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE)")
-	fs.StringVar(&s.ns, "ns", "", "namespace, e.g. prod/db (default: root namespace)")
+	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace: prod/db, prod/db/ or ns/prod/ns/db as listings print it (env PBS_NAMESPACE; default: the root namespace)")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
 	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
@@ -102,11 +107,30 @@ func checkStoreSpec(spec string) error {
 func (s *storeFlags) json() bool { return s.outputFormat != formatText }
 
 func (s *storeFlags) namespace() (index.Namespace, error) {
-	ns, err := index.ParseNamespace(s.ns)
+	ns, err := index.ParseNamespace(namespaceArg(s.ns))
 	if err != nil {
 		return nil, usagef("--ns: %v", err)
 	}
 	return ns, nil
+}
+
+// namespaceArg turns the forms --ns accepts into PBS's "a/b": a trailing
+// '/' is dropped, and the path form "ns/a/ns/b" that listings and snapshot
+// names print (every other level "ns") becomes "a/b".
+func namespaceArg(s string) string {
+	s = strings.TrimSuffix(s, "/")
+	parts := strings.Split(s, "/")
+	if len(parts)%2 != 0 {
+		return s
+	}
+	var levels []string
+	for i := 0; i < len(parts); i += 2 {
+		if parts[i] != "ns" {
+			return s
+		}
+		levels = append(levels, parts[i+1])
+	}
+	return strings.Join(levels, "/")
 }
 
 // loadKey opens the key file given with --keyfile or, like
