@@ -86,6 +86,10 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the exponential backoff between
 	// retries. 0 means the defaults above.
 	MinBackoff, MaxBackoff time.Duration
+	// ListPageSize is the number of objects asked for per listing page
+	// (maxResults). 0 leaves it to the server (GCS: 1000; emulators may
+	// return everything at once).
+	ListPageSize int
 	// Layout forces a layout; LayoutAuto detects it (see Open).
 	Layout Layout
 	// Create opens the store for writing (backup): an empty prefix gets the
@@ -102,6 +106,7 @@ type Store struct {
 	keys       objstore.Keys
 	url        string
 	maxRetries int
+	pageSize   int
 	timeout    time.Duration
 	backoff    objstore.Backoff
 	retries    atomic.Int64
@@ -127,8 +132,9 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // chunkstore.ErrDenied).
 func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		name: bucket,
-		keys: objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		name:     bucket,
+		keys:     objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		pageSize: max(0, opts.ListPageSize),
 	}
 	s.url = s.keys.URL("gs", bucket)
 	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
@@ -384,6 +390,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	q := &storage.Query{Prefix: base}
 	q.SetAttrSelection([]string{"Name", "Size"})
 	it := s.bucket.Objects(ctx, q)
+	it.PageInfo().MaxSize = s.pageSize
 	var files []chunkstore.FileInfo
 	for {
 		a, err := it.Next()
