@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -564,6 +565,10 @@ func TestFullFileSystem(t *testing.T) {
 			backupImage(t, store, c.image, "--chunk-size", "1024")
 			target := filepath.Join(mnt, "image.raw")
 			if c.wantFail {
+				// Every chunk gone from the store: a restore that fetched
+				// one before finding out there is no room would fail on
+				// that chunk instead.
+				removeChunks(t, store)
 				mustFail(t, 1, []string{target, "no space for the image's data"}, "restore", "--store", store, snap0, "drive-scsi0", target)
 				if left, _ := os.ReadDir(mnt); len(left) != len(before) {
 					t.Errorf("left behind in the file system: %v", left)
@@ -573,6 +578,23 @@ func TestFullFileSystem(t *testing.T) {
 			restoreJSON(t, "--store", store, snap0, "drive-scsi0", target)
 			fixture.Equal(t, target, c.image)
 		})
+	}
+}
+
+// removeChunks deletes every chunk file of the datastore at store (the
+// .chunks directories stay).
+func removeChunks(t *testing.T, store string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(filepath.Join(store, ".chunks"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+			err = os.Remove(p)
+		}
+		return err
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("removing the chunks of %s: %d removed, %v", store, n, err)
 	}
 }
 
