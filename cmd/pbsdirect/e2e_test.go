@@ -538,10 +538,7 @@ func TestFullFileSystem(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s-%dMiB-fail=%v", c.fs, len(c.image)>>20, c.wantFail), func(t *testing.T) {
 			if _, err := exec.LookPath(c.mkfs[0]); err != nil {
-				if c.fs != "ext4" {
-					t.Skipf("%s not available: %v", c.mkfs[0], err)
-				}
-				fixture.SkipOrFail(t, "%s not available: %v", c.mkfs[0], err)
+				fixture.SkipOrFail(t, "%s not available (.ci/run installs it): %v", c.mkfs[0], err)
 			}
 			dev, _ := fixture.LoopDevice(t, c.size, []byte{0})
 			if out, err := exec.Command(c.mkfs[0], append(c.mkfs[1:], dev)...).CombinedOutput(); err != nil {
@@ -553,7 +550,7 @@ func TestFullFileSystem(t *testing.T) {
 				args = append([]string{"-o", c.mountOpt}, args...)
 			}
 			if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-				t.Skipf("mount %s (%s): %v: %s", dev, c.fs, err, out)
+				fixture.SkipOrFail(t, "mount %s (%s) failed (needs root): %v: %s", dev, c.fs, err, out)
 			}
 			t.Cleanup(func() {
 				if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
