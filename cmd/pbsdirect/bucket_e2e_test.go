@@ -264,6 +264,7 @@ func bktSetEnv(t *testing.T, gcsHost string) {
 // Subtests share the servers and the base snapshots and run concurrently
 // (most of the time of the failing cases is spent waiting for retries).
 func TestBucketE2E(t *testing.T) {
+	fixture.SkipIfShort(t)
 	e := &bucketEnv{data: bktImage()}
 	e.img = fixture.WriteFile(t, t.TempDir(), "disk.raw", e.data)
 	key, _ := fixture.Key(t, 9)

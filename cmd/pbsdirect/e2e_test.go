@@ -464,6 +464,7 @@ func TestForce(t *testing.T) {
 // TestBlockDevice restores onto a loop device pre-filled with garbage, with
 // and without --assume-zeroed.
 func TestBlockDevice(t *testing.T) {
+	fixture.SkipIfShort(t)
 	store := fixture.NewStore(t)
 	data := zeroMiddle(10)
 	data = data[:12<<20+512] // whole sectors, short last chunk
@@ -521,6 +522,7 @@ func TestBlockDevice(t *testing.T) {
 // uncompressed), so a compressible image larger than the free space still
 // fits.
 func TestFullFileSystem(t *testing.T) {
+	fixture.SkipIfShort(t)
 	for _, c := range []struct {
 		fs       string
 		mkfs     []string // command and flags; the device is appended
