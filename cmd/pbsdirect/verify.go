@@ -59,7 +59,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sf storeFlags
 	sf.register(fs)
 	pf := registerPipelineFlags(fs, false)
-	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
+	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
+	cryptMode := registerCryptMode(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	start := time.Now()
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.store))
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	rep := verifyReport{OK: true}
-	v := &verifier{store: store, cc: cc, pf: pf, sf: &sf, stderr: stderr, verified: map[verifiedKey]bool{}, crcOnly: *crcOnly}
+	v := &verifier{store: store, keys: keys, pf: pf, sf: &sf, stderr: stderr, verified: map[verifiedKey]bool{}, crcOnly: *crcOnly}
 	for _, s := range snaps {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -157,7 +158,8 @@ type verifiedKey struct {
 // shared between archives and snapshots are read and checked once.
 type verifier struct {
 	store    chunkstore.Store
-	cc       *crypto.Config
+	keys     *keySource
+	cc       *crypto.Config // the key of the snapshot being checked
 	pf       *pipelineFlags
 	sf       *storeFlags
 	stderr   io.Writer
@@ -171,8 +173,13 @@ func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResul
 	res := snapshotResult{Snapshot: s.String(), OK: true}
 	m, err := snapshot.ReadManifest(ctx, v.store, s)
 	if err == nil {
-		err = m.Check(v.cc)
+		v.cc, err = v.keys.forManifest(m)
 	}
+	if err != nil {
+		res.OK, res.Error = false, err.Error()
+		return res
+	}
+	err = m.Check(v.cc)
 	noKey := v.cc == nil && errors.Is(err, index.ErrMissingKey)
 	if noKey && !v.crcOnly {
 		res.OK, res.Error = false, err.Error()+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
