@@ -164,3 +164,56 @@ func TestConcurrentBackups(t *testing.T) {
 		})
 	}
 }
+
+// TestThinBlockDevice: a restore onto a thin device (a loop device over a
+// sparse file, with stale data in what are zero ranges of the image) leaves
+// the zero ranges unallocated and reading as zeros: the backing file holds
+// no more than the image's data + 1 MiB, and the device the exact image.
+func TestThinBlockDevice(t *testing.T) {
+	const size = 64 << 20
+	data := fixture.Build(33,
+		fixture.Region{Kind: fixture.Random, Len: 4 << 20},
+		fixture.Region{Kind: fixture.Zero, Len: 28 << 20},
+		fixture.Region{Kind: fixture.Random, Len: 4 << 20},
+		fixture.Region{Kind: fixture.Zero, Len: 28 << 20})
+	store := fixture.NewStore(t)
+	backupImage(t, store, data)
+	dev, backing := fixture.LoopDevice(t, size, nil)
+	stale := make([]byte, 2<<20)
+	for i := range stale {
+		stale[i] = 0x5a
+	}
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{10 << 20, 50 << 20} { // stale data in zero ranges
+		if _, err := f.WriteAt(stale, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s := restoreJSON(t, "--store", store, snap0, "drive-scsi0", dev)
+	if s.ZeroRanges != "zeroed" {
+		t.Errorf("zero ranges: %q", s.ZeroRanges)
+	}
+	got := make([]byte, size)
+	g, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := g.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	fixture.EqualBytes(t, dev, got, data)
+	if err := g.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if alloc := statT(t, backing).Blocks * 512; alloc > 8<<20+1<<20 {
+		t.Errorf("thin backing file has %d bytes allocated for 8 MiB of data", alloc)
+	}
+}
