@@ -102,7 +102,7 @@ func (l *Local) ChunkLocation(d crypto.Digest) string {
 func mapErr(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w: %w", ErrDenied, err)
 	}
