@@ -217,3 +217,57 @@ func TestThinBlockDevice(t *testing.T) {
 		t.Errorf("thin backing file has %d bytes allocated for 8 MiB of data", alloc)
 	}
 }
+
+// TestTargetRefusedBeforeWork: a dangling link at TARGET, a link to a file,
+// a missing directory and a qcow2 volume are
+// refused before any chunk is read — the store has lost every chunk, so a
+// refusal found later would name a chunk — with the user's path, never the
+// partial file's name; an existing target is left as it was.
+func TestTargetRefusedBeforeWork(t *testing.T) {
+	data := zeroMiddle(34)
+	store := fixture.NewStore(t)
+	backupImage(t, store, data)
+	chunks, _ := filepath.Glob(filepath.Join(store, ".chunks", "*", "*"))
+	for _, c := range chunks {
+		os.Remove(c)
+	}
+	dir := t.TempDir()
+	dangling := filepath.Join(dir, "dangling.raw")
+	os.Symlink(filepath.Join(dir, "gone.raw"), dangling)
+	real := fixture.WriteFile(t, dir, "real.raw", []byte("keep"))
+	link := filepath.Join(dir, "link.raw")
+	os.Symlink(real, link)
+	qcow := fixture.WriteFile(t, dir, "vm-100-disk-0.qcow2", append([]byte("QFI\xfb\x00\x00\x00\x03"), make([]byte, 4096)...))
+	missing := filepath.Join(dir, "nodir", "sub", "t.raw")
+	for _, c := range []struct {
+		name   string
+		target string
+		force  bool
+		words  []string
+	}{
+		{"dangling-link", dangling, true, []string{dangling, "symbolic link", "dangling"}},
+		{"link-to-file", link, true, []string{link, "symbolic link", "--follow-symlinks"}},
+		{"missing-directory", missing, false, []string{missing, "no such file or directory"}},
+		{"qcow2", qcow, true, []string{qcow, "qcow2", "qemu-img convert"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"restore", "--store", store, snap0, "drive-scsi0", c.target}
+			if c.force {
+				args = append(args[:1], append([]string{"--force"}, args[1:]...)...)
+			}
+			r := mustFail(t, 1, c.words, args...)
+			for _, bad := range []string{"partial", "chunk", "appeared"} {
+				if strings.Contains(r.err, bad) {
+					t.Errorf("message says %q: %v", bad, r)
+				}
+			}
+		})
+	}
+	fixture.Equal(t, real, []byte("keep"))
+	if st, err := os.Lstat(dangling); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("dangling link changed: %v %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gone.raw")); err == nil {
+		t.Error("restore created the file a dangling link names")
+	}
+}
