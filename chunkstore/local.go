@@ -22,6 +22,9 @@ import (
 type Local struct {
 	root string
 	lock *os.File
+	// onDir, when set (tests), runs as ListFiles enters a directory,
+	// before its entries are read: where a concurrent prune strikes.
+	onDir func(path string)
 }
 
 // OpenLocal opens the datastore directory root. With create, a missing
@@ -184,7 +187,10 @@ func openRegular(p string) (*os.File, error) {
 	return f, nil
 }
 
-// ListFiles walks the directory dir (see Store.ListFiles).
+// ListFiles walks the directory dir (see Store.ListFiles). On a live
+// datastore a prune may remove a snapshot directory while it is walked:
+// whatever vanishes between reading a directory and visiting its entries is
+// left out (as PBS does), not an error.
 func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	base, err := l.abs(dir)
 	if err != nil {
@@ -193,8 +199,11 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	var out []FileInfo
 	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == base {
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && p == base:
 				return fs.SkipAll
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // removed since its parent was read
 			}
 			return err
 		}
@@ -202,12 +211,18 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 			if de.Name() == ".chunks" {
 				return fs.SkipDir
 			}
+			if l.onDir != nil {
+				l.onDir(p)
+			}
 			return nil
 		}
 		if !de.Type().IsRegular() {
 			return nil
 		}
 		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since its directory was read
+		}
 		if err != nil {
 			return err
 		}

@@ -565,7 +565,7 @@ func TestFullFileSystem(t *testing.T) {
 			backupImage(t, store, c.image, "--chunk-size", "1024")
 			target := filepath.Join(mnt, "image.raw")
 			if c.wantFail {
-				mustFail(t, 1, []string{target, "not enough free space", "nothing was written"}, "restore", "--store", store, snap0, "drive-scsi0", target)
+				mustFail(t, 3, []string{target, "not enough free space", "nothing was written"}, "restore", "--store", store, snap0, "drive-scsi0", target)
 				if left, _ := os.ReadDir(mnt); len(left) != len(before) {
 					t.Errorf("left behind in the file system: %v", left)
 				}
@@ -578,7 +578,7 @@ func TestFullFileSystem(t *testing.T) {
 					t.Fatalf("fallocate: %v: %s", err, out)
 				}
 				stBefore := statT(t, oldPath)
-				mustFail(t, 1, []string{oldPath, "not enough free space", "nothing was written"}, "restore", "--force", "--store", store, snap0, "drive-scsi0", oldPath)
+				mustFail(t, 3, []string{oldPath, "not enough free space", "nothing was written"}, "restore", "--force", "--store", store, snap0, "drive-scsi0", oldPath)
 				stAfter := statT(t, oldPath)
 				if stAfter.Size != stBefore.Size || stAfter.Blocks != stBefore.Blocks {
 					t.Errorf("refused --force changed the old file: size %d -> %d, blocks %d -> %d", stBefore.Size, stAfter.Size, stBefore.Blocks, stAfter.Blocks)

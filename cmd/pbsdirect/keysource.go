@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	flag "github.com/spf13/pflag"
 
@@ -19,6 +21,8 @@ import (
 // key fingerprint), never for a plain one, and never with --crypt-mode
 // none or when the command does not want it (verify --crc-only).
 type keySource struct {
+	ctx       context.Context // stops a key derivation (Ctrl-C)
+	mu        sync.Mutex      // forManifest may be called concurrently (verify)
 	sf        *storeFlags
 	stderr    io.Writer
 	none      bool // --crypt-mode none: no key at all
@@ -36,8 +40,8 @@ func registerCryptMode(fs *flag.FlagSet) *string {
 
 // newKeySource checks --crypt-mode against --keyfile and opens a key given
 // with --keyfile.
-func newKeySource(sf *storeFlags, cryptMode string, noDefault bool, stderr io.Writer) (*keySource, error) {
-	k := &keySource{sf: sf, stderr: stderr, noDefault: noDefault}
+func newKeySource(ctx context.Context, sf *storeFlags, cryptMode string, noDefault bool, stderr io.Writer) (*keySource, error) {
+	k := &keySource{ctx: ctx, sf: sf, stderr: stderr, noDefault: noDefault}
 	switch cryptMode {
 	case "":
 	case "none":
@@ -57,7 +61,7 @@ func newKeySource(sf *storeFlags, cryptMode string, noDefault bool, stderr io.Wr
 		return nil, usagef("--crypt-mode must be none, encrypt or sign-only, not %q", cryptMode)
 	}
 	if sf.keyfile != "" {
-		cc, err := openKeyFile(sf.keyfile, stderr)
+		cc, err := openKeyFile(ctx, sf.keyfile, stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -85,6 +89,8 @@ func needsKey(m *index.Manifest) bool {
 // --keyfile key; else the default key file's, opened (once) only when m
 // needs a key; else nil.
 func (k *keySource) forManifest(m *index.Manifest) (*crypto.Config, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.none || k.loaded || k.err != nil {
 		return k.cc, k.err
 	}
@@ -96,7 +102,7 @@ func (k *keySource) forManifest(m *index.Manifest) (*crypto.Config, error) {
 		return nil, nil
 	}
 	fmt.Fprintf(k.stderr, "pbsdirect: using the default key file %s (give --keyfile to choose another, --crypt-mode none for no key)\n", def)
-	cc, err := openKeyFile(def, k.stderr)
+	cc, err := openKeyFile(k.ctx, def, k.stderr)
 	if err != nil {
 		if errors.Is(err, crypto.ErrPassphraseNeeded) {
 			err = fmt.Errorf("%w (set PBS_ENCRYPTION_PASSWORD, give --keyfile, or --crypt-mode none for no key)", err)

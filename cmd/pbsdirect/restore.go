@@ -42,6 +42,7 @@ type restoreSummary struct {
 	Layout        string  `json:"bucket-layout,omitempty"`
 	Retries       int64   `json:"retries"`
 	ZeroRanges    string  `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	ExitCode      int     `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
 }
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
@@ -51,6 +52,7 @@ type restoreCmd struct {
 	force        *bool
 	assumeZeroed *bool
 	noDirect     *bool
+	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 	follow       *bool
 	cryptMode    *string
 }
@@ -79,8 +81,11 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	if err := rc.pf.check(); err != nil {
 		return err
 	}
-	if fs.Arg(2) == "-" {
-		return usagef("restoring to standard output is not supported: give a file or block device")
+	if fs.Arg(2) == "-" && !rc.stdoutOK {
+		return usagef("a drill restores to a file or block device, not to standard output")
+	}
+	if fs.Arg(2) == "-" && rc.sf.json() {
+		return usagef("--output-format json writes to standard output: not with TARGET -")
 	}
 	return checkSnapshotRef(fs.Arg(0))
 }
@@ -104,14 +109,23 @@ type restored struct {
 	target *restore.FileTarget
 }
 
-func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
 	rc := registerRestoreFlags(fs)
+	defer func() {
+		if rc.sf.json() {
+			err = failJSON(err)
+		}
+	}()
+	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := rc.check(fs); err != nil {
 		return err
+	}
+	if fs.Arg(2) == "-" {
+		return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
 	}
 	r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), true, stdout, stderr)
 	if err != nil || r == nil {
@@ -150,7 +164,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
-		return nil, err
+		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
@@ -160,7 +174,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	plan, fi, err := restore.LoadPlan(ctx, store, snap.Dir(), m, archive, cc)
 	if err != nil {
-		return nil, err
+		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
 	target, err := restore.OpenTarget(targetPath, int64(plan.Size), rc.targetOptions(int64(plan.DataBytes())))
 	if err != nil {
