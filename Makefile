@@ -29,11 +29,17 @@ demo: build
 vet:
 	$(GO) vet -tags $(TAGS) ./...
 
-# Installs the test servers (versitygw) if missing, then runs every test.
+# Installs the test servers (versitygw) and gotestsum if missing, then runs
+# every test; gotestsum ends with the failed and the skipped tests (with
+# their reasons) and keeps go test's JSON events in build/test.json.
 test: vet
 	bash scripts/install-test-servers.sh
-	PATH="$$($(GO) env GOPATH)/bin:$$PATH" $(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
+	mkdir -p build
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" gotestsum --format pkgname --jsonfile build/test.json -- \
+		-tags $(TAGS) -count=1 -timeout 30m ./...
 
+# The quick loop: the slow end-to-end tests (real file systems, bucket
+# servers, signals) skip under -short.
 test-short:
 	$(GO) test -tags $(TAGS) -short ./...
 
