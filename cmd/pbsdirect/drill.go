@@ -18,9 +18,9 @@ type drillReport struct {
 	Snapshot        string          `json:"snapshot,omitempty"`
 	Archive         string          `json:"archive"`
 	Target          string          `json:"target"`
-	Started         string          `json:"started"`                     // RFC 3339, UTC
+	Started         string          `json:"started"`                           // RFC 3339, UTC
 	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // manifest to synced target; absent when the restore failed
-	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"` // re-check of every chunk from the target
+	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"`       // re-check of every chunk from the target
 	TotalSeconds    float64         `json:"total-seconds"`
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
