@@ -281,6 +281,46 @@ func writeAtomic(p string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
+// ClaimSnapshot takes the group's writer lock — flock(LOCK_EX|LOCK_NB) on
+// the group directory, as PBS writers take it (§1.5, the lock PBS before
+// 3.3.5 uses, and every pbsdirect backup) — and creates the snapshot
+// directory. The group directory is opened without following a link. A
+// snapshot directory left by a failed backup (no manifest) is reused: the
+// lock proves nobody writes it. See SnapshotClaimer.
+func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	p, err := l.abs(snapDir)
+	if err != nil {
+		return nil, err
+	}
+	group := filepath.Dir(p)
+	if err := os.MkdirAll(group, 0o755); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", snapDir, mapErr(err))
+	}
+	g, err := os.OpenFile(group, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: group directory %s: %w", snapDir, group, mapErr(err))
+	}
+	for {
+		err = unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: %w: %s is locked (another backup of this group, or PBS, is running)", snapDir, ErrSnapshotBusy, group)
+	}
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: lock %s: %w", snapDir, group, err)
+	}
+	if err := unix.Mkdirat(int(g.Fd()), filepath.Base(p), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: create %s: %w", snapDir, p, mapErr(err))
+	}
+	return g.Close, nil
+}
+
 // Close releases the datastore lock, if held.
 func (l *Local) Close() error {
 	if l.lock != nil {

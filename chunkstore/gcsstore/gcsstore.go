@@ -15,6 +15,7 @@
 package gcsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -497,14 +499,17 @@ func status(err error) int {
 	return 0
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
-// around 401/403s.
+// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// around 401/403s and chunkstore.ErrUnavailable around unreachable endpoints
+// and transient failures that outlasted the retries.
 func mapErr(err error) error {
 	switch st := status(err); {
 	case st == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist):
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || st == http.StatusUnauthorized:
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	case bucket.Unreachable(err) || shouldRetry(err):
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err
 }
@@ -532,4 +537,40 @@ func shouldRetry(err error) bool {
 		return true
 	}
 	return storage.ShouldRetry(err)
+}
+
+// ClaimSnapshot creates the snapshot's claim marker with a DoesNotExist
+// precondition; release deletes it (see chunkstore.SnapshotClaimer). A
+// marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried upload whose first
+// attempt landed).
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	obj := s.bucket.Object(key)
+	release := func() error {
+		if err := obj.Delete(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	err = s.upload(ctx, obj.If(storage.Conditions{DoesNotExist: true}), mine)
+	if err == nil {
+		return release, nil
+	}
+	if status(err) != http.StatusPreconditionFailed {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	var held []byte
+	if r, err := obj.NewReader(ctx); err == nil {
+		held, _ = io.ReadAll(io.LimitReader(r, 4096))
+		r.Close()
+	}
+	if bytes.Equal(held, mine) {
+		return release, nil
+	}
+	return nil, chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
 }

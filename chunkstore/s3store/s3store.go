@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -911,8 +912,9 @@ func isNotImplemented(err error) bool {
 	return st == http.StatusNotImplemented || code == "NotImplemented"
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
-// around 403s.
+// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// around 403s and chunkstore.ErrUnavailable around unreachable endpoints and
+// transient failures (429, 5xx, timeouts) that outlasted the retries.
 func mapErr(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -927,6 +929,8 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classify(err) == aws.TrueTernary:
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	if r := bucketRegion(err); r != "" {
 		return fmt.Errorf("%w (the bucket is in region %s: give --s3-region %s)", err, r, r)
@@ -1020,3 +1024,67 @@ func (e *timeoutError) Error() string {
 
 func (e *timeoutError) Timeout() bool        { return true }
 func (e *timeoutError) RetryableError() bool { return true }
+
+// ClaimSnapshot creates the snapshot's claim marker with a conditional PUT
+// (If-None-Match: *); release deletes it (see chunkstore.SnapshotClaimer).
+// A marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried PUT whose first
+// attempt landed). On a server without conditional PUTs (501) the claim
+// falls back to HEAD then PUT, which cannot exclude a writer that starts
+// in between.
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	release := func() error {
+		if _, err := s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	busy := func() error {
+		var held []byte
+		if rc, _, err := s.OpenFile(ctx, path.Join(snapDir, chunkstore.ClaimMarker)); err == nil {
+			held, _ = io.ReadAll(io.LimitReader(rc, 4096))
+			rc.Close()
+		}
+		if bytes.Equal(held, mine) {
+			return nil
+		}
+		return chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
+	}
+	if !s.noCondPut.Load() {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          bytes.NewReader(mine),
+			ContentLength: aws.Int64(int64(len(mine))),
+			ContentType:   aws.String("application/json"),
+			IfNoneMatch:   aws.String("*"),
+		})
+		switch {
+		case err == nil:
+			return release, nil
+		case httpStatus(err) == http.StatusPreconditionFailed:
+			if err := busy(); err != nil {
+				return nil, err
+			}
+			return release, nil
+		case isNotImplemented(err):
+			s.noCondPut.Store(true)
+		default:
+			return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+		}
+	}
+	if _, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err == nil {
+		return nil, busy()
+	} else if !errors.Is(mapErr(err), chunkstore.ErrNotFound) {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	if err := s.put(ctx, key, mine); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return release, nil
+}
