@@ -195,7 +195,7 @@ func TestProviderQuirks(t *testing.T) {
 		p := e.proxy(t, quirkproxy.Quirks{TLS: &cert})
 		ep := []string{"--s3-endpoint", "https://localhost:" + p.Port}
 		target := filepath.Join(t.TempDir(), "r.raw")
-		mustFail(t, 1, []string{"--s3-fingerprint"}, append([]string{"restore", "--store", "s3://quirks/ds", "vm/508", "drive-scsi0", target}, ep...)...)
+		mustFail(t, 3, []string{"--s3-fingerprint"}, append([]string{"restore", "--store", "s3://quirks/ds", "vm/508", "drive-scsi0", target}, ep...)...)
 		e.restoreLatest(t, append(ep, "--s3-fingerprint", fp)...)
 		other := strings.Repeat("ab:", 31) + "ab"
 		r := pbs(t, append([]string{"restore", "--store", "s3://quirks/ds", "--s3-fingerprint", other, "vm/508", "drive-scsi0", target}, ep...)...)
