@@ -299,6 +299,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	isChunk := strings.HasPrefix(rq.key, ".chunks/") || strings.Contains(rq.key, "/.chunks/")
 	recode := rq.download && resp.StatusCode == http.StatusOK && (!p.q.OnlyChunks || isChunk)
+	if recode && (p.q.GzipObjects || p.q.ChunkedObjects) && resp.Header.Get("Content-Encoding") != "" {
+		// Already encoded (an object stored compressed): a gateway passes
+		// it on as it is, only without Content-Length.
+		p.objectGets.Add(1)
+		writeChunked(w, resp.StatusCode, data)
+		return
+	}
 	switch {
 	case recode && p.q.GzipObjects:
 		var zb bytes.Buffer
