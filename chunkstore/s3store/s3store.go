@@ -757,6 +757,11 @@ func (r *resumingReader) reopen() error {
 		}
 		return fmt.Errorf("%s: resuming at offset %d: %w", r.s.objURL(r.key), r.off, mapErr(err))
 	}
+	if bucket.IsGzip(aws.ToString(out.ContentEncoding)) {
+		// An encoded range cannot be spliced onto the plain bytes read so far.
+		out.Body.Close()
+		return fmt.Errorf("%s: resuming at offset %d: the server sent the rest gzip-encoded", r.s.objURL(r.key), r.off)
+	}
 	r.body = out.Body
 	return nil
 }
