@@ -42,8 +42,20 @@ func OpenLocal(root string, create bool) (*Local, error) {
 	}
 	l := &Local{root: root}
 	if !create {
-		if st, err := os.Stat(filepath.Join(root, ".chunks")); err != nil || !st.IsDir() {
+		st, err := os.Stat(filepath.Join(root, ".chunks"))
+		switch {
+		case err == nil && st.IsDir():
+			// Readable? Found now, not at the first chunk.
+			d, err := os.Open(filepath.Join(root, ".chunks"))
+			if err != nil {
+				return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
+			}
+			d.Close()
+		case err == nil, errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("datastore %s: %w: not a PBS datastore (no .chunks directory); --store must name the datastore directory itself", root, ErrNotFound)
+		default:
+			// Permission denied stays permission denied, with the path.
+			return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
 		}
 		return l, nil
 	}
@@ -93,9 +105,9 @@ func (l *Local) ChunkLocation(d crypto.Digest) string {
 func mapErr(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %v", ErrDenied, err)
+		return fmt.Errorf("%w: %w", ErrDenied, err)
 	}
 	return err
 }

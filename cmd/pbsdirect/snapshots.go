@@ -38,11 +38,6 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags("snapshots", "[flags]", stderr)
 	var sf storeFlags
 	sf.register(fs)
-	defer func() {
-		if sf.json() {
-			err = failJSON(err)
-		}
-	}()
 	if err := parse(fs, args); err != nil {
 		return err
 	}

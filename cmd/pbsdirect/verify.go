@@ -16,14 +16,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
 	var sf storeFlags
 	sf.register(fs)
-	reported := false
-	defer func() {
-		if sf.json() && !reported {
-			err = failJSON(err)
-		}
-	}()
 	pf := registerPipelineFlags(fs, false)
-	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
+	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
+	cryptMode := registerCryptMode(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -42,7 +37,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	start := time.Now()
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.store))
 	if err != nil {
 		return err
 	}
@@ -68,7 +63,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	rep := verify.Report{OK: true}
 	v := verify.New(store, verify.Options{
-		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store),
+		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store),
 		Progress: func(name string, total int64, done func() int64) func() {
 			return startProgress(stderr, !sf.json(), "verify "+name, total, done).done
 		},
@@ -103,7 +98,6 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	rep.ExitCode = codeFor(ctx, verr)
 	if sf.json() {
-		reported = true
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
