@@ -36,27 +36,27 @@ import (
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/internal/objstore"
 )
 
 // Layout is how the datastore is laid out below the bucket prefix.
-type Layout = objstore.Layout
+type Layout = bucket.Layout
 
-// Layouts (see objstore.Layout).
+// Layouts (see bucket.Layout).
 const (
-	LayoutAuto  = objstore.LayoutAuto
-	LayoutPBS4  = objstore.LayoutPBS4
-	LayoutPlain = objstore.LayoutPlain
+	LayoutAuto  = bucket.LayoutAuto
+	LayoutPBS4  = bucket.LayoutPBS4
+	LayoutPlain = bucket.LayoutPlain
 )
 
 // Defaults used for zero Options fields.
 const (
 	DefaultConcurrency    = 32
-	DefaultRequestTimeout = objstore.DefaultRequestTimeout
-	DefaultMaxRetries     = objstore.DefaultMaxRetries
-	DefaultMinBackoff     = objstore.DefaultMinBackoff
-	DefaultMaxBackoff     = objstore.DefaultMaxBackoff
+	DefaultRequestTimeout = bucket.DefaultRequestTimeout
+	DefaultMaxRetries     = bucket.DefaultMaxRetries
+	DefaultMinBackoff     = bucket.DefaultMinBackoff
+	DefaultMaxBackoff     = bucket.DefaultMaxBackoff
 )
 
 // Options configures Open. The zero value uses Application Default
@@ -99,11 +99,11 @@ type Store struct {
 	client     *storage.Client
 	bucket     *storage.BucketHandle
 	name       string
-	keys       objstore.Keys
+	keys       bucket.Keys
 	url        string
 	maxRetries int
 	timeout    time.Duration
-	backoff    objstore.Backoff
+	backoff    bucket.Backoff
 	retries    atomic.Int64
 }
 
@@ -112,11 +112,11 @@ var _ chunkstore.Store = (*Store)(nil)
 // OpenURL opens the store at a URL of the form "gs://bucket[/prefix]". See
 // Open.
 func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error) {
-	bucket, prefix, err := objstore.ParseURL("gs", storeURL)
+	bkt, prefix, err := bucket.ParseURL("gs", storeURL)
 	if err != nil {
 		return nil, err
 	}
-	return Open(ctx, bucket, prefix, opts)
+	return Open(ctx, bkt, prefix, opts)
 }
 
 // Open opens the datastore below prefix in bucket and detects its layout:
@@ -125,13 +125,13 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // without usable credentials (unless NoAuth or STORAGE_EMULATOR_HOST) and if
 // the bucket cannot be listed (missing: chunkstore.ErrNotFound; refused:
 // chunkstore.ErrDenied).
-func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
+func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		name: bucket,
-		keys: objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		name: bkt,
+		keys: bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
-	s.url = s.keys.URL("gs", bucket)
-	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
+	s.url = s.keys.URL("gs", bkt)
+	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
 	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
@@ -181,7 +181,7 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 		}),
 	)
 	s.client = client
-	s.bucket = client.Bucket(bucket)
+	s.bucket = client.Bucket(bkt)
 	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
 		client.Close()
 		return nil, err
@@ -209,7 +209,7 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	if s.keys.Prefix != "" {
 		root = s.keys.Prefix + "/"
 	}
-	q := &storage.Query{Prefix: root + objstore.ContentDir + "/"}
+	q := &storage.Query{Prefix: root + bucket.ContentDir + "/"}
 	q.SetAttrSelection([]string{"Name"})
 	it := s.bucket.Objects(ctx, q)
 	it.PageInfo().MaxSize = 1
@@ -298,7 +298,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
 		}
 		s.retries.Add(1)
-		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
 			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
 		}
 	}
@@ -461,7 +461,7 @@ func (s *Store) upload(ctx context.Context, obj *storage.ObjectHandle, data []by
 			return err
 		}
 		s.retries.Add(1)
-		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
 			return err
 		}
 	}
@@ -478,14 +478,17 @@ func status(err error) int {
 	return 0
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
-// around 401/403s.
+// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// around 401/403s and chunkstore.ErrUnavailable around unreachable endpoints
+// and transient failures that outlasted the retries.
 func mapErr(err error) error {
 	switch st := status(err); {
 	case st == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist):
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || st == http.StatusUnauthorized:
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	case bucket.Unreachable(err) || shouldRetry(err):
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err
 }
@@ -493,7 +496,7 @@ func mapErr(err error) error {
 // shouldRetry retries what storage.ShouldRetry does (408, 429, 5xx,
 // resets, unexpected EOF) plus timeouts and 409, never 401/403/404/412.
 func shouldRetry(err error) bool {
-	if objstore.Unreachable(err) {
+	if bucket.Unreachable(err) {
 		return false
 	}
 	switch st := status(err); st {

@@ -38,18 +38,18 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/internal/objstore"
 )
 
 // Layout is how the datastore is laid out below the bucket prefix.
-type Layout = objstore.Layout
+type Layout = bucket.Layout
 
-// Layouts (see objstore.Layout).
+// Layouts (see bucket.Layout).
 const (
-	LayoutAuto  = objstore.LayoutAuto
-	LayoutPBS4  = objstore.LayoutPBS4
-	LayoutPlain = objstore.LayoutPlain
+	LayoutAuto  = bucket.LayoutAuto
+	LayoutPBS4  = bucket.LayoutPBS4
+	LayoutPlain = bucket.LayoutPlain
 )
 
 // PathStyle selects path-style ("https://host/bucket/key") or virtual-hosted
@@ -94,10 +94,10 @@ func ParsePathStyle(s string) (PathStyle, error) {
 // Defaults used for zero Options fields.
 const (
 	DefaultConcurrency    = 32
-	DefaultRequestTimeout = objstore.DefaultRequestTimeout
-	DefaultMaxRetries     = objstore.DefaultMaxRetries
-	DefaultMinBackoff     = objstore.DefaultMinBackoff
-	DefaultMaxBackoff     = objstore.DefaultMaxBackoff
+	DefaultRequestTimeout = bucket.DefaultRequestTimeout
+	DefaultMaxRetries     = bucket.DefaultMaxRetries
+	DefaultMinBackoff     = bucket.DefaultMinBackoff
+	DefaultMaxBackoff     = bucket.DefaultMaxBackoff
 	// DefaultRegion is the SigV4 region used when neither Options.Region nor
 	// the AWS configuration (AWS_REGION, profile) names one.
 	DefaultRegion = "us-east-1"
@@ -151,12 +151,12 @@ type Store struct {
 	client     *s3.Client
 	conns      connSet
 	bucket     string
-	keys       objstore.Keys
+	keys       bucket.Keys
 	url        string
 	endpoint   string
 	maxRetries int
 	timeout    time.Duration
-	backoff    objstore.Backoff
+	backoff    bucket.Backoff
 	// noCondPut is set once the server answered a conditional PUT with
 	// "not implemented": WriteChunk then uses HEAD + PUT.
 	noCondPut atomic.Bool
@@ -168,11 +168,11 @@ var _ chunkstore.Store = (*Store)(nil)
 // OpenURL opens the store at a URL of the form "s3://bucket[/prefix]"
 // (prefix may be empty or multi-level). See Open.
 func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error) {
-	bucket, prefix, err := objstore.ParseURL("s3", storeURL)
+	bkt, prefix, err := bucket.ParseURL("s3", storeURL)
 	if err != nil {
 		return nil, err
 	}
-	return Open(ctx, bucket, prefix, opts)
+	return Open(ctx, bkt, prefix, opts)
 }
 
 // Open opens the datastore below prefix in bucket. It loads the AWS
@@ -182,13 +182,13 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // prefix holding no datastore content yet gets PBS4. It fails if the bucket
 // cannot be listed (missing bucket: chunkstore.ErrNotFound; refused:
 // chunkstore.ErrDenied).
-func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
+func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		bucket: bucket,
-		keys:   objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		bucket: bkt,
+		keys:   bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
-	s.url = s.keys.URL("s3", bucket)
-	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
+	s.url = s.keys.URL("s3", bkt)
+	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
 	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
@@ -349,7 +349,7 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	}
 	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 		Bucket:  &s.bucket,
-		Prefix:  aws.String(root + objstore.ContentDir + "/"),
+		Prefix:  aws.String(root + bucket.ContentDir + "/"),
 		MaxKeys: aws.Int32(1),
 	})
 	if err != nil {
@@ -441,7 +441,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
 		}
 		s.retries.Add(1)
-		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
 			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
 		}
 	}
@@ -576,7 +576,7 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		} else {
 			r.retries++
 			r.s.retries.Add(1)
-			if serr := objstore.Sleep(r.ctx, r.s.backoff.Delay(r.retries)); serr != nil {
+			if serr := bucket.Sleep(r.ctx, r.s.backoff.Delay(r.retries)); serr != nil {
 				r.err = fmt.Errorf("%s: reading at offset %d: %w (retry aborted: %v)", r.s.objURL(r.key), r.off, err, serr)
 			}
 		}
@@ -728,8 +728,9 @@ func isNotImplemented(err error) bool {
 	return st == http.StatusNotImplemented || code == "NotImplemented"
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
-// around 403s.
+// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// around 403s and chunkstore.ErrUnavailable around unreachable endpoints and
+// transient failures (429, 5xx, timeouts) that outlasted the retries.
 func mapErr(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -742,15 +743,17 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classify(err) == aws.TrueTernary:
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err
 }
 
 // classify decides retries ahead of the SDK's default rules: never an
-// unreachable endpoint (objstore.Unreachable), 403, 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
+// unreachable endpoint (bucket.Unreachable), 403, 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
 // attempt timeouts and truncated responses.
 func classify(err error) aws.Ternary {
-	if objstore.Unreachable(err) {
+	if bucket.Unreachable(err) {
 		return aws.FalseTernary
 	}
 	switch st := httpStatus(err); {

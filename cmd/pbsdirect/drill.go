@@ -26,6 +26,7 @@ type drillReport struct {
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
 	Removed         bool            `json:"target-removed"`
+	ExitCode        int             `json:"exit-code"` // the process exit code
 }
 
 // readBackReport says what the read-back checked.
@@ -56,6 +57,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rep.Error = err.Error()
 		}
 		rep.TotalSeconds = time.Since(start).Seconds()
+		rep.ExitCode = codeFor(ctx, err)
 		if rc.sf.json() {
 			if werr := writeJSON(stdout, rep); werr != nil {
 				return werr

@@ -564,7 +564,7 @@ func TestFullFileSystem(t *testing.T) {
 			backupImage(t, store, c.image, "--chunk-size", "1024")
 			target := filepath.Join(mnt, "image.raw")
 			if c.wantFail {
-				mustFail(t, 1, []string{target, "no space for the image's data"}, "restore", "--store", store, snap0, "drive-scsi0", target)
+				mustFail(t, 3, []string{target, "no space for the image's data"}, "restore", "--store", store, snap0, "drive-scsi0", target)
 				if left, _ := os.ReadDir(mnt); len(left) != len(before) {
 					t.Errorf("left behind in the file system: %v", left)
 				}

@@ -41,6 +41,7 @@ type restoreSummary struct {
 	Layout        string  `json:"bucket-layout,omitempty"`
 	Retries       int64   `json:"retries"`
 	ZeroRanges    string  `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	ExitCode      int     `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
 }
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
@@ -100,10 +101,15 @@ type restored struct {
 	created bool           // the target file was created by the restore
 }
 
-func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
 	rc := registerRestoreFlags(fs)
 	rc.stdoutOK = true
+	defer func() {
+		if rc.sf.json() {
+			err = failJSON(err)
+		}
+	}()
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -33,10 +33,15 @@ type snapshotFile struct {
 // manifestReads is how many manifests are read at once for a listing.
 const manifestReads = 16
 
-func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("snapshots", "[flags]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	defer func() {
+		if sf.json() {
+			err = failJSON(err)
+		}
+	}()
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -51,13 +51,20 @@ type verifyReport struct {
 	OK        bool             `json:"ok"`
 	Snapshots []snapshotResult `json:"snapshots"`
 	Seconds   float64          `json:"seconds"`
-	Bytes     uint64           `json:"bytes"` // archive bytes covered
+	Bytes     uint64           `json:"bytes"`     // archive bytes covered
+	ExitCode  int              `json:"exit-code"` // the process exit code
 }
 
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	reported := false
+	defer func() {
+		if sf.json() && !reported {
+			err = failJSON(err)
+		}
+	}()
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
 	if err := parse(fs, args); err != nil {
@@ -119,13 +126,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	rep.Seconds = time.Since(start).Seconds()
-	if sf.json() {
-		if err := writeJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
-	}
+	var verr error
 	if !rep.OK {
 		failed := 0
 		for _, sr := range rep.Snapshots {
@@ -133,9 +134,22 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				failed++
 			}
 		}
-		return fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", failed, len(rep.Snapshots))
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", failed, len(rep.Snapshots))
+		if v.outside != nil {
+			// Some archive could not be checked for a reason outside the data.
+			verr = fmt.Errorf("%w; %w", verr, v.outside)
+		}
 	}
-	return nil
+	rep.ExitCode = codeFor(ctx, verr)
+	if sf.json() {
+		reported = true
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+	}
+	return verr
 }
 
 func okWord(ok bool) string {
@@ -163,6 +177,18 @@ type verifier struct {
 	stderr   io.Writer
 	verified map[verifiedKey]bool
 	crcOnly  bool // --crc-only: encrypted archives without key get structure and CRC checks
+	// outside is the first failure whose cause lies outside the data
+	// (chunkstore.Outside): the archive was not checked, not found damaged.
+	outside error
+}
+
+// note records an archive or snapshot failure: one outside the data is
+// kept for the exit code.
+func (v *verifier) note(err error) string {
+	if v.outside == nil && chunkstore.Outside(err) {
+		v.outside = err
+	}
+	return err.Error()
 }
 
 // snapshot checks the manifest and every archive listed in it. A failing
@@ -175,7 +201,7 @@ func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResul
 	}
 	noKey := v.cc == nil && errors.Is(err, index.ErrMissingKey)
 	if noKey && !v.crcOnly {
-		res.OK, res.Error = false, err.Error()+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
+		res.OK, res.Error = false, v.note(err)+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
 		return res
 	}
 	if noKey {
@@ -183,7 +209,7 @@ func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResul
 		// for structure and CRC; the manifest signature cannot be checked.
 		res.Note = "no key: manifest signature not checked, encrypted archives checked by structure and CRC only (give --keyfile for a full check)"
 	} else if err != nil {
-		res.OK, res.Error = false, err.Error()
+		res.OK, res.Error = false, v.note(err)
 		return res
 	}
 	for _, f := range m.Files {
@@ -193,11 +219,11 @@ func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResul
 		case strings.HasSuffix(f.Filename, ".blob") && unkeyed:
 			a.CRCOnly = true
 			if _, err := snapshot.CheckBlob(ctx, v.store, s, m, f.Filename); err != nil {
-				a.OK, a.Error = false, err.Error()
+				a.OK, a.Error = false, v.note(err)
 			}
 		case strings.HasSuffix(f.Filename, ".blob"):
 			if _, err := snapshot.ReadBlob(ctx, v.store, s, m, f.Filename, v.cc); err != nil {
-				a.OK, a.Error = false, err.Error()
+				a.OK, a.Error = false, v.note(err)
 			}
 		default:
 			v.index(ctx, s, m, f.Filename, unkeyed, &a)
@@ -219,7 +245,7 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	}
 	plan, fi, err := load(ctx, v.store, s.Dir(), m, name, v.cc)
 	if err != nil {
-		a.OK, a.Error = false, err.Error()
+		a.OK, a.Error = false, v.note(err)
 		return
 	}
 	opts := v.pf.options(v.sf.store)
@@ -246,10 +272,11 @@ func (v *verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", len(de.Chunks))
 		for _, c := range de.Chunks {
 			bad[c.Digest] = true
+			v.note(c.Err)
 			a.Damaged = append(a.Damaged, damagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Err.Error()})
 		}
 	case err != nil:
-		a.OK, a.Error = false, err.Error()
+		a.OK, a.Error = false, v.note(err)
 		return
 	}
 	if unkeyed {
