@@ -148,6 +148,15 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 	return sa, nil
 }
 
+// report prints what each reader fetched, for the end of a serving run.
+func (sa *snapshotAccess) report(w io.Writer) {
+	for i, r := range sa.readers {
+		st := r.Stats()
+		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead), %d failed\n",
+			sa.names[i], st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load(), st.Failed.Load())
+	}
+}
+
 // Close closes the readers and the store.
 func (sa *snapshotAccess) Close() {
 	for _, r := range sa.readers {
