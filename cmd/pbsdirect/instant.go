@@ -80,6 +80,7 @@ type snapshotAccess struct {
 	readers []*archive.Reader
 	names   []string // archive names of readers ("drive-scsi0.img.fidx")
 	blobs   []blobArchive
+	unlimit func() // puts the memory limit back
 }
 
 // blobArchive is a decoded blob archive ("qemu-server.conf.blob").
@@ -143,7 +144,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		sa.readers = append(sa.readers, r)
 		sa.names = append(sa.names, name)
 	}
-	limitMemory(a.cache)
+	sa.unlimit = limitMemory(a.cache)
 	ok = true
 	return sa, nil
 }
@@ -157,8 +158,11 @@ func (sa *snapshotAccess) report(w io.Writer) {
 	}
 }
 
-// Close closes the readers and the store.
+// Close closes the readers and the store and puts the memory limit back.
 func (sa *snapshotAccess) Close() {
+	if sa.unlimit != nil {
+		sa.unlimit()
+	}
 	for _, r := range sa.readers {
 		r.Close()
 	}
@@ -167,11 +171,14 @@ func (sa *snapshotAccess) Close() {
 
 // limitMemory asks the garbage collector to keep the heap within the cache
 // plus 64 MiB, unless GOMEMLIMIT says otherwise: what serving needs beside
-// the cache (request buffers, fetch buffers) stays small.
-func limitMemory(cache int64) {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cache + 64<<20)
+// the cache (request buffers, fetch buffers) stays small. It returns the
+// function that puts the previous limit back.
+func limitMemory(cache int64) (restoreLimit func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
 	}
+	prev := debug.SetMemoryLimit(cache + 64<<20)
+	return func() { debug.SetMemoryLimit(prev) }
 }
 
 // restoreToStdout writes archive of snapshot ref to stdout in order: a
