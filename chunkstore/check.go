@@ -61,7 +61,16 @@ func (d *Decoder) DecodeChunk(dst, blob []byte, digest crypto.Digest, length int
 	d.hash.Write(cc.DigestSuffix())
 	d.hash.Sum(d.sum[:0])
 	if d.sum != digest {
-		return nil, fmt.Errorf("%w: content hashes to %s", ErrDigestMismatch, d.sum)
+		return nil, fmt.Errorf("%w: %s", ErrDigestMismatch, DigestMismatchText(d.sum, digest, cc))
 	}
 	return data, nil
+}
+
+// DigestMismatchText describes a digest mismatch. A keyed digest (cc != nil) is
+// derived from the key, so it is never printed; a plain SHA-256 is.
+func DigestMismatchText(got, want crypto.Digest, cc *crypto.Config) string {
+	if cc != nil {
+		return fmt.Sprintf("content does not hash to %s with the given key", want)
+	}
+	return fmt.Sprintf("content hashes to %s, index says %s", got, want)
 }

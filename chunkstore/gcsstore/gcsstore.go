@@ -15,6 +15,7 @@
 package gcsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -318,20 +320,14 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 		defer t.Stop()
 	}
 	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
-	size := r.Attrs.Size
-	switch {
-	case size == 0:
-		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-	case size > limit:
-		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
-	case size < 0:
-		return nil, false, fmt.Errorf("object has unknown size")
-	}
-	if int64(cap(buf)) < size {
-		buf = make([]byte, size)
-	}
-	buf = buf[:size]
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// Size is -1 for a body without Content-Length or one decoded on the
+	// way (an object stored with Content-Encoding gzip): read to its end,
+	// bounded by limit.
+	buf, err = bucket.ReadBody(r, r.Attrs.Size, limit, buf)
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrTooLarge) || errors.Is(err, chunkstore.ErrEmpty) {
+			return nil, false, err
+		}
 		if fired.Load() && ctx.Err() == nil {
 			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
 		} else {
@@ -373,28 +369,53 @@ func (n *namedReader) Read(p []byte) (int, error) {
 
 func (n *namedReader) Close() error { return n.r.Close() }
 
+// listPageSize is the number of objects asked for per listing page.
+const listPageSize = 1000
+
 // ListFiles lists every content object below dir (see
-// chunkstore.Store.ListFiles); the library follows page tokens.
+// chunkstore.Store.ListFiles) page by page, checking every page with
+// bucket.Listing: a repeated page token, a repeated page or keys out of
+// order make it continue with startOffset (the last key seen); what cannot
+// be completed that way fails with bucket.ErrListing, never returning part
+// of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
 		return nil, err
 	}
 	base += "/"
-	q := &storage.Query{Prefix: base}
-	q.SetAttrSelection([]string{"Name", "Size"})
-	it := s.bucket.Objects(ctx, q)
 	var files []chunkstore.FileInfo
+	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base, StartAfterInclusive: true}
 	for {
-		a, err := it.Next()
-		if err == iterator.Done {
-			return files, nil
+		q := &storage.Query{Prefix: base}
+		token, after, useAfter := l.Request()
+		if useAfter {
+			q.StartOffset = after
 		}
+		q.SetAttrSelection([]string{"Name", "Size"})
+		var page []*storage.ObjectAttrs
+		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), listPageSize, token).NextPage(&page)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
-		if rel, ok := s.keys.RelFromKey(a.Name); ok {
-			files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+		for _, a := range page {
+			keep, err := l.Key(a.Name)
+			if err != nil {
+				return nil, err
+			}
+			if rel, ok := s.keys.RelFromKey(a.Name); keep && ok {
+				files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+			}
+		}
+		more, err := l.EndPage(next != "", next)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return files, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -516,4 +537,40 @@ func shouldRetry(err error) bool {
 		return true
 	}
 	return storage.ShouldRetry(err)
+}
+
+// ClaimSnapshot creates the snapshot's claim marker with a DoesNotExist
+// precondition; release deletes it (see chunkstore.SnapshotClaimer). A
+// marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried upload whose first
+// attempt landed).
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	obj := s.bucket.Object(key)
+	release := func() error {
+		if err := obj.Delete(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	err = s.upload(ctx, obj.If(storage.Conditions{DoesNotExist: true}), mine)
+	if err == nil {
+		return release, nil
+	}
+	if status(err) != http.StatusPreconditionFailed {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	var held []byte
+	if r, err := obj.NewReader(ctx); err == nil {
+		held, _ = io.ReadAll(io.LimitReader(r, 4096))
+		r.Close()
+	}
+	if bytes.Equal(held, mine) {
+		return release, nil
+	}
+	return nil, chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
 }

@@ -91,7 +91,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	var cc *crypto.Config
 	if *cryptMode != "none" {
-		if cc, err = sf.loadKey(stderr); err != nil {
+		if cc, err = sf.loadKey(ctx, stderr); err != nil {
 			return err
 		}
 	}

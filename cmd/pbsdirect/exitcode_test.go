@@ -20,6 +20,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // TestExitCode: the one mapping from errors to exit codes, as an
@@ -142,7 +143,7 @@ func TestJSONExitCode(t *testing.T) {
 	}
 	damageOneChunk(t, store)
 	r = mustFail(t, 1, nil, "verify", "--output-format", "json", "--store", store)
-	var rep verifyReport
+	var rep verify.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || rep.OK || rep.ExitCode != 1 {
 		t.Errorf("verify report: %+v, %v: %v", rep, err, r)
 	}
