@@ -144,7 +144,9 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		sa.readers = append(sa.readers, r)
 		sa.names = append(sa.names, name)
 	}
-	sa.unlimit = limitMemory(a.cache)
+	unlimit := limitMemory(a.cache)
+	unraise := raiseFetchProcs(sf.store, fetchers)
+	sa.unlimit = func() { unraise(); unlimit() }
 	ok = true
 	return sa, nil
 }
@@ -179,6 +181,18 @@ func limitMemory(cache int64) (restoreLimit func()) {
 	}
 	prev := debug.SetMemoryLimit(cache + 64<<20)
 	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// raiseFetchProcs gives every fetcher of a directory store a P (raiseProcs):
+// the fetchers read chunk files with blocking system calls and decode what
+// they read, as a restore's jobs and writers do. Bucket reads wait in the
+// network poller and need none. It returns the function that puts
+// GOMAXPROCS back.
+func raiseFetchProcs(store string, fetchers int) (restoreProcs func()) {
+	if isRemote(store) {
+		return func() {}
+	}
+	return raiseProcs(restore.Options{Jobs: fetchers})
 }
 
 // restoreToStdout writes archive of snapshot ref to stdout in order: a
@@ -219,6 +233,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 			return err
 		}
 		defer r.Close()
+		defer raiseFetchProcs(sf.store, fetchers)()
 		buf := make([]byte, max(r.ChunkSize(), 1<<20))
 		n, err = io.CopyBuffer(onlyWriter{stdout}, io.NewSectionReader(r, 0, r.Size()), buf)
 		if err != nil {
