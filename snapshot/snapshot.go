@@ -35,7 +35,7 @@ var ErrNoSnapshot = errors.New("no such snapshot")
 // ErrRemoved is returned (wrapping ErrNoSnapshot) for a snapshot that was
 // there when it was listed or resolved and is gone now: on a live datastore
 // a prune removed it while this command ran. It is no damage.
-var ErrRemoved = fmt.Errorf("%w: removed while running (pruned since it was listed)", ErrNoSnapshot)
+var ErrRemoved = fmt.Errorf("%w: removed while running (pruned while this command ran)", ErrNoSnapshot)
 
 // Gone reports whether the snapshot's manifest no longer exists: false when
 // it exists or when that cannot be told (another error).

@@ -81,7 +81,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			r = verify.SnapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped"}
 			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", s)
 		case gone:
-			r.Error = fmt.Sprintf("snapshot %s: %v", s, snapshot.ErrRemoved)
+			return fmt.Errorf("snapshot %s in %s: %w", s, store, snapshot.ErrRemoved)
 		}
 		rep.Add(r)
 		if !sf.json() {
