@@ -171,6 +171,7 @@ func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
 	if *format != "text" {
 		return usagef("--output-format for a paper key must be text, not %q", *format)
 	}
+	textOnly(stdout)
 	path := defaultKeyPath()
 	if fs.NArg() == 1 {
 		path = fs.Arg(0)
