@@ -108,13 +108,26 @@ func checkNotLoopBacked(st *unix.Stat_t, user string) error {
 	return nil
 }
 
+// Magic numbers (statfs f_type) of file systems that may compress data,
+// where the image's data bytes say little about the space it needs.
+const (
+	btrfsMagic    = 0x9123683E
+	zfsMagic      = 0x2FC12FC1
+	bcachefsMagic = 0xCA451A4E
+)
+
 // checkSpace refuses an image whose data (dataBytes) cannot fit in the
 // free space of the file system holding fd, counting the allocation of the
-// existing file (reused bytes) as available.
+// existing file (reused bytes) as available. File systems that may
+// compress (btrfs, ZFS, bcachefs) are not checked.
 func checkSpace(fd int, user string, dataBytes, reused int64) error {
 	var sf unix.Statfs_t
 	if err := unix.Fstatfs(fd, &sf); err != nil {
 		return nil // cannot tell: the reservation before the fetch still catches it
+	}
+	switch sf.Type {
+	case btrfsMagic, zfsMagic, bcachefsMagic:
+		return nil // compressing: the data may need far less than its size
 	}
 	free := int64(sf.Bavail) * sf.Bsize
 	if dataBytes <= free+reused {
