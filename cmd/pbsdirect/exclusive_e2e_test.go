@@ -71,8 +71,8 @@ func TestConcurrentRestores(t *testing.T) {
 			if first.code != 0 {
 				t.Fatalf("first restore: %v", first)
 			}
-			if second.code == 0 {
-				t.Fatalf("second restore into the same target succeeded too: %v", second)
+			if second.code != 3 {
+				t.Fatalf("second restore into the same target: want exit 3 (busy), got %v", second)
 			}
 			for _, w := range []string{target, "in use", pid} {
 				if !strings.Contains(second.err, w) {
