@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 # Without a version from git, the binary takes it from its build information.
 LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION))
 
-.PHONY: all build check-static demo test test-short vet bench bench-go tools clean
+.PHONY: all build check-static demo test test-short vet bench bench-instant bench-go tools clean
 
 all: build
 
@@ -46,6 +46,11 @@ test-short:
 # Benchmark suite (bench/README.md): pbsdirect against its baselines and peers.
 bench: build
 	bash bench/run.sh
+
+# Instant access (bench/README.md): nbdcopy through serve-nbd vs restore,
+# serve-nbd's peak RSS, GETs per cold 4 KiB read from a bucket.
+bench-instant:
+	bash bench/instant.sh
 
 # Go micro-benchmarks of the decode path (blob codec, SHA-256 variants).
 bench-go:

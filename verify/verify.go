@@ -251,7 +251,7 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		for _, c := range de.Chunks {
 			bad[c.Digest] = true
 			v.note(c.Err)
-			a.Damaged = append(a.Damaged, DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Err.Error()})
+			a.Damaged = append(a.Damaged, DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause()})
 		}
 	case err != nil:
 		a.OK, a.Error = false, v.note(err)

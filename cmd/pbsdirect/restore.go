@@ -61,6 +61,7 @@ type restoreCmd struct {
 func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc := &restoreCmd{}
 	rc.sf.register(fs)
+	rc.sf.progress.register(fs)
 	rc.pf = registerPipelineFlags(fs, true)
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
@@ -183,7 +184,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
-	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.DataBytes()), func() int64 {
+	bar := startProgress(stderr, sf.progress, "restore", int64(plan.DataBytes()), func() int64 {
 		return int64(stats.DataBytes.Load())
 	})
 	err = restore.Run(ctx, store, plan, target, opts, &stats)
@@ -227,6 +228,9 @@ func loadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 	}
 	if err := m.Check(cc); err != nil {
 		if !keys.none || !errors.Is(err, index.ErrMissingKey) {
+			if errors.Is(err, index.ErrMissingKey) {
+				err = fmt.Errorf("%w: give --keyfile with its key file or paper key (lost it? key import-with-master-key recovers it from a master key)", err)
+			}
 			return nil, nil, fmt.Errorf("%s: %w", path.Join(snap.Dir(), snapshot.ManifestName), err)
 		}
 		fmt.Fprintf(stderr, "pbsdirect: --crypt-mode none: the manifest of %s names a key; its signature is not checked\n", snap)
