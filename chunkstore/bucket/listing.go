@@ -48,7 +48,6 @@ type Listing struct {
 	why       string // the behaviour that caused the fallback
 	pageNew   int    // new keys in the current page
 	pageStale int    // keys of the current page listed before
-	pages     int
 	empty     int // empty pages in a row
 }
 
@@ -67,13 +66,6 @@ func (l *Listing) Request() (token, startAfter string, useStartAfter bool) {
 	}
 	return l.token, "", false
 }
-
-// FellBack returns the provider behaviour that made the listing fall back to
-// start-after ("" if none).
-func (l *Listing) FellBack() string { return l.why }
-
-// Pages returns how many pages were answered so far.
-func (l *Listing) Pages() int { return l.pages }
 
 // Key checks the next key of the current page and reports whether it is new
 // (keep it) or was listed before (drop it). A key outside Prefix fails.
@@ -104,7 +96,6 @@ func (l *Listing) Key(key string) (bool, error) {
 func (l *Listing) EndPage(truncated bool, next string) (more bool, err error) {
 	fresh, stale := l.pageNew, l.pageStale
 	l.pageNew, l.pageStale = 0, 0
-	l.pages++
 	if l.after {
 		switch {
 		case !truncated:

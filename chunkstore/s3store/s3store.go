@@ -340,9 +340,6 @@ func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath
 // eu-central-1" or "path-style addressing" (nil if nothing).
 func (s *Store) Followed() []string { return s.followed }
 
-// Region returns the signing region in use.
-func (s *Store) Region() string { return s.region }
-
 // explain adds to an error of Open what the user can do about it.
 func (s *Store) explain(err error) error {
 	var hostname x509.HostnameError
