@@ -96,7 +96,7 @@ type blobArchive struct {
 func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bool, stderr io.Writer, cmd string) (*snapshotAccess, error) {
 	sf := &a.sf
 	fetchers := a.pf.fetchersFor(sf.store)
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, "", false, fetchers)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		return nil, err
 	}
 	sa.when = time.Unix(sa.snap.Time, 0)
-	m, err := snapshot.LoadManifest(ctx, store, sa.snap, cc)
+	m, cc, err := loadManifest(ctx, store, sa.snap, keys, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
 	fetchers := pf.fetchersFor(sf.store)
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, fetchers)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	if err != nil {
 		return err
 	}
-	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
+	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
 		return err
 	}
