@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -301,6 +302,35 @@ func TestInstantAccess(t *testing.T) {
 				t.Errorf("a 4 KiB read of a cold chunk made %d requests, want 1 GET", n)
 			}
 		})
+	})
+
+	t.Run("tcp", func(t *testing.T) {
+		needTools(t, "nbdcopy")
+		mustFail(t, 2, []string{"not a loopback address", "--allow-remote"}, "serve-nbd", "--store", e.local, "--listen", "0.0.0.0:10809", snap0)
+		r := start(t, "serve-nbd", "--store", e.local, "--listen", "127.0.0.1:0", snap0)
+		r.waitFor(t, func() bool { return strings.Contains(r.out.String(), "nbd://127.0.0.1:") })
+		uri := regexp.MustCompile(`nbd://127\.0\.0\.1:[0-9]+/drive-scsi0`).FindString(r.out.String())
+		// Two clients at once, one of them with several connections.
+		dir := t.TempDir()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Go(func() {
+				out, err := exec.Command("nbdcopy", fmt.Sprintf("--connections=%d", 1+3*i), uri, filepath.Join(dir, fmt.Sprint(i))).CombinedOutput()
+				if err != nil {
+					errs[i] = fmt.Errorf("%v: %s", err, out)
+				}
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("client %d: %v", i, err)
+			}
+			if got := fileSHA(t, filepath.Join(dir, fmt.Sprint(i))); got != want {
+				t.Errorf("client %d over TCP: sha256 %s, want %s", i, got, want)
+			}
+		}
 	})
 
 	t.Run("mount", func(t *testing.T) {
