@@ -21,6 +21,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/fusefs"
 )
 
 const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
@@ -106,7 +107,8 @@ func main() {
 // --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
 // a usage error; 3 when the cause lies outside the data
 // (chunkstore.Outside: unreachable store, refused credentials, throttled
-// past --retry-for, target I/O error, no space); 1 for everything else,
+// past --retry-for, target I/O error, no space; FUSE unavailable for
+// mount); 1 for everything else,
 // which is damaged or missing data.
 func exitCode(err error) int {
 	var ie *interruptedError
@@ -118,7 +120,7 @@ func exitCode(err error) int {
 		return 128 + int(ie.sig)
 	case errors.As(err, &ue):
 		return exitUsage
-	case chunkstore.Outside(err):
+	case chunkstore.Outside(err), errors.Is(err, fusefs.ErrUnavailable):
 		return exitOutside
 	}
 	return exitData
