@@ -369,6 +369,33 @@ func TestInstantAccess(t *testing.T) {
 		}
 	})
 
+	// Interrupted while a loop device still uses it, mount detaches the
+	// file system lazily and serves the loop device until it goes.
+	t.Run("mount-busy", func(t *testing.T) {
+		needTools(t, "losetup")
+		mnt := t.TempDir()
+		r := start(t, "mount", "--store", e.local, snap0, mnt)
+		r.waitFor(t, func() bool { return strings.Contains(r.out.String(), "mounted") })
+		dev := strings.TrimSpace(runTool(t, "losetup", "-f", "--show", "-r", filepath.Join(mnt, "drive-scsi0.img")))
+		detached := false
+		defer func() {
+			if !detached {
+				exec.Command("losetup", "-d", dev).Run()
+			}
+		}()
+		r.cancel()
+		r.waitFor(t, func() bool { return strings.Contains(r.err.String(), "detaching it lazily") })
+		got, err := os.ReadFile(dev)
+		if err != nil || sha(got) != want {
+			t.Errorf("loop device after the interrupt: %d bytes, %v; want the image", len(got), err)
+		}
+		runTool(t, "losetup", "-d", dev)
+		detached = true
+		if code := r.stop(t); code != 0 || !strings.Contains(r.out.String(), "unmounted") {
+			t.Errorf("mount exited %d:\n%s\n%s", code, r.out, r.err)
+		}
+	})
+
 	t.Run("damaged", func(t *testing.T) {
 		needTools(t, "qemu-io")
 		store := fixture.CopyDir(t, e.local, filepath.Join(t.TempDir(), "ds"))
