@@ -48,7 +48,7 @@ func OpenLocal(root string, create bool) (*Local, error) {
 			// Readable? Found now, not at the first chunk.
 			d, err := os.Open(filepath.Join(root, ".chunks"))
 			if err != nil {
-				return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
+				return nil, fmt.Errorf("datastore %s: %s: %w", root, filepath.Join(root, ".chunks"), mapErr(err))
 			}
 			d.Close()
 		case err == nil, errors.Is(err, fs.ErrNotExist):

@@ -117,8 +117,10 @@ func TestPermissionDenied(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.prep()
 			code, msg := asNobody(c.args...)
-			if code != 1 {
-				t.Fatalf("exit %d, want 1: %s", code, msg)
+			// Permission denied is a cause outside the data (exit 3), as
+			// refused bucket credentials are.
+			if code != 3 {
+				t.Fatalf("exit %d, want 3: %s", code, msg)
 			}
 			for _, w := range c.words {
 				if !strings.Contains(msg, w) {
