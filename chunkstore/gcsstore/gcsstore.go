@@ -257,7 +257,11 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 			if err != nil {
 				return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 			}
-			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p != ".chunks/" {
+			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p == bucket.ContentDir+"/" {
+				// Written since the first listing (a concurrent writer).
+				s.keys.Layout = LayoutPBS4
+				return nil
+			} else if a.Prefix != "" && p != ".chunks/" {
 				s.keys.Layout = LayoutPlain
 			}
 			if n := strings.TrimPrefix(a.Name, root); a.Name != "" && (n == ".lock" || n == ".gc-status") {

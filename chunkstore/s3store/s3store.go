@@ -553,10 +553,20 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 		}
 		s.keys.Layout = LayoutPBS4
+		pbs4 := false
 		for _, cp := range top.CommonPrefixes {
-			if name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name != ".chunks/" {
+			switch name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name {
+			case ".chunks/":
+			case bucket.ContentDir + "/":
+				// Written since the first listing (a concurrent writer).
+				pbs4 = true
+			default:
 				s.keys.Layout = LayoutPlain
 			}
+		}
+		if pbs4 {
+			s.keys.Layout = LayoutPBS4
+			return nil
 		}
 		for _, o := range top.Contents {
 			if name := strings.TrimPrefix(aws.ToString(o.Key), root); name == ".lock" || name == ".gc-status" {
@@ -1071,6 +1081,12 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		})
 		switch {
 		case err == nil:
+			// Read it back: a server whose conditional PUT is not atomic
+			// (a check, then a write) may have let another claim through
+			// at the same moment; the marker tells which one landed.
+			if err := busy(); err != nil {
+				return nil, err
+			}
 			return release, nil
 		case httpStatus(err) == http.StatusPreconditionFailed:
 			if err := busy(); err != nil {
