@@ -404,7 +404,6 @@ func TestUsage(t *testing.T) {
 		{[]string{"restore", "--store", store, "--ns", "a/b/c/d/e/f/g/h", snap0, "drive-scsi0", "/tmp/x"}, "has 8 levels, at most 7"},
 		{[]string{"restore", "--store", store, "-j", "0", snap0, "drive-scsi0", "/tmp/x"}, "--jobs must be 1..1024, not 0"},
 		{[]string{"restore", "--store", store, "--no-such-flag", snap0, "drive-scsi0", "/tmp/x"}, "unknown flag: --no-such-flag"},
-		{[]string{"restore", "--store", store, snap0, "drive-scsi0", "-"}, "standard output is not supported"},
 		{[]string{"verify", snap0}, "verify: --store is required"},
 		{[]string{"verify", "--store", store, snap0, "vm/101"}, "want at most one SNAPSHOT, got 2"},
 		{[]string{"verify", "--store", store, "--output-format", "xml"}, `--output-format must be text or json, not "xml"`},
