@@ -12,8 +12,15 @@ import (
 
 // TestMain points the user config directory at an empty temporary one, so
 // that a default key file (~/.config/proxmox-backup/encryption-key.json) on
-// the machine running the tests never changes what they do.
+// the machine running the tests never changes what they do. With
+// PBSDIRECT_TEST_RUN_MAIN=1 the test binary is pbsdirect itself (main with
+// the arguments after the program name), for tests that signal a real
+// process.
 func TestMain(m *testing.M) {
+	if os.Getenv(runAsMain) == "1" {
+		main()
+		return
+	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
 	if err != nil {
 		panic(err)
