@@ -498,7 +498,18 @@ func TestReadBack(t *testing.T) {
 	if !errors.Is(err, restore.ErrReadBackMismatch) {
 		t.Fatalf("want ErrReadBackMismatch, got %v", err)
 	}
-	if !strings.Contains(err.Error(), "should read as zeros") || !strings.Contains(err.Error(), "hashes to") {
+	if !strings.Contains(err.Error(), "should read as zeros") || !strings.Contains(err.Error(), "1 chunk(s) differ") {
 		t.Errorf("error should name the zero range and the chunk: %v", err)
+	}
+
+	// Every chunk position damaged: one merged range, said once.
+	for _, c := range plan.Chunks {
+		for _, off := range plan.Offsets(&c) {
+			fixture.FlipByte(t, out, int64(off))
+		}
+	}
+	err = restore.ReadBack(context.Background(), out, plan, nil, 2, nil)
+	if !errors.Is(err, restore.ErrReadBackMismatch) || strings.Count(err.Error(), "[") > len(plan.Zero)+1 || strings.Count(err.Error(), out) != 1 {
+		t.Errorf("adjacent damaged chunks should be merged into few ranges: %v", err)
 	}
 }

@@ -88,6 +88,9 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the exponential backoff between
 	// retries. 0 means the defaults above.
 	MinBackoff, MaxBackoff time.Duration
+	// ListPageSize is the number of objects asked for per listing page
+	// (maxResults); 0 means 1000, the GCS maximum.
+	ListPageSize int
 	// Layout forces a layout; LayoutAuto detects it (see Open).
 	Layout Layout
 	// Create opens the store for writing (backup): an empty prefix gets the
@@ -104,6 +107,7 @@ type Store struct {
 	keys       bucket.Keys
 	url        string
 	maxRetries int
+	pageSize   int
 	timeout    time.Duration
 	backoff    bucket.Backoff
 	retries    atomic.Int64
@@ -129,8 +133,9 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // chunkstore.ErrDenied).
 func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		name: bkt,
-		keys: bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		name:     bkt,
+		keys:     bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		pageSize: max(0, opts.ListPageSize),
 	}
 	s.url = s.keys.URL("gs", bkt)
 	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
@@ -252,7 +257,11 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 			if err != nil {
 				return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 			}
-			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p != ".chunks/" {
+			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p == bucket.ContentDir+"/" {
+				// Written since the first listing (a concurrent writer).
+				s.keys.Layout = LayoutPBS4
+				return nil
+			} else if a.Prefix != "" && p != ".chunks/" {
 				s.keys.Layout = LayoutPlain
 			}
 			if n := strings.TrimPrefix(a.Name, root); a.Name != "" && (n == ".lock" || n == ".gc-status") {
@@ -369,13 +378,19 @@ func (n *namedReader) Read(p []byte) (int, error) {
 
 func (n *namedReader) Close() error { return n.r.Close() }
 
-// listPageSize is the number of objects asked for per listing page.
-const listPageSize = 1000
+// listPageSize is the number of objects asked for per listing page:
+// Options.ListPageSize, or 1000.
+func (s *Store) listPageSize() int {
+	if s.pageSize > 0 {
+		return s.pageSize
+	}
+	return 1000
+}
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) page by page, checking every page with
-// bucket.Listing: a repeated page token, a repeated page or keys out of
-// order make it continue with startOffset (the last key seen); what cannot
+// bucket.Listing: a repeated page token or a repeated page make it continue
+// with startOffset (the greatest key seen); what cannot
 // be completed that way fails with bucket.ErrListing, never returning part
 // of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
@@ -385,7 +400,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	}
 	base += "/"
 	var files []chunkstore.FileInfo
-	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base, StartAfterInclusive: true}
+	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base}
 	for {
 		q := &storage.Query{Prefix: base}
 		token, after, useAfter := l.Request()
@@ -394,7 +409,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		}
 		q.SetAttrSelection([]string{"Name", "Size"})
 		var page []*storage.ObjectAttrs
-		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), listPageSize, token).NextPage(&page)
+		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), s.listPageSize(), token).NextPage(&page)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}

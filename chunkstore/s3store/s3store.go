@@ -340,9 +340,6 @@ func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath
 // eu-central-1" or "path-style addressing" (nil if nothing).
 func (s *Store) Followed() []string { return s.followed }
 
-// Region returns the signing region in use.
-func (s *Store) Region() string { return s.region }
-
 // explain adds to an error of Open what the user can do about it.
 func (s *Store) explain(err error) error {
 	var hostname x509.HostnameError
@@ -416,9 +413,8 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 			if len(raw) == 0 {
 				return errors.New("endpoint sent no certificate")
 			}
-			if sha256.Sum256(raw[0]) != *pin {
-				got := sha256.Sum256(raw[0])
-				return fmt.Errorf("endpoint certificate fingerprint %s does not match --s3-fingerprint", fingerprintString(got[:]))
+			if got := sha256.Sum256(raw[0]); got != *pin {
+				return &pinError{got: fingerprintString(got[:])}
 			}
 			return nil
 		}
@@ -433,6 +429,14 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 		}
 		return s.conns.add(c), nil
 	}
+}
+
+// pinError is a certificate that does not match the pinned fingerprint; it
+// is never retried.
+type pinError struct{ got string }
+
+func (e *pinError) Error() string {
+	return fmt.Sprintf("endpoint certificate fingerprint %s does not match --s3-fingerprint", e.got)
 }
 
 // fingerprintString formats a fingerprint as PBS does: "aa:bb:…".
@@ -546,10 +550,20 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 		}
 		s.keys.Layout = LayoutPBS4
+		pbs4 := false
 		for _, cp := range top.CommonPrefixes {
-			if name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name != ".chunks/" {
+			switch name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name {
+			case ".chunks/":
+			case bucket.ContentDir + "/":
+				// Written since the first listing (a concurrent writer).
+				pbs4 = true
+			default:
 				s.keys.Layout = LayoutPlain
 			}
+		}
+		if pbs4 {
+			s.keys.Layout = LayoutPBS4
+			return nil
 		}
 		for _, o := range top.Contents {
 			if name := strings.TrimPrefix(aws.ToString(o.Key), root); name == ".lock" || name == ".gc-status" {
@@ -750,6 +764,11 @@ func (r *resumingReader) reopen() error {
 		}
 		return fmt.Errorf("%s: resuming at offset %d: %w", r.s.objURL(r.key), r.off, mapErr(err))
 	}
+	if bucket.IsGzip(aws.ToString(out.ContentEncoding)) {
+		// An encoded range cannot be spliced onto the plain bytes read so far.
+		out.Body.Close()
+		return fmt.Errorf("%s: resuming at offset %d: the server sent the rest gzip-encoded", r.s.objURL(r.key), r.off)
+	}
 	r.body = out.Body
 	return nil
 }
@@ -765,10 +784,10 @@ func (r *resumingReader) Close() error {
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) with ListObjectsV2, checking every page with
-// bucket.Listing: a page truncated without a continuation token, a repeated
-// token or page, or keys out of order make it continue with start-after
-// (the last key seen); what cannot be completed that way fails with
-// bucket.ErrListing, never returning part of the listing.
+// bucket.Listing: a page truncated without a continuation token, or a
+// repeated token or page make it continue with start-after (the greatest
+// key seen); keys listed twice are dropped; what cannot be completed that
+// way fails with bucket.ErrListing, never returning part of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
@@ -940,7 +959,8 @@ var skewCodes = map[string]bool{"RequestTimeTooSkewed": true, "SignatureDoesNotM
 // clock skew correction can fix), 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
 // attempt timeouts and truncated responses.
 func classify(err error) aws.Ternary {
-	if bucket.Unreachable(err) {
+	var pe *pinError
+	if bucket.Unreachable(err) || errors.As(err, &pe) {
 		return aws.FalseTernary
 	}
 	// The SDK marks a 403 it can fix by correcting the clock skew from the
@@ -1058,6 +1078,12 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		})
 		switch {
 		case err == nil:
+			// Read it back: a server whose conditional PUT is not atomic
+			// (a check, then a write) may have let another claim through
+			// at the same moment; the marker tells which one landed.
+			if err := busy(); err != nil {
+				return nil, err
+			}
 			return release, nil
 		case httpStatus(err) == http.StatusPreconditionFailed:
 			if err := busy(); err != nil {

@@ -569,7 +569,7 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 				t.Errorf("stderr lacks %q: %v", w, r)
 			}
 		}
-		if strings.Contains(r.out, "verified and synced") || strings.Contains(r.out, `"retries"`) {
+		if strings.Contains(r.out, "verified and synced") || strings.Contains(r.out, `"retries"`) || !strings.Contains(r.out, `"ok":false`) {
 			t.Errorf("failed restore printed a summary: %v", r)
 		}
 		noFile(t, target)

@@ -16,11 +16,6 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
 
-// runAsMain is the environment variable that makes the test binary run
-// pbsdirect's main (see TestMain): a real process, with its own signal
-// handling and exit code.
-const runAsMain = "PBSDIRECT_TEST_RUN_MAIN"
-
 // slowBucket backs data up (64 KiB chunks) and serves the datastore from an
 // S3 server through a proxy adding 40 ms to every request, so that a
 // restore with --jobs 1 takes a second or more. It returns the restore
@@ -83,7 +78,7 @@ func TestInterruptedRestore(t *testing.T) {
 			target := filepath.Join(dir, "disk.raw")
 			args := append(append([]string{"restore"}, storeArgs...), snap0, "drive-scsi0", target)
 			cmd := exec.Command(os.Args[0], args...)
-			cmd.Env = append(os.Environ(), runAsMain+"=1")
+			cmd.Env = append(os.Environ(), runAsCLI+"=1")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {

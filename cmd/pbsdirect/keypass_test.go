@@ -74,7 +74,7 @@ func TestNoTerminalForPassphrase(t *testing.T) {
 	detached := func(args ...string) (int, string) {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), runAsMain+"=1")
+		cmd.Env = append(os.Environ(), runAsCLI+"=1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

@@ -10,14 +10,18 @@ import (
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
+// runAsCLI set to "1" makes the test binary run as pbsdirect (see cliBinary).
+const runAsCLI = "PBSDIRECT_TEST_AS_CLI"
+
 // TestMain points the user config directory at an empty temporary one, so
 // that a default key file (~/.config/proxmox-backup/encryption-key.json) on
 // the machine running the tests never changes what they do. With
-// PBSDIRECT_TEST_RUN_MAIN=1 the test binary is pbsdirect itself (main with
-// the arguments after the program name), for tests that signal a real
-// process.
+// PBSDIRECT_TEST_AS_CLI=1 the test binary is pbsdirect itself (main with the
+// arguments after the program name).
 func TestMain(m *testing.M) {
-	if os.Getenv(runAsMain) == "1" {
+	if os.Getenv(runAsCLI) == "1" {
+		// Re-executed by a test as the command itself (as another user, or
+		// to be signalled): main, with its signal handling and exit code.
 		main()
 		return
 	}

@@ -2,32 +2,52 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
-	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 )
 
 // openAll resolves what the store flags name for a command: the namespace,
-// the key (nil without --keyfile) and the opened store (see openStore).
-// The caller closes the store.
-func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, create bool, concurrency int) (index.Namespace, *crypto.Config, chunkstore.Store, error) {
+// the key source (see keySource; cryptMode is --crypt-mode, noDefault keeps
+// the default key file closed) and the opened store (see openStore). The
+// caller closes the store.
+func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode string, noDefault bool, concurrency int) (index.Namespace, *keySource, chunkstore.Store, error) {
 	ns, err := sf.namespace()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cc, err := sf.loadKey(ctx, stderr)
+	keys, err := newKeySource(ctx, sf, cryptMode, noDefault, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store, err := openStore(ctx, sf, create, concurrency)
+	store, err := openStore(ctx, sf, false, concurrency)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return ns, cc, store, nil
+	noteFollowed(stderr, store)
+	return ns, keys, store, nil
+}
+
+// noteFollowed says on stderr what opening a bucket store corrected on its
+// own (the bucket's region, path-style addressing), so that the flag can be
+// given and the detour skipped next time.
+func noteFollowed(stderr io.Writer, s chunkstore.Store) {
+	f, ok := s.(interface{ Followed() []string })
+	if !ok {
+		return
+	}
+	for _, what := range f.Followed() {
+		if r, ok := strings.CutPrefix(what, "region "); ok {
+			fmt.Fprintf(stderr, "pbsdirect: note: the bucket is in region %s; followed (give --s3-region %s to skip the detour)\n", r, r)
+		} else {
+			fmt.Fprintf(stderr, "pbsdirect: note: the endpoint's virtual-host name for the bucket does not resolve; using %s (give --s3-path-style to skip the detour)\n", what)
+		}
+	}
 }
 
 // openStore opens the store named by --store: a directory, s3://… or gs://….
