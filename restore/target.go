@@ -185,11 +185,7 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		reused = st.Blocks * 512
 		t.zeroNeeds = true
 	}
-	// The space check where the data is reserved (ext4, XFS): on btrfs
-	// or ZFS with compression, an image larger than the free space may
-	// still fit (see Allocate).
-	t.reserve = reservesInPlace(t.buffered)
-	if opts.DataBytes > 0 && t.reserve {
+	if opts.DataBytes > 0 {
 		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused); err != nil {
 			return err
 		}
@@ -199,6 +195,7 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 	if err := t.buffered.Truncate(t.size); err != nil {
 		return fmt.Errorf("%s: truncate to %d bytes: %w", t.path, t.size, causeOf(err))
 	}
+	t.reserve = reservesInPlace(t.buffered)
 	t.openDirect(opts)
 	return nil
 }

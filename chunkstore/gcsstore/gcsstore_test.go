@@ -75,9 +75,9 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { p.Close() })
-			// ListFiles asks for 1000 objects a page; fake-gcs-server
-			// returns every object at once unless asked for fewer.
-			return open(t, bucket, prefix, testOptions(p.URL)), func() int { return p.Matched()[0] }
+			o := testOptions(p.URL)
+			o.ListPageSize = 100 // fake-gcs-server returns one page unless asked for less
+			return open(t, bucket, prefix, o), func() int { return p.Matched()[0] }
 		},
 		Get: func(t testing.TB, bucket, key string) ([]byte, bool) {
 			o, err := srv.Server.GetObject(bucket, key)
