@@ -17,7 +17,8 @@
 // and range; it is logged once and not cached, so a later read tries again.
 //
 // Reads that continue where an earlier read stopped (several streams at
-// once, as from parallel NBD connections) are sequential: the Reader then
+// once, as from parallel NBD connections; within streamWindow bytes, at
+// least streamRun of them after the first) are sequential: the Reader then
 // reads the next chunks ahead, as many at a time as a restore fetches
 // (Options.Fetchers), so that a streaming reader finds them decoded.
 //
@@ -276,8 +277,8 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	end := min(off+int64(len(p)), r.size)
 	if end > off {
-		first, last := r.position(off), r.position(end-1)
-		if r.streams.advance(first, last) {
+		last := r.position(end - 1)
+		if r.streams.advance(off, end, last) {
 			r.readAhead(last + 1)
 		}
 	}
@@ -396,33 +397,58 @@ func (r *Reader) Extents(off, length int64) []Extent {
 	return out
 }
 
-// streams tracks the last position of up to 16 recent read streams, to
-// tell sequential readers (several at once) from random reads.
+// streamWindow is how far (bytes, either way) a read may start from where
+// a stream's reads ended and still continue it: room for a kernel's or an
+// NBD client's requests arriving a little out of order, small against a
+// chunk so that random reads rarely land in it.
+const streamWindow = 256 << 10
+
+// streamRun is how many reads must continue a stream, after the one that
+// began it, before the Reader reads ahead of it: a random read that happens
+// to land next to an earlier one does not start read-ahead (on a bucket,
+// up to Options.Fetchers GETs).
+const streamRun = 2
+
+// stream is one recent reader's state: the byte end of its reads, the
+// highest position it has read and how many reads continued it.
+type stream struct {
+	end int64
+	pos int
+	run int
+}
+
+// streams tracks up to 16 recent read streams, to tell sequential readers
+// (several at once) from random reads.
 type streams struct {
 	mu   sync.Mutex
-	last [16]int
+	s    [16]stream
 	next int // slot replaced next
 }
 
 func (s *streams) reset() {
-	for i := range s.last {
-		s.last[i] = -2
+	for i := range s.s {
+		s.s[i] = stream{end: -1 << 62, pos: -2}
 	}
 }
 
-// advance records a read of positions first … last and reports whether it
-// continues a stream (it starts in or just after a stream's last position)
-// into a position not read before.
-func (s *streams) advance(first, last int) bool {
+// advance records a read of bytes [off, end) at positions first … last and
+// reports whether it is at least the streamRun-th read continuing a stream
+// (it starts within streamWindow of where the stream's reads ended) and
+// reaches a position the stream has not read before.
+func (s *streams) advance(off, end int64, last int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, l := range s.last {
-		if first == l || first == l+1 {
-			s.last[i] = max(l, last)
-			return last > l
+	for i := range s.s {
+		st := &s.s[i]
+		if off >= st.end-streamWindow && off <= st.end+streamWindow {
+			st.end = max(st.end, end)
+			st.run++
+			ahead := st.run >= streamRun && last > st.pos
+			st.pos = max(st.pos, last)
+			return ahead
 		}
 	}
-	s.last[s.next] = last
-	s.next = (s.next + 1) % len(s.last)
+	s.s[s.next] = stream{end: end, pos: last}
+	s.next = (s.next + 1) % len(s.s)
 	return false
 }

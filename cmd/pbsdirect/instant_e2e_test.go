@@ -301,6 +301,36 @@ func TestInstantAccess(t *testing.T) {
 			if n := p.Requests() - before; n != 1 {
 				t.Errorf("a 4 KiB read of a cold chunk made %d requests, want 1 GET", n)
 			}
+			// Random reads of cold chunks at neighbouring positions (far
+			// apart in bytes) start no read-ahead: one GET per chunk read,
+			// none for the data chunks after them.
+			_, digests := fixture.Digests(t, filepath.Join(e.local, "vm", "100", t0str, "drive-scsi0.img.fidx"))
+			zero := fixture.ZeroDigest(4<<20, nil)
+			seen := map[crypto.Digest]bool{zero: true, digests[17>>2]: true} // never fetched
+			args := []string{"-r", "-f", "raw"}
+			var want int64
+			ahead := false // a data chunk after the pair read, for read-ahead to fetch
+			for pos := 0; pos+1 < len(digests); pos++ {
+				d0, d1 := digests[pos], digests[pos+1]
+				if seen[d0] || seen[d1] || d0 == d1 {
+					continue
+				}
+				seen[d0], seen[d1] = true, true
+				want += 2
+				args = append(args, "-c", fmt.Sprintf("read %d 4k", int64(pos)<<22+3<<20+512<<10),
+					"-c", fmt.Sprintf("read %d 4k", int64(pos+1)<<22+256<<10))
+				ahead = ahead || pos+2 < len(digests) && !seen[digests[pos+2]]
+				pos++
+			}
+			if want == 0 || !ahead {
+				t.Fatalf("no pair of neighbouring data chunks followed by data: the test proves nothing")
+			}
+			before = p.Requests()
+			runTool(t, "qemu-io", append(args, uri)...)
+			time.Sleep(time.Second) // read-ahead, if any, runs in the background
+			if n := p.Requests() - before; n != want {
+				t.Errorf("random 4 KiB reads of %d cold chunks made %d requests, want one GET each", want, n)
+			}
 		})
 	})
 
