@@ -346,6 +346,11 @@ func (s *Store) explain(err error) error {
 	var unknown x509.UnknownAuthorityError
 	var cert *tls.CertificateVerificationError
 	switch {
+	case bucketRegion(err) == s.region:
+		// Followed, or given, and still refused for the same region: no
+		// region helps; the endpoint or a gateway in front of it loops.
+		return fmt.Errorf("%w: %s: a redirect loop: the server answers %d %s naming region %s, the region the requests were already signed for (check --s3-endpoint and any gateway or proxy in front of it)",
+			chunkstore.ErrUnavailable, s.url, httpStatus(err), errorCode(err), s.region)
 	case bucketRegion(err) != "":
 		r := bucketRegion(err)
 		return fmt.Errorf("%w (the bucket is in region %s, requests were signed for %s: give --s3-region %s)", err, r, s.region, r)

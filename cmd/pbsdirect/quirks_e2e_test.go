@@ -190,6 +190,15 @@ func TestProviderQuirks(t *testing.T) {
 				t.Errorf("no note naming the region followed: %v", r)
 			}
 			e.restoreLatest(t, "--s3-endpoint", p.URL, "--s3-region", "eu-central-1")
+			// A server that names the region the requests were already
+			// signed for: a loop, exit 3, one message saying so.
+			p = e.proxy(t, quirkproxy.Quirks{BucketRegion: "eu-central-1", RegionError: status, RegionLoop: true})
+			for _, region := range []string{"eu-west-1", "eu-central-1"} {
+				r := pbs(t, "restore", "--store", "s3://quirks/ds", "--s3-endpoint", p.URL, "--s3-region", region, "vm/508", "drive-scsi0", filepath.Join(t.TempDir(), "r.raw"))
+				if r.code != 3 || !strings.Contains(r.err, "redirect loop") || strings.Contains(r.err, "give --s3-region") {
+					t.Errorf("%d region loop, signed for %s: %v", status, region, r)
+				}
+			}
 		}
 	})
 

@@ -64,6 +64,9 @@ type Quirks struct {
 	// '<region>'"); accepted ones are re-signed for TargetRegion.
 	BucketRegion string
 	RegionError  int
+	// RegionLoop answers the region error even to requests signed for
+	// BucketRegion (a misconfigured endpoint or gateway: a redirect loop).
+	RegionLoop bool
 	// Vanish makes objects whose key (below the bucket) starts with this
 	// prefix answer 404 once VanishAfterLists listing responses and
 	// VanishAfterReads requests for such objects were served: a prune
@@ -220,7 +223,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if p.q.BucketRegion != "" && rq.auth != nil && rq.auth.region != p.q.BucketRegion {
+	if p.q.BucketRegion != "" && rq.auth != nil && (rq.auth.region != p.q.BucketRegion || p.q.RegionLoop) {
 		bkt, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 		if p.q.RegionError == http.StatusBadRequest {
 			p.reply(w, http.StatusBadRequest, "AuthorizationHeaderMalformed",
