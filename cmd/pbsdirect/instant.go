@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"errors"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -202,8 +205,14 @@ func raiseFetchProcs(store string, fetchers int) (restoreProcs func()) {
 // blob decoded, an image or dynamic archive through the archive reader
 // (zero chunks as zeros, chunks read ahead as a restore fetches them).
 // Memory stays bounded by the reader's cache: two chunks per fetcher. The summary goes to stderr.
+// A reader that closes standard output early (`| head -c 1`) ends it with
+// an error wrapping syscall.EPIPE (exit 3), not a silent SIGPIPE death.
 func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, stdout, stderr io.Writer) error {
 	sf, pf := &rc.sf, rc.pf
+	// Writes to a closed pipe on fd 1 then fail with EPIPE instead of
+	// killing the process with SIGPIPE (exit 141, no message).
+	signal.Ignore(syscall.SIGPIPE)
+	defer signal.Reset(syscall.SIGPIPE)
 	start := time.Now()
 	fetchers := pf.fetchersFor(sf.store)
 	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, fetchers)
@@ -227,7 +236,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 		}
 		k, err := stdout.Write(data)
 		if err != nil {
-			return fmt.Errorf("standard output: %w", err)
+			return stdoutError(name, int64(k), err)
 		}
 		n = int64(k)
 	} else {
@@ -240,7 +249,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 		buf := make([]byte, max(r.ChunkSize(), 1<<20))
 		n, err = io.CopyBuffer(onlyWriter{stdout}, io.NewSectionReader(r, 0, r.Size()), buf)
 		if err != nil {
-			return fmt.Errorf("restore of %s to standard output failed after %d bytes: %w", r.Name(), n, err)
+			return stdoutError(r.Name(), n, err)
 		}
 	}
 	el := time.Since(start)
@@ -249,6 +258,15 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 			snap, name, humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
 	}
 	return nil
+}
+
+// stdoutError is the error of a restore of archive name to standard output
+// that failed after n bytes; a reader gone (EPIPE) is said so plainly.
+func stdoutError(name string, n int64, err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("restore of %s to standard output stopped after %d bytes: the reading end of the pipe was closed (broken pipe): the archive was not written whole: %w", name, n, err)
+	}
+	return fmt.Errorf("restore of %s to standard output failed after %d bytes: %w", name, n, err)
 }
 
 // onlyWriter hides a writer's ReadFrom, so that io.CopyBuffer reads in

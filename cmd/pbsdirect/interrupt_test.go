@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -145,4 +147,34 @@ func TestTargetAppearsDuringRestore(t *testing.T) {
 		t.Errorf("target directory holds %v, want only the other program's file", left)
 	}
 	t.Logf("failed as wanted: %v", r)
+}
+
+// TestRestoreStdoutClosed: `restore … - | head -c 1` (the real process, its
+// standard output a pipe closed after one byte) exits 3 with a message
+// saying the pipe was closed, not 141 (SIGPIPE) without a word.
+func TestRestoreStdoutClosed(t *testing.T) {
+	data := fixture.Mixed(8<<20, 23)
+	store := fixture.NewStore(t)
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+	mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "drive-scsi0.img:"+img)
+	cmd := exec.Command(os.Args[0], "restore", "--store", store, snap0, "drive-scsi0", "-")
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(out, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), "broken pipe") || !strings.Contains(stderr.String(), "not written whole") {
+		t.Errorf("restore to a pipe closed after 1 byte: %v, want exit 3; stderr: %s", err, stderr.String())
+	}
 }
