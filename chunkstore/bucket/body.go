@@ -89,9 +89,9 @@ func ReadBody(r io.Reader, size, limit int64, buf []byte) ([]byte, error) {
 			buf = make([]byte, size)
 		}
 		buf = buf[:size]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+		if n, err := io.ReadFull(r, buf); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil, fmt.Errorf("object shorter than its announced %d bytes (%d received): %w", size, n, io.ErrUnexpectedEOF)
 			}
 			return nil, err
 		}

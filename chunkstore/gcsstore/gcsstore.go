@@ -303,8 +303,10 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 			return out, nil
 		}
 		if !retryable || attempt >= s.maxRetries || ctx.Err() != nil {
-			if retryable && attempt > 0 {
-				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			if retryable {
+				// A body cut short, reset or timed out: the transport,
+				// not the data (exit 3).
+				err = fmt.Errorf("%w: %w (after %d attempts)", chunkstore.ErrUnavailable, err, attempt+1)
 			}
 			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
 		}

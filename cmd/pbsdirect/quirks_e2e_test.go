@@ -147,6 +147,17 @@ func TestProviderQuirks(t *testing.T) {
 		})
 	}
 
+	// A body shorter than its Content-Length (a gateway cutting responses)
+	// on every attempt: the transport failed, not the data: exit 3, and
+	// the message says the object came short.
+	t.Run("short-body", func(t *testing.T) {
+		p := e.proxy(t, quirkproxy.Quirks{ShortBody: 10, OnlyChunks: true})
+		r := pbs(t, "restore", "--store", "s3://quirks/ds", "--s3-endpoint", p.URL, "vm/508", "drive-scsi0", filepath.Join(t.TempDir(), "r.raw"))
+		if r.code != 3 || !strings.Contains(r.err, "shorter than its announced") {
+			t.Errorf("restore with every chunk body cut short: %v", r)
+		}
+	})
+
 	t.Run("pruned-mid-listing", func(t *testing.T) {
 		// The oldest snapshot's objects answer 404 once Open's listing and
 		// the vm/ listing were served: a prune between listing and reading.

@@ -50,7 +50,16 @@ type Quirks struct {
 	// ChunkedObjects answers object downloads with Transfer-Encoding:
 	// chunked and no Content-Length (body unchanged).
 	ChunkedObjects bool
-	// OnlyChunks limits GzipObjects and ChunkedObjects to chunk objects
+	// ShortBody answers object downloads with their real Content-Length
+	// but this many bytes fewer, then closes the connection (a gateway or
+	// load balancer cutting responses short).
+	ShortBody int
+	// GzipBomb answers object downloads with Content-Encoding: gzip of
+	// this many zero bytes instead of the object (a hostile or broken
+	// gateway: a few MiB on the wire that decode to GiB).
+	GzipBomb int64
+	// OnlyChunks limits GzipObjects, ChunkedObjects, ShortBody and
+	// GzipBomb to chunk objects
 	// (keys containing "/.chunks/" or starting with ".chunks/").
 	OnlyChunks bool
 	// Skew puts the server's clock this far ahead: S3 requests whose
@@ -310,6 +319,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case recode && p.q.GzipBomb > 0:
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Del("Content-Length")
+		w.WriteHeader(resp.StatusCode)
+		p.objectGets.Add(1)
+		// Gzip members of 64 MiB of zeros, one after the other (a
+		// multi-member stream decodes to their concatenation).
+		member := bombMember()
+		for n := p.q.GzipBomb; n > 0; n -= bombMemberSize {
+			if _, err := w.Write(member); err != nil {
+				return // the client stopped reading
+			}
+		}
+	case recode && p.q.ShortBody > 0:
+		p.objectGets.Add(1)
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(data[:max(len(data)-p.q.ShortBody, 0)])
 	case recode && p.q.GzipObjects:
 		var zb bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&zb, gzip.BestSpeed)
@@ -342,6 +369,19 @@ func contentType(rq request) string {
 	}
 	return "application/xml"
 }
+
+// bombMemberSize is the decoded size of bombMember.
+const bombMemberSize = 64 << 20
+
+// bombMember is one gzip member holding bombMemberSize zero bytes (about
+// 64 KiB), made once.
+var bombMember = sync.OnceValue(func() []byte {
+	var zb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zb, gzip.BestCompression)
+	zw.Write(make([]byte, bombMemberSize))
+	zw.Close()
+	return zb.Bytes()
+})
 
 // writeChunked sends data without Content-Length, in pieces flushed one by
 // one, so net/http uses Transfer-Encoding: chunked.
