@@ -10,7 +10,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
 	github.com/fsouza/fake-gcs-server v1.56.1
-	github.com/googleapis/gax-go/v2 v2.27.0
 	github.com/klauspost/compress v1.20.4
 	github.com/minio/sha256-simd v1.0.1
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -58,6 +57,7 @@ require (
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.25 // indirect
+	github.com/googleapis/gax-go/v2 v2.27.0 // indirect
 	github.com/gorilla/handlers v1.5.2 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect

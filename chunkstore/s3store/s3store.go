@@ -6,9 +6,13 @@
 // S3 datastore layout (FORMAT.md §8.1) or a plain copy of a datastore
 // directory (§1). Open detects which one.
 //
-// Transient failures (HTTP 5xx except 501, 429, 409, timeouts, connection
-// resets, also while reading a response body) are retried with exponential
-// backoff and jitter; 404 is reported as chunkstore.ErrNotFound and 403 as
+// Requests follow the bucket request policy (bucket.Policy): the SDK makes
+// one attempt, and the policy retries transient failures (HTTP 5xx except
+// 501, 409, connection resets, also while reading a response body, and
+// transfers stalled for the I/O timeout) with exponential backoff and
+// jitter, and throttling (429, 503 SlowDown) after its Retry-After while
+// lowering the chunk GETs in flight, until the same request has failed for
+// the retry window; 404 is reported as chunkstore.ErrNotFound and 403 as
 // chunkstore.ErrDenied, both without retrying.
 package s3store
 
@@ -27,7 +31,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -35,7 +38,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
@@ -93,11 +95,7 @@ func ParsePathStyle(s string) (PathStyle, error) {
 
 // Defaults used for zero Options fields.
 const (
-	DefaultConcurrency    = 32
-	DefaultRequestTimeout = bucket.DefaultRequestTimeout
-	DefaultMaxRetries     = bucket.DefaultMaxRetries
-	DefaultMinBackoff     = bucket.DefaultMinBackoff
-	DefaultMaxBackoff     = bucket.DefaultMaxBackoff
+	DefaultConcurrency = bucket.DefaultConcurrency
 	// DefaultRegion is the SigV4 region used when neither Options.Region nor
 	// the AWS configuration (AWS_REGION, profile) names one.
 	DefaultRegion = "us-east-1"
@@ -122,19 +120,9 @@ type Options struct {
 	// flight; the HTTP connection pool keeps at least that many idle
 	// connections per host. 0 means DefaultConcurrency.
 	Concurrency int
-	// RequestTimeout bounds one attempt of a request: until the response
-	// headers (and, for everything but object downloads, the response) have
-	// arrived; for ReadChunk the whole download. 0 means
-	// DefaultRequestTimeout, negative disables it. A timed-out attempt is
-	// retried.
-	RequestTimeout time.Duration
-	// MaxRetries is the number of retries after the first attempt of a
-	// request. 0 means DefaultMaxRetries, negative means none.
-	MaxRetries int
-	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// retries (the delay doubles per retry, with jitter). 0 means the
-	// defaults above.
-	MinBackoff, MaxBackoff time.Duration
+	// Policy is the request policy (--io-timeout, --retry-for, backoff);
+	// its Concurrency, when 0, is Concurrency.
+	Policy bucket.Options
 	// Layout forces a layout; LayoutAuto detects it (see Open).
 	Layout Layout
 	// Create opens the store for writing (backup): an empty prefix gets the
@@ -148,19 +136,16 @@ type Options struct {
 // Store is a datastore in an S3 bucket. It implements chunkstore.Store and
 // is safe for concurrent use.
 type Store struct {
-	client     *s3.Client
-	conns      connSet
-	bucket     string
-	keys       bucket.Keys
-	url        string
-	endpoint   string
-	maxRetries int
-	timeout    time.Duration
-	backoff    bucket.Backoff
+	client   *s3.Client
+	conns    connSet
+	bucket   string
+	keys     bucket.Keys
+	url      string
+	endpoint string
+	pol      *bucket.Policy
 	// noCondPut is set once the server answered a conditional PUT with
 	// "not implemented": WriteChunk then uses HEAD + PUT.
 	noCondPut atomic.Bool
-	retries   atomic.Int64
 }
 
 var _ chunkstore.Store = (*Store)(nil)
@@ -188,17 +173,16 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		keys:   bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
 	s.url = s.keys.URL("s3", bkt)
-	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
-	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc) })
-	if s.timeout > 0 {
-		// Also bounds stalls while a body is read (per read, not per body).
-		hc = hc.WithReadTimeout(s.timeout)
+	po := opts.Policy
+	if po.Concurrency <= 0 {
+		po.Concurrency = conc
 	}
+	s.pol = bucket.NewPolicy(po)
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc) })
 	lo := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -220,17 +204,16 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
 	}
-	retryer := retry.NewStandard(func(o *retry.StandardOptions) {
-		o.MaxAttempts = s.maxRetries + 1
-		// The SDK's default retry quota fails requests under load; the
-		// backoff alone paces retries here.
-		o.RateLimiter = ratelimit.None
-		o.Backoff = retry.BackoffDelayerFunc(func(attempt int, err error) (time.Duration, error) {
-			s.retries.Add(1)
-			return s.backoff.Delay(attempt), nil
-		})
-		o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(classify)}, o.Retryables...)
-	})
+	// The stall watchdog judges transfers by progress; there is no total
+	// timeout. It wraps the transport the configuration built (custom CA
+	// bundle included), under the SDK's redirect rules.
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		if c, ok := bc.Freeze().(*http.Client); ok {
+			w := *c
+			w.Transport = s.pol.Transport(c.Transport)
+			cfg.HTTPClient = &w
+		}
+	}
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if opts.Endpoint != "" {
 			ep := opts.Endpoint
@@ -248,13 +231,9 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		default:
 			o.UsePathStyle = o.UsePathStyle || isLocalEndpoint(s.endpoint)
 		}
-		o.Retryer = retryer
+		// One attempt per call: the bucket policy retries (s.do).
+		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 0
-		if s.timeout > 0 {
-			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-				return st.Finalize.Insert(attemptTimeout{d: s.timeout}, "Retry", middleware.After)
-			})
-		}
 	})
 	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
 		s.conns.closeAll()
@@ -347,10 +326,14 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	if s.keys.Prefix != "" {
 		root = s.keys.Prefix + "/"
 	}
-	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-		Bucket:  &s.bucket,
-		Prefix:  aws.String(root + bucket.ContentDir + "/"),
-		MaxKeys: aws.Int32(1),
+	var out *s3.ListObjectsV2Output
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		out, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket:  &s.bucket,
+			Prefix:  aws.String(root + bucket.ContentDir + "/"),
+			MaxKeys: aws.Int32(1),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
@@ -362,10 +345,14 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		s.keys.Layout = LayoutPBS4
 	case !create:
 		// A plain copy of a datastore has chunks; anything else is not a datastore.
-		chunks, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-			Bucket:  &s.bucket,
-			Prefix:  aws.String(root + ".chunks/"),
-			MaxKeys: aws.Int32(1),
+		var chunks *s3.ListObjectsV2Output
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			chunks, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+				Bucket:  &s.bucket,
+				Prefix:  aws.String(root + ".chunks/"),
+				MaxKeys: aws.Int32(1),
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
@@ -377,10 +364,14 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		s.keys.Layout = LayoutPlain
 	default:
 		// Writer: keep an existing plain copy plain, else use PBS 4's layout.
-		top, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-			Bucket:    &s.bucket,
-			Prefix:    aws.String(root),
-			Delimiter: aws.String("/"),
+		var top *s3.ListObjectsV2Output
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			top, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+				Bucket:    &s.bucket,
+				Prefix:    aws.String(root),
+				Delimiter: aws.String("/"),
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
@@ -413,7 +404,11 @@ func (s *Store) Prefix() string { return s.keys.Prefix }
 func (s *Store) Endpoint() string { return s.endpoint }
 
 // Retries returns how many retries (of any request) the store made so far.
-func (s *Store) Retries() int64 { return s.retries.Load() }
+func (s *Store) Retries() int64 { return s.pol.Stats().Retries }
+
+// PolicyStats returns the request policy's counts: retries, throttled
+// answers, stalls, and the changes of the GETs in flight.
+func (s *Store) PolicyStats() bucket.Stats { return s.pol.Stats() }
 
 // String returns "s3://bucket[/prefix]".
 func (s *Store) String() string { return s.url }
@@ -424,99 +419,40 @@ func (s *Store) objURL(key string) string { return "s3://" + s.bucket + "/" + ke
 func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
 
 // ReadChunk downloads the chunk object for d into buf (see
-// chunkstore.Store.ReadChunk). A failure while reading the body (reset,
-// truncation, timeout) retries the whole download; partial data is never
-// returned.
+// chunkstore.Store.ReadChunk) under the bucket policy: a failure while
+// reading the body (reset, truncation, stall) retries the whole download;
+// partial data is never returned.
 func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
 	key := s.keys.Chunk(d)
-	for attempt := 0; ; attempt++ {
-		out, retryable, err := s.readChunkOnce(ctx, key, buf)
-		if err == nil {
-			return out, nil
-		}
-		if !retryable || attempt >= s.maxRetries || ctx.Err() != nil {
-			if retryable && attempt > 0 {
-				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
-		}
-		s.retries.Add(1)
-		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
-			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
-		}
+	var out []byte
+	err := s.pol.Do(ctx, true, func(ctx context.Context) error {
+		var err error
+		out, err = s.readChunkOnce(ctx, key, buf)
+		return err
+	}, classifyErr)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
 	}
+	return out, nil
 }
 
-// readChunkOnce makes one GetObject call (whose own retries the SDK does)
-// and reads the body; retryable reports a body-read failure.
-func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, bool, error) {
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out, err := s.client.GetObject(actx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+// readChunkOnce makes one GetObject call and reads the body.
+func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
-		return nil, false, mapErr(err)
+		return nil, err
 	}
 	defer out.Body.Close()
-	// The SDK bounded the wait for the headers; bound the body read too.
-	var fired atomic.Bool
-	if s.timeout > 0 {
-		t := time.AfterFunc(s.timeout, func() { fired.Store(true); cancel() })
-		defer t.Stop()
-	}
-	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
 	size := int64(-1)
 	if out.ContentLength != nil {
 		size = *out.ContentLength
 	}
-	switch {
-	case size == 0:
-		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-	case size > limit:
-		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
-	case size > 0:
-		if int64(cap(buf)) < size {
-			buf = make([]byte, size)
-		}
-		buf = buf[:size]
-		_, err = io.ReadFull(out.Body, buf)
-	default:
-		buf, err = readAll(out.Body, buf[:0], limit)
-		if err == nil && len(buf) == 0 {
-			return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-		}
-	}
-	if err != nil {
-		if errors.Is(err, chunkstore.ErrTooLarge) {
-			return nil, false, err
-		}
-		if fired.Load() && ctx.Err() == nil {
-			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
-		} else {
-			err = fmt.Errorf("reading body: %w", err)
-		}
-		return nil, ctx.Err() == nil, err
-	}
-	return buf, false, nil
+	return bucket.ReadBody(out.Body, size, buf, chunkstore.MaxBlobSize+chunkstore.EncryptedHeaderSize)
 }
 
-// readAll appends r's content to buf, failing beyond limit bytes.
-func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("%w: object exceeds %d bytes", chunkstore.ErrTooLarge, limit)
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
+// do runs one request under the bucket policy.
+func (s *Store) do(ctx context.Context, fn func(context.Context) error) error {
+	return s.pol.Do(ctx, false, fn, classifyErr)
 }
 
 // OpenFile starts downloading the content file rel and returns its body and
@@ -528,7 +464,11 @@ func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	if err != nil {
 		return nil, 0, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	var out *s3.GetObjectOutput
+	err = s.do(ctx, func(actx context.Context) (err error) {
+		out, err = s.client.GetObject(actx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+		return err
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
 	}
@@ -545,6 +485,7 @@ type resumingReader struct {
 	off     int64
 	body    io.ReadCloser
 	retries int
+	failed  time.Time // first failure since the last byte read
 	err     error
 }
 
@@ -561,6 +502,9 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		}
 		n, err := r.body.Read(p)
 		r.off += int64(n)
+		if n > 0 {
+			r.failed = time.Time{}
+		}
 		if err == nil || (err == io.EOF && r.off == r.size) {
 			return n, err
 		}
@@ -569,14 +513,19 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		}
 		r.body.Close()
 		r.body = nil
-		if r.off > r.size {
+		if r.failed.IsZero() {
+			r.failed = time.Now()
+		}
+		switch {
+		case r.off > r.size:
 			r.err = fmt.Errorf("%s: object longer than its announced %d bytes", r.s.objURL(r.key), r.size)
-		} else if r.etag == "" || r.retries >= r.s.maxRetries || r.ctx.Err() != nil {
+		case r.etag == "" || r.ctx.Err() != nil:
 			r.err = fmt.Errorf("%s: reading at offset %d: %w", r.s.objURL(r.key), r.off, err)
-		} else {
+		case !r.s.pol.MayRetry(r.failed):
+			r.err = fmt.Errorf("%w: %s: reading at offset %d: still failing after %v: %w", chunkstore.ErrUnavailable, r.s.objURL(r.key), r.off, time.Since(r.failed).Round(time.Millisecond), err)
+		default:
 			r.retries++
-			r.s.retries.Add(1)
-			if serr := bucket.Sleep(r.ctx, r.s.backoff.Delay(r.retries)); serr != nil {
+			if serr := r.s.pol.Pause(r.ctx, r.retries); serr != nil {
 				r.err = fmt.Errorf("%s: reading at offset %d: %w (retry aborted: %v)", r.s.objURL(r.key), r.off, err, serr)
 			}
 		}
@@ -587,11 +536,15 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 }
 
 func (r *resumingReader) reopen() error {
-	out, err := r.s.client.GetObject(r.ctx, &s3.GetObjectInput{
-		Bucket:  &r.s.bucket,
-		Key:     &r.key,
-		Range:   aws.String(fmt.Sprintf("bytes=%d-", r.off)),
-		IfMatch: aws.String(r.etag),
+	var out *s3.GetObjectOutput
+	err := r.s.do(r.ctx, func(actx context.Context) (err error) {
+		out, err = r.s.client.GetObject(actx, &s3.GetObjectInput{
+			Bucket:  &r.s.bucket,
+			Key:     &r.key,
+			Range:   aws.String(fmt.Sprintf("bytes=%d-", r.off)),
+			IfMatch: aws.String(r.etag),
+		})
+		return err
 	})
 	if err != nil {
 		if httpStatus(err) == http.StatusPreconditionFailed {
@@ -623,7 +576,11 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	var files []chunkstore.FileInfo
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base})
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		var page *s3.ListObjectsV2Output
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			page, err = p.NextPage(ctx)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
@@ -644,13 +601,16 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
 	key := s.keys.Chunk(d)
 	if !s.noCondPut.Load() {
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket:        &s.bucket,
-			Key:           &key,
-			Body:          bytes.NewReader(blob),
-			ContentLength: aws.Int64(int64(len(blob))),
-			ContentType:   aws.String("application/octet-stream"),
-			IfNoneMatch:   aws.String("*"),
+		err := s.do(ctx, func(ctx context.Context) error {
+			_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+				Bucket:        &s.bucket,
+				Key:           &key,
+				Body:          bytes.NewReader(blob),
+				ContentLength: aws.Int64(int64(len(blob))),
+				ContentType:   aws.String("application/octet-stream"),
+				IfNoneMatch:   aws.String("*"),
+			})
+			return err
 		})
 		switch {
 		case err == nil:
@@ -664,7 +624,11 @@ func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (b
 			return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
 		}
 	}
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	var head *s3.HeadObjectOutput
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		head, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+		return err
+	})
 	switch {
 	case err == nil && aws.ToInt64(head.ContentLength) > 0:
 		return true, nil
@@ -687,12 +651,15 @@ func (s *Store) WriteFile(ctx context.Context, rel string, data []byte) error {
 }
 
 func (s *Store) put(ctx context.Context, key string, data []byte) error {
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:        &s.bucket,
-		Key:           &key,
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		ContentType:   aws.String("application/octet-stream"),
+	err := s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          bytes.NewReader(data),
+			ContentLength: aws.Int64(int64(len(data))),
+			ContentType:   aws.String("application/octet-stream"),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
@@ -743,83 +710,36 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
-	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classify(err) == aws.TrueTernary:
+	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classifyErr(err) != bucket.Fatal:
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err
 }
 
-// classify decides retries ahead of the SDK's default rules: never an
-// unreachable endpoint (bucket.Unreachable), 403, 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
-// attempt timeouts and truncated responses.
-func classify(err error) aws.Ternary {
-	if bucket.Unreachable(err) {
-		return aws.FalseTernary
+// classifyErr judges a failed attempt for the bucket policy: never an
+// unreachable endpoint (bucket.Unreachable), 403, 404, 412, 501 or a
+// chunk object that is empty or too large; throttling for 429 and the SDK's
+// throttle codes (SlowDown, …); a retry for 409 (conditional write
+// conflict), other 5xx, truncated responses and what the SDK deems
+// retryable (resets, timeouts).
+func classifyErr(err error) bucket.Class {
+	if errors.Is(err, chunkstore.ErrEmpty) || errors.Is(err, chunkstore.ErrTooLarge) || bucket.Unreachable(err) {
+		return bucket.Fatal
 	}
 	switch st := httpStatus(err); {
 	case st == http.StatusForbidden || st == http.StatusNotFound || st == http.StatusPreconditionFailed || st == http.StatusNotImplemented:
-		return aws.FalseTernary
-	case st == http.StatusConflict || st == http.StatusTooManyRequests || st >= 500:
-		return aws.TrueTernary
+		return bucket.Fatal
+	case st == http.StatusTooManyRequests || retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary:
+		return bucket.Throttle
+	case st == http.StatusConflict || st >= 500:
+		return bucket.Transient
 	}
-	var te *timeoutError
-	if errors.As(err, &te) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return aws.TrueTernary
+	var se *bucket.StallError
+	if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return bucket.Transient
 	}
-	return aws.UnknownTernary
-}
-
-// attemptTimeout is a finalize middleware, placed after the SDK's retry
-// middleware so that it runs per attempt, that cancels an attempt taking
-// longer than d and reports it as a retryable timeout. For GetObject the
-// timer stops once the response headers are in; the body then lives until
-// it is closed.
-type attemptTimeout struct{ d time.Duration }
-
-func (attemptTimeout) ID() string { return "PbsdirectAttemptTimeout" }
-
-func (m attemptTimeout) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-	actx, cancel := context.WithCancel(ctx)
-	var fired atomic.Bool
-	t := time.AfterFunc(m.d, func() { fired.Store(true); cancel() })
-	out, md, err := next.HandleFinalize(actx, in)
-	t.Stop()
-	if err != nil {
-		cancel()
-		if fired.Load() && ctx.Err() == nil {
-			return out, md, &timeoutError{d: m.d, msg: err.Error()}
-		}
-		return out, md, err
+	if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary {
+		return bucket.Transient
 	}
-	if g, ok := out.Result.(*s3.GetObjectOutput); ok && g.Body != nil {
-		g.Body = &cancelOnClose{ReadCloser: g.Body, cancel: cancel}
-		return out, md, nil
-	}
-	cancel()
-	return out, md, nil
+	return bucket.Fatal
 }
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
-}
-
-// timeoutError is an attempt that exceeded Options.RequestTimeout. It does
-// not wrap the cancellation error, which the SDK would refuse to retry.
-type timeoutError struct {
-	d   time.Duration
-	msg string
-}
-
-func (e *timeoutError) Error() string {
-	return fmt.Sprintf("request timeout (%v) exceeded: %s", e.d, e.msg)
-}
-
-func (e *timeoutError) Timeout() bool        { return true }
-func (e *timeoutError) RetryableError() bool { return true }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
@@ -27,6 +29,8 @@ type storeFlags struct {
 	s3Region     string
 	s3PathStyle  string
 	bucketLayout string
+	ioTimeout    time.Duration
+	retryFor     time.Duration
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -38,6 +42,8 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
 	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
 	fs.Lookup("s3-path-style").NoOptDefVal = "true"
+	fs.DurationVar(&s.ioTimeout, "io-timeout", bucket.DefaultIOTimeout, "bucket requests: cut and retry a transfer that moved no byte for this long (the wait for the first byte included); a transfer that keeps moving is never cut")
+	fs.DurationVar(&s.retryFor, "retry-for", bucket.DefaultRetryFor, "bucket requests: keep retrying the same failing or throttled request for this long (Retry-After honoured, fewer GETs in flight while throttled), then give up with exit code 3")
 	fs.StringVar(&s.bucketLayout, "bucket-layout", "auto", "bucket layout: auto (detect; new prefixes get pbs4-s3), pbs4-s3 (<prefix>/.cnt/…) or plain (copy of a datastore directory)")
 }
 
@@ -53,6 +59,12 @@ func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
 func (s *storeFlags) check() error {
 	if s.store == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
+	}
+	if s.ioTimeout <= 0 {
+		return usagef("--io-timeout must be positive, not %v", s.ioTimeout)
+	}
+	if s.retryFor < 0 {
+		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
 	if s.outputFormat != "text" && s.outputFormat != "json" {
 		return usagef("--output-format must be text or json, not %q", s.outputFormat)

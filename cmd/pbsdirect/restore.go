@@ -12,6 +12,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -40,6 +41,9 @@ type restoreSummary struct {
 	Fetchers      int     `json:"fetchers"`
 	Layout        string  `json:"bucket-layout,omitempty"`
 	Retries       int64   `json:"retries"`
+	// Requests counts what the bucket request policy did: throttled
+	// answers, stalled transfers, and the changes of the GETs in flight.
+	Requests *bucket.Stats `json:"bucket-requests,omitempty"`
 	ZeroRanges    string  `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
 	ExitCode      int     `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
 }
@@ -126,6 +130,10 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if sum.Layout != "" {
 		fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 	}
+	if q := sum.Requests; q != nil && (q.Throttled > 0 || q.Stalls > 0 || q.LimitDecreases > 0) {
+		fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
+			q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
+	}
 	return nil
 }
 
@@ -194,6 +202,10 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
 		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Writers: opts.Writers, Fetchers: opts.Fetchers,
 		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: target.ZeroHandling(),
+	}
+	if r.summary.Layout != "" {
+		q := backends.PolicyStatsOf(store)
+		r.summary.Requests = &q
 	}
 	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
@@ -47,6 +48,10 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 		Concurrency: concurrency,
 		Layout:      layout,
 		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps},
+		Policy:      bucket.Options{IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor},
+	}
+	if sf.retryFor == 0 {
+		opts.Policy.RetryFor = -1 // --retry-for 0: no retries
 	}
 	return backends.Open(ctx, sf.store, opts)
 }
