@@ -43,9 +43,9 @@ type restoreSummary struct {
 	Retries       int64   `json:"retries"`
 	// Requests counts what the bucket request policy did: throttled
 	// answers, stalled transfers, and the changes of the GETs in flight.
-	Requests *bucket.Stats `json:"bucket-requests,omitempty"`
-	ZeroRanges    string  `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
-	ExitCode      int     `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
+	Requests   *bucket.Stats `json:"bucket-requests,omitempty"`
+	ZeroRanges string        `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	ExitCode   int           `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
 }
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
