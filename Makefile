@@ -4,15 +4,22 @@
 GO      ?= go
 TAGS    ?= disable_grpc_modules
 BIN     := bin/pbsdirect
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+# Without a version from git, the binary takes it from its build information.
+LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION))
 
-.PHONY: all build demo test test-short vet bench bench-go tools clean
+.PHONY: all build check-static demo test test-short vet bench bench-go tools clean
 
 all: build
 
+# A static binary (no libc): it runs in rescue systems and scratch containers.
 build:
-	$(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pbsdirect
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pbsdirect
+
+# Fails unless bin/pbsdirect is statically linked (what CI checks).
+check-static: build
+	@out=$$(ldd $(BIN) 2>&1 || true); echo "ldd $(BIN): $$out"; \
+	case "$$out" in *"not a dynamic executable"*|*"statically linked"*) ;; *) echo "$(BIN) is dynamically linked" >&2; exit 1;; esac
 
 # Builds a 1 GiB ext4 VM disk image from real files, backs it up into a local
 # datastore, restores it and proves the result byte-identical.

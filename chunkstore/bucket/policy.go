@@ -3,7 +3,6 @@ package bucket
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -224,49 +223,6 @@ func (p *Policy) MayRetry(since time.Time) bool {
 func (p *Policy) Pause(ctx context.Context, n int) error {
 	p.retries.Add(1)
 	return Sleep(ctx, p.backoff.Delay(n))
-}
-
-// ReadBody reads a response body of size bytes (-1: unknown) into buf,
-// reusing its capacity, and returns it. A 0-byte body fails with
-// chunkstore.ErrEmpty, one larger than limit with chunkstore.ErrTooLarge
-// before more than limit bytes are read; a body cut short fails with
-// io.ErrUnexpectedEOF (or the read error, which the policy retries).
-func ReadBody(r io.Reader, size int64, buf []byte, limit int64) ([]byte, error) {
-	switch {
-	case size == 0:
-		return nil, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-	case size > limit:
-		return nil, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
-	case size > 0:
-		if int64(cap(buf)) < size {
-			buf = make([]byte, size)
-		}
-		buf = buf[:size]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, fmt.Errorf("reading body: %w", err)
-		}
-		return buf, nil
-	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):min(int64(cap(buf)), limit+1)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("%w: object exceeds %d bytes", chunkstore.ErrTooLarge, limit)
-		}
-		if err == io.EOF {
-			if len(buf) == 0 {
-				return nil, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-			}
-			return buf, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading body: %w", err)
-		}
-	}
 }
 
 // limiter is the adaptive limit on GETs in flight: additive increase (one

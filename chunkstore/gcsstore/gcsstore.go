@@ -18,6 +18,7 @@
 package gcsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 
 	"cloud.google.com/go/storage"
@@ -304,11 +306,13 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 			return err
 		}
 		defer r.Close()
-		size := r.Attrs.Size
-		if size < 0 {
-			return errors.New("object has unknown size")
+		// Size is -1 for a body without Content-Length or one decoded on
+		// the way (an object stored with Content-Encoding gzip): read to
+		// its end, bounded by the limit.
+		out, err = bucket.ReadBody(r, r.Attrs.Size, chunkstore.MaxBlobSize+chunkstore.EncryptedHeaderSize, buf)
+		if err != nil && !errors.Is(err, chunkstore.ErrTooLarge) && !errors.Is(err, chunkstore.ErrEmpty) {
+			err = fmt.Errorf("reading body: %w", err)
 		}
-		out, err = bucket.ReadBody(r, size, buf, chunkstore.MaxBlobSize+chunkstore.EncryptedHeaderSize)
 		return err
 	}, classifyErr)
 	if err != nil {
@@ -352,28 +356,60 @@ func (n *namedReader) Read(p []byte) (int, error) {
 
 func (n *namedReader) Close() error { return n.r.Close() }
 
+// listPageSize is the number of objects asked for per listing page.
+const listPageSize = 1000
+
 // ListFiles lists every content object below dir (see
-// chunkstore.Store.ListFiles); the library follows page tokens.
+// chunkstore.Store.ListFiles) page by page, checking every page with
+// bucket.Listing: a repeated page token, a repeated page or keys out of
+// order make it continue with startOffset (the last key seen); what cannot
+// be completed that way fails with bucket.ErrListing, never returning part
+// of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
 		return nil, err
 	}
 	base += "/"
-	q := &storage.Query{Prefix: base}
-	q.SetAttrSelection([]string{"Name", "Size"})
 	var files []chunkstore.FileInfo
-	seen := map[string]bool{}
-	err = s.list(ctx, q, func(a *storage.ObjectAttrs) {
-		if rel, ok := s.keys.RelFromKey(a.Name); ok && !seen[rel] {
-			seen[rel] = true
-			files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base, StartAfterInclusive: true}
+	for {
+		q := &storage.Query{Prefix: base}
+		token, after, useAfter := l.Request()
+		if useAfter {
+			q.StartOffset = after
 		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
+		q.SetAttrSelection([]string{"Name", "Size"})
+		var page []*storage.ObjectAttrs
+		var next string
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			page = page[:0]
+			next, err = iterator.NewPager(s.bucket.Objects(ctx, q), listPageSize, token).NextPage(&page)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
+		}
+		for _, a := range page {
+			keep, err := l.Key(a.Name)
+			if err != nil {
+				return nil, err
+			}
+			if rel, ok := s.keys.RelFromKey(a.Name); keep && ok {
+				files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+			}
+		}
+		more, err := l.EndPage(next != "", next)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return files, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return files, nil
 }
 
 // WriteChunk uploads the chunk blob unless the object exists (precondition
@@ -513,4 +549,40 @@ func shouldRetry(err error) bool {
 		return true
 	}
 	return storage.ShouldRetry(err)
+}
+
+// ClaimSnapshot creates the snapshot's claim marker with a DoesNotExist
+// precondition; release deletes it (see chunkstore.SnapshotClaimer). A
+// marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried upload whose first
+// attempt landed).
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	obj := s.bucket.Object(key)
+	release := func() error {
+		if err := s.do(context.WithoutCancel(ctx), obj.Delete); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	err = s.upload(ctx, obj.If(storage.Conditions{DoesNotExist: true}), mine)
+	if err == nil {
+		return release, nil
+	}
+	if status(err) != http.StatusPreconditionFailed {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	var held []byte
+	if r, err := obj.NewReader(ctx); err == nil {
+		held, _ = io.ReadAll(io.LimitReader(r, 4096))
+		r.Close()
+	}
+	if bytes.Equal(held, mine) {
+		return release, nil
+	}
+	return nil, chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
 }

@@ -19,12 +19,18 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,21 +137,52 @@ type Options struct {
 	// Credentials overrides the SDK's credential chain when non-nil (e.g.
 	// credentials.NewStaticCredentialsProvider in tests).
 	Credentials aws.CredentialsProvider
+	// Fingerprint pins the endpoint's TLS certificate (--s3-fingerprint), as
+	// PBS's S3 endpoint "fingerprint" does: the SHA-256 of the server's leaf
+	// certificate (DER), 64 hex digits with or without ':' separators. When
+	// set, that certificate is accepted whatever its issuer and names (a
+	// self-signed certificate with its name only in the subject CN included)
+	// and every other certificate is refused. Empty: the usual verification
+	// (system roots, AWS_CA_BUNDLE).
+	Fingerprint string
+	// DialContext, when non-nil, makes the store's connections instead of
+	// net.Dialer (host name resolution included); for tests that need a
+	// name resolver of their own.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// ParseFingerprint parses a certificate fingerprint as PBS writes it
+// ("aa:bb:…", 32 bytes as hex with ':' separators) or as bare hex, any case.
+func ParseFingerprint(s string) ([sha256.Size]byte, error) {
+	var fp [sha256.Size]byte
+	h := strings.ReplaceAll(strings.TrimSpace(s), ":", "")
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != sha256.Size {
+		return fp, fmt.Errorf("invalid certificate fingerprint %q: want the SHA-256 of the certificate, 32 bytes in hex (e.g. as 'openssl x509 -noout -fingerprint -sha256' prints it)", s)
+	}
+	copy(fp[:], b)
+	return fp, nil
 }
 
 // Store is a datastore in an S3 bucket. It implements chunkstore.Store and
 // is safe for concurrent use.
 type Store struct {
-	client   *s3.Client
-	conns    connSet
-	bucket   string
-	keys     bucket.Keys
-	url      string
-	endpoint string
-	pol      *bucket.Policy
+	client     *s3.Client
+	conns      connSet
+	bucket     string
+	keys       bucket.Keys
+	url        string
+	endpoint   string
+	pol        *bucket.Policy
 	// noCondPut is set once the server answered a conditional PUT with
 	// "not implemented": WriteChunk then uses HEAD + PUT.
 	noCondPut atomic.Bool
+	// region is the signing region in use; pathStyle the addressing.
+	region    string
+	pathStyle bool
+	// followed names what Open corrected on its own ("" if nothing): the
+	// bucket's region, path-style addressing.
+	followed []string
 }
 
 var _ chunkstore.Store = (*Store)(nil)
@@ -182,7 +219,15 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		po.Concurrency = conc
 	}
 	s.pol = bucket.NewPolicy(po)
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc) })
+	var pin *[sha256.Size]byte
+	if opts.Fingerprint != "" {
+		fp, err := ParseFingerprint(opts.Fingerprint)
+		if err != nil {
+			return nil, fmt.Errorf("%s: --s3-fingerprint: %w", s.url, err)
+		}
+		pin = &fp
+	}
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc, pin, opts.DialContext) })
 	lo := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -206,7 +251,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	}
 	// The stall watchdog judges transfers by progress; there is no total
 	// timeout. It wraps the transport the configuration built (custom CA
-	// bundle included), under the SDK's redirect rules.
+	// bundle and pinning included), under the SDK's redirect rules.
 	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
 		if c, ok := bc.Freeze().(*http.Client); ok {
 			w := *c
@@ -214,7 +259,39 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 			cfg.HTTPClient = &w
 		}
 	}
+	s.newClient(cfg, opts, cfg.Region, false)
+	err = s.detectLayout(ctx, opts.Layout, opts.Create)
+	// A bucket in another region: follow the region the server names
+	// (301 PermanentRedirect, 400 AuthorizationHeaderMalformed), as the AWS
+	// CLI does.
+	if r := bucketRegion(err); r != "" && r != s.region {
+		s.newClient(cfg, opts, r, false)
+		s.followed = append(s.followed, "region "+r)
+		err = s.detectLayout(ctx, opts.Layout, opts.Create)
+	}
+	// A custom endpoint by host name whose virtual-host name
+	// (<bucket>.<host>) does not resolve: path style, as most self-hosted
+	// services expect.
+	if err != nil && opts.PathStyle == PathStyleAuto && !s.pathStyle && s.endpoint != "" && noSuchHost(err) {
+		s.newClient(cfg, opts, s.region, true)
+		if err2 := s.detectLayout(ctx, opts.Layout, opts.Create); err2 == nil || !noSuchHost(err2) {
+			s.followed = append(s.followed, "path-style addressing")
+			err = err2
+		}
+	}
+	if err != nil {
+		s.conns.closeAll()
+		return nil, s.explain(err)
+	}
+	return s, nil
+}
+
+// newClient (re)makes the S3 client for region; forcePath selects path-style
+// addressing whatever opts.PathStyle says.
+func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath bool) {
+	s.region = region
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.Region = region
 		if opts.Endpoint != "" {
 			ep := opts.Endpoint
 			if !strings.Contains(ep, "://") {
@@ -223,34 +300,110 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 			o.BaseEndpoint = aws.String(strings.TrimRight(ep, "/"))
 		}
 		s.endpoint = aws.ToString(o.BaseEndpoint)
-		switch opts.PathStyle {
-		case PathStyleOn:
+		switch {
+		case forcePath || opts.PathStyle == PathStyleOn:
 			o.UsePathStyle = true
-		case PathStyleOff:
+		case opts.PathStyle == PathStyleOff:
 			o.UsePathStyle = false
 		default:
 			o.UsePathStyle = o.UsePathStyle || isLocalEndpoint(s.endpoint)
 		}
-		// One attempt per call: the bucket policy retries (s.do).
+		s.pathStyle = o.UsePathStyle
+		// One attempt per call: the bucket policy retries (s.do). The
+		// client still corrects its clock skew from a response's Date, for
+		// the next attempt.
 		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 0
 	})
-	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
-		s.conns.closeAll()
-		return nil, err
+}
+
+// Followed returns what Open corrected on its own, e.g. "region
+// eu-central-1" or "path-style addressing" (nil if nothing).
+func (s *Store) Followed() []string { return s.followed }
+
+// Region returns the signing region in use.
+func (s *Store) Region() string { return s.region }
+
+// explain adds to an error of Open what the user can do about it.
+func (s *Store) explain(err error) error {
+	var hostname x509.HostnameError
+	var unknown x509.UnknownAuthorityError
+	var cert *tls.CertificateVerificationError
+	switch {
+	case bucketRegion(err) != "":
+		r := bucketRegion(err)
+		return fmt.Errorf("%w (the bucket is in region %s, requests were signed for %s: give --s3-region %s)", err, r, s.region, r)
+	case noSuchHost(err) && s.endpoint != "" && !s.pathStyle:
+		return fmt.Errorf("%w (virtual-hosted addressing puts the bucket name in front of the endpoint's host name, which does not resolve here: give --s3-path-style)", err)
+	case errors.As(err, &hostname), errors.As(err, &unknown), errors.As(err, &cert),
+		strings.Contains(err.Error(), "x509: certificate"):
+		return fmt.Errorf("%w (for a self-signed endpoint certificate, give its SHA-256 fingerprint with --s3-fingerprint, as in PBS's S3 endpoint configuration: openssl x509 -noout -fingerprint -sha256 -in CERT)", err)
 	}
-	return s, nil
+	return err
+}
+
+// noSuchHost reports whether err is a host name that does not resolve.
+func noSuchHost(err error) bool {
+	var dns *net.DNSError
+	return err != nil && errors.As(err, &dns) && dns.IsNotFound
+}
+
+// regionInMessage finds the expected region in AWS's error messages, e.g.
+// "the region 'us-east-1' is wrong; expecting 'eu-central-1'".
+var regionInMessage = regexp.MustCompile(`expecting '([a-z0-9-]+)'`)
+
+// bucketRegion returns the bucket's region named by a region-mismatch
+// answer (301 PermanentRedirect, 400 AuthorizationHeaderMalformed or
+// IllegalLocationConstraintException): the x-amz-bucket-region header, else
+// the region in the message; "" for any other error.
+func bucketRegion(err error) string {
+	if err == nil {
+		return ""
+	}
+	st, code := httpStatus(err), errorCode(err)
+	if st != http.StatusMovedPermanently && st != http.StatusBadRequest && code != "PermanentRedirect" && code != "AuthorizationHeaderMalformed" {
+		return ""
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		if r := re.Response.Header.Get("X-Amz-Bucket-Region"); r != "" {
+			return r
+		}
+	}
+	if m := regionInMessage.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // tuneTransport sizes the connection pool for conc requests in flight (Go's
 // default of 2 idle connections per host would make every further request
 // dial anew) and tracks connections so that Close can close them.
-func (s *Store) tuneTransport(tr *http.Transport, conc int) {
+func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	tr.MaxIdleConns = max(100, 2*conc)
 	tr.MaxIdleConnsPerHost = conc + conc/4 + 2
 	tr.MaxConnsPerHost = 0 // unlimited, so never below the concurrency
 	tr.IdleConnTimeout = 90 * time.Second
 	dial := tr.DialContext
+	if dialer != nil {
+		dial = dialer
+	}
+	if pin != nil {
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		tr.TLSClientConfig.InsecureSkipVerify = true // replaced by the pin below
+		tr.TLSClientConfig.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("endpoint sent no certificate")
+			}
+			if sha256.Sum256(raw[0]) != *pin {
+				got := sha256.Sum256(raw[0])
+				return fmt.Errorf("endpoint certificate fingerprint %s does not match --s3-fingerprint", fingerprintString(got[:]))
+			}
+			return nil
+		}
+	}
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
@@ -261,6 +414,15 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int) {
 		}
 		return s.conns.add(c), nil
 	}
+}
+
+// fingerprintString formats a fingerprint as PBS does: "aa:bb:…".
+func fingerprintString(b []byte) string {
+	parts := make([]string, len(b))
+	for i, c := range b {
+		parts[i] = fmt.Sprintf("%02x", c)
+	}
+	return strings.Join(parts, ":")
 }
 
 // connSet tracks open connections.
@@ -443,16 +605,30 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 		return nil, err
 	}
 	defer out.Body.Close()
-	size := int64(-1)
-	if out.ContentLength != nil {
-		size = *out.ContentLength
+	body, decoded, err := bucket.DecodeBody(out.Body, aws.ToString(out.ContentEncoding))
+	if err != nil {
+		return nil, err
 	}
-	return bucket.ReadBody(out.Body, size, buf, chunkstore.MaxBlobSize+chunkstore.EncryptedHeaderSize)
+	buf, err = bucket.ReadBody(body, bodySize(out.ContentLength, decoded), chunkstore.MaxBlobSize+chunkstore.EncryptedHeaderSize, buf)
+	if err != nil && !errors.Is(err, chunkstore.ErrTooLarge) && !errors.Is(err, chunkstore.ErrEmpty) {
+		err = fmt.Errorf("reading body: %w", err)
+	}
+	return buf, err
 }
 
 // do runs one request under the bucket policy.
 func (s *Store) do(ctx context.Context, fn func(context.Context) error) error {
 	return s.pol.Do(ctx, false, fn, classifyErr)
+}
+
+// bodySize is the length of a response body as announced: Content-Length,
+// or -1 when there is none (Transfer-Encoding: chunked) or the body is
+// decoded (Content-Encoding: gzip).
+func bodySize(contentLength *int64, decoded bool) int64 {
+	if contentLength == nil || *contentLength < 0 || decoded {
+		return -1
+	}
+	return *contentLength
 }
 
 // OpenFile starts downloading the content file rel and returns its body and
@@ -465,23 +641,43 @@ func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 		return nil, 0, err
 	}
 	var out *s3.GetObjectOutput
-	err = s.do(ctx, func(actx context.Context) (err error) {
-		out, err = s.client.GetObject(actx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	err = s.do(ctx, func(ctx context.Context) (err error) {
+		out, err = s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
 		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
 	}
-	size := aws.ToInt64(out.ContentLength)
-	return &resumingReader{s: s, ctx: ctx, key: key, etag: aws.ToString(out.ETag), size: size, body: out.Body}, size, nil
+	body, decoded, err := bucket.DecodeBody(out.Body, aws.ToString(out.ContentEncoding))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), err)
+	}
+	size := bodySize(out.ContentLength, decoded)
+	if size < 0 {
+		// No Content-Length (chunked), or a decoded body: the stored size,
+		// if the server tells it, is what the reader must deliver.
+		var head *s3.HeadObjectOutput
+		if err := s.do(ctx, func(ctx context.Context) (err error) {
+			head, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+			return err
+		}); err == nil &&
+			head.ContentLength != nil && *head.ContentLength > 0 && !bucket.IsGzip(aws.ToString(head.ContentEncoding)) {
+			size = *head.ContentLength
+		}
+	}
+	etag := aws.ToString(out.ETag)
+	if decoded {
+		etag = "" // a decoded stream cannot be resumed by byte range
+	}
+	return &resumingReader{s: s, ctx: ctx, key: key, etag: etag, size: size, body: body}, size, nil
 }
 
 type resumingReader struct {
 	s       *Store
 	ctx     context.Context
 	key     string
-	etag    string
-	size    int64
+	etag    string // "" disables resuming
+	size    int64  // -1: unknown, read to the end
 	off     int64
 	body    io.ReadCloser
 	retries int
@@ -505,7 +701,8 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		if n > 0 {
 			r.failed = time.Time{}
 		}
-		if err == nil || (err == io.EOF && r.off == r.size) {
+		long := r.size >= 0 && r.off > r.size
+		if (err == nil && !long) || (err == io.EOF && (r.size < 0 || r.off == r.size)) {
 			return n, err
 		}
 		if err == io.EOF {
@@ -517,7 +714,7 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 			r.failed = time.Now()
 		}
 		switch {
-		case r.off > r.size:
+		case long:
 			r.err = fmt.Errorf("%s: object longer than its announced %d bytes", r.s.objURL(r.key), r.size)
 		case r.etag == "" || r.ctx.Err() != nil:
 			r.err = fmt.Errorf("%s: reading at offset %d: %w", r.s.objURL(r.key), r.off, err)
@@ -537,8 +734,8 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 
 func (r *resumingReader) reopen() error {
 	var out *s3.GetObjectOutput
-	err := r.s.do(r.ctx, func(actx context.Context) (err error) {
-		out, err = r.s.client.GetObject(actx, &s3.GetObjectInput{
+	err := r.s.do(r.ctx, func(ctx context.Context) (err error) {
+		out, err = r.s.client.GetObject(ctx, &s3.GetObjectInput{
 			Bucket:  &r.s.bucket,
 			Key:     &r.key,
 			Range:   aws.String(fmt.Sprintf("bytes=%d-", r.off)),
@@ -565,8 +762,12 @@ func (r *resumingReader) Close() error {
 	return nil
 }
 
-// ListFiles lists every content object below dir, following ListObjectsV2
-// continuation tokens (see chunkstore.Store.ListFiles).
+// ListFiles lists every content object below dir (see
+// chunkstore.Store.ListFiles) with ListObjectsV2, checking every page with
+// bucket.Listing: a page truncated without a continuation token, a repeated
+// token or page, or keys out of order make it continue with start-after
+// (the last key seen); what cannot be completed that way fails with
+// bucket.ErrListing, never returning part of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
@@ -574,23 +775,45 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	}
 	base += "/"
 	var files []chunkstore.FileInfo
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base})
-	for p.HasMorePages() {
+	l := bucket.Listing{Provider: "S3 ListObjectsV2", Where: s.objURL(base), Prefix: base}
+	for {
+		in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base}
+		token, after, useAfter := l.Request()
+		if token != "" {
+			in.ContinuationToken = aws.String(token)
+		}
+		if useAfter {
+			in.StartAfter = aws.String(after)
+		}
 		var page *s3.ListObjectsV2Output
 		err := s.do(ctx, func(ctx context.Context) (err error) {
-			page, err = p.NextPage(ctx)
+			page, err = s.client.ListObjectsV2(ctx, in)
 			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
 		for _, o := range page.Contents {
-			if rel, ok := s.keys.RelFromKey(aws.ToString(o.Key)); ok {
+			key := aws.ToString(o.Key)
+			keep, err := l.Key(key)
+			if err != nil {
+				return nil, err
+			}
+			if rel, ok := s.keys.RelFromKey(key); keep && ok {
 				files = append(files, chunkstore.FileInfo{Path: rel, Size: aws.ToInt64(o.Size)})
 			}
 		}
+		more, err := l.EndPage(aws.ToBool(page.IsTruncated), aws.ToString(page.NextContinuationToken))
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return files, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return files, nil
 }
 
 // WriteChunk uploads the chunk blob unless the object exists: a PUT with
@@ -708,23 +931,39 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (on EC2, ECS or EKS: the instance, task or pod role): %v", chunkstore.ErrDenied, err)
 	case st == http.StatusNotFound || errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nsb):
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
+	case code == "RequestTimeTooSkewed":
+		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
 	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classifyErr(err) != bucket.Fatal:
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
+	if r := bucketRegion(err); r != "" {
+		return fmt.Errorf("%w (the bucket is in region %s: give --s3-region %s)", err, r, r)
+	}
 	return err
 }
 
+// skewCodes are the error codes after which the SDK corrects its clock by
+// the server's Date header and retries (its clock skew correction).
+var skewCodes = map[string]bool{"RequestTimeTooSkewed": true, "SignatureDoesNotMatch": true, "InvalidSignatureException": true, "AuthFailure": true, "AccessDeniedException": true, "RequestExpired": true}
+
 // classifyErr judges a failed attempt for the bucket policy: never an
-// unreachable endpoint (bucket.Unreachable), 403, 404, 412, 501 or a
+// unreachable endpoint (bucket.Unreachable), 403 (except one the client's
+// clock skew correction can fix on the next attempt), 404, 412, 501 or a
 // chunk object that is empty or too large; throttling for 429 and the SDK's
 // throttle codes (SlowDown, …); a retry for 409 (conditional write
-// conflict), other 5xx, truncated responses and what the SDK deems
+// conflict), other 5xx, truncated responses, stalls and what the SDK deems
 // retryable (resets, timeouts).
 func classifyErr(err error) bucket.Class {
 	if errors.Is(err, chunkstore.ErrEmpty) || errors.Is(err, chunkstore.ErrTooLarge) || bucket.Unreachable(err) {
 		return bucket.Fatal
+	}
+	// The SDK marks a 403 it can fix by correcting the clock skew from the
+	// response's Date header as retryable; the next attempt is corrected.
+	var re interface{ RetryableError() bool }
+	if skewCodes[errorCode(err)] && errors.As(err, &re) && re.RetryableError() {
+		return bucket.Transient
 	}
 	switch st := httpStatus(err); {
 	case st == http.StatusForbidden || st == http.StatusNotFound || st == http.StatusPreconditionFailed || st == http.StatusNotImplemented:
@@ -742,4 +981,77 @@ func classifyErr(err error) bucket.Class {
 		return bucket.Transient
 	}
 	return bucket.Fatal
+}
+
+// ClaimSnapshot creates the snapshot's claim marker with a conditional PUT
+// (If-None-Match: *); release deletes it (see chunkstore.SnapshotClaimer).
+// A marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried PUT whose first
+// attempt landed). On a server without conditional PUTs (501) the claim
+// falls back to HEAD then PUT, which cannot exclude a writer that starts
+// in between.
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	release := func() error {
+		if err := s.do(context.WithoutCancel(ctx), func(ctx context.Context) error {
+			_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
+			return err
+		}); err != nil {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	busy := func() error {
+		var held []byte
+		if rc, _, err := s.OpenFile(ctx, path.Join(snapDir, chunkstore.ClaimMarker)); err == nil {
+			held, _ = io.ReadAll(io.LimitReader(rc, 4096))
+			rc.Close()
+		}
+		if bytes.Equal(held, mine) {
+			return nil
+		}
+		return chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
+	}
+	if !s.noCondPut.Load() {
+		err := s.do(ctx, func(ctx context.Context) error {
+			_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+				Bucket:        &s.bucket,
+				Key:           &key,
+				Body:          bytes.NewReader(mine),
+				ContentLength: aws.Int64(int64(len(mine))),
+				ContentType:   aws.String("application/json"),
+				IfNoneMatch:   aws.String("*"),
+			})
+			return err
+		})
+		switch {
+		case err == nil:
+			return release, nil
+		case httpStatus(err) == http.StatusPreconditionFailed:
+			if err := busy(); err != nil {
+				return nil, err
+			}
+			return release, nil
+		case isNotImplemented(err):
+			s.noCondPut.Store(true)
+		default:
+			return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+		}
+	}
+	if err := s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+		return err
+	}); err == nil {
+		return nil, busy()
+	} else if !errors.Is(mapErr(err), chunkstore.ErrNotFound) {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	if err := s.put(ctx, key, mine); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return release, nil
 }

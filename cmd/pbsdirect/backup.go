@@ -37,11 +37,6 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
 	var sf storeFlags
 	sf.register(fs)
-	defer func() {
-		if sf.json() {
-			err = failJSON(err)
-		}
-	}()
 	host, _ := os.Hostname()
 	btype := fs.String("backup-type", "host", "backup type: vm, ct or host")
 	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
@@ -49,6 +44,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
+	masterPub := fs.String("master-pubkey-file", "", "RSA master public key (PEM, key create-master-key): store the encryption key encrypted under it as rsa-encrypted.key.blob, for recovery with key import-with-master-key")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -91,7 +87,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	var cc *crypto.Config
 	if *cryptMode != "none" {
-		if cc, err = sf.loadKey(stderr); err != nil {
+		if cc, err = sf.loadKey(ctx, stderr); err != nil {
 			return err
 		}
 	}
@@ -107,6 +103,15 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		signOnly = *cryptMode == "sign-only"
 	default:
 		return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
+	}
+	var rsaKey []byte
+	if *masterPub != "" {
+		if cc == nil || signOnly {
+			return usagef("--master-pubkey-file goes with encryption: give --keyfile (or have a default key) and no --crypt-mode none or sign-only")
+		}
+		if rsaKey, err = rsaEncryptedKey(*masterPub, sf.keyfile, cc); err != nil {
+			return err
+		}
 	}
 	if *jobs == 0 && isRemote(sf.store) {
 		*jobs = 8 * max(1, runtimeCPUs())
@@ -142,7 +147,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	bar := startProgress(stderr, !sf.json(), "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
-	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs}, &stats)
+	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
 	bar.done()
 	if err != nil {
 		return fmt.Errorf("backup failed, no snapshot written: %w", err)

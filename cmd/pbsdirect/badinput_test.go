@@ -14,6 +14,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // base is a pristine snapshot vm/100/<t0> with drive-scsi0.img.fidx (64 KiB
@@ -322,14 +323,14 @@ func TestVerifyDamagedArchive(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("verify: want exit 1: %v", r)
 	}
-	var rep2 verifyReport
+	var rep2 verify.Report
 	if err := json.Unmarshal([]byte(r.out), &rep2); err != nil {
 		t.Fatalf("%v\n%s", err, r.out)
 	}
 	if rep2.OK || len(rep2.Snapshots) != 1 {
 		t.Fatalf("report: %+v", rep2)
 	}
-	arch := map[string]archiveResult{}
+	arch := map[string]verify.ArchiveResult{}
 	for _, a := range rep2.Snapshots[0].Archives {
 		arch[a.Archive] = a
 	}
@@ -399,7 +400,6 @@ func TestUsage(t *testing.T) {
 		{"restore", "--store", store, "--ns", "a/b/c/d/e/f/g/h", snap0, "drive-scsi0", "/tmp/x"},
 		{"restore", "--store", store, "-j", "0", snap0, "drive-scsi0", "/tmp/x"},
 		{"restore", "--store", store, "--no-such-flag", snap0, "drive-scsi0", "/tmp/x"},
-		{"restore", "--store", store, snap0, "drive-scsi0", "-"},
 		{"verify", snap0},
 		{"verify", "--store", store, snap0, "vm/101"},
 		{"verify", "--store", store, "--output-format", "xml"},

@@ -29,6 +29,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 const (
@@ -135,10 +136,10 @@ func bktNames(l []snapshotEntry) []string {
 }
 
 // bktVerify runs verify --output-format json and returns its exit code and report.
-func bktVerify(t *testing.T, args ...string) (int, verifyReport) {
+func bktVerify(t *testing.T, args ...string) (int, verify.Report) {
 	t.Helper()
 	r := pbs(t, append([]string{"verify", "--output-format", "json"}, args...)...)
-	var rep verifyReport
+	var rep verify.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 		t.Fatalf("verify JSON: %v\n%v", err, r)
 	}
@@ -475,7 +476,7 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		{name: "s3-reset-chunks-and-latency", store: "s3://bkt/store", snap: bktSnapEnc, latency: 5 * time.Millisecond,
 			rules: []faultproxy.Rule{chunkGET(faultproxy.Rule{Every: 5, Reset: true, ResetAfter: 100}), chunkGET(faultproxy.Rule{Every: 7, Status: 503})}, retries: true},
 		{name: "s3-missing-chunk", store: "s3://bkt/gone", snap: bktSnapEnc, fastFail: true,
-			fail: []string{gone.String(), "s3://bkt/gone/" + goneKey, "target not usable"}},
+			fail: []string{gone.String(), "s3://bkt/gone/" + goneKey, "nothing was kept"}},
 		{name: "s3-persistent-503-chunks", store: "s3://bkt/store", snap: snap0, rules: []faultproxy.Rule{chunkGET(faultproxy.Rule{After: 3, Status: 503})},
 			fail: []string{"s3://bkt/store/.chunks/", "503"}},
 		{name: "s3-persistent-503", store: "s3://bkt/store", snap: snap0, rules: []faultproxy.Rule{{Status: 503}}, fail: []string{"s3://bkt/store", "503"}},

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"path/filepath"
 	"time"
 
 	flag "github.com/spf13/pflag"
@@ -28,19 +28,27 @@ type storeFlags struct {
 	s3Endpoint   string
 	s3Region     string
 	s3PathStyle  string
+	s3Print      string
 	bucketLayout string
 	ioTimeout    time.Duration
 	retryFor     time.Duration
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
+	s.registerLocation(fs)
+	fs.StringVar(&s.keyfile, "keyfile", "", "encryption key file or paper key (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD or a prompt")
+	fs.StringVar(&s.outputFormat, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
+}
+
+// registerLocation adds the flags that name a store and a namespace in it
+// (no key, no output format).
+func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	fs.StringVar(&s.store, "store", os.Getenv("PBSDIRECT_STORE"), "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE)")
 	fs.StringVar(&s.ns, "ns", "", "namespace, e.g. prod/db (default: root namespace)")
-	fs.StringVar(&s.keyfile, "keyfile", "", "encryption key file (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD or a prompt")
-	fs.StringVar(&s.outputFormat, "output-format", "text", "output format: text or json")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
-	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
+	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
+	fs.StringVar(&s.s3Print, "s3-fingerprint", "", "pin the S3 endpoint's TLS certificate by its SHA-256 fingerprint (aa:bb:…, as in PBS's S3 endpoint config; self-signed and CN-only certificates included)")
 	fs.Lookup("s3-path-style").NoOptDefVal = "true"
 	fs.DurationVar(&s.ioTimeout, "io-timeout", bucket.DefaultIOTimeout, "bucket requests: cut and retry a transfer that moved no byte for this long (the wait for the first byte included); a transfer that keeps moving is never cut")
 	fs.DurationVar(&s.retryFor, "retry-for", bucket.DefaultRetryFor, "bucket requests: keep retrying the same failing or throttled request for this long (Retry-After honoured, fewer GETs in flight while throttled), then give up with exit code 3")
@@ -66,13 +74,10 @@ func (s *storeFlags) check() error {
 	if s.retryFor < 0 {
 		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
-	if s.outputFormat != "text" && s.outputFormat != "json" {
-		return usagef("--output-format must be text or json, not %q", s.outputFormat)
-	}
-	return nil
+	return checkOutputFormat(s.outputFormat)
 }
 
-func (s *storeFlags) json() bool { return s.outputFormat == "json" }
+func (s *storeFlags) json() bool { return s.outputFormat != formatText }
 
 func (s *storeFlags) namespace() (index.Namespace, error) {
 	ns, err := index.ParseNamespace(s.ns)
@@ -85,7 +90,7 @@ func (s *storeFlags) namespace() (index.Namespace, error) {
 // loadKey opens the key file given with --keyfile or, like
 // proxmox-backup-client, the default key file when it exists (said on
 // stderr); without either it returns nil.
-func (s *storeFlags) loadKey(stderr io.Writer) (*crypto.Config, error) {
+func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Config, error) {
 	path := s.keyfile
 	if path == "" {
 		def := defaultKeyPath()
@@ -95,13 +100,15 @@ func (s *storeFlags) loadKey(stderr io.Writer) (*crypto.Config, error) {
 		fmt.Fprintf(stderr, "pbsdirect: using the default key file %s (give --keyfile to choose another)\n", def)
 		path = def
 	}
-	return openKeyFile(path, stderr)
+	return openKeyFile(ctx, path, stderr)
 }
 
-// openKeyFile reads and decrypts a key file, asking for the passphrase when
-// it is protected and PBS_ENCRYPTION_PASSWORD is unset.
-func openKeyFile(path string, stderr io.Writer) (*crypto.Config, error) {
-	data, err := os.ReadFile(path)
+// openKeyFile reads and decrypts a key file (a regular file of a few KiB,
+// see crypto.ReadSecretFile), asking for the passphrase when it is
+// protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
+// when ctx ends (Ctrl-C).
+func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
+	data, err := crypto.ReadSecretFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
@@ -116,28 +123,45 @@ func openKeyFile(path string, stderr io.Writer) (*crypto.Config, error) {
 			return nil, fmt.Errorf("key file %s: %w", path, err)
 		}
 	}
-	_, cfg, err := kf.Open(pass)
+	_, cfg, err := kf.Open(ctx, pass)
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// passphrase returns PBS_ENCRYPTION_PASSWORD, the first line of the file
-// named by PBS_ENCRYPTION_PASSWORD_FILE, or reads one from the terminal
-// (twice when confirm is set). Without a terminal it fails.
+// passphrase returns the key passphrase from, in this order (as
+// proxmox-backup-client): PBS_ENCRYPTION_PASSWORD, the first line read from
+// the file descriptor PBS_ENCRYPTION_PASSWORD_FD, the first line of the file
+// PBS_ENCRYPTION_PASSWORD_FILE, the terminal (asked twice when confirm is
+// set), or the systemd credential
+// $CREDENTIALS_DIRECTORY/proxmox-backup-client.encryption-password. With
+// none of them it returns crypto.ErrPassphraseNeeded.
 func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 	if p, ok := os.LookupEnv("PBS_ENCRYPTION_PASSWORD"); ok {
 		return []byte(p), nil
 	}
-	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("PBS_ENCRYPTION_PASSWORD_FILE: %w", err)
-		}
-		line, _, _ := strings.Cut(string(data), "\n")
-		return []byte(strings.TrimRight(line, "\r")), nil
+	if fd := os.Getenv("PBS_ENCRYPTION_PASSWORD_FD"); fd != "" {
+		return secretFromFD("PBS_ENCRYPTION_PASSWORD_FD", fd)
 	}
+	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
+		return secretFromFile("PBS_ENCRYPTION_PASSWORD_FILE", f)
+	}
+	p, err := askPassphrase(prompt, confirm)
+	if errors.Is(err, crypto.ErrPassphraseNeeded) {
+		if dir := os.Getenv("CREDENTIALS_DIRECTORY"); dir != "" {
+			cred := filepath.Join(dir, "proxmox-backup-client.encryption-password")
+			if _, serr := os.Stat(cred); serr == nil {
+				return secretFromFile("systemd credential", cred)
+			}
+		}
+	}
+	return p, err
+}
+
+// askPassphrase reads a passphrase from the terminal (twice when confirm is
+// set); without a terminal it returns crypto.ErrPassphraseNeeded.
+func askPassphrase(prompt string, confirm bool) ([]byte, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil || !term.IsTerminal(int(tty.Fd())) {
 		if tty != nil {
@@ -166,13 +190,6 @@ func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 		}
 	}
 	return p1, nil
-}
-
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // isTerminal reports whether w is a terminal.

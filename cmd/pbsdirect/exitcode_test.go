@@ -20,6 +20,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // TestExitCode: the one mapping from errors to exit codes, as an
@@ -37,7 +38,7 @@ func TestExitCode(t *testing.T) {
 		{"help", flag.ErrHelp, 0},
 		{"usage", usagef("want SNAPSHOT"), 2},
 		{"missing chunk", chunk(chunkstore.ErrNotFound), 1},
-		{"damaged chunk", chunk(restore.ErrDigestMismatch), 1},
+		{"damaged chunk", chunk(chunkstore.ErrDigestMismatch), 1},
 		{"empty chunk", chunk(chunkstore.ErrEmpty), 1},
 		{"damaged list", &restore.DamagedError{Archive: "a"}, 1},
 		{"unknown", errors.New("manifest signature does not verify"), 1},
@@ -137,12 +138,12 @@ func TestJSONExitCode(t *testing.T) {
 	backupImage(t, store, zeroMiddle(3))
 	r = mustOK(t, "restore", "--output-format", "json", "--store", store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "ok.img"))
 	var sum restoreSummary
-	if err := json.Unmarshal([]byte(r.out), &sum); err != nil || sum.ExitCode != 0 || !strings.Contains(r.out, `"exit-code": 0`) {
+	if err := json.Unmarshal([]byte(r.out), &sum); err != nil || sum.ExitCode != 0 || !strings.Contains(r.out, `"exit-code":0`) {
 		t.Errorf("restore summary: %v, %v", err, r)
 	}
 	damageOneChunk(t, store)
 	r = mustFail(t, 1, nil, "verify", "--output-format", "json", "--store", store)
-	var rep verifyReport
+	var rep verify.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || rep.OK || rep.ExitCode != 1 {
 		t.Errorf("verify report: %+v, %v: %v", rep, err, r)
 	}
