@@ -91,9 +91,36 @@ func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, err
 	return l, nil
 }
 
+// OpenChain opens every spec (see Open) and returns them as a
+// chunkstore.Chain in the order given, the order of preference. If one
+// fails to open, those opened are closed and the error names it.
+func OpenChain(ctx context.Context, specs []string, opts Options) (*chunkstore.Chain, error) {
+	var members []chunkstore.Store
+	for _, spec := range specs {
+		s, err := Open(ctx, spec, opts)
+		if err != nil {
+			for _, m := range members {
+				m.Close()
+			}
+			return nil, err
+		}
+		members = append(members, s)
+	}
+	return chunkstore.NewChain(members...)
+}
+
 // LayoutOf returns the bucket layout of s, and false for stores without one
 // (local directories).
 func LayoutOf(s chunkstore.Store) (Layout, bool) {
+	if c, ok := s.(*chunkstore.Chain); ok {
+		// A chain: the layout of its first bucket.
+		for _, m := range c.Members() {
+			if l, ok := LayoutOf(m); ok {
+				return l, true
+			}
+		}
+		return LayoutAuto, false
+	}
 	if l, ok := s.(interface{ Layout() Layout }); ok {
 		return l.Layout(), true
 	}
@@ -110,6 +137,13 @@ func RetriesOf(s chunkstore.Store) int64 {
 // of a store that forwards them (a chain sums its members'); zero for
 // stores without one (directories).
 func PolicyStatsOf(s chunkstore.Store) bucket.Stats {
+	if c, ok := s.(*chunkstore.Chain); ok {
+		var sum bucket.Stats
+		for _, m := range c.Members() {
+			sum = sum.Add(PolicyStatsOf(m))
+		}
+		return sum
+	}
 	if r, ok := s.(interface{ PolicyStats() bucket.Stats }); ok {
 		return r.PolicyStats()
 	}

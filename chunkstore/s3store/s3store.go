@@ -167,13 +167,13 @@ func ParseFingerprint(s string) ([sha256.Size]byte, error) {
 // Store is a datastore in an S3 bucket. It implements chunkstore.Store and
 // is safe for concurrent use.
 type Store struct {
-	client     *s3.Client
-	conns      connSet
-	bucket     string
-	keys       bucket.Keys
-	url        string
-	endpoint   string
-	pol        *bucket.Policy
+	client   *s3.Client
+	conns    connSet
+	bucket   string
+	keys     bucket.Keys
+	url      string
+	endpoint string
+	pol      *bucket.Policy
 	// noCondPut is set once the server answered a conditional PUT with
 	// "not implemented": WriteChunk then uses HEAD + PUT.
 	noCondPut atomic.Bool

@@ -21,7 +21,9 @@ import (
 // storeFlags are the flags shared by every command that reads or writes a
 // store: they mean the same everywhere.
 type storeFlags struct {
-	store        string
+	store        string   // the first --store (set by check)
+	stores       []string // every --store, in order of preference
+	remote       bool     // some --store is a bucket (set by check)
 	ns           string
 	keyfile      string
 	outputFormat string
@@ -43,7 +45,11 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 // registerLocation adds the flags that name a store and a namespace in it
 // (no key, no output format).
 func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
-	fs.StringVar(&s.store, "store", os.Getenv("PBSDIRECT_STORE"), "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE)")
+	var def []string
+	if env := os.Getenv("PBSDIRECT_STORE"); env != "" {
+		def = []string{env}
+	}
+	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
 	fs.StringVar(&s.ns, "ns", "", "namespace, e.g. prod/db (default: root namespace)")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
@@ -53,6 +59,17 @@ func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	fs.DurationVar(&s.ioTimeout, "io-timeout", bucket.DefaultIOTimeout, "bucket requests: cut and retry a transfer that moved no byte for this long (the wait for the first byte included); a transfer that keeps moving is never cut")
 	fs.DurationVar(&s.retryFor, "retry-for", bucket.DefaultRetryFor, "bucket requests: keep retrying the same failing or throttled request for this long (Retry-After honoured, fewer GETs in flight while throttled), then give up with exit code 3")
 	fs.StringVar(&s.bucketLayout, "bucket-layout", "auto", "bucket layout: auto (detect; new prefixes get pbs4-s3), pbs4-s3 (<prefix>/.cnt/…) or plain (copy of a datastore directory)")
+}
+
+// fetchSpec returns the store spec that sizes the pipeline: a bucket among
+// the stores if there is one (it needs reads in flight), else the first.
+func (s *storeFlags) fetchSpec() string {
+	for _, st := range s.stores {
+		if isRemote(st) {
+			return st
+		}
+	}
+	return s.store
 }
 
 // pathStyle parses --s3-path-style.
@@ -65,9 +82,18 @@ func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
 }
 
 func (s *storeFlags) check() error {
-	if s.store == "" {
+	if len(s.stores) == 0 || s.stores[0] == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
 	}
+	for _, st := range s.stores {
+		if st == "" {
+			return usagef("--store must not be empty")
+		}
+		if isRemote(st) {
+			s.remote = true
+		}
+	}
+	s.store = s.stores[0]
 	if s.ioTimeout <= 0 {
 		return usagef("--io-timeout must be positive, not %v", s.ioTimeout)
 	}

@@ -94,7 +94,7 @@ type blobArchive struct {
 // logged to stderr as reads meet them.
 func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bool, stderr io.Writer, cmd string) (*snapshotAccess, error) {
 	sf := &a.sf
-	fetchers := a.pf.fetchersFor(sf.store)
+	fetchers := a.pf.fetchersFor(sf.fetchSpec())
 	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func limitMemory(cache int64) {
 func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, stdout, stderr io.Writer) error {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
-	fetchers := pf.fetchersFor(sf.store)
+	fetchers := pf.fetchersFor(sf.fetchSpec())
 	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
 	if err != nil {
 		return err

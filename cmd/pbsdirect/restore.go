@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -45,7 +46,16 @@ type restoreSummary struct {
 	// answers, stalled transfers, and the changes of the GETs in flight.
 	Requests   *bucket.Stats `json:"bucket-requests,omitempty"`
 	ZeroRanges string        `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
-	ExitCode   int           `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
+	// Stores says, with several --store, how many chunks and bytes came
+	// from each and how many copies fell through (missing, damaged).
+	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
+	// DamagedRanges are the image's byte ranges written as zeros because
+	// their chunk was missing or damaged in every store (--on-missing,
+	// --on-corrupt zero), adjacent ranges merged; DamagedChunks counts
+	// those chunks. The image is then "restored with damage" (exit 1).
+	DamagedRanges []restore.Range `json:"damaged-ranges,omitempty"`
+	DamagedChunks int             `json:"damaged-chunks,omitempty"`
+	ExitCode      int             `json:"exit-code"` // the process exit code (0: restored, verified and synced)
 }
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
@@ -57,6 +67,15 @@ type restoreCmd struct {
 	noDirect     *bool
 	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 	follow       *bool
+	onMissing    *string // nil for drill: a drill never writes zeros for data
+	onCorrupt    *string
+	damage       [2]restore.Damage // parsed --on-missing, --on-corrupt
+}
+
+// registerDamageFlags adds --on-missing and --on-corrupt (restore only).
+func (rc *restoreCmd) registerDamageFlags(fs *flag.FlagSet) {
+	rc.onMissing = fs.String("on-missing", "fail", "a chunk that no store has (missing, 0-byte): fail, or zero: write zeros for exactly its byte ranges, list them, and exit 1 \"restored with damage\"")
+	rc.onCorrupt = fs.String("on-corrupt", "fail", "a chunk whose every copy fails its check (CRC, decryption, digest): fail, or zero (as --on-missing)")
 }
 
 // registerRestoreFlags adds the store, pipeline and target flags to fs.
@@ -108,17 +127,28 @@ type restored struct {
 	// target is committed (synced, renamed into place) and still open and
 	// locked, for a read-back; the caller closes it.
 	target *restore.FileTarget
+	// damage lists the chunks written as zeros (--on-missing/--on-corrupt
+	// zero); nil for a clean restore.
+	damage *restore.DamagedError
 }
 
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
 	rc := registerRestoreFlags(fs)
+	rc.registerDamageFlags(fs)
 	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := rc.check(fs); err != nil {
 		return err
+	}
+	for i, f := range []*string{rc.onMissing, rc.onCorrupt} {
+		d, err := restore.ParseDamage(*f)
+		if err != nil {
+			return usagef("--%s: %v", []string{"on-missing", "on-corrupt"}[i], err)
+		}
+		rc.damage[i] = d
 	}
 	if fs.Arg(2) == "-" {
 		return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
@@ -131,8 +161,15 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return err
 	}
 	sum := r.summary
+	var damaged error
+	if r.damage != nil {
+		damaged = fmt.Errorf("restored with damage: %w", r.damage)
+	}
 	if rc.sf.json() {
-		return writeJSON(stdout, sum)
+		if err := writeJSON(stdout, sum); err != nil {
+			return err
+		}
+		return damaged
 	}
 	fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
 		sum.Snapshot, sum.Archive, sum.Target, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
@@ -145,7 +182,29 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
 			q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
 	}
-	return nil
+	printStores(stdout, sum.Stores)
+	if len(sum.DamagedRanges) > 0 {
+		var n uint64
+		for _, r := range sum.DamagedRanges {
+			n += r.Length
+		}
+		fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(n))
+		for _, r := range sum.DamagedRanges {
+			fmt.Fprintf(stdout, "    [%d,%d)\n", r.Offset, r.Offset+r.Length)
+		}
+	}
+	return damaged
+}
+
+// printStores prints what each store of several --store contributed.
+func printStores(w io.Writer, stores []chunkstore.MemberStats) {
+	for i, m := range stores {
+		fmt.Fprintf(w, "  store %d %s: %d chunks (%s)", i+1, m.Store, m.Chunks, humanBytes(uint64(m.Bytes)))
+		if m.Missing > 0 || m.Damaged > 0 {
+			fmt.Fprintf(w, "; fell through for %d missing and %d damaged copies", m.Missing, m.Damaged)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // run restores archive of snapshot ref to targetPath and returns its
@@ -153,7 +212,7 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (*restored, error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
+	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return nil, err
 	}
@@ -181,10 +240,11 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		return nil, err
 	}
 	var stats restore.Stats
-	opts := pf.options(sf.store)
+	opts := pf.options(sf.fetchSpec())
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
 	opts.Key = cc
 	opts.Archive = path.Join(snap.Dir(), archive)
+	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
 	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
@@ -193,6 +253,11 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	})
 	err = restore.Run(ctx, store, plan, target, opts, &stats)
 	bar.done()
+	var damage *restore.DamagedError
+	if de := (*restore.DamagedError)(nil); errors.As(err, &de) && de.Zeroed {
+		// Every other byte is restored, verified and synced.
+		damage, err = de, nil
+	}
 	if err == nil {
 		err = target.Commit()
 	}
@@ -202,7 +267,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
 	el := time.Since(start)
-	r := &restored{plan: plan, created: target.Created(), target: target}
+	r := &restored{plan: plan, created: target.Created(), target: target, damage: damage}
 	if opts.Encrypted {
 		r.key = cc
 	}
@@ -217,6 +282,12 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if r.summary.Layout != "" {
 		q := backends.PolicyStatsOf(store)
 		r.summary.Requests = &q
+	}
+	r.summary.Stores = storeCounts(store)
+	if damage != nil {
+		r.summary.DamagedRanges = damage.Ranges()
+		r.summary.DamagedChunks = len(damage.Chunks)
+		r.summary.ExitCode = exitData
 	}
 	return r, nil
 }

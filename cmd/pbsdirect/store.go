@@ -58,7 +58,22 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 	if sf.retryFor == 0 {
 		opts.Policy.RetryFor = -1 // --retry-for 0: no retries
 	}
+	if len(sf.stores) > 1 {
+		if create {
+			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
+		}
+		return backends.OpenChain(ctx, sf.stores, opts)
+	}
 	return backends.Open(ctx, sf.store, opts)
+}
+
+// storeCounts returns what each store of a chain (several --store)
+// contributed, or nil for one store.
+func storeCounts(s chunkstore.Store) []chunkstore.MemberStats {
+	if c, ok := s.(*chunkstore.Chain); ok {
+		return c.Stats()
+	}
+	return nil
 }
 
 // storeLayout names a bucket store's layout ("pbs4-s3" or "plain"), or "" for a directory.

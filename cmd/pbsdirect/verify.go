@@ -36,7 +36,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	start := time.Now()
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
+	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	rep := verify.Report{OK: true}
 	v := verify.New(store, verify.Options{
-		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store),
+		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()),
 		Progress: func(name string, total int64, done func() int64) func() {
 			return startProgress(stderr, !sf.json(), "verify "+name, total, done).done
 		},
@@ -96,12 +96,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	rep.ExitCode = codeFor(ctx, verr)
+	rep.Stores = storeCounts(store)
 	if sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		printStores(stdout, rep.Stores)
 		if len(rep.Skipped) > 0 {
 			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
 		}
