@@ -60,7 +60,16 @@ type Options struct {
 	// chunk that could not be read for a reason outside the data
 	// (chunkstore.Outside: store unavailable) always fails.
 	OnMissing, OnCorrupt Damage
+	// Journal, when set, records every chunk once it is written to all its
+	// offsets and the target synced (Journal.Flush, at least every
+	// JournalInterval and when Run returns, whatever the outcome), so that
+	// an interrupted restore can resume.
+	Journal *Journal
 }
+
+// JournalInterval is how often Run makes the chunks written so far durable
+// and journals them.
+const JournalInterval = 500 * time.Millisecond
 
 // Damage is a damage policy: what a restore does with a chunk it cannot
 // restore.
@@ -412,9 +421,31 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		writeWG.Go(func() {
 			for v := range verifiedCh {
 				if ctx.Err() == nil {
-					writeChunk(plan, v.chunk, v.data, target, stats, fail)
+					writeChunk(plan, v.chunk, v.data, target, stats, fail, opts.Journal)
 				}
 				dataPool.put(v.buf)
+			}
+		})
+	}
+
+	// The journal: what is written is made durable and recorded
+	// periodically, and once more when the work ends (also when it was
+	// interrupted), so that a resume fetches none of it again.
+	journalDone := make(chan struct{})
+	var journalWG sync.WaitGroup
+	if opts.Journal != nil {
+		journalWG.Go(func() {
+			t := time.NewTicker(JournalInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					if err := opts.Journal.Flush(target); err != nil {
+						fail(err)
+					}
+				case <-journalDone:
+					return
+				}
 			}
 		})
 	}
@@ -442,7 +473,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					verifiedCh <- verified{chunk: f.chunk, data: data, buf: out}
 					continue
 				case ctx.Err() == nil:
-					writeChunk(plan, f.chunk, data, target, stats, fail)
+					writeChunk(plan, f.chunk, data, target, stats, fail, opts.Journal)
 				}
 				dataPool.put(out)
 			}
@@ -451,6 +482,13 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	jobWG.Wait()
 	close(verifiedCh)
 	writeWG.Wait()
+	close(journalDone)
+	journalWG.Wait()
+	if opts.Journal != nil {
+		if err := opts.Journal.Flush(target); err != nil {
+			fail(err)
+		}
+	}
 
 	errMu.Lock()
 	defer errMu.Unlock()
@@ -507,7 +545,7 @@ func nextCopies(ctx context.Context, chain *chunkstore.Chain, dec *chunkstore.De
 }
 
 // writeChunk writes a verified chunk to every offset it fills.
-func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, fail func(error)) {
+func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, fail func(error), j *Journal) {
 	for i := c.first; i >= 0; i = plan.next[i] {
 		if err := target.WriteAt(data, int64(plan.offs[i])); err != nil {
 			fail(err)
@@ -517,6 +555,9 @@ func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, 
 	}
 	stats.Fetched.Add(1)
 	stats.DedupHits.Add(uint64(c.count - 1))
+	if j != nil {
+		j.Add(c.Digest)
+	}
 }
 
 // decodeChunk decodes f.raw into out and verifies crypt mode, length and

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -46,6 +48,9 @@ type restoreSummary struct {
 	// answers, stalled transfers, and the changes of the GETs in flight.
 	Requests   *bucket.Stats `json:"bucket-requests,omitempty"`
 	ZeroRanges string        `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	// ResumedChunks are the chunks an interrupted restore had made durable
+	// (its journal), not fetched again by this --resume.
+	ResumedChunks int `json:"resumed-chunks,omitempty"`
 	// Stores says, with several --store, how many chunks and bytes came
 	// from each and how many copies fell through (missing, damaged).
 	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
@@ -67,6 +72,7 @@ type restoreCmd struct {
 	noDirect     *bool
 	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 	follow       *bool
+	resume       *bool
 	onMissing    *string // nil for drill: a drill never writes zeros for data
 	onCorrupt    *string
 	damage       [2]restore.Damage // parsed --on-missing, --on-corrupt
@@ -86,6 +92,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
+	rc.resume = fs.Bool("resume", false, "continue an interrupted restore of the same snapshot, archive and target, fetching no chunk its journal records as durable (the journal is beside the partial output, or under the user's cache directory for a block device)")
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
 	return rc
 }
@@ -235,9 +242,25 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	target, err := restore.OpenTarget(targetPath, int64(plan.Size), rc.targetOptions(int64(plan.DataBytes())))
+	journal, resumed, err := rc.journal(snap, archive, fi, plan, targetPath, stderr)
 	if err != nil {
 		return nil, err
+	}
+	topts := rc.targetOptions(int64(plan.DataBytes()))
+	topts.Resume = *rc.resume
+	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
+	if err != nil {
+		if journal != nil {
+			journal.Close()
+		}
+		return nil, err
+	}
+	if journal == nil {
+		journal, err = restore.CreateJournal(journalPathOf(targetPath), journalHeader(snap, archive, fi, plan))
+		if err != nil {
+			target.Close(true)
+			return nil, err
+		}
 	}
 	var stats restore.Stats
 	opts := pf.options(sf.fetchSpec())
@@ -245,6 +268,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	opts.Key = cc
 	opts.Archive = path.Join(snap.Dir(), archive)
 	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
+	opts.Journal = journal
 	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
@@ -263,9 +287,19 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	if err != nil {
 		partial := target.Partial()
+		if n := journal.Recorded(); n > 0 {
+			// Keep what is durable for a resume.
+			target.KeepPartial()
+			journal.Close()
+			target.Close(true)
+			return nil, fmt.Errorf("restore of %s to %s stopped: %d of %d chunks are durable and kept (journal %s); run the same restore with --resume to continue: %w",
+				opts.Archive, targetPath, n, resumed+len(plan.Chunks), journal.Path(), err)
+		}
+		journal.Remove()
 		target.Close(true)
 		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
+	journal.Remove()
 	el := time.Since(start)
 	r := &restored{plan: plan, created: target.Created(), target: target, damage: damage}
 	if opts.Encrypted {
@@ -284,12 +318,61 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		r.summary.Requests = &q
 	}
 	r.summary.Stores = storeCounts(store)
+	r.summary.ResumedChunks = resumed
 	if damage != nil {
 		r.summary.DamagedRanges = damage.Ranges()
 		r.summary.DamagedChunks = len(damage.Chunks)
 		r.summary.ExitCode = exitData
 	}
 	return r, nil
+}
+
+// journalHeader names what a restore's journal belongs to.
+func journalHeader(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan) restore.JournalHeader {
+	return restore.JournalHeader{Snapshot: snap.String(), Archive: archive, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
+}
+
+// journalPathOf is restore.JournalPath, or "" when it cannot be told.
+func journalPathOf(target string) string {
+	p, _ := restore.JournalPath(target)
+	return p
+}
+
+// journal prepares the resume journal: with --resume it opens the journal
+// of the interrupted restore (refusing one of another snapshot, archive or
+// index) and drops the chunks it records from plan, returning how many;
+// without, it says so when it finds an earlier interrupted restore, which
+// is then started over (nil journal: the caller creates a new one once the
+// target is open).
+func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string, stderr io.Writer) (*restore.Journal, int, error) {
+	jpath, err := restore.JournalPath(targetPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	hdr := journalHeader(snap, archive, fi, plan)
+	if !*rc.resume {
+		h, done, err := restore.ReadJournal(jpath)
+		if _, perr := os.Lstat(restore.PartialPath(targetPath)); err != nil && perr == nil {
+			fmt.Fprintf(stderr, "pbsdirect: note: an earlier restore to %s left a partial output with nothing journaled to resume: it is removed, starting over\n", targetPath)
+		}
+		if err == nil {
+			fmt.Fprintf(stderr, "pbsdirect: note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, its partial output is removed (give --resume to continue it instead)\n",
+				h.Snapshot, h.Archive, targetPath, len(done))
+		}
+		// Before the partial output is emptied: the journal would lie.
+		return nil, 0, restore.RemoveJournal(jpath)
+	}
+	j, err := restore.ResumeJournal(jpath, hdr)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, 0, usagef("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume", targetPath, jpath)
+	case errors.Is(err, restore.ErrJournalMismatch):
+		return nil, 0, usagef("--resume refused for %s: %v", targetPath, err)
+	case err != nil:
+		return nil, 0, err
+	}
+	done := j.Done()
+	return j, plan.Drop(func(c *restore.Chunk) bool { return done[c.Digest] }), nil
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
