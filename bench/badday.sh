@@ -7,12 +7,14 @@
 # (/usr/bin/time). Prints one table and PASS/FAIL goal lines:
 #   - the 10 s window costs at most 15 s over the undisturbed restore;
 #   - the 60 s window and the slow link complete;
+#   - a restore interrupted (SIGINT) at 50 % of the undisturbed time and
+#     continued with --resume takes at most 55 % of the undisturbed time;
 #   - peak RSS < 256 MiB in every run.
 #
 # Knobs (environment):
 #   BADDAY_MIB=N       image size in MiB (random data, 4 MiB chunks; default 128)
 #   BADDAY_LINK_MIB=N  image restored over the slow link (default 32: about 82 s)
-#   BADDAY_SKIP="..."  runs to skip, among: window60 link
+#   BADDAY_SKIP="..."  runs to skip, among: window60 link resume
 #   BENCH_DIR=DIR      work directory (default build/bench-badday)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,11 +80,38 @@ run() {
   echo "$name $secs $rss $(jq -r '[.retries, (."bucket-requests".throttled // 0), (."bucket-requests"."limit-decreases" // 0)] | @tsv' "$WORK/$name.json")"
 }
 
+# resume_run NAME MIB SECONDS: a restore through the 20 ms proxy stopped
+# with SIGINT after SECONDS, then continued with --resume (timed): prints
+# "NAME seconds rss-KiB retries resumed-chunks fetched-chunks".
+resume_run() {
+  local name=$1 n=$2 after=$3
+  proxy -latency 20ms
+  rm -f "$WORK/out/$name.raw"
+  "$BIN" restore --store "s3://bench/img$n" --s3-endpoint "$PROXY" "$SNAP" drive-scsi0 "$WORK/out/$name.raw" > /dev/null 2> "$WORK/$name-1.err" &
+  local pid=$!
+  sleep "$after"
+  kill -INT "$pid"
+  wait "$pid" || true
+  /usr/bin/time -f '%e %M' -o "$WORK/time.txt" "$BIN" restore --resume --output-format json --store "s3://bench/img$n" \
+    --s3-endpoint "$PROXY" "$SNAP" drive-scsi0 "$WORK/out/$name.raw" > "$WORK/$name.json" 2> "$WORK/$name.err" || {
+    log "$name FAILED: $(tail -c 400 "$WORK/$name.err")"; echo "$name FAIL - - - - -"; kill "$PROXY_PID"; return; }
+  kill "$PROXY_PID"
+  [ "$(sha256sum < "$WORK/out/$name.raw")" = "$(sha256sum < "$WORK/disk-$n.raw")" ] || { log "$name: WRONG BYTES"; echo "$name WRONG - - - - -"; return; }
+  rm -f "$WORK/out/$name.raw"
+  read -r secs rss < "$WORK/time.txt"
+  echo "$name $secs $rss $(jq -r '[.retries, ."resumed-chunks", ."chunks-fetched"] | @tsv' "$WORK/$name.json")"
+}
+
 results=()
 log "undisturbed: ${MIB} MiB through the 20 ms proxy"
 results+=("$(run base "$MIB" -latency 20ms)")
 log "10 s SlowDown window (Retry-After: 5) after the first requests"
 results+=("$(run window10 "$MIB" -latency 20ms -slowdown-after 8 -slowdown-for 10s -retry-after 5s)")
+if [[ "$SKIP" != *" resume "* ]]; then
+  half=$(awk '$1=="base"{printf "%.2f", $2/2}' <<<"${results[0]}")
+  log "interrupted (SIGINT) after ${half}s (50 % of the undisturbed time), then --resume"
+  results+=("$(resume_run resume50 "$MIB" "$half")")
+fi
 if [[ "$SKIP" != *" window60 "* ]]; then
   log "60 s SlowDown window (Retry-After: 5)"
   results+=("$(run window60 "$MIB" -latency 20ms -slowdown-after 8 -slowdown-for 60s -retry-after 5s)")
@@ -92,7 +121,7 @@ if [[ "$SKIP" != *" link "* ]]; then
   results+=("$(run link400k "$LINK_MIB" -bandwidth 409600)")
 fi
 
-printf '\n| run | seconds | vs undisturbed | peak RSS MiB | retries | throttled | limit halvings |\n|---|---|---|---|---|---|---|\n'
+printf '\n| run | seconds | vs undisturbed | peak RSS MiB | retries | throttled (resume50: chunks resumed) | limit halvings (resume50: chunks fetched) |\n|---|---|---|---|---|---|---|\n'
 base=$(awk '$1=="base"{print $2}' <<<"${results[0]}")
 fail=0
 for r in "${results[@]}"; do
@@ -100,6 +129,9 @@ for r in "${results[@]}"; do
   if [ "$secs" = FAIL ] || [ "$secs" = WRONG ]; then printf '| %s | %s | | | | | |\n' "$name" "$secs"; fail=1; continue; fi
   printf '| %s | %.1f | %+.1f s | %.0f | %s | %s | %s |\n' "$name" "$secs" "$(echo "$secs - $base" | bc)" "$(echo "$rss / 1024" | bc)" "$retries" "$thr" "$dec"
   [ "$rss" -lt $((256 * 1024)) ] || { echo "FAIL: $name peak RSS $((rss / 1024)) MiB >= 256 MiB"; fail=1; }
+  if [ "$name" = resume50 ]; then
+    if (( $(echo "$secs <= $base * 0.55" | bc) )); then echo "PASS: resume after 50 % takes $(echo "scale=0; 100 * $secs / $base" | bc) % of the undisturbed restore (goal <= 55 %)"; else echo "FAIL: resume after 50 % takes $(echo "scale=0; 100 * $secs / $base" | bc) % of the undisturbed restore (goal <= 55 %)"; fail=1; fi
+  fi
   if [ "$name" = window10 ]; then
     if (( $(echo "$secs <= $base + 15" | bc) )); then echo "PASS: 10 s SlowDown window costs $(echo "$secs - $base" | bc) s (goal <= 15 s)"; else echo "FAIL: 10 s SlowDown window costs $(echo "$secs - $base" | bc) s (goal <= 15 s)"; fail=1; fi
   fi

@@ -76,6 +76,9 @@ type Options struct {
 	// Policy is the request policy (--io-timeout, --retry-for, backoff);
 	// its Concurrency, when 0, is Concurrency.
 	Policy bucket.Options
+	// ListPageSize is the number of objects asked for per listing page
+	// (maxResults); 0 means 1000, the GCS maximum.
+	ListPageSize int
 	// Layout forces a layout; LayoutAuto detects it (see Open).
 	Layout Layout
 	// Create opens the store for writing (backup): an empty prefix gets the
@@ -86,12 +89,13 @@ type Options struct {
 // Store is a datastore in a GCS bucket. It implements chunkstore.Store and
 // is safe for concurrent use.
 type Store struct {
-	client *storage.Client
-	bucket *storage.BucketHandle
-	name   string
-	keys   bucket.Keys
-	url    string
-	pol    *bucket.Policy
+	client   *storage.Client
+	bucket   *storage.BucketHandle
+	name     string
+	keys     bucket.Keys
+	url      string
+	pol      *bucket.Policy
+	pageSize int
 }
 
 var _ chunkstore.Store = (*Store)(nil)
@@ -114,8 +118,9 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // chunkstore.ErrDenied).
 func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		name: bkt,
-		keys: bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		name:     bkt,
+		keys:     bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		pageSize: max(0, opts.ListPageSize),
 	}
 	s.url = s.keys.URL("gs", bkt)
 	conc := opts.Concurrency
@@ -211,8 +216,11 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		s.keys.Layout = LayoutPBS4
 		q := &storage.Query{Prefix: root, Delimiter: "/"}
 		q.SetAttrSelection([]string{"Name"})
+		pbs4 := false
 		err := s.list(ctx, q, func(a *storage.ObjectAttrs) {
-			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p != ".chunks/" {
+			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p == bucket.ContentDir+"/" {
+				pbs4 = true // written since the first listing (a concurrent writer)
+			} else if a.Prefix != "" && p != ".chunks/" {
 				s.keys.Layout = LayoutPlain
 			}
 			if n := strings.TrimPrefix(a.Name, root); a.Name != "" && (n == ".lock" || n == ".gc-status") {
@@ -221,6 +229,9 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		})
 		if err != nil {
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		}
+		if pbs4 {
+			s.keys.Layout = LayoutPBS4
 		}
 	}
 	return nil
@@ -356,8 +367,14 @@ func (n *namedReader) Read(p []byte) (int, error) {
 
 func (n *namedReader) Close() error { return n.r.Close() }
 
-// listPageSize is the number of objects asked for per listing page.
-const listPageSize = 1000
+// listPageSize is the number of objects asked for per listing page:
+// Options.ListPageSize, or 1000.
+func (s *Store) listPageSize() int {
+	if s.pageSize > 0 {
+		return s.pageSize
+	}
+	return 1000
+}
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) page by page, checking every page with
@@ -384,7 +401,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		var next string
 		err := s.do(ctx, func(ctx context.Context) (err error) {
 			page = page[:0]
-			next, err = iterator.NewPager(s.bucket.Objects(ctx, q), listPageSize, token).NextPage(&page)
+			next, err = iterator.NewPager(s.bucket.Objects(ctx, q), s.listPageSize(), token).NextPage(&page)
 			return err
 		})
 		if err != nil {

@@ -397,9 +397,8 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 			if len(raw) == 0 {
 				return errors.New("endpoint sent no certificate")
 			}
-			if sha256.Sum256(raw[0]) != *pin {
-				got := sha256.Sum256(raw[0])
-				return fmt.Errorf("endpoint certificate fingerprint %s does not match --s3-fingerprint", fingerprintString(got[:]))
+			if got := sha256.Sum256(raw[0]); got != *pin {
+				return &pinError{got: fingerprintString(got[:])}
 			}
 			return nil
 		}
@@ -414,6 +413,14 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 		}
 		return s.conns.add(c), nil
 	}
+}
+
+// pinError is a certificate that does not match the pinned fingerprint; it
+// is never retried.
+type pinError struct{ got string }
+
+func (e *pinError) Error() string {
+	return fmt.Sprintf("endpoint certificate fingerprint %s does not match --s3-fingerprint", e.got)
 }
 
 // fingerprintString formats a fingerprint as PBS does: "aa:bb:…".
@@ -539,10 +546,20 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 		}
 		s.keys.Layout = LayoutPBS4
+		pbs4 := false
 		for _, cp := range top.CommonPrefixes {
-			if name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name != ".chunks/" {
+			switch name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name {
+			case ".chunks/":
+			case bucket.ContentDir + "/":
+				// Written since the first listing (a concurrent writer).
+				pbs4 = true
+			default:
 				s.keys.Layout = LayoutPlain
 			}
+		}
+		if pbs4 {
+			s.keys.Layout = LayoutPBS4
+			return nil
 		}
 		for _, o := range top.Contents {
 			if name := strings.TrimPrefix(aws.ToString(o.Key), root); name == ".lock" || name == ".gc-status" {
@@ -749,6 +766,11 @@ func (r *resumingReader) reopen() error {
 		}
 		return fmt.Errorf("%s: resuming at offset %d: %w", r.s.objURL(r.key), r.off, mapErr(err))
 	}
+	if bucket.IsGzip(aws.ToString(out.ContentEncoding)) {
+		// An encoded range cannot be spliced onto the plain bytes read so far.
+		out.Body.Close()
+		return fmt.Errorf("%s: resuming at offset %d: the server sent the rest gzip-encoded", r.s.objURL(r.key), r.off)
+	}
 	r.body = out.Body
 	return nil
 }
@@ -951,12 +973,14 @@ var skewCodes = map[string]bool{"RequestTimeTooSkewed": true, "SignatureDoesNotM
 // classifyErr judges a failed attempt for the bucket policy: never an
 // unreachable endpoint (bucket.Unreachable), 403 (except one the client's
 // clock skew correction can fix on the next attempt), 404, 412, 501 or a
-// chunk object that is empty or too large; throttling for 429 and the SDK's
+// chunk object that is empty or too large, or a certificate that does not
+// match --s3-fingerprint; throttling for 429 and the SDK's
 // throttle codes (SlowDown, …); a retry for 409 (conditional write
 // conflict), other 5xx, truncated responses, stalls and what the SDK deems
 // retryable (resets, timeouts).
 func classifyErr(err error) bucket.Class {
-	if errors.Is(err, chunkstore.ErrEmpty) || errors.Is(err, chunkstore.ErrTooLarge) || bucket.Unreachable(err) {
+	var pe *pinError
+	if errors.Is(err, chunkstore.ErrEmpty) || errors.Is(err, chunkstore.ErrTooLarge) || bucket.Unreachable(err) || errors.As(err, &pe) {
 		return bucket.Fatal
 	}
 	// The SDK marks a 403 it can fix by correcting the clock skew from the
@@ -1030,6 +1054,12 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		})
 		switch {
 		case err == nil:
+			// Read it back: a server whose conditional PUT is not atomic
+			// (a check, then a write) may have let another claim through
+			// at the same moment; the marker tells which one landed.
+			if err := busy(); err != nil {
+				return nil, err
+			}
 			return release, nil
 		case httpStatus(err) == http.StatusPreconditionFailed:
 			if err := busy(); err != nil {

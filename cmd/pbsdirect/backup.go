@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -37,6 +38,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	sf.progress.register(fs)
 	host, _ := os.Hostname()
 	btype := fs.String("backup-type", "host", "backup type: vm, ct or host")
 	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
@@ -58,11 +60,16 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	var sources []backup.Source
+	seen := map[string]bool{}
 	for _, a := range fs.Args() {
 		s, err := backup.ParseSpec(a)
 		if err != nil {
 			return usagef("%v", err)
 		}
+		if seen[s.Name] {
+			return usagef("archive %s given twice", s.Name)
+		}
+		seen[s.Name] = true
 		sources = append(sources, s)
 	}
 	ns, err := sf.namespace()
@@ -146,7 +153,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			total += st.Size()
 		}
 	}
-	bar := startProgress(stderr, !sf.json(), "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
+	bar := startProgress(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
 	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
 	bar.done()
 	if err != nil {
@@ -169,8 +176,8 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return writeJSON(stdout, sum)
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
-	fmt.Fprintf(stdout, "  archives: %v; index positions: %d (%s of zero chunks), new chunks stored: %d (%s, the zero chunk included), already in the store: %d, dedup hits: %d\n",
-		sum.Archives, sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
+	fmt.Fprintf(stdout, "  archives: %s; %d chunks (%s all zeros), %d written to the store (%s), %d already there, %d repeated in this backup\n",
+		strings.Join(sum.Archives, ", "), sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
 	if cc != nil {
 		fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
 	}

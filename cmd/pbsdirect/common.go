@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	flag "github.com/spf13/pflag"
@@ -34,11 +35,17 @@ type storeFlags struct {
 	bucketLayout string
 	ioTimeout    time.Duration
 	retryFor     time.Duration
+	progress     progressFlags // registered by the commands that show progress
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	s.registerLocation(fs)
 	fs.StringVar(&s.keyfile, "keyfile", "", "encryption key file or paper key (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD or a prompt")
+	s.registerOutput(fs)
+}
+
+// registerOutput adds --output-format.
+func (s *storeFlags) registerOutput(fs *flag.FlagSet) {
 	fs.StringVar(&s.outputFormat, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
 }
 
@@ -50,7 +57,7 @@ func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 		def = []string{env}
 	}
 	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
-	fs.StringVar(&s.ns, "ns", "", "namespace, e.g. prod/db (default: root namespace)")
+	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace: prod/db, prod/db/ or ns/prod/ns/db as listings print it (env PBS_NAMESPACE; default: the root namespace)")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
 	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
@@ -86,8 +93,8 @@ func (s *storeFlags) check() error {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
 	}
 	for _, st := range s.stores {
-		if st == "" {
-			return usagef("--store must not be empty")
+		if err := checkStoreSpec(st); err != nil {
+			return err
 		}
 		if isRemote(st) {
 			s.remote = true
@@ -100,17 +107,64 @@ func (s *storeFlags) check() error {
 	if s.retryFor < 0 {
 		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
+	if s.progress.mode != "" {
+		if err := s.progress.check(); err != nil {
+			return err
+		}
+	}
 	return checkOutputFormat(s.outputFormat)
+}
+
+// checkStoreSpec refuses a --store that is a malformed bucket URL (usage
+// error): "s3://" without a bucket, or "s3:/bucket", "S3://bucket",
+// "gs:bucket", which would otherwise be taken for a directory.
+func checkStoreSpec(spec string) error {
+	scheme, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		return nil
+	}
+	if scheme == "s3" || scheme == "gs" {
+		if !strings.HasPrefix(rest, "//") {
+			return usagef("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
+		}
+		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
+			return usagef("--store: %v", err)
+		}
+		return nil
+	}
+	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
+		return usagef("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	}
+	return nil
 }
 
 func (s *storeFlags) json() bool { return s.outputFormat != formatText }
 
 func (s *storeFlags) namespace() (index.Namespace, error) {
-	ns, err := index.ParseNamespace(s.ns)
+	ns, err := index.ParseNamespace(namespaceArg(s.ns))
 	if err != nil {
 		return nil, usagef("--ns: %v", err)
 	}
 	return ns, nil
+}
+
+// namespaceArg turns the forms --ns accepts into PBS's "a/b": a trailing
+// '/' is dropped, and the path form "ns/a/ns/b" that listings and snapshot
+// names print (every other level "ns") becomes "a/b".
+func namespaceArg(s string) string {
+	s = strings.TrimSuffix(s, "/")
+	parts := strings.Split(s, "/")
+	if len(parts)%2 != 0 {
+		return s
+	}
+	var levels []string
+	for i := 0; i < len(parts); i += 2 {
+		if parts[i] != "ns" {
+			return s
+		}
+		levels = append(levels, parts[i+1])
+	}
+	return strings.Join(levels, "/")
 }
 
 // loadKey opens the key file given with --keyfile or, like

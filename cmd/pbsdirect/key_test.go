@@ -134,7 +134,7 @@ func TestMasterKeyRecovery(t *testing.T) {
 				mustFail(t, 1, []string{"already exists"}, "key", "create-master-key", "--master-passphrase-file", mpass)
 			case "openssl":
 				if opensslErr != nil {
-					t.Skip("openssl not installed (.ci/run installs it)")
+					fixture.SkipOrFail(t, "openssl not installed (.ci/run installs it)")
 				}
 				for _, args := range [][]string{
 					{"genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072", "-aes-256-cbc", "-pass", "pass:master passphrase", "-out", masterPrivateName},

@@ -22,6 +22,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
@@ -32,10 +33,13 @@ Usage:
   pbsdirect serve-nbd [flags] SNAPSHOT                  serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)
   pbsdirect verify    [flags] [SNAPSHOT]                verify a snapshot, or every snapshot of the namespace
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
-  pbsdirect snapshots [flags]                           list the finished snapshots of a namespace
+  pbsdirect snapshots [flags]                           list the finished snapshots of a namespace (--max-depth for those below)
+  pbsdirect groups    [flags]                           list the backup groups of a namespace
+  pbsdirect namespaces [flags]                          list the namespaces of a datastore (or below --ns)
   pbsdirect backup    [flags] NAME.img:PATH...          back up images into a datastore
   pbsdirect key create [flags] [PATH]                   create a key file (like proxmox-backup-client key create)
   pbsdirect key show   [flags] [PATH]                   show a key file's fingerprint and KDF
+  pbsdirect key change-passphrase | paperkey | create-master-key | import-with-master-key   (see 'pbsdirect key --help')
   pbsdirect version
 
 SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest one.
@@ -116,7 +120,9 @@ func exitCode(err error) int {
 		return 128 + int(ie.sig)
 	case errors.As(err, &ue):
 		return exitUsage
-	case chunkstore.Outside(err):
+	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, chunkstore.ErrSnapshotBusy):
+		// Busy: another run holds the target or the snapshot; a retry
+		// after it may succeed.
 		return exitOutside
 	}
 	return exitData
@@ -170,15 +176,17 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		return 2, usagef("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"restore":   cmdRestore,
-		"drill":     cmdDrill,
-		"verify":    cmdVerify,
-		"snapshots": cmdSnapshots,
-		"backup":    cmdBackup,
-		"key":       cmdKey,
-		"mount":     cmdMount,
-		"serve-nbd": cmdServeNBD,
-		"version":   cmdVersion,
+		"restore":    cmdRestore,
+		"drill":      cmdDrill,
+		"verify":     cmdVerify,
+		"snapshots":  cmdSnapshots,
+		"groups":     cmdGroups,
+		"namespaces": cmdNamespaces,
+		"backup":     cmdBackup,
+		"key":        cmdKey,
+		"mount":      cmdMount,
+		"serve-nbd":  cmdServeNBD,
+		"version":    cmdVersion,
 	}
 	name := args[0]
 	switch name {

@@ -16,8 +16,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	sf.progress.register(fs)
 	pf := registerPipelineFlags(fs, false)
-	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
+	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
+	cryptMode := registerCryptMode(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -36,7 +38,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	start := time.Now()
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.fetchSpec()))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return err
 	}
@@ -62,9 +64,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	rep := verify.Report{OK: true}
 	v := verify.New(store, verify.Options{
-		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()),
+		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()),
 		Progress: func(name string, total int64, done func() int64) func() {
-			return startProgress(stderr, !sf.json(), "verify "+name, total, done).done
+			return startProgress(stderr, sf.progress, "verify "+name, total, done).done
 		},
 	})
 	for _, s := range snaps {
@@ -79,7 +81,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			r = verify.SnapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped"}
 			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", s)
 		case gone:
-			r.Error = fmt.Sprintf("snapshot %s: %v", s, snapshot.ErrRemoved)
+			return fmt.Errorf("snapshot %s in %s: %w", s, store, snapshot.ErrRemoved)
 		}
 		rep.Add(r)
 		if !sf.json() {
@@ -89,7 +91,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	rep.Seconds = time.Since(start).Seconds()
 	var verr error
 	if !rep.OK {
-		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", rep.Failed(), len(rep.Snapshots))
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above)", rep.Failed(), len(rep.Snapshots))
 		if out := v.Outside(); out != nil {
 			// Some archive could not be checked for a reason outside the data.
 			verr = fmt.Errorf("%w; %w", verr, out)
@@ -151,7 +153,7 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 			for _, o := range d.Offsets {
 				offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
 			}
-			fmt.Fprintf(w, "    damaged chunk %s at %s (%s): %s\n", d.Digest, strings.Join(offs, " "), d.Location, d.Error)
+			fmt.Fprintf(w, "    damaged chunk %s at %s: %s\n", d.Digest, strings.Join(offs, " "), d.Error)
 		}
 	}
 }

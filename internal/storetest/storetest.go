@@ -33,6 +33,11 @@ type Harness struct {
 	Put func(t testing.TB, bucket, key string, data []byte)
 	// Get reads a raw object; ok is false if it does not exist.
 	Get func(t testing.TB, bucket, key string) (data []byte, ok bool)
+	// OpenCounting opens the store at bucket/prefix for reading with a
+	// listing page size well below 1100 objects, through a proxy that
+	// counts the object listing requests (one per page); pages returns
+	// that count so far.
+	OpenCounting func(t testing.TB, bucket, prefix string) (s chunkstore.Store, pages func() int)
 }
 
 // Layouter is implemented by the bucket stores.
@@ -285,6 +290,7 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 	if err := s.WriteFile(ctx, "../escape", nil); err == nil {
 		t.Errorf("WriteFile(../escape) succeeded")
 	}
+	claims(t, h, s, bkt, content)
 
 	if layout == bucket.LayoutPlain {
 		// A writer opening an existing plain copy keeps it plain.
@@ -296,7 +302,44 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 	}
 }
 
-// pagination lists more than 1000 objects (several ListObjects pages).
+// claims: a snapshot claim creates its marker, a second claim of the same
+// snapshot fails with ErrSnapshotBusy while the first holds it, release
+// removes the marker, and the snapshot can be claimed again.
+func claims(t *testing.T, h Harness, s chunkstore.Store, bkt string, content func(string) string) {
+	ctx := context.Background()
+	cl, ok := s.(chunkstore.SnapshotClaimer)
+	if !ok {
+		t.Fatalf("%T cannot claim snapshots", s)
+	}
+	dir := "vm/300/2026-01-01T00:00:00Z"
+	marker := content(dir + "/" + chunkstore.ClaimMarker)
+	release, err := cl.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if _, ok := h.Get(t, bkt, marker); !ok {
+		t.Errorf("claim marker %s not written", marker)
+	}
+	if _, err := cl.ClaimSnapshot(ctx, dir); !errors.Is(err, chunkstore.ErrSnapshotBusy) {
+		t.Errorf("second claim while the first holds it: %v, want ErrSnapshotBusy", err)
+	}
+	if err := release(); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, ok := h.Get(t, bkt, marker); ok {
+		t.Errorf("claim marker %s left after release", marker)
+	}
+	again, err := cl.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		t.Fatalf("claim after release: %v", err)
+	}
+	if err := again(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pagination lists 1100 objects, more than one listing page, and checks
+// that more than one page was read.
 func pagination(t *testing.T, h Harness) {
 	ctx := context.Background()
 	bucket := h.NewBucket(t)
@@ -309,11 +352,15 @@ func pagination(t *testing.T, h Harness) {
 	}
 	d, b := Chunk(t, []byte("x"))
 	h.Put(t, bucket, join("p", chunkstore.ChunkRelPath(d)), b)
-	s := h.Open(t, bucket, "p", false)
+	s, pages := h.OpenCounting(t, bucket, "p")
 	defer s.Close()
+	before := pages()
 	fis, err := s.ListFiles(ctx, "vm")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := pages() - before; got < 2 {
+		t.Errorf("ListFiles of %d objects read %d listing page(s), want more than one", n, got)
 	}
 	got := make([]string, 0, len(fis))
 	for _, fi := range fis {
