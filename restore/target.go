@@ -78,6 +78,12 @@ type TargetOptions struct {
 	// (not emptied). Existing files and devices are written in place
 	// either way.
 	Resume bool
+	// Locked, when set, is called once the target is locked and checked,
+	// before anything in it changes (a new file's leftover partial output
+	// is emptied only after it): the place to discard an earlier restore's
+	// resume journal, which would no longer tell the truth. Its error
+	// stops OpenTarget.
+	Locked func() error
 }
 
 // FileTarget writes to a regular file or a block device with positioned
@@ -156,7 +162,7 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 	pl := t.place
 	var reused int64
 	if t.created {
-		f, err := pl.createPartial(opts.Resume)
+		f, err := pl.createPartial(true)
 		if err != nil {
 			return err
 		}
@@ -171,6 +177,16 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 			return err
 		} else if there != nil {
 			return fmt.Errorf("%s: %w: it was created by another program meanwhile", t.path, ErrTargetExists)
+		}
+		if opts.Locked != nil {
+			if err := opts.Locked(); err != nil {
+				return err
+			}
+		}
+		if !opts.Resume {
+			if err := f.Truncate(0); err != nil {
+				return fmt.Errorf("%s: %w", t.path, causeOf(err))
+			}
 		}
 	} else {
 		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -196,6 +212,11 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		}
 		reused = st.Blocks * 512
 		t.zeroNeeds = true
+		if opts.Locked != nil {
+			if err := opts.Locked(); err != nil {
+				return err
+			}
+		}
 	}
 	if opts.DataBytes > 0 {
 		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused); err != nil {
@@ -249,6 +270,12 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 	if err := checkFormat(f, t.path, int64(devSize), true); err != nil {
 		t.release()
 		return nil, err
+	}
+	if opts.Locked != nil {
+		if err := opts.Locked(); err != nil {
+			t.release()
+			return nil, err
+		}
 	}
 	t.openDirect(opts)
 	return t, nil

@@ -245,12 +245,17 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	journal, resumed, err := rc.journal(snap, archive, fi, plan, targetPath, stderr)
+	journal, resumed, err := rc.journal(snap, archive, fi, plan, targetPath)
 	if err != nil {
 		return nil, err
 	}
 	topts := rc.targetOptions(int64(plan.DataBytes()))
 	topts.Resume = *rc.resume
+	if !*rc.resume {
+		// Once the target is ours: an earlier interrupted restore is
+		// started over, and its journal would no longer tell the truth.
+		topts.Locked = func() error { return startOver(targetPath, stderr) }
+	}
 	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
 	if err != nil {
 		if journal != nil {
@@ -290,7 +295,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	if err != nil {
 		partial := target.Partial()
-		if n := journal.Recorded(); n > 0 {
+		if n := journal.Recorded(); n > 0 && (chunkstore.Outside(err) || ctx.Err() != nil) {
 			// Keep what is durable for a resume.
 			target.KeepPartial()
 			journal.Close()
@@ -341,30 +346,40 @@ func journalPathOf(target string) string {
 	return p
 }
 
-// journal prepares the resume journal: with --resume it opens the journal
-// of the interrupted restore (refusing one of another snapshot, archive or
-// index) and drops the chunks it records from plan, returning how many;
-// without, it says so when it finds an earlier interrupted restore, which
-// is then started over (nil journal: the caller creates a new one once the
-// target is open).
-func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string, stderr io.Writer) (*restore.Journal, int, error) {
+// startOver says what an earlier interrupted restore to targetPath left,
+// if anything, and discards its journal: the restore starts over. It runs
+// with the target locked, before anything in it changes.
+func startOver(targetPath string, stderr io.Writer) error {
+	jpath, err := restore.JournalPath(targetPath)
+	if err != nil {
+		return err
+	}
+	h, done, jerr := restore.ReadJournal(jpath)
+	_, perr := os.Lstat(restore.PartialPath(targetPath))
+	switch {
+	case jerr == nil:
+		fmt.Fprintf(stderr, "pbsdirect: note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)\n",
+			h.Snapshot, h.Archive, targetPath, len(done))
+	case perr == nil:
+		fmt.Fprintf(stderr, "pbsdirect: note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded\n", targetPath)
+	}
+	return restore.RemoveJournal(jpath)
+}
+
+// journal opens the resume journal for --resume: that of the interrupted
+// restore, refusing one of another snapshot, archive or index; it drops the
+// chunks the journal records from plan and returns how many. Without
+// --resume it returns a nil journal (the caller creates a new one once the
+// target is open and startOver has run).
+func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string) (*restore.Journal, int, error) {
+	if !*rc.resume {
+		return nil, 0, nil
+	}
 	jpath, err := restore.JournalPath(targetPath)
 	if err != nil {
 		return nil, 0, err
 	}
 	hdr := journalHeader(snap, archive, fi, plan)
-	if !*rc.resume {
-		h, done, err := restore.ReadJournal(jpath)
-		if _, perr := os.Lstat(restore.PartialPath(targetPath)); err != nil && perr == nil {
-			fmt.Fprintf(stderr, "pbsdirect: note: an earlier restore to %s left a partial output with nothing journaled to resume: it is removed, starting over\n", targetPath)
-		}
-		if err == nil {
-			fmt.Fprintf(stderr, "pbsdirect: note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, its partial output is removed (give --resume to continue it instead)\n",
-				h.Snapshot, h.Archive, targetPath, len(done))
-		}
-		// Before the partial output is emptied: the journal would lie.
-		return nil, 0, restore.RemoveJournal(jpath)
-	}
 	j, err := restore.ResumeJournal(jpath, hdr)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
