@@ -378,8 +378,8 @@ func (s *Store) listPageSize() int {
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) page by page, checking every page with
-// bucket.Listing: a repeated page token, a repeated page or keys out of
-// order make it continue with startOffset (the last key seen); what cannot
+// bucket.Listing: a repeated page token or a repeated page make it continue
+// with startOffset (the greatest key seen); what cannot
 // be completed that way fails with bucket.ErrListing, never returning part
 // of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
@@ -389,7 +389,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	}
 	base += "/"
 	var files []chunkstore.FileInfo
-	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base, StartAfterInclusive: true}
+	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base}
 	for {
 		q := &storage.Query{Prefix: base}
 		token, after, useAfter := l.Request()

@@ -321,9 +321,6 @@ func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath
 // eu-central-1" or "path-style addressing" (nil if nothing).
 func (s *Store) Followed() []string { return s.followed }
 
-// Region returns the signing region in use.
-func (s *Store) Region() string { return s.region }
-
 // explain adds to an error of Open what the user can do about it.
 func (s *Store) explain(err error) error {
 	var hostname x509.HostnameError
@@ -786,10 +783,10 @@ func (r *resumingReader) Close() error {
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) with ListObjectsV2, checking every page with
-// bucket.Listing: a page truncated without a continuation token, a repeated
-// token or page, or keys out of order make it continue with start-after
-// (the last key seen); what cannot be completed that way fails with
-// bucket.ErrListing, never returning part of the listing.
+// bucket.Listing: a page truncated without a continuation token, or a
+// repeated token or page make it continue with start-after (the greatest
+// key seen); keys listed twice are dropped; what cannot be completed that
+// way fails with bucket.ErrListing, never returning part of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
