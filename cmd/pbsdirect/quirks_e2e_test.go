@@ -152,7 +152,7 @@ func TestProviderQuirks(t *testing.T) {
 	// the message says the object came short.
 	t.Run("short-body", func(t *testing.T) {
 		p := e.proxy(t, quirkproxy.Quirks{ShortBody: 10, OnlyChunks: true})
-		r := pbs(t, "restore", "--store", "s3://quirks/ds", "--s3-endpoint", p.URL, "vm/508", "drive-scsi0", filepath.Join(t.TempDir(), "r.raw"))
+		r := pbs(t, "restore", "--store", "s3://quirks/ds", "--s3-endpoint", p.URL, "--retry-for", "2s", "vm/508", "drive-scsi0", filepath.Join(t.TempDir(), "r.raw"))
 		if r.code != 3 || !strings.Contains(r.err, "shorter than its announced") {
 			t.Errorf("restore with every chunk body cut short: %v", r)
 		}
