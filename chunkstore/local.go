@@ -97,8 +97,9 @@ func mapErr(err error) error {
 	return err
 }
 
-// ReadChunk reads the chunk file for d into buf (see Store.ReadChunk).
-func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+// ReadChunk reads the chunk file for d into buf (see Store.ReadChunk): a
+// file larger than limit is refused by its size, unread.
+func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	p := l.ChunkLocation(d)
 	f, err := openRegular(p)
 	if err != nil {
@@ -113,13 +114,14 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 	if size == 0 {
 		return nil, fmt.Errorf("chunk %s: %s: %w (evicted-chunk marker or corruption)", d, p, ErrEmpty)
 	}
-	if size > MaxBlobSize+EncryptedHeaderSize {
-		return nil, fmt.Errorf("chunk %s: %s: %w: file is %d bytes", d, p, ErrTooLarge, size)
+	if max := ReadLimit(limit); size > max {
+		return nil, fmt.Errorf("chunk %s: %s: %w: file is %d bytes, the chunk at most %d", d, p, ErrTooLarge, size, max)
 	}
 	if int64(cap(buf)) < size {
 		buf = make([]byte, size)
 	}
 	buf = buf[:size]
+	// The file may change while read: never more than size bytes.
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return nil, fmt.Errorf("chunk %s: %s: %v", d, p, err)
 	}

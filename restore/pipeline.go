@@ -275,7 +275,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				if buf == nil {
 					return
 				}
-				raw, err := store.ReadChunk(ctx, c.Digest, buf)
+				raw, err := store.ReadChunk(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length))
 				if err != nil {
 					rawPool.put(buf)
 					if ctx.Err() != nil {

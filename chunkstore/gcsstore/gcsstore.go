@@ -282,12 +282,13 @@ func (s *Store) objURL(key string) string { return "gs://" + s.name + "/" + key 
 func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
 
 // ReadChunk downloads the chunk object for d into buf (see
-// chunkstore.Store.ReadChunk). A failure while reading the body retries the
+// chunkstore.Store.ReadChunk): an object larger than limit is refused by its
+// size before its body is read. A failure while reading the body retries the
 // whole download; partial data is never returned.
-func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	key := s.keys.Chunk(d)
 	for attempt := 0; ; attempt++ {
-		out, retryable, err := s.readChunkOnce(ctx, key, buf)
+		out, retryable, err := s.readChunkOnce(ctx, key, buf, chunkstore.ReadLimit(limit))
 		if err == nil {
 			return out, nil
 		}
@@ -304,7 +305,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 	}
 }
 
-func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, bool, error) {
+func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte, limit int64) ([]byte, bool, error) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r, err := s.bucket.Object(key).NewReader(actx)
@@ -317,13 +318,12 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 		t := time.AfterFunc(s.timeout, func() { fired.Store(true); cancel() })
 		defer t.Stop()
 	}
-	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
 	size := r.Attrs.Size
 	switch {
 	case size == 0:
 		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
 	case size > limit:
-		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
+		return nil, false, fmt.Errorf("%w: object is %d bytes, the chunk at most %d", chunkstore.ErrTooLarge, size, limit)
 	case size < 0:
 		return nil, false, fmt.Errorf("object has unknown size")
 	}

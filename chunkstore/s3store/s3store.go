@@ -424,13 +424,15 @@ func (s *Store) objURL(key string) string { return "s3://" + s.bucket + "/" + ke
 func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
 
 // ReadChunk downloads the chunk object for d into buf (see
-// chunkstore.Store.ReadChunk). A failure while reading the body (reset,
+// chunkstore.Store.ReadChunk): an object whose Content-Length exceeds limit
+// is refused before its body is read, and a body without Content-Length is
+// read only up to limit bytes. A failure while reading the body (reset,
 // truncation, timeout) retries the whole download; partial data is never
 // returned.
-func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	key := s.keys.Chunk(d)
 	for attempt := 0; ; attempt++ {
-		out, retryable, err := s.readChunkOnce(ctx, key, buf)
+		out, retryable, err := s.readChunkOnce(ctx, key, buf, chunkstore.ReadLimit(limit))
 		if err == nil {
 			return out, nil
 		}
@@ -449,7 +451,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 
 // readChunkOnce makes one GetObject call (whose own retries the SDK does)
 // and reads the body; retryable reports a body-read failure.
-func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, bool, error) {
+func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte, limit int64) ([]byte, bool, error) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out, err := s.client.GetObject(actx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
@@ -463,7 +465,6 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 		t := time.AfterFunc(s.timeout, func() { fired.Store(true); cancel() })
 		defer t.Stop()
 	}
-	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
 	size := int64(-1)
 	if out.ContentLength != nil {
 		size = *out.ContentLength
@@ -472,7 +473,7 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 	case size == 0:
 		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
 	case size > limit:
-		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
+		return nil, false, fmt.Errorf("%w: object is %d bytes, the chunk at most %d", chunkstore.ErrTooLarge, size, limit)
 	case size > 0:
 		if int64(cap(buf)) < size {
 			buf = make([]byte, size)
