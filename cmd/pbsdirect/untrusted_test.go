@@ -157,3 +157,81 @@ func TestChunkSizeOne(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreSymlinks: links PBS never makes inside a datastore are not
+// followed: a snapshot file linked to a file outside is refused without
+// echoing its bytes, and backup never writes through a linked group or
+// chunk prefix directory. Links a user makes to move the whole datastore,
+// or its .chunks directory, to another disk keep working.
+func TestStoreSymlinks(t *testing.T) {
+	b := newBase(t, false)
+	outside := t.TempDir()
+	foreign := filepath.Join(outside, "foreign")
+	os.WriteFile(foreign, []byte("FOREIGN!-secret-bytes-of-another-file"), 0o600)
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", b.data)
+	backupArgs := func(store, btime string) []string {
+		return []string{"backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", btime, "--chunk-size", "64", "drive-scsi0.img:" + img}
+	}
+
+	for _, name := range []string{"index.json.blob", "drive-scsi0.img.fidx"} {
+		c := b.clone(t)
+		p := fixture.SnapPath(c.store, c.snap, name)
+		os.Remove(p)
+		os.Symlink(foreign, p)
+		for _, args := range [][]string{
+			{"verify", "--store", c.store, snap0},
+			{"verify", "--output-format", "json", "--store", c.store, snap0},
+			{"restore", "--store", c.store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "out")},
+		} {
+			r := pbsWithin(t, 20*time.Second, args...)
+			if r.code != 1 || !strings.Contains(r.out+r.err, "symbolic link") {
+				t.Errorf("%s linked outside: want exit 1 and a refused link: %v", name, r)
+			}
+			if strings.Contains(r.out+r.err, "FOREIGN") || strings.Contains(r.out+r.err, hex.EncodeToString([]byte("FOREIGN!"))) {
+				t.Errorf("output echoes the linked file's bytes: %v", r)
+			}
+		}
+	}
+
+	// Backup through a linked group directory or chunk prefix directory.
+	for _, c := range []struct {
+		name string
+		link func(store string) string // returns the link made
+	}{
+		{"group directory", func(store string) string { return filepath.Join(store, "vm", "100") }},
+		{"chunk prefix directory", func(store string) string { return filepath.Dir(fixture.ChunkPath(store, b.digests[0])) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := b.clone(t)
+			victim := t.TempDir()
+			p := c.link(s.store)
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+			os.Symlink(victim, p)
+			r := pbsWithin(t, 20*time.Second, backupArgs(s.store, "2026-11-30T10:00:00Z")...)
+			if r.code != 1 || !strings.Contains(r.err, "symbolic link") {
+				t.Errorf("backup through a linked %s: want exit 1, refused link: %v", c.name, r)
+			}
+			if ents, _ := os.ReadDir(victim); len(ents) != 0 {
+				t.Errorf("backup wrote outside the datastore: %v", ents)
+			}
+		})
+	}
+
+	// A datastore reached through a link, with its .chunks directory moved
+	// to another disk and linked back: backup, verify and restore work.
+	s := b.clone(t)
+	moved := filepath.Join(t.TempDir(), "chunks")
+	if err := os.Rename(filepath.Join(s.store, ".chunks"), moved); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(moved, filepath.Join(s.store, ".chunks"))
+	link := filepath.Join(t.TempDir(), "datastore")
+	os.Symlink(s.store, link)
+	mustOK(t, backupArgs(link, "2026-11-30T10:00:00Z")...)
+	mustOK(t, "verify", "--store", link)
+	target := filepath.Join(t.TempDir(), "out.raw")
+	mustOK(t, "restore", "--store", link, "vm/100", "drive-scsi0", target)
+	fixture.Equal(t, target, b.data)
+}
