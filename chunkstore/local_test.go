@@ -107,16 +107,25 @@ func TestLocalSymlinks(t *testing.T) {
 			p := filepath.Dir(filepath.Join(root, chunkstore.ChunkRelPath(d)))
 			os.RemoveAll(p)
 			os.Symlink(outside, p)
-		}, func(s *chunkstore.Local, d crypto.Digest) error { _, err := s.WriteChunk(ctx, d, []byte("x")); return err }},
+		}, func(s *chunkstore.Local, d crypto.Digest) error {
+			_, err := s.WriteChunk(ctx, d, []byte("x"))
+			return err
+		}},
 		{"snapshot file", func(t *testing.T, root string, d crypto.Digest) {
 			p := filepath.Join(root, snapDir, "index.json.blob")
 			os.Remove(p)
 			os.Symlink(secret, p)
-		}, func(s *chunkstore.Local, d crypto.Digest) error { _, err := chunkstore.ReadFile(ctx, s, snapDir+"/index.json.blob"); return err }},
+		}, func(s *chunkstore.Local, d crypto.Digest) error {
+			_, err := chunkstore.ReadFile(ctx, s, snapDir+"/index.json.blob")
+			return err
+		}},
 		{"group directory, read", func(t *testing.T, root string, d crypto.Digest) {
 			os.Rename(filepath.Join(root, "vm/100"), filepath.Join(outside, "100"))
 			os.Symlink(filepath.Join(outside, "100"), filepath.Join(root, "vm/100"))
-		}, func(s *chunkstore.Local, d crypto.Digest) error { _, err := chunkstore.ReadFile(ctx, s, snapDir+"/index.json.blob"); return err }},
+		}, func(s *chunkstore.Local, d crypto.Digest) error {
+			_, err := chunkstore.ReadFile(ctx, s, snapDir+"/index.json.blob")
+			return err
+		}},
 		{"group directory, list", func(t *testing.T, root string, d crypto.Digest) {
 			os.Rename(filepath.Join(root, "vm/100"), filepath.Join(outside, "100"))
 			os.Symlink(filepath.Join(outside, "100"), filepath.Join(root, "vm/100"))
