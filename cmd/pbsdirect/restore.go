@@ -50,6 +50,7 @@ type restoreCmd struct {
 	force        *bool
 	assumeZeroed *bool
 	noDirect     *bool
+	requireSig   *bool
 }
 
 // registerRestoreFlags adds the store, pipeline and target flags to fs.
@@ -60,6 +61,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
+	rc.requireSig = registerRequireSignature(fs)
 	return rc
 }
 
@@ -139,6 +141,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSigned(m, snap, cc, *rc.requireSig, stderr); err != nil {
 		return nil, err
 	}
 	if strings.HasSuffix(archive, ".blob") {

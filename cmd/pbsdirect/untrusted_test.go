@@ -235,3 +235,60 @@ func TestStoreSymlinks(t *testing.T) {
 	mustOK(t, "restore", "--store", link, "vm/100", "drive-scsi0", target)
 	fixture.Equal(t, target, b.data)
 }
+
+// TestRequireSignature: --require-signature refuses an unsigned manifest,
+// and a signed one it cannot check for want of the key, in restore, verify
+// and drill; with a key but without the flag, an unsigned manifest gets a
+// warning on stderr (PBS accepts it silently) and a signed one none.
+func TestRequireSignature(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := fixture.Key(t, 5)
+	keyfile := fixture.KeyFile(t, dir, "key.json", key, crypto.KDFNone, "")
+	data := fixture.Mixed(192<<10, 9)
+	unsigned, signed := fixture.NewStore(t), fixture.NewStore(t)
+	backupImage(t, unsigned, data, "--chunk-size", "64")
+	backupImage(t, signed, data, "--chunk-size", "64", "--crypt-mode", "sign-only", "--keyfile", keyfile)
+	target := filepath.Join(t.TempDir(), "out.raw")
+	cmds := func(store string, extra ...string) [][]string {
+		return [][]string{
+			append([]string{"restore", "--store", store, snap0, "drive-scsi0", target}, extra...),
+			append([]string{"verify", "--store", store, snap0}, extra...),
+			append([]string{"verify", "--output-format", "json", "--store", store}, extra...),
+			append([]string{"drill", "--remove", "--store", store, snap0, "drive-scsi0", target}, extra...),
+		}
+	}
+	const warning = "is not signed"
+	for _, c := range []struct {
+		name   string
+		store  string
+		extra  []string
+		code   int
+		output string // in stdout or stderr
+	}{
+		{"unsigned, required, key", unsigned, []string{"--require-signature", "--keyfile", keyfile}, 1, "has no signature (--require-signature)"},
+		{"unsigned, required, no key", unsigned, []string{"--require-signature"}, 1, "has no signature"},
+		{"signed, required, no key", signed, []string{"--require-signature"}, 1, "missing key"},
+		{"unsigned, key given", unsigned, []string{"--keyfile", keyfile}, 0, warning},
+		{"signed, required, key", signed, []string{"--require-signature", "--keyfile", keyfile}, 0, ""},
+		{"unsigned, no key", unsigned, nil, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, args := range cmds(c.store, c.extra...) {
+				r := pbs(t, args...)
+				if r.code != c.code || !strings.Contains(r.out+r.err, c.output) {
+					t.Errorf("want exit %d and %q: %v", c.code, c.output, r)
+				}
+				if c.output != warning && strings.Contains(r.err, warning) {
+					t.Errorf("unexpected warning: %v", r)
+				}
+				if c.output == warning && strings.Contains(r.out, warning) {
+					t.Errorf("warning on stdout, not stderr: %v", r)
+				}
+				if c.code != 0 {
+					noFile(t, target)
+				}
+				os.Remove(target)
+			}
+		})
+	}
+}

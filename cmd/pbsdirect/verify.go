@@ -59,6 +59,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sf storeFlags
 	sf.register(fs)
 	pf := registerPipelineFlags(fs, false)
+	requireSig := registerRequireSignature(fs)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -103,7 +104,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	rep := verifyReport{OK: true}
-	v := &verifier{store: store, cc: cc, pf: pf, sf: &sf, stderr: stderr, verified: map[verifiedKey]bool{}, crcOnly: *crcOnly}
+	v := &verifier{store: store, cc: cc, pf: pf, sf: &sf, stderr: stderr, verified: map[verifiedKey]bool{}, crcOnly: *crcOnly, requireSig: *requireSig}
 	for _, s := range snaps {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -163,6 +164,8 @@ type verifier struct {
 	stderr   io.Writer
 	verified map[verifiedKey]bool
 	crcOnly  bool // --crc-only: encrypted archives without key get structure and CRC checks
+	// requireSig (--require-signature) fails snapshots without a checked signature.
+	requireSig bool
 }
 
 // snapshot checks the manifest and every archive listed in it. A failing
@@ -173,7 +176,14 @@ func (v *verifier) snapshot(ctx context.Context, s index.Snapshot) snapshotResul
 	if err == nil {
 		err = m.Check(v.cc)
 	}
+	if err == nil {
+		err = checkSigned(m, s, v.cc, v.requireSig, v.stderr)
+	}
 	noKey := v.cc == nil && errors.Is(err, index.ErrMissingKey)
+	if noKey && v.requireSig {
+		res.OK, res.Error = false, err.Error()+" (--require-signature: the signature is checked with the key only)"
+		return res
+	}
 	if noKey && !v.crcOnly {
 		res.OK, res.Error = false, err.Error()+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
 		return res
