@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -14,6 +19,10 @@ import (
 // that a default key file (~/.config/proxmox-backup/encryption-key.json) on
 // the machine running the tests never changes what they do.
 func TestMain(m *testing.M) {
+	if os.Getenv(asCommandEnv) == "1" {
+		// Run as the pbsdirect command (see pbsProcess).
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
 	if err != nil {
 		panic(err)
@@ -22,6 +31,27 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// asCommandEnv set to 1 makes the test binary run as the pbsdirect command.
+const asCommandEnv = "PBSDIRECT_TEST_AS_COMMAND"
+
+// pbsProcess runs pbsdirect with args in a child process (the test binary
+// itself, see TestMain) and returns its result and its peak resident set
+// size in bytes, for memory bounds that an in-process run cannot show.
+func pbsProcess(t *testing.T, args ...string) (result, int64) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asCommandEnv+"=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	return result{code: cmd.ProcessState.ExitCode(), out: out.String(), err: errb.String(), args: args}, rss
 }
 
 // TestRaiseProcs: GOMAXPROCS rises to jobs + writers for a restore (never

@@ -14,6 +14,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
 
 // TestSignatureOracle: whoever can write a store and read pbsdirect's output
@@ -290,5 +291,71 @@ func TestRequireSignature(t *testing.T) {
 				os.Remove(target)
 			}
 		})
+	}
+}
+
+// TestOversizedChunkMemory: chunk files and objects far larger than the
+// index allows (128 MiB sparse files for 64 KiB chunks) are refused by their
+// size, unread, so that verify and restore with 32 fetchers stay within the
+// pipeline's bound: peak RSS no more than a healthy run's plus a few MiB
+// (it was 4.5 GiB locally, 2.2 GiB from a bucket).
+func TestOversizedChunkMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and versitygw")
+	}
+	store := fixture.NewStore(t)
+	data := fixture.Mixed(4<<20, 31) // 64 chunks of 64 KiB
+	backupImage(t, store, data, "--chunk-size", "64")
+	root := t.TempDir()
+	bucketStore := fixture.CopyDir(t, store, filepath.Join(root, "bkt", "ds"))
+	s3 := testenv.StartS3Dir(t, root)
+	bktSetEnv(t, "127.0.0.1:1")
+
+	// The healthy runs first: their peak is the baseline.
+	places := []struct {
+		name, dir string
+		args      []string
+	}{
+		{"local", store, []string{"--store", store}},
+		{"bucket", bucketStore, []string{"--store", "s3://bkt/ds", "--s3-endpoint", s3.Endpoint}},
+	}
+	base := map[string]int64{}
+	for _, p := range places {
+		r, rss := pbsProcess(t, append([]string{"verify", "--fetchers", "32"}, append(p.args, snap0)...)...)
+		if r.code != 0 {
+			t.Fatalf("healthy %s verify: %v", p.name, r)
+		}
+		base[p.name] = rss
+	}
+	hdr, digests := fixture.Digests(t, fixture.SnapPath(store, fixture.Snap(t, "", "vm", "100", fixture.T0), "drive-scsi0.img.fidx"))
+	zero := fixture.ZeroDigest(int(hdr.ChunkSize), nil)
+	n := 0
+	for _, p := range places {
+		for _, d := range digests {
+			if d != zero {
+				if err := os.Truncate(fixture.ChunkPath(p.dir, d), 128<<20); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}
+	}
+	if n < 2*60 {
+		t.Fatalf("only %d data chunks made oversized", n)
+	}
+	for _, p := range places {
+		for _, cmd := range [][]string{
+			append(append([]string{"verify", "--fetchers", "32"}, p.args...), snap0),
+			append(append([]string{"restore", "--fetchers", "32"}, p.args...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "out")),
+		} {
+			r, rss := pbsProcess(t, cmd...)
+			if r.code != 1 || !strings.Contains(r.out+r.err, "blob larger than allowed") || !strings.Contains(r.out+r.err, "134217728 bytes") {
+				t.Errorf("%s %s: want exit 1, chunk refused by its size: %v", p.name, cmd[0], r)
+			}
+			t.Logf("%s %s: peak RSS %d MiB (healthy verify %d MiB)", p.name, cmd[0], rss>>20, base[p.name]>>20)
+			if rss > base[p.name]+32<<20 {
+				t.Errorf("%s %s: peak RSS %d MiB, healthy verify %d MiB", p.name, cmd[0], rss>>20, base[p.name]>>20)
+			}
+		}
 	}
 }
