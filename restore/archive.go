@@ -102,6 +102,7 @@ func planFixedWith(ctx context.Context, r io.Reader, size int64, cc *crypto.Conf
 	for {
 		pos, d, err := fr.Next()
 		if err == io.EOF {
+			plan.Finish()
 			return plan, fr.Csum(), nil
 		}
 		if err != nil {
@@ -127,6 +128,7 @@ func planDynamic(ctx context.Context, r io.Reader, size int64) (*Plan, [32]byte,
 		pos, e, err := dr.Next()
 		if err == io.EOF {
 			plan.Size = dr.Size()
+			plan.Finish()
 			return plan, dr.Csum(), nil
 		}
 		if err != nil {
