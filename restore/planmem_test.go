@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"io"
 	"runtime"
 	"testing"
 
@@ -47,4 +49,34 @@ func TestPlanMemory(t *testing.T) {
 	}
 	runtime.KeepAlive(plan)
 	runtime.KeepAlive(raw)
+}
+
+// TestPlanCancel: planning a large index stops when its context is
+// cancelled (Ctrl-C), within planCheckEvery entries.
+func TestPlanCancel(t *testing.T) {
+	const n = 4 * planCheckEvery
+	raw, err := index.BuildFixed(index.FixedHeader{Size: n * index.MinChunkSize, ChunkSize: index.MinChunkSize}, make([]crypto.Digest, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := &countingReader{r: bytes.NewReader(raw)}
+	if _, _, err := planFixed(ctx, r, int64(len(raw)), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if r.n > index.HeaderSize+32*planCheckEvery+1<<20 {
+		t.Errorf("read %d of %d bytes after the cancel", r.n, len(raw))
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
