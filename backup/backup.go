@@ -72,6 +72,11 @@ type Options struct {
 	Jobs int
 	// Owner is written to the group's owner file when the group is new; default "root@pam".
 	Owner string
+	// RSAEncryptedKey, when set (with Key and not SignOnly), is written as
+	// rsa-encrypted.key.blob: a plain, uncompressed blob listed with crypt
+	// mode encrypt (§5.5). It is the key file encrypted under a master
+	// public key (crypto.RSAEncryptKeyFile).
+	RSAEncryptedKey []byte
 }
 
 // Stats counts a backup's work; fields are updated atomically.
@@ -96,8 +101,12 @@ var ErrSnapshotExists = errors.New("snapshot already exists")
 
 // Run backs up sources into store as one snapshot and returns it. The
 // manifest is written last, so an interrupted backup leaves an unfinished
-// snapshot that readers ignore (§1.4).
-func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Options, stats *Stats) (*Result, error) {
+// snapshot that readers ignore (§1.4). The store must implement
+// chunkstore.SnapshotClaimer: the snapshot is claimed before anything is
+// written, so of two concurrent backups of one snapshot one fails
+// (chunkstore.ErrSnapshotBusy, or ErrSnapshotExists once the other
+// finished).
+func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Options, stats *Stats) (res *Result, err error) {
 	if len(sources) == 0 {
 		return nil, errors.New("nothing to back up")
 	}
@@ -121,12 +130,6 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 		snap.Time = time.Now().Unix()
 	}
 	dir := snap.Dir()
-	if rc, _, err := store.OpenFile(ctx, path.Join(dir, "index.json.blob")); err == nil {
-		rc.Close()
-		return nil, fmt.Errorf("%s in %s: %w", dir, store, ErrSnapshotExists)
-	} else if !errors.Is(err, chunkstore.ErrNotFound) {
-		return nil, err
-	}
 	seen := map[string]bool{}
 	for _, s := range sources {
 		if seen[s.Name] {
@@ -147,6 +150,28 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 	case opts.Key != nil:
 		crypt = index.CryptEncrypt
 	}
+	// One writer per snapshot: claim it (the group lock and an exclusive
+	// snapshot directory, or a bucket's conditional claim marker), then
+	// check that it has no manifest yet.
+	claimer, ok := store.(chunkstore.SnapshotClaimer)
+	if !ok {
+		return nil, fmt.Errorf("%s: this store cannot claim a snapshot for one writer", store)
+	}
+	release, err := claimer.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rerr := release(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if rc, _, err := store.OpenFile(ctx, path.Join(dir, "index.json.blob")); err == nil {
+		rc.Close()
+		return nil, fmt.Errorf("%s in %s: %w", dir, store, ErrSnapshotExists)
+	} else if !errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, err
+	}
 	m := &index.Manifest{BackupType: snap.Type, BackupID: snap.ID, BackupTime: snap.Time}
 	w := &writer{store: store, opts: opts, stats: stats, done: map[crypto.Digest]bool{}}
 	for _, src := range sources {
@@ -157,6 +182,17 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 		} else {
 			fi, err = w.blob(ctx, dir, src)
 		}
+		if err != nil {
+			return nil, err
+		}
+		fi.CryptMode = crypt
+		m.Files = append(m.Files, fi)
+	}
+	if len(opts.RSAEncryptedKey) > 0 {
+		if crypt != index.CryptEncrypt {
+			return nil, errors.New("an RSA-encrypted key goes only with crypt mode encrypt")
+		}
+		fi, err := w.plainBlob(ctx, dir, index.RSAKeyBlobName, opts.RSAEncryptedKey)
 		if err != nil {
 			return nil, err
 		}
@@ -216,6 +252,24 @@ func (w *writer) blob(ctx context.Context, dir string, src Source) (index.FileIn
 	blob, err := enc.Encode(data, w.opts.Key, true)
 	if err != nil {
 		return index.FileInfo{}, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	if err := w.store.WriteFile(ctx, path.Join(dir, name), blob); err != nil {
+		return index.FileInfo{}, err
+	}
+	return index.FileInfo{Filename: name, Size: uint64(len(blob)), Csum: sha256Sum(blob)}, nil
+}
+
+// plainBlob writes data as an unencrypted, uncompressed blob named name
+// (rsa-encrypted.key.blob, §5.5).
+func (w *writer) plainBlob(ctx context.Context, dir, name string, data []byte) (index.FileInfo, error) {
+	enc, err := chunkstore.NewEncoder()
+	if err != nil {
+		return index.FileInfo{}, err
+	}
+	defer enc.Close()
+	blob, err := enc.Encode(data, nil, false)
+	if err != nil {
+		return index.FileInfo{}, err
 	}
 	if err := w.store.WriteFile(ctx, path.Join(dir, name), blob); err != nil {
 		return index.FileInfo{}, err

@@ -35,6 +35,9 @@ type Local struct {
 	dir    *os.File // the datastore directory
 	chunks *os.File // its .chunks directory
 	lock   *os.File
+	// onDir, when set (tests), runs as ListFiles enters a directory,
+	// before its entries are read: where a concurrent prune strikes.
+	onDir func(path string)
 }
 
 // OpenLocal opens the datastore directory root. With create, a missing
@@ -52,8 +55,15 @@ func OpenLocal(root string, create bool) (*Local, error) {
 	}
 	l := &Local{root: root}
 	if !create {
-		if st, err := os.Stat(filepath.Join(root, ".chunks")); err != nil || !st.IsDir() {
+		st, err := os.Stat(filepath.Join(root, ".chunks"))
+		switch {
+		case err == nil && st.IsDir():
+			// Readable? Found now, not at the first chunk (openDirs).
+		case err == nil, errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("datastore %s: %w: not a PBS datastore (no .chunks directory); --store must name the datastore directory itself", root, ErrNotFound)
+		default:
+			// Permission denied stays permission denied, with the path.
+			return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
 		}
 		if err := l.openDirs(); err != nil {
 			return nil, err
@@ -125,15 +135,31 @@ func (l *Local) ChunkLocation(d crypto.Digest) string {
 	return filepath.Join(l.root, ChunkRelPath(d))
 }
 
+// mapErr maps a file system error to the store errors. The caller names
+// the path, so an *fs.PathError gives only its cause ("open PATH: " is not
+// repeated); a missing file is just ErrNotFound.
 func mapErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return causeError{ErrNotFound, err, ErrNotFound.Error()}
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %v", ErrDenied, err)
+		return causeError{ErrDenied, err, fmt.Sprintf("%v: %v", ErrDenied, err)}
 	}
 	return err
 }
+
+// causeError is a store error (kind) for a system error (cause), said as msg.
+type causeError struct {
+	kind, cause error
+	msg         string
+}
+
+func (e causeError) Error() string   { return e.msg }
+func (e causeError) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // ErrSymlink is wrapped by Local's errors for a symbolic link inside the
 // datastore where PBS never makes one.
@@ -302,7 +328,10 @@ func openRegular(dir *os.File, root, rel string) (*os.File, error) {
 	return f, nil
 }
 
-// ListFiles walks the directory dir (see Store.ListFiles).
+// ListFiles walks the directory dir (see Store.ListFiles). On a live
+// datastore a prune may remove a snapshot directory while it is walked:
+// whatever vanishes between reading a directory and visiting its entries is
+// left out (as PBS does), not an error. No symbolic link is followed.
 func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	c, err := clean(dir)
 	if err != nil {
@@ -322,8 +351,11 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	var out []FileInfo
 	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == base {
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && p == base:
 				return fs.SkipAll
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // removed since its parent was read
 			}
 			return err
 		}
@@ -331,12 +363,18 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 			if de.Name() == ".chunks" {
 				return fs.SkipDir
 			}
+			if l.onDir != nil {
+				l.onDir(p)
+			}
 			return nil
 		}
 		if !de.Type().IsRegular() {
 			return nil
 		}
 		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since its directory was read
+		}
 		if err != nil {
 			return err
 		}
@@ -445,4 +483,46 @@ func (l *Local) Close() error {
 		}
 	}
 	return err
+}
+
+// ClaimSnapshot takes the group's writer lock — flock(LOCK_EX|LOCK_NB) on
+// the group directory, as PBS writers take it (§1.5, the lock PBS before
+// 3.3.5 uses, and every pbsdirect backup) — and creates the snapshot
+// directory. The group directory is created and opened below the datastore
+// without following a link (ErrSymlink). A snapshot directory left by a
+// failed backup (no manifest) is reused: the lock proves nobody writes it.
+// See SnapshotClaimer.
+func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	c, err := clean(snapDir)
+	if err != nil {
+		return nil, err
+	}
+	groupRel, name := path.Split(c)
+	if groupRel == "" {
+		return nil, fmt.Errorf("invalid snapshot directory %q", snapDir)
+	}
+	g, err := mkdirBeneath(l.dir, l.root, strings.TrimSuffix(groupRel, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: group directory: %w", snapDir, err)
+	}
+	group := g.Name()
+	for {
+		err = unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: %w: %s is locked (another backup of this group, or PBS, is running)", snapDir, ErrSnapshotBusy, group)
+	}
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: lock %s: %w", snapDir, group, err)
+	}
+	if err := unix.Mkdirat(int(g.Fd()), name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: create %s: %w", snapDir, filepath.Join(group, name), mapErr(err))
+	}
+	return g.Close, nil
 }

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,7 +61,20 @@ func loadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *in
 		return nil, fi, err
 	}
 	defer rc.Close()
-	r := bufio.NewReaderSize(rc, 1<<20)
+	var r io.Reader = bufio.NewReaderSize(rc, 1<<20)
+	if size < 0 {
+		// The server announced no size (no Content-Length, a gzip-encoded
+		// body): the index readers need it, so the index is read whole,
+		// bounded by MaxUnsizedIndex.
+		data, err := io.ReadAll(io.LimitReader(r, MaxUnsizedIndex+1))
+		if err != nil {
+			return nil, fi, fmt.Errorf("%s: %w", rel, err)
+		}
+		if len(data) > MaxUnsizedIndex {
+			return nil, fi, fmt.Errorf("%s: %w: the server announced no size and the index exceeds %d bytes", rel, chunkstore.ErrTooLarge, MaxUnsizedIndex)
+		}
+		r, size = bytes.NewReader(data), int64(len(data))
+	}
 	var plan *Plan
 	var csum [32]byte
 	if dynamic {
@@ -76,6 +90,12 @@ func loadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *in
 	}
 	return plan, fi, nil
 }
+
+// MaxUnsizedIndex bounds, in bytes, an index file whose size the store
+// could not tell (chunkstore.Store.OpenFile returned -1), which is then read
+// into memory: 256 MiB holds the fixed index of a 32 TiB image in 4 MiB
+// chunks.
+const MaxUnsizedIndex = 256 << 20
 
 func planFixed(ctx context.Context, r io.Reader, size int64, cc *crypto.Config) (*Plan, [32]byte, error) {
 	return planFixedWith(ctx, r, size, cc, false, 0)

@@ -8,7 +8,6 @@ package restore
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime"
@@ -96,23 +95,23 @@ func (e *ChunkError) Error() string {
 		}
 		offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(e.Length)))
 	}
-	msg := e.Err.Error()
-	if strings.Contains(msg, e.Location) {
-		// The store's error already names the file or object.
-		return fmt.Sprintf("chunk %s at %s: %s", e.Digest, strings.Join(offs, " "), strings.TrimPrefix(msg, "chunk "+e.Digest.String()+": "))
-	}
-	return fmt.Sprintf("chunk %s at %s (%s): %s", e.Digest, strings.Join(offs, " "), e.Location, msg)
+	return fmt.Sprintf("chunk %s at %s: %s", e.Digest, strings.Join(offs, " "), e.Cause())
 }
 
-// Unwrap returns the cause, for errors.Is (chunkstore.ErrNotFound, ErrDigestMismatch, …).
-func (e *ChunkError) Unwrap() error { return e.Err }
+// Cause says why the chunk failed, naming the file or object it was read
+// from once, without the digest and byte ranges (Error adds those).
+func (e *ChunkError) Cause() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "chunk "+e.Digest.String()+": ")
+	if strings.Contains(msg, e.Location) {
+		// The store's error already names the file or object.
+		return msg
+	}
+	return e.Location + ": " + msg
+}
 
-// Errors returned for chunks whose content is wrong; wrapped in ChunkError.
-var (
-	ErrDigestMismatch    = errors.New("digest mismatch")
-	ErrLengthMismatch    = errors.New("decoded length does not match the index")
-	ErrCryptModeMismatch = errors.New("chunk crypt mode does not match the manifest")
-)
+// Unwrap returns the cause, for errors.Is (chunkstore.ErrNotFound,
+// chunkstore.ErrDigestMismatch, …).
+func (e *ChunkError) Unwrap() error { return e.Err }
 
 // DamagedError is returned by Run with KeepGoing when chunks failed.
 type DamagedError struct {
@@ -377,50 +376,20 @@ func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, 
 	stats.DedupHits.Add(uint64(c.count - 1))
 }
 
-// decodeChunk decodes f.raw into out and verifies crypt mode, length and digest.
+// decodeChunk decodes f.raw into out and verifies crypt mode, length and
+// digest (chunkstore.Decoder.DecodeChunk); with CRCOnly it checks only the
+// crypt mode and the CRC.
 func decodeChunk(dec *chunkstore.Decoder, out []byte, f fetched, opts Options) ([]byte, error) {
-	kind, err := chunkstore.Kind(f.raw)
-	if err != nil {
-		return nil, err
-	}
-	if kind.Encrypted() != opts.Encrypted {
-		want := "plain"
-		if opts.Encrypted {
-			want = "encrypted"
-		}
-		return nil, fmt.Errorf("%w: manifest says %s, chunk is %s", ErrCryptModeMismatch, want, kind)
-	}
 	if opts.CRCOnly {
+		if _, err := chunkstore.CheckCryptMode(f.raw, opts.Encrypted); err != nil {
+			return nil, err
+		}
 		if err := chunkstore.CheckCRC(f.raw); err != nil {
 			return nil, err
 		}
 		return out[:0], nil
 	}
-	data, _, err := dec.Decode(out, f.raw, opts.Key, f.chunk.Length)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) != f.chunk.Length {
-		return nil, fmt.Errorf("%w: decoded %d bytes, index says %d", ErrLengthMismatch, len(data), f.chunk.Length)
-	}
-	h := sha256.New()
-	h.Write(data)
-	h.Write(opts.Key.DigestSuffix())
-	var got crypto.Digest
-	h.Sum(got[:0])
-	if got != f.chunk.Digest {
-		return nil, fmt.Errorf("%w: %s", ErrDigestMismatch, mismatchText(got, f.chunk.Digest, opts.Key))
-	}
-	return data, nil
-}
-
-// mismatchText describes a digest mismatch. A keyed digest (cc != nil) is
-// derived from the key, so it is never printed; a plain SHA-256 is.
-func mismatchText(got, want crypto.Digest, cc *crypto.Config) string {
-	if cc != nil {
-		return fmt.Sprintf("content does not hash to %s with the given key", want)
-	}
-	return fmt.Sprintf("content hashes to %s, index says %s", got, want)
+	return dec.DecodeChunk(out, f.raw, f.chunk.Digest, f.chunk.Length, opts.Encrypted, opts.Key)
 }
 
 // MiBps returns the throughput of n bytes over d in MiB/s (0 for d <= 0).

@@ -29,6 +29,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 const (
@@ -135,10 +136,10 @@ func bktNames(l []snapshotEntry) []string {
 }
 
 // bktVerify runs verify --output-format json and returns its exit code and report.
-func bktVerify(t *testing.T, args ...string) (int, verifyReport) {
+func bktVerify(t *testing.T, args ...string) (int, verify.Report) {
 	t.Helper()
 	r := pbs(t, append([]string{"verify", "--output-format", "json"}, args...)...)
-	var rep verifyReport
+	var rep verify.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 		t.Fatalf("verify JSON: %v\n%v", err, r)
 	}
@@ -264,6 +265,7 @@ func bktSetEnv(t *testing.T, gcsHost string) {
 // Subtests share the servers and the base snapshots and run concurrently
 // (most of the time of the failing cases is spent waiting for retries).
 func TestBucketE2E(t *testing.T) {
+	fixture.SkipIfShort(t)
 	e := &bucketEnv{data: bktImage()}
 	e.img = fixture.WriteFile(t, t.TempDir(), "disk.raw", e.data)
 	key, _ := fixture.Key(t, 9)
@@ -419,8 +421,15 @@ func bktGCSFaultRules() []faultproxy.Rule {
 		{Method: "GET", PathContains: "/gfreset/s%2F.chunks%2F", Every: 3, Reset: true, ResetAfter: 3000},
 		{Method: "GET", PathContains: "/gfdead/s%2F.chunks%2F", After: 3, Status: 503},
 		{PathContains: "/gfdown/", Status: 503},
+		// Counter (no fault): ranged chunk downloads from gfreset, which is
+		// how the GCS library resumes a download cut mid-body.
+		{Method: "GET", PathContains: "/gfreset/s%2F.chunks%2F", Header: "Range"},
 	}
 }
+
+// bktGCSResumes is the index in bktGCSFaultRules of the counter of resumed
+// gfreset downloads.
+const bktGCSResumes = 5
 
 // prepareFaults makes copies of the PBS 4 stores for testFaults: in S3
 // (bkt/gone) and GCS (gfgone/s) without one data chunk, whose digest it
@@ -455,7 +464,8 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		retries  bool // success needs retries > 0
 		verify   bool // also verify the snapshot through the proxy
 		fastFail bool // failure expected without retries (well under failBound)
-		gcsRule  int  // 1 + index of the bktGCSFaultRules rule that must have acted
+		gcsRule  int  // 1 + index of the bktGCSFaultRules rule that must have acted during the restore
+		resumed  bool // GCS: a download cut mid-body must have been resumed (ranged GET)
 	}
 	chunkGET := func(r faultproxy.Rule) faultproxy.Rule {
 		r.Method, r.PathContains = "GET", "/.chunks/"
@@ -475,15 +485,16 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		{name: "s3-reset-chunks-and-latency", store: "s3://bkt/store", snap: bktSnapEnc, latency: 5 * time.Millisecond,
 			rules: []faultproxy.Rule{chunkGET(faultproxy.Rule{Every: 5, Reset: true, ResetAfter: 100}), chunkGET(faultproxy.Rule{Every: 7, Status: 503})}, retries: true},
 		{name: "s3-missing-chunk", store: "s3://bkt/gone", snap: bktSnapEnc, fastFail: true,
-			fail: []string{gone.String(), "s3://bkt/gone/" + goneKey, "target not usable"}},
+			fail: []string{gone.String(), "s3://bkt/gone/" + goneKey, "nothing was kept"}},
 		{name: "s3-persistent-503-chunks", store: "s3://bkt/store", snap: snap0, rules: []faultproxy.Rule{chunkGET(faultproxy.Rule{After: 3, Status: 503})},
 			fail: []string{"s3://bkt/store/.chunks/", "503"}},
 		{name: "s3-persistent-503", store: "s3://bkt/store", snap: snap0, rules: []faultproxy.Rule{{Status: 503}}, fail: []string{"s3://bkt/store", "503"}},
 		{name: "gcs-503", store: "gs://gf503/s", snap: snap0, retries: true, verify: true, gcsRule: 1},
 		{name: "gcs-429", store: "gs://gf429/s", snap: bktSnapEnc, retries: true, gcsRule: 2},
 		// The GCS library resumes a download cut mid-body itself (ranged
-		// re-read), so these resets do not show in the retry count.
-		{name: "gcs-reset-chunks", store: "gs://gfreset/s", snap: bktSnapEnc, verify: true, gcsRule: 3},
+		// re-read), so these resets do not show in the retry count: the
+		// proxy counts the resumed downloads instead.
+		{name: "gcs-reset-chunks", store: "gs://gfreset/s", snap: bktSnapEnc, verify: true, gcsRule: 3, resumed: true},
 		{name: "gcs-missing-chunk", store: "gs://gfgone/s", snap: bktSnapEnc, fastFail: true,
 			fail: []string{gone.String(), "gs://gfgone/s/" + goneKey}},
 		{name: "gcs-persistent-503-chunks", store: "gs://gfdead/s", snap: snap0, fail: []string{"gs://gfdead/s/.chunks/", "503"}},
@@ -499,9 +510,22 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		target := filepath.Join(t.TempDir(), "restored.raw")
 		args := append(append([]string{"restore", "--output-format", "json", "--store", c.store}, flags...), e.keyArgs(c.snap)...)
 		args = append(args, c.snap, "drive-scsi0", target)
+		acted0, matched0 := e.gproxy.Acted(), e.gproxy.Matched()
 		start := time.Now()
 		r := pbs(t, args...)
 		el := time.Since(start)
+		if c.gcsRule > 0 {
+			// Each gf* bucket is used by this case only: the counts'
+			// growth is this restore's.
+			if n := e.gproxy.Acted()[c.gcsRule-1] - acted0[c.gcsRule-1]; n == 0 {
+				t.Errorf("GCS fault rule %d never acted during the restore", c.gcsRule)
+			}
+		}
+		if c.resumed {
+			if n := e.gproxy.Matched()[bktGCSResumes] - matched0[bktGCSResumes]; n == 0 {
+				t.Errorf("downloads were cut but none was resumed (no ranged GET)")
+			}
+		}
 		if c.fail == nil {
 			// Never a wrong byte: success means the exact image.
 			if r.code != 0 {
@@ -526,20 +550,26 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 			}
 			return
 		}
-		if r.code != 1 {
+		// A missing chunk is missing data (1); a store that keeps
+		// failing is outside the data (3).
+		wantCode := 1
+		if strings.Contains(c.name, "503") {
+			wantCode = 3
+		}
+		if r.code != wantCode {
 			if r.code == 0 {
 				// A success must still be byte-exact, but is not what
 				// this case wants.
 				fixture.Equal(t, target, e.data)
 			}
-			t.Fatalf("want exit 1, got %v", r)
+			t.Fatalf("want exit %d, got %v", wantCode, r)
 		}
 		for _, w := range c.fail {
 			if !strings.Contains(r.err, w) {
 				t.Errorf("stderr lacks %q: %v", w, r)
 			}
 		}
-		if strings.Contains(r.out, "restored") || strings.Contains(r.out, `"retries"`) {
+		if strings.Contains(r.out, "verified and synced") || strings.Contains(r.out, `"retries"`) || !strings.Contains(r.out, `"ok":false`) {
 			t.Errorf("failed restore printed a summary: %v", r)
 		}
 		noFile(t, target)
@@ -619,7 +649,7 @@ func (e *bucketEnv) failingBackup(t *testing.T, name string, rules []faultproxy.
 	store := "s3://bkt/" + prefix
 	p := bktProxy(t, e.s3.Endpoint, 0, rules...)
 	start := time.Now()
-	r := mustFail(t, 1, []string{"no snapshot written", "503"}, "backup", "--store", store, "--s3-endpoint", p.URL,
+	r := mustFail(t, 3, []string{"no snapshot written", "503"}, "backup", "--store", store, "--s3-endpoint", p.URL,
 		"--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "--chunk-size", bktChunkKiB, "drive-scsi0.img:"+e.img)
 	el := time.Since(start)
 	t.Logf("failed as wanted in %v", el.Round(time.Millisecond))

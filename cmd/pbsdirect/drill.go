@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/index"
@@ -26,6 +25,7 @@ type drillReport struct {
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
 	Removed         bool            `json:"target-removed"`
+	ExitCode        int             `json:"exit-code"` // the process exit code
 }
 
 // readBackReport says what the read-back checked.
@@ -56,6 +56,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rep.Error = err.Error()
 		}
 		rep.TotalSeconds = time.Since(start).Seconds()
+		rep.ExitCode = codeFor(ctx, err)
 		if rc.sf.json() {
 			if werr := writeJSON(stdout, rep); werr != nil {
 				return werr
@@ -79,10 +80,13 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return finish(err)
 	}
 	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
+	// The target stays open and locked until the read-back (and --remove)
+	// are done: no other run can write it meanwhile.
+	defer r.target.Close(false)
 
 	rbStart := time.Now()
 	var rb restore.ReadBackStats
-	bar := startProgress(stderr, !rc.sf.json(), "read back", int64(r.plan.Size), func() int64 {
+	bar := startProgress(stderr, rc.sf.progress, "read back", int64(r.plan.Size), func() int64 {
 		return int64(rb.Bytes.Load() + rb.HoleBytes.Load())
 	})
 	err = restore.ReadBack(ctx, targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)
@@ -94,8 +98,8 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), el),
 	}
 	if err == nil && *remove && r.created {
-		if rerr := os.Remove(targetPath); rerr != nil {
-			err = fmt.Errorf("remove %s: %w", targetPath, rerr)
+		if rerr := r.target.Remove(); rerr != nil {
+			err = rerr
 		} else {
 			rep.Removed = true
 		}
@@ -103,6 +107,8 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return finish(err)
 }
 
+// printDrill prints the drill report as text; a failure's error is said
+// once, on stderr (run prints it).
 func printDrill(w io.Writer, r drillReport) {
 	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", r.Snapshot, r.Archive, r.Target, okWord(r.OK))
 	if r.Restore != nil {
@@ -112,9 +118,6 @@ func printDrill(w io.Writer, r drillReport) {
 	if r.ReadBack != nil {
 		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",
 			r.ReadBackSeconds, r.ReadBack.ChunksChecked, humanBytes(r.ReadBack.ZeroBytesChecked), humanBytes(r.ReadBack.HoleBytes))
-	}
-	if r.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
 	fmt.Fprintf(w, "  total: %.2fs\n", r.TotalSeconds)
 }

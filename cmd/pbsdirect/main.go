@@ -2,7 +2,9 @@
 // archives directly from a datastore directory or a bucket, with no PBS
 // server in the loop.
 //
-// Exit codes: 0 success, 1 failure, 2 usage error.
+// Exit codes (see exitCode): 0 success; 1 the data is damaged or missing;
+// 2 usage error; 3 the run could not complete for a reason outside the data
+// (retrying later can help); 130/143 interrupted by SIGINT/SIGTERM.
 package main
 
 import (
@@ -17,18 +19,25 @@ import (
 	"syscall"
 
 	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 )
 
 const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
 
 Usage:
-  pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device
+  pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device (- for standard output)
+  pbsdirect mount     [flags] SNAPSHOT MOUNTPOINT       mount a snapshot's archives as read-only files (FUSE), no restore needed
+  pbsdirect serve-nbd [flags] SNAPSHOT                  serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)
   pbsdirect verify    [flags] [SNAPSHOT]                verify a snapshot, or every snapshot of the namespace
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
-  pbsdirect snapshots [flags]                           list the finished snapshots of a namespace
+  pbsdirect snapshots [flags]                           list the finished snapshots of a namespace (--max-depth for those below)
+  pbsdirect groups    [flags]                           list the backup groups of a namespace
+  pbsdirect namespaces [flags]                          list the namespaces of a datastore (or below --ns)
   pbsdirect backup    [flags] NAME.img:PATH...          back up images into a datastore
   pbsdirect key create [flags] [PATH]                   create a key file (like proxmox-backup-client key create)
   pbsdirect key show   [flags] [PATH]                   show a key file's fingerprint and KDF
+  pbsdirect key change-passphrase | paperkey | create-master-key | import-with-master-key   (see 'pbsdirect key --help')
   pbsdirect version
 
 SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest one.
@@ -36,10 +45,21 @@ ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
 --store is a datastore directory, s3://bucket/prefix or gs://bucket/prefix.
 
 Run 'pbsdirect COMMAND --help' for a command's flags.
+
+Exit codes:
+  0    success
+  1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
+       a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
+  2    usage error
+  3    the run could not complete for a reason outside the data: store unreachable, credentials
+       refused, throttled past --retry-for, target I/O error, no space: retrying later can help
+  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM
+JSON reports (--output-format json) carry the same code as "exit-code".
 `
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; when
+// empty, the version comes from the build information (see buildVersion).
+var version string
 
 // usageError marks errors that exit with code 2.
 type usageError struct{ msg string }
@@ -48,71 +68,158 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// Exit codes (see exitCode).
+const (
+	exitOK      = 0
+	exitData    = 1 // the data is damaged or missing
+	exitUsage   = 2
+	exitOutside = 3 // a cause outside the data; retrying later can help
+)
+
+// interruptedError is the cause of a run's context when a signal stopped it.
+type interruptedError struct{ sig syscall.Signal }
+
+// Error returns "interrupted (SIGINT)" or "interrupted (SIGTERM)".
+func (e *interruptedError) Error() string {
+	name := "SIGINT"
+	if e.sig == syscall.SIGTERM {
+		name = "SIGTERM"
+	}
+	return "interrupted (" + name + ")"
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		// A second signal ends the process at once.
+		signal.Stop(sigs)
+		cancel(&interruptedError{sig: sig.(syscall.Signal)})
+	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes one command line and returns the exit code.
+// exitCode maps a command's error to the process exit code: 0 for nil (and
+// --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
+// a usage error; 3 when the cause lies outside the data
+// (chunkstore.Outside: unreachable store, refused credentials, throttled
+// past --retry-for, target I/O error, no space); 1 for everything else,
+// which is damaged or missing data.
+func exitCode(err error) int {
+	var ie *interruptedError
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ie):
+		return 128 + int(ie.sig)
+	case errors.As(err, &ue):
+		return exitUsage
+	case chunkstore.Outside(err):
+		return exitOutside
+	}
+	return exitData
+}
+
+// interrupted returns the interruptedError that stopped ctx, if one did, in
+// place of err (which then only says "context canceled"); otherwise err.
+func interrupted(ctx context.Context, err error) error {
+	var ie *interruptedError
+	if err != nil && errors.As(context.Cause(ctx), &ie) {
+		return ie
+	}
+	return err
+}
+
+// codeFor is exitCode for the error of a command run under ctx.
+func codeFor(ctx context.Context, err error) int { return exitCode(interrupted(ctx, err)) }
+
+// run executes one command line and returns the exit code. In a JSON
+// output format (--output-format or PROXMOX_OUTPUT_FORMAT) it prints one
+// JSON result on stdout whatever happens: the command's result with "ok"
+// and "exit-code", and "error" when it failed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out := &output{w: stdout, format: outputFormatOf(args)}
+	code, err := runCommand(ctx, args, out, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return code
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if ferr := out.finish(code, msg); ferr != nil && code == 0 {
+		fmt.Fprintf(stderr, "pbsdirect: %v\n", ferr)
+		return 1
+	}
+	return code
+}
+
+// runCommand runs one command line with stdout given as run's output and
+// returns the exit code and the error it reported on stderr (nil on
+// success).
+func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return 2, usagef("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"restore":   cmdRestore,
-		"drill":     cmdDrill,
-		"verify":    cmdVerify,
-		"snapshots": cmdSnapshots,
-		"backup":    cmdBackup,
-		"key":       cmdKey,
+		"restore":    cmdRestore,
+		"drill":      cmdDrill,
+		"verify":     cmdVerify,
+		"snapshots":  cmdSnapshots,
+		"groups":     cmdGroups,
+		"namespaces": cmdNamespaces,
+		"backup":     cmdBackup,
+		"key":        cmdKey,
+		"mount":      cmdMount,
+		"serve-nbd":  cmdServeNBD,
+		"version":    cmdVersion,
 	}
 	name := args[0]
 	switch name {
 	case "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
+		return 0, flag.ErrHelp
 	case "help":
 		if len(args) < 2 {
 			fmt.Fprint(stdout, usage)
-			return 0
+			return 0, flag.ErrHelp
 		}
 		// "help restore" = "restore --help", "help key create" = "key create --help".
-		return run(ctx, append(args[1:], "--help"), stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "pbsdirect", version)
-		return 0
+		return runCommand(ctx, append(args[1:], "--help"), stdout, stderr)
+	case "--version":
+		name = "version"
 	}
 	fn, ok := cmds[name]
 	if !ok {
 		fmt.Fprintf(stderr, "pbsdirect: unknown command %q\n\n%s", name, usage)
-		return 2
+		return 2, usagef("unknown command %q", name)
 	}
 	for _, aid := range tuningAids {
 		if path := os.Getenv(aid.env); path != "" {
 			stopRecording, err := startRecording(path, aid.start, aid.stop)
 			if err != nil {
 				fmt.Fprintf(stderr, "pbsdirect: %s: %v\n", aid.env, err)
-				return 1
+				return exitCode(err), fmt.Errorf("%s: %w", aid.env, err)
 			}
 			defer stopRecording()
 		}
 	}
-	err := fn(ctx, args[1:], stdout, stderr)
-	var ue *usageError
+	err := interrupted(ctx, fn(ctx, args[1:], stdout, stderr))
+	code := exitCode(err)
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
+	case code == exitOK:
+		return code, err // nil, or flag.ErrHelp
+	case code == exitUsage:
 		fmt.Fprintf(stderr, "pbsdirect %s: %v\n", name, err)
-		return 2
 	default:
 		fmt.Fprintf(stderr, "pbsdirect %s: error: %v\n", name, err)
-		return 1
 	}
+	return code, err
 }
 
 // newFlags returns a flag set for a command that reports parse errors as usage errors.

@@ -15,12 +15,15 @@ import (
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
+// runAsCLI set to "1" makes the test binary run as pbsdirect (see cliBinary).
+const runAsCLI = "PBSDIRECT_TEST_AS_CLI"
+
 // TestMain points the user config directory at an empty temporary one, so
 // that a default key file (~/.config/proxmox-backup/encryption-key.json) on
 // the machine running the tests never changes what they do.
 func TestMain(m *testing.M) {
-	if os.Getenv(asCommandEnv) == "1" {
-		// Run as the pbsdirect command (see pbsProcess).
+	if os.Getenv(runAsCLI) == "1" {
+		// Re-executed by a test as the command itself (e.g. as another user).
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
@@ -33,16 +36,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// asCommandEnv set to 1 makes the test binary run as the pbsdirect command.
-const asCommandEnv = "PBSDIRECT_TEST_AS_COMMAND"
-
 // pbsProcess runs pbsdirect with args in a child process (the test binary
-// itself, see TestMain) and returns its result and its peak resident set
+// itself, see runAsCLI) and returns its result and its peak resident set
 // size in bytes, for memory bounds that an in-process run cannot show.
 func pbsProcess(t *testing.T, args ...string) (result, int64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asCommandEnv+"=1")
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
