@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"syscall"
@@ -23,8 +24,10 @@ const runAsCLI = "PBSDIRECT_TEST_AS_CLI"
 // the machine running the tests never changes what they do.
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsCLI) == "1" {
-		// Re-executed by a test as the command itself (e.g. as another user).
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		// Re-executed by a test as the command itself (e.g. as another
+		// user), with main's signal handling.
+		ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
 	if err != nil {
