@@ -404,3 +404,55 @@ func TestKeyDerivationInterrupt(t *testing.T) {
 		t.Fatal("still deriving 10 s after SIGINT")
 	}
 }
+
+// TestPlanningInterrupt: Ctrl-C (SIGINT) stops the planning of a large
+// index at once (a 1 GiB index, here a sparse one, used to take seconds to
+// react).
+func TestPlanningInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans a 1 GiB index in a child process")
+	}
+	b := newBase(t, false).clone(t)
+	const n = 1 << 25 // entries: a 1 GiB index
+	raw, err := os.ReadFile(b.fidx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := uint64(n) * index.MinChunkSize
+	binary.LittleEndian.PutUint64(raw[0x40:], size)
+	binary.LittleEndian.PutUint64(raw[0x48:], index.MinChunkSize)
+	writeFile(t, b.fidx(), raw[:index.HeaderSize])
+	if err := os.Truncate(b.fidx(), index.HeaderSize+32*n); err != nil {
+		t.Fatal(err)
+	}
+	fixture.RewriteManifest(t, b.store, b.snap, func(m *index.Manifest) {
+		for i := range m.Files {
+			if m.Files[i].Filename == "drive-scsi0.img.fidx" {
+				m.Files[i].Size = size
+			}
+		}
+	})
+	cmd := exec.Command(os.Args[0], "verify", "--store", b.store, snap0)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		t.Skip("planning finished before the signal: machine too fast to tell")
+	case <-time.After(700 * time.Millisecond):
+	}
+	sent := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+		if d := time.Since(sent); d > time.Second {
+			t.Errorf("exited %v after SIGINT", d)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still planning 20 s after SIGINT")
+	}
+}
