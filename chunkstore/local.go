@@ -55,7 +55,8 @@ func OpenLocal(root string, create bool) (*Local, error) {
 	}
 	l := &Local{root: root}
 	if !create {
-		st, err := os.Stat(filepath.Join(root, ".chunks"))
+		chunks := filepath.Join(root, ".chunks")
+		st, err := os.Stat(chunks)
 		switch {
 		case err == nil && st.IsDir():
 			// Readable? Found now, not at the first chunk (openDirs).
@@ -63,7 +64,7 @@ func OpenLocal(root string, create bool) (*Local, error) {
 			return nil, fmt.Errorf("datastore %s: %w: not a PBS datastore (no .chunks directory); --store must name the datastore directory itself", root, ErrNotFound)
 		default:
 			// Permission denied stays permission denied, with the path.
-			return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
+			return nil, fmt.Errorf("datastore %s: %s: %w", root, chunks, mapErr(err))
 		}
 		if err := l.openDirs(); err != nil {
 			return nil, err
@@ -102,7 +103,7 @@ func (l *Local) openDirs() error {
 	fd, err := unix.Openat(int(dir.Fd()), ".chunks", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		dir.Close()
-		return fmt.Errorf("datastore %s: .chunks: %w", l.root, mapErr(err))
+		return fmt.Errorf("datastore %s: %s: %w", l.root, filepath.Join(l.root, ".chunks"), mapErr(err))
 	}
 	l.dir, l.chunks = dir, os.NewFile(uintptr(fd), filepath.Join(l.root, ".chunks"))
 	return nil

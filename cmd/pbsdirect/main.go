@@ -21,6 +21,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
@@ -118,7 +119,9 @@ func exitCode(err error) int {
 		return 128 + int(ie.sig)
 	case errors.As(err, &ue):
 		return exitUsage
-	case chunkstore.Outside(err):
+	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, chunkstore.ErrSnapshotBusy):
+		// Busy: another run holds the target or the snapshot; a retry
+		// after it may succeed.
 		return exitOutside
 	}
 	return exitData
