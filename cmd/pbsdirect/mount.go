@@ -59,31 +59,37 @@ func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	fmt.Fprintf(stdout, "mounted %s read-only at %s:", sa.snap, dir)
-	for _, f := range files {
-		fmt.Fprintf(stdout, " %s", f.Name)
+	// In a JSON format stdout carries only the JSON result (at the end):
+	// what is served, and how it went, is said on stderr.
+	info := stdout
+	if outputJSON(stdout) {
+		info = stderr
 	}
-	fmt.Fprintln(stdout, "\n  press Ctrl-C (or send SIGTERM) to unmount")
+	fmt.Fprintf(info, "mounted %s read-only at %s:", sa.snap, dir)
+	for _, f := range files {
+		fmt.Fprintf(info, " %s", f.Name)
+	}
+	fmt.Fprintln(info, "\n  press Ctrl-C (or send SIGTERM) to unmount")
 	unmounted := make(chan struct{})
 	go func() { m.Wait(); close(unmounted) }()
 	select {
 	case <-unmounted:
-		fmt.Fprintf(stdout, "%s was unmounted\n", dir)
-		sa.report(stdout)
+		fmt.Fprintf(info, "%s was unmounted\n", dir)
+		sa.report(info)
 		return nil
 	case <-ctx.Done():
 	}
 	if err := m.Unmount(); err != nil {
 		// Busy (a loop device or a shell still uses it): detach it now; the
 		// kernel frees it when the last user goes.
-		fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %v; detaching it lazily\n", dir, err)
+		fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %s; detaching it lazily (it goes when its last user does)\n", dir, strings.Join(strings.Fields(err.Error()), " "))
 		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
 			return fmt.Errorf("unmount %s: %w (run fusermount3 -u -z %s)", dir, err, dir)
 		}
 	}
 	<-unmounted
-	fmt.Fprintf(stdout, "unmounted %s\n", dir)
-	sa.report(stdout)
+	fmt.Fprintf(info, "unmounted %s\n", dir)
+	sa.report(info)
 	return nil
 }
 
