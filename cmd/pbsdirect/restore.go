@@ -74,6 +74,7 @@ type restoreCmd struct {
 	follow       *bool
 	resume       *bool
 	cryptMode    *string
+	requireSig   *bool
 	onMissing    *string // nil for drill: a drill never writes zeros for data
 	onCorrupt    *string
 	damage       [2]restore.Damage // parsed --on-missing, --on-corrupt
@@ -97,6 +98,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.resume = fs.Bool("resume", false, "continue an interrupted restore of the same snapshot, archive and target, fetching no chunk its journal records as durable (the journal is beside the partial output, or under the user's cache directory for a block device)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
+	rc.requireSig = registerRequireSignature(fs)
 	return rc
 }
 
@@ -235,6 +237,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
+	}
+	if err := checkSigned(m, snap, cc, *rc.requireSig, stderr); err != nil {
+		return nil, err
 	}
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
