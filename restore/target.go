@@ -3,6 +3,7 @@ package restore
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"sync/atomic"
 
@@ -72,6 +73,13 @@ type TargetOptions struct {
 	// DataBytes is how many bytes of the image are data (not zero chunks),
 	// for the free-space check before the work; 0 skips the check.
 	DataBytes int64
+	// Reserve yields the image's data ranges (Plan.DataRanges). An
+	// existing regular file (Force) on a file system where Allocate
+	// reserves space gets them reserved before it is truncated or punched:
+	// a file system that fills up meanwhile (ENOSPC) then fails OpenTarget
+	// with the file exactly as it was. nil reserves nothing here (Allocate
+	// still does, later).
+	Reserve iter.Seq[Range]
 }
 
 // FileTarget writes to a regular file or a block device with positioned
@@ -190,14 +198,83 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 			return err
 		}
 	}
+	t.reserve = reservesInPlace(t.buffered)
+	if !t.created && t.reserve && opts.Reserve != nil {
+		if err := t.reserveFirst(opts.Reserve, reused); err != nil {
+			return err
+		}
+	}
 	// Checks done: from here on an existing file is changed.
 	t.modified.Store(!t.created)
 	if err := t.buffered.Truncate(t.size); err != nil {
 		return fmt.Errorf("%s: truncate to %d bytes: %w", t.path, t.size, causeOf(err))
 	}
-	t.reserve = reservesInPlace(t.buffered)
 	t.openDirect(opts)
 	return nil
+}
+
+// reserveFirst reserves the data ranges of an existing file before
+// anything else touches it: fallocate(KEEP_SIZE) changes neither its size
+// nor its content (reserved holes read as zeros, as they did). On failure
+// the reservation is undone — the old holes punched again, and the space
+// reserved past the old end freed by truncating to the old size — so the
+// file keeps its size, content and allocation; ENOSPC/EDQUOT are returned
+// as ErrNoSpace. Once reserved, Allocate has nothing left to do.
+func (t *FileTarget) reserveFirst(ranges iter.Seq[Range], allocated int64) error {
+	fd := int(t.buffered.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("%s: %w", t.path, err)
+	}
+	holes := holesOf(fd, st.Size)
+	var err error
+	for r := range ranges {
+		if err = fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, int64(r.Offset), int64(r.Length)); err != nil {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		t.reserve = false
+		return nil
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+		return nil
+	}
+	for _, h := range holes {
+		fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, h[0], h[1]-h[0])
+	}
+	// ext4 and XFS free blocks reserved past the end on a truncate, even to
+	// the same size.
+	unix.Ftruncate(fd, st.Size)
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		return fmt.Errorf("%s: %w: the file system filled up while reserving the image's %d bytes of data (beyond the existing file's %d bytes); nothing was written, the file is as it was: %w",
+			t.path, ErrNoSpace, t.size, allocated, err)
+	}
+	return fmt.Errorf("%s: reserve space: %w; nothing was written", t.path, err)
+}
+
+// holesOf lists the holes [start, end) of the file fd within its first
+// size bytes (SEEK_DATA/SEEK_HOLE; none when the file system cannot tell).
+func holesOf(fd int, size int64) [][2]int64 {
+	var holes [][2]int64
+	for pos := int64(0); pos < size; {
+		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if err != nil {
+			if errors.Is(err, unix.ENXIO) {
+				holes = append(holes, [2]int64{pos, size})
+			}
+			break
+		}
+		if data > pos {
+			holes = append(holes, [2]int64{pos, min(data, size)})
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			break
+		}
+		pos = hole
+	}
+	return holes
 }
 
 // openDevice opens a block device exclusively, locks it and checks its

@@ -172,7 +172,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	target, err := restore.OpenTarget(targetPath, int64(plan.Size), rc.targetOptions(int64(plan.DataBytes())))
+	topts := rc.targetOptions(int64(plan.DataBytes()))
+	topts.Reserve = plan.DataRanges()
+	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,123 @@
+package restore_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/restore"
+)
+
+// smallExt4 mounts a fresh ext4 file system of size bytes (on a loop
+// device) and returns its mount point.
+func smallExt4(t *testing.T, size int64) string {
+	t.Helper()
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		fixture.SkipOrFail(t, "mkfs.ext4 not available: %v", err)
+	}
+	dev, _ := fixture.LoopDevice(t, size, nil)
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v %s", err, out)
+	}
+	mnt := t.TempDir()
+	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+		fixture.SkipOrFail(t, "mount ext4: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			t.Errorf("umount %s: %v", mnt, err)
+		}
+	})
+	return mnt
+}
+
+// extents lists the data and hole ranges of the file p (SEEK_DATA/SEEK_HOLE
+// up to its size).
+func extents(t *testing.T, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	var b strings.Builder
+	for pos := int64(0); pos < st.Size(); {
+		d, err := unix.Seek(int(f.Fd()), pos, unix.SEEK_DATA)
+		if err != nil {
+			break
+		}
+		h, _ := unix.Seek(int(f.Fd()), d, unix.SEEK_HOLE)
+		fmt.Fprintf(&b, "[%d,%d) ", d, h)
+		pos = h
+	}
+	return b.String()
+}
+
+// TestForceReserveNoSpace: when the file system fills up between the
+// free-space check and the reservation (another restore took the space),
+// an existing --force target is left exactly as it was — size, content,
+// allocated blocks — and the error is ErrNoSpace saying nothing was
+// written. Before, the file was truncated to the image size and its holes
+// punched first, then the reservation failed.
+func TestForceReserveNoSpace(t *testing.T) {
+	mnt := smallExt4(t, 32<<20)
+	old := fixture.Build(3, fixture.Region{Kind: fixture.Random, Len: 1 << 20}, fixture.Region{Kind: fixture.Zero, Len: 3 << 20}, fixture.Region{Kind: fixture.Random, Len: 1 << 20})
+	p := fixture.WriteFile(t, mnt, "old.img", old)
+	// Punch the zero region, so the old file has a hole to keep.
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 1<<20, 3<<20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	before := extents(t, p)
+	var st0 unix.Stat_t
+	if err := unix.Stat(p, &st0); err != nil {
+		t.Fatal(err)
+	}
+	const size = 256 << 20
+	ranges := slices.Values([]restore.Range{{Offset: 0, Length: 2 << 20}, {Offset: 64 << 20, Length: 128 << 20}})
+	// DataBytes 0 skips the statfs check: the reservation is what fails, as
+	// when another run took the space after the check.
+	tg, err := restore.OpenTarget(p, size, restore.TargetOptions{Force: true, Reserve: ranges})
+	if err == nil {
+		tg.Close(true)
+	}
+	if !errors.Is(err, restore.ErrNoSpace) || !errors.Is(err, unix.ENOSPC) || !bytes.Contains([]byte(err.Error()), []byte("nothing was written")) {
+		t.Fatalf("got %v, want ErrNoSpace (ENOSPC) saying nothing was written", err)
+	}
+	if after := extents(t, p); after != before {
+		t.Errorf("target's data extents changed by a failed reservation:\nbefore %s\nafter  %s", before, after)
+	}
+	var st1 unix.Stat_t
+	if err := unix.Stat(p, &st1); err != nil {
+		t.Fatal(err)
+	}
+	// The extent tree may keep a block it grew meanwhile: metadata, not data.
+	if st1.Size != st0.Size || st1.Blocks > st0.Blocks+16 || st1.Blocks < st0.Blocks {
+		t.Errorf("size/allocation %d/%d, was %d/%d", st1.Size, st1.Blocks*512, st0.Size, st0.Blocks*512)
+	}
+	fixture.Equal(t, p, old)
+
+	// With room, the reservation succeeds and the restore goes on.
+	tg, err = restore.OpenTarget(p, 8<<20, restore.TargetOptions{Force: true, Reserve: slices.Values([]restore.Range{{Offset: 0, Length: 8 << 20}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Close(true)
+	if _, err := os.Stat(filepath.Join(mnt, "old.img")); err != nil {
+		t.Fatal(err)
+	}
+}
