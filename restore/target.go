@@ -361,6 +361,10 @@ func (t *FileTarget) release() error {
 // Direct reports whether O_DIRECT writes are in use.
 func (t *FileTarget) Direct() bool { return t.directOK.Load() }
 
+// File returns the target's open descriptor (nil after Close), for a
+// read-back of the very file written (ReadBackFile).
+func (t *FileTarget) File() *os.File { return t.buffered }
+
 // Created reports whether OpenTarget created the target file.
 func (t *FileTarget) Created() bool { return t.created }
 
