@@ -22,6 +22,24 @@ var ErrTargetBusy = errors.New("target is in use")
 // following links was not asked for.
 var ErrTargetSymlink = errors.New("target is a symbolic link")
 
+// ErrTargetUnusable is matched (errors.Is) by OpenTarget and WriteFile
+// errors for a target that cannot take the restore as named, whatever the
+// data: a missing directory or one that is not a directory, a path that
+// is a directory, FIFO or character device, a block device smaller than
+// the image. The message is not changed by it. Like ErrTargetExists,
+// ErrTargetSymlink, ErrTargetFormat and ErrTargetInStore, it is a usage
+// mistake (exit 2), unlike ErrTargetBusy, ErrTargetInUse and ErrNoSpace.
+var ErrTargetUnusable = errors.New("target cannot be used")
+
+// unusable marks err as ErrTargetUnusable, keeping its message.
+func unusable(err error) error { return unusableError{err} }
+
+type unusableError struct{ error }
+
+func (e unusableError) Unwrap() error { return e.error }
+
+func (e unusableError) Is(target error) bool { return target == ErrTargetUnusable }
+
 // partialSuffix ends the name of the partial output beside a target: a new
 // file (image or blob) is written as ".NAME.pbsdirect-partial" in the
 // target's directory and renamed to NAME once complete. The name is fixed
@@ -55,12 +73,18 @@ func resolveTarget(path string, follow bool) (string, os.FileInfo, error) {
 		dir := filepath.Dir(path)
 		dst, derr := os.Stat(dir)
 		if derr != nil {
-			return "", nil, fmt.Errorf("%s: target directory %s: %w", path, dir, causeOf(derr))
+			err := fmt.Errorf("%s: target directory %s: %w", path, dir, causeOf(derr))
+			if errors.Is(derr, unix.ENOENT) || errors.Is(derr, unix.ENOTDIR) {
+				err = unusable(err)
+			}
+			return "", nil, err
 		}
 		if !dst.IsDir() {
-			return "", nil, fmt.Errorf("%s: %s is not a directory", path, dir)
+			return "", nil, unusable(fmt.Errorf("%s: %s is not a directory", path, dir))
 		}
 		return path, nil, nil
+	case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENAMETOOLONG):
+		return "", nil, unusable(fmt.Errorf("%s: %w", path, causeOf(err)))
 	case err != nil:
 		return "", nil, fmt.Errorf("%s: %w", path, causeOf(err))
 	case st.Mode()&os.ModeSymlink == 0:

@@ -80,6 +80,10 @@ type TargetOptions struct {
 	// with the file exactly as it was. nil reserves nothing here (Allocate
 	// still does, later).
 	Reserve iter.Seq[Range]
+	// StoreDir is the datastore directory being read, for a local store
+	// ("" for a bucket): a target inside it, or a hard link of one of its
+	// index, blob or chunk files, is refused (ErrTargetInStore).
+	StoreDir string
 }
 
 // FileTarget writes to a regular file or a block device with positioned
@@ -135,7 +139,7 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 			return nil, fmt.Errorf("%s: %w", path, ErrTargetExists)
 		}
 	case st != nil:
-		return nil, fmt.Errorf("%s: not a regular file or block device", path)
+		return nil, unusable(fmt.Errorf("%s: not a regular file or block device", path))
 	default:
 		t.created = true
 	}
@@ -144,6 +148,10 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 		return nil, err
 	}
 	t.place = pl
+	if err := checkNotInStore(opts.StoreDir, pl.dir, nil, path); err != nil {
+		t.release()
+		return nil, err
+	}
 	if err := t.openFile(opts); err != nil {
 		t.release()
 		return nil, err
@@ -179,9 +187,12 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 			return fmt.Errorf("%s: %w", t.path, err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return fmt.Errorf("%s: not a regular file or block device", t.path)
+			return unusable(fmt.Errorf("%s: not a regular file or block device", t.path))
 		}
 		if err := lockFile(t.buffered, t.path); err != nil {
+			return err
+		}
+		if err := checkNotInStore(opts.StoreDir, pl.dir, t.buffered, t.path); err != nil {
 			return err
 		}
 		if err := checkNotLoopBacked(&st, t.path); err != nil {
@@ -309,7 +320,7 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 	}
 	if int64(devSize) < t.size {
 		t.release()
-		return nil, fmt.Errorf("%s: block device has %d bytes, image needs %d", t.path, devSize, t.size)
+		return nil, unusable(fmt.Errorf("%s: block device has %d bytes, image needs %d", t.path, devSize, t.size))
 	}
 	if err := checkFormat(f, t.path, int64(devSize), true); err != nil {
 		t.release()
@@ -580,7 +591,7 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 	}
 	if st != nil {
 		if !st.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file: a blob is restored to a file", path)
+			return unusable(fmt.Errorf("%s: not a regular file: a blob is restored to a file", path))
 		}
 		if !opts.Force {
 			return fmt.Errorf("%s: %w", path, ErrTargetExists)
@@ -591,6 +602,9 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 		return err
 	}
 	defer pl.close()
+	if err := checkNotInStore(opts.StoreDir, pl.dir, nil, path); err != nil {
+		return err
+	}
 	f, err := pl.createPartial()
 	if err != nil {
 		return err
@@ -608,6 +622,9 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 		if err == nil {
 			old := os.NewFile(uintptr(fd), path)
 			err = lockFile(old, path)
+			if err == nil {
+				err = checkNotInStore(opts.StoreDir, pl.dir, old, path)
+			}
 			old.Close()
 			if err != nil {
 				return err

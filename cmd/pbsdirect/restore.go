@@ -241,10 +241,14 @@ func loadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
-// free-space check.
+// free-space check and a directory store to keep targets out of.
 func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
-	return restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
+	o := restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
 		FollowSymlinks: *rc.follow, DataBytes: dataBytes}
+	if !strings.Contains(rc.sf.store, "://") {
+		o.StoreDir = rc.sf.store // never write into the datastore being read
+	}
+	return o
 }
 
 // restoreFailed says what a failed restore left: an existing target that
