@@ -313,6 +313,12 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 		t.release()
 		return nil, err
 	}
+	// A read-only device (losetup -r, a write-protected disk) opens for
+	// writing but refuses every write (EPERM): found here, before the work.
+	if ro, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKROGET); err == nil && ro != 0 {
+		t.release()
+		return nil, fmt.Errorf("%s: block device is read-only (BLKROGET; e.g. losetup -r, blockdev --setro); nothing was written: %w", t.path, unix.EROFS)
+	}
 	devSize, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
 	if err != nil {
 		t.release()
@@ -404,10 +410,10 @@ func (t *FileTarget) ZeroHandling() string {
 // Alignment multiples, buffered otherwise. An O_DIRECT write the filesystem
 // refuses (EINVAL) switches the target to buffered writes for good.
 func (t *FileTarget) WriteAt(p []byte, off int64) error {
-	t.modified.Store(true)
 	if t.directOK.Load() && off%Alignment == 0 && len(p)%Alignment == 0 {
 		_, err := t.direct.WriteAt(p, off)
 		if err == nil {
+			t.modified.Store(true)
 			return nil
 		}
 		if !errors.Is(err, unix.EINVAL) {
@@ -415,9 +421,13 @@ func (t *FileTarget) WriteAt(p []byte, off int64) error {
 		}
 		t.directOK.Store(false)
 	}
-	if _, err := t.buffered.WriteAt(p, off); err != nil {
+	if n, err := t.buffered.WriteAt(p, off); err != nil {
+		if n > 0 {
+			t.modified.Store(true)
+		}
 		return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, causeOf(err))
 	}
+	t.modified.Store(true)
 	return nil
 }
 
@@ -432,6 +442,8 @@ func (t *FileTarget) Zero(off, length int64) error {
 	if !t.zeroNeeds || length <= 0 {
 		return nil
 	}
+	// Changed unless every way of zeroing fails (a device refusing
+	// writes): a failed zeroing may still have cleared part of the range.
 	t.modified.Store(true)
 	fd := int(t.buffered.Fd())
 	if t.device {

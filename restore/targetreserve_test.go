@@ -121,3 +121,22 @@ func TestForceReserveNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadOnlyDeviceRefused: a read-only block device opens for writing
+// but refuses every write; OpenTarget finds it (BLKROGET) before the
+// work, with EROFS, and the device is unchanged.
+func TestReadOnlyDeviceRefused(t *testing.T) {
+	const size = 1 << 20
+	dev, _ := fixture.LoopDevice(t, size, []byte{7})
+	if out, err := exec.Command("blockdev", "--setro", dev).CombinedOutput(); err != nil {
+		fixture.SkipOrFail(t, "blockdev --setro: %v %s", err, out)
+	}
+	tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{})
+	if err == nil {
+		tg.Close(true)
+	}
+	if !errors.Is(err, unix.EROFS) || !strings.Contains(err.Error(), "read-only") || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("got %v, want EROFS saying read-only and nothing was written", err)
+	}
+	fixture.Equal(t, dev, bytes.Repeat([]byte{7}, size))
+}

@@ -143,6 +143,11 @@ func exitCode(err error) int {
 func interrupted(ctx context.Context, err error) error {
 	var ie *interruptedError
 	if err != nil && errors.As(context.Cause(ctx), &ie) {
+		var pe *partialError
+		if errors.As(err, &pe) {
+			// The target was written to: say so, with the signal's code.
+			return fmt.Errorf("%w: %s", ie, pe.words())
+		}
 		return ie
 	}
 	return err

@@ -255,10 +255,31 @@ func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
 // was written to now holds a partial image; a new file was removed.
 func restoreFailed(archive, targetPath string, partial bool, err error) error {
 	if partial {
-		return fmt.Errorf("restore of %s to %s failed after writing started: %s now holds a partial image, not a usable disk (restore again to repair it): %w", archive, targetPath, targetPath, err)
+		return &partialError{archive: archive, target: targetPath, err: err}
 	}
 	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetPath, err)
 }
+
+// partialError is a restore that failed (or was interrupted) after it
+// changed an existing target: the target now holds a partial image.
+type partialError struct {
+	archive, target string
+	err             error
+}
+
+// words says what the target holds now.
+func (e *partialError) words() string {
+	return fmt.Sprintf("%s now holds a partial image, not a usable disk (restore again to repair it)", e.target)
+}
+
+// Error says that the restore failed after writing started, what the
+// target holds now, and why.
+func (e *partialError) Error() string {
+	return fmt.Sprintf("restore of %s to %s failed after writing started: %s: %v", e.archive, e.target, e.words(), e.err)
+}
+
+// Unwrap returns the cause.
+func (e *partialError) Unwrap() error { return e.err }
 
 // zeroWords explains restoreSummary.ZeroRanges in the text summary.
 var zeroWords = map[string]string{

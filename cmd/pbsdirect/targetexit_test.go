@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -74,5 +76,22 @@ func TestTargetRefusalExitCodes(t *testing.T) {
 	}
 	if got := exitCode(fmt.Errorf("backup: %w", backup.ErrSnapshotExists)); got != 3 {
 		t.Errorf("snapshot exists: exitCode = %d, want 3", got)
+	}
+}
+
+// TestInterruptedPartialSaid: a restore interrupted after it changed an
+// existing target says that the target holds a partial image, and keeps
+// the signal's exit code; one that changed nothing says only
+// "interrupted".
+func TestInterruptedPartialSaid(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&interruptedError{sig: syscall.SIGTERM})
+	err := interrupted(ctx, restoreFailed("a.img.fidx", "/dev/sdz", true, context.Canceled))
+	if exitCode(err) != 143 || !strings.Contains(err.Error(), "interrupted (SIGTERM)") || !strings.Contains(err.Error(), "/dev/sdz now holds a partial image") {
+		t.Errorf("partial: %v (code %d)", err, exitCode(err))
+	}
+	err = interrupted(ctx, restoreFailed("a.img.fidx", "/t/new.img", false, context.Canceled))
+	if exitCode(err) != 143 || err.Error() != "interrupted (SIGTERM)" {
+		t.Errorf("nothing changed: %v (code %d)", err, exitCode(err))
 	}
 }
