@@ -135,6 +135,13 @@ func (p *place) createPartial() (*os.File, error) {
 			if errors.Is(err, unix.ELOOP) {
 				return nil, fmt.Errorf("%s: cannot create the partial output in %s: a symbolic link is in the way", p.path, p.dirName())
 			}
+			var st unix.Stat_t
+			if errors.Is(err, unix.EACCES) && unix.Fstatat(int(p.dir.Fd()), p.partial, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				// The directory is writable, but a leftover of an
+				// earlier run by another user is in the way.
+				return nil, fmt.Errorf("%s: the partial output %s left by an earlier run (owner uid %d, mode %04o) cannot be opened: %w; remove it if no restore is running",
+					p.path, filepath.Join(p.dirName(), p.partial), st.Uid, st.Mode&0o7777, err)
+			}
 			return nil, fmt.Errorf("%s: cannot create a file in %s: %w", p.path, p.dirName(), err)
 		}
 		f := os.NewFile(uintptr(fd), filepath.Join(p.dirName(), p.partial))
@@ -265,10 +272,24 @@ func lockFile(f *os.File, user string) error {
 
 // holderWords says who holds a lock on f, for messages.
 func holderWords(f *os.File) string {
-	if pid := lockHolder(f); pid > 0 {
-		return fmt.Sprintf("another pbsdirect run (PID %d) is writing it", pid)
+	return pidWords(lockHolder(f))
+}
+
+// pidWords says who holds a lock, from its PID (0: unknown): a pbsdirect
+// run only when /proc/PID/comm says so, otherwise the PID and its command.
+func pidWords(pid int) string {
+	if pid <= 0 {
+		return "another process holds its lock"
 	}
-	return "another run is writing it"
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	name := strings.TrimSpace(string(comm))
+	switch {
+	case err == nil && name == "pbsdirect":
+		return fmt.Sprintf("another pbsdirect run (PID %d) is writing it", pid)
+	case err == nil && name != "":
+		return fmt.Sprintf("its lock is held by PID %d (%s)", pid, name)
+	}
+	return fmt.Sprintf("its lock is held by PID %d", pid)
 }
 
 // lockHolder returns the PID of a process holding a flock on f's inode, from

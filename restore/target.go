@@ -300,7 +300,7 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 			who := "mounted, or held by another program"
 			if g, gerr := os.Open(p); gerr == nil {
 				if pid := lockHolder(g); pid > 0 {
-					who = fmt.Sprintf("another pbsdirect run (PID %d) is writing it", pid)
+					who = pidWords(pid)
 				}
 				g.Close()
 			}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -139,4 +140,33 @@ func TestReadOnlyDeviceRefused(t *testing.T) {
 		t.Fatalf("got %v, want EROFS saying read-only and nothing was written", err)
 	}
 	fixture.Equal(t, dev, bytes.Repeat([]byte{7}, size))
+}
+
+// TestLockHolderNamed: a target locked by another program (flock(1)) is
+// refused as busy naming the PID and its command, without calling it a
+// pbsdirect run.
+func TestLockHolderNamed(t *testing.T) {
+	if _, err := exec.LookPath("flock"); err != nil {
+		fixture.SkipOrFail(t, "flock not available: %v", err)
+	}
+	p := fixture.WriteFile(t, t.TempDir(), "held.img", []byte("old"))
+	cmd := exec.Command("flock", "-x", p, "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var err error
+	for range 100 {
+		var tg *restore.FileTarget
+		if tg, err = restore.OpenTarget(p, 1<<20, restore.TargetOptions{Force: true}); err == nil {
+			tg.Close(true)
+			time.Sleep(20 * time.Millisecond) // flock has not locked yet
+			continue
+		}
+		break
+	}
+	want := fmt.Sprintf("held by PID %d (flock)", cmd.Process.Pid)
+	if !errors.Is(err, restore.ErrTargetBusy) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pbsdirect run") {
+		t.Fatalf("got %v, want ErrTargetBusy saying %q and not a pbsdirect run", err, want)
+	}
 }
