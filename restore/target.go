@@ -94,6 +94,7 @@ type FileTarget struct {
 	path      string   // the user's path, for messages
 	place     *place   // directory, names and partial output of a file target; nil for a device
 	buffered  *os.File // also holds the lock
+	backing   *os.File // a loop device's backing file, locked; nil otherwise
 	direct    *os.File // nil when O_DIRECT is unavailable
 	directOK  atomic.Bool
 	device    bool
@@ -313,6 +314,12 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 		t.release()
 		return nil, err
 	}
+	// A loop device's backing file is locked too: a restore into the file
+	// and one into the device over it must not run at once.
+	if err := t.lockLoopBacking(); err != nil {
+		t.release()
+		return nil, err
+	}
 	// A read-only device (losetup -r, a write-protected disk) opens for
 	// writing but refuses every write (EPERM): found here, before the work.
 	if ro, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKROGET); err == nil && ro != 0 {
@@ -361,14 +368,14 @@ func (t *FileTarget) release() error {
 		t.place.removePartial()
 	}
 	var first error
-	for _, f := range []*os.File{t.direct, t.buffered} {
+	for _, f := range []*os.File{t.direct, t.buffered, t.backing} {
 		if f != nil {
 			if err := f.Close(); err != nil && first == nil {
 				first = err
 			}
 		}
 	}
-	t.direct, t.buffered = nil, nil
+	t.direct, t.buffered, t.backing = nil, nil, nil
 	if t.place != nil {
 		t.place.close()
 	}

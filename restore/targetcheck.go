@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -139,4 +140,42 @@ func checkSpace(fd int, user string, dataBytes, reused int64) error {
 		msg += fmt.Sprintf(" and the existing file %d bytes allocated", reused)
 	}
 	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, ErrNoSpace, msg, unix.ENOSPC)
+}
+
+// lockLoopBacking takes the lock of a loop device target's backing file
+// (found by LOOP_GET_STATUS64 and /sys/block/loopN/loop/backing_file, and
+// checked to be that inode) for the run, as a restore into the file itself
+// would: a run writing the file makes this one fail with ErrTargetBusy. A
+// device that is not a loop device, or whose backing file cannot be
+// opened, is left alone.
+func (t *FileTarget) lockLoopBacking() error {
+	info, err := unix.IoctlLoopGetStatus64(int(t.buffered.Fd()))
+	if err != nil {
+		return nil // not a loop device (or not attached)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(t.buffered.Fd()), &st); err != nil {
+		return nil
+	}
+	sys := fmt.Sprintf("/sys/dev/block/%d:%d/loop/backing_file", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	name, err := os.ReadFile(sys)
+	if err != nil {
+		return nil
+	}
+	p := strings.TrimSuffix(string(name), "\n")
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	var bst unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &bst) != nil || bst.Ino != info.Inode || uint64(bst.Dev) != info.Device {
+		f.Close()
+		return nil
+	}
+	if err := lockFile(f, t.path); err != nil {
+		f.Close()
+		return fmt.Errorf("%w (through its backing file %s)", err, p)
+	}
+	t.backing = f
+	return nil
 }

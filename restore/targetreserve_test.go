@@ -170,3 +170,39 @@ func TestLockHolderNamed(t *testing.T) {
 		t.Fatalf("got %v, want ErrTargetBusy saying %q and not a pbsdirect run", err, want)
 	}
 }
+
+// TestLoopBackingLocked: a loop device target and its backing file share
+// one lock. A run holding the file's lock (a --force restore into it that
+// began before the device was attached) makes a restore into the device
+// busy; a restore into the device holds the file's lock for its run.
+func TestLoopBackingLocked(t *testing.T) {
+	const size = 1 << 20
+	dev, backing := fixture.LoopDevice(t, size, []byte{9})
+	f, err := os.Open(backing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{}); !errors.Is(err, restore.ErrTargetBusy) || !strings.Contains(err.Error(), backing) {
+		if err == nil {
+			tg.Close(true)
+		}
+		t.Fatalf("device over a locked file: got %v, want ErrTargetBusy naming %s", err, backing)
+	}
+	f.Close()
+	tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close(true)
+	g, err := os.Open(backing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Fatalf("backing file not locked while the device is restored: %v", err)
+	}
+}
