@@ -196,6 +196,9 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		if err := checkNotInStore(opts.StoreDir, pl.dir, t.buffered, t.path); err != nil {
 			return err
 		}
+		if err := checkNoRecordLocks(t.buffered, t.path); err != nil {
+			return err
+		}
 		if err := checkNotLoopBacked(&st, t.path); err != nil {
 			return err
 		}
@@ -311,6 +314,10 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 	}
 	t.buffered = f
 	if err := lockFile(f, t.path); err != nil {
+		t.release()
+		return nil, err
+	}
+	if err := checkNoRecordLocks(f, t.path); err != nil {
 		t.release()
 		return nil, err
 	}

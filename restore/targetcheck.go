@@ -17,7 +17,9 @@ import (
 var ErrTargetFormat = errors.New("target holds a disk image format")
 
 // ErrTargetInUse is wrapped by OpenTarget errors for a regular file that
-// backs a loop device (a mounted file system image, or an attached disk).
+// backs a loop device (a mounted file system image, or an attached disk),
+// and for a target another program holds byte-range (fcntl/OFD) locks on,
+// as QEMU does on the disks of a running guest.
 var ErrTargetInUse = errors.New("target file is in use as a loop device's backing file")
 
 // ErrNoSpace is wrapped by OpenTarget errors when the target's file system
@@ -178,4 +180,29 @@ func (t *FileTarget) lockLoopBacking() error {
 	}
 	t.backing = f
 	return nil
+}
+
+// checkNoRecordLocks refuses a target on which another open file holds a
+// byte-range lock (OFD or POSIX, fcntl): QEMU and qemu-nbd lock the images
+// they have open that way, and writing under a running guest destroys its
+// disk. F_OFD_GETLK for a write lock over the whole file finds any such
+// lock of another open file description.
+func checkNoRecordLocks(f *os.File, user string) error {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err != nil || lk.Type == unix.F_UNLCK {
+		return nil
+	}
+	who := "another program (QEMU, qemu-nbd?)"
+	if lk.Pid > 0 {
+		who = fmt.Sprintf("PID %d", lk.Pid)
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", lk.Pid)); err == nil {
+			who += " (" + strings.TrimSpace(string(comm)) + ")"
+		}
+	}
+	kind := "read"
+	if lk.Type == unix.F_WRLCK {
+		kind = "write"
+	}
+	return fmt.Errorf("%s: %w: %s holds a %s lock on bytes from %d (fcntl/OFD, as QEMU takes on the images it runs): stop it first",
+		user, ErrTargetInUse, who, kind, lk.Start)
 }

@@ -206,3 +206,33 @@ func TestLoopBackingLocked(t *testing.T) {
 		t.Fatalf("backing file not locked while the device is restored: %v", err)
 	}
 }
+
+// TestRecordLockedRefused: a file another open file description holds an
+// OFD lock on (as QEMU and qemu-nbd lock the images they run, a read lock
+// on a single byte) is refused with ErrTargetInUse and left alone; with
+// the lock gone, the --force restore opens it.
+func TestRecordLockedRefused(t *testing.T) {
+	old := bytes.Repeat([]byte{4}, 8192)
+	p := fixture.WriteFile(t, t.TempDir(), "vm.raw", old)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 201, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := restore.OpenTarget(p, 1<<20, restore.TargetOptions{Force: true})
+	if err == nil {
+		tg.Close(true)
+	}
+	if !errors.Is(err, restore.ErrTargetInUse) || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("got %v, want ErrTargetInUse naming the lock", err)
+	}
+	fixture.Equal(t, p, old)
+	f.Close()
+	if tg, err = restore.OpenTarget(p, 1<<20, restore.TargetOptions{Force: true}); err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	tg.Close(true)
+}
