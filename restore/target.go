@@ -608,8 +608,11 @@ func (t *FileTarget) Close(abort bool) error {
 // directory synced. The symlink policy of OpenTarget applies
 // (opts.FollowSymlinks), and so does the lock: a run writing the same target
 // fails this one at once (ErrTargetBusy). An existing path must be a
-// regular file and needs opts.Force (ErrTargetExists otherwise); devices,
-// FIFOs and directories are refused. Other options are ignored.
+// regular file and needs opts.Force (ErrTargetExists otherwise), and gets
+// the checks of an image target: writable by this user, not a disk image
+// container (ErrTargetFormat), not in use (ErrTargetInUse), not part of
+// opts.StoreDir (ErrTargetInStore); devices, FIFOs and directories are
+// refused. Other options are ignored.
 func WriteFile(path string, data []byte, opts TargetOptions) error {
 	p, st, err := resolveTarget(path, opts.FollowSymlinks)
 	if err != nil {
@@ -644,17 +647,34 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 	}()
 	if st != nil {
 		// The file being replaced may be an image restored in place now.
-		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		// It gets the checks of an image target: writable by this user
+		// (opened for writing, as an image restore does, so a file the
+		// user may not write is not replaced by a rename), not a disk
+		// image container, not in use, not part of the store.
+		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		old := os.NewFile(uintptr(fd), path)
+		err = lockFile(old, path)
 		if err == nil {
-			old := os.NewFile(uintptr(fd), path)
-			err = lockFile(old, path)
-			if err == nil {
-				err = checkNotInStore(opts.StoreDir, pl.dir, old, path)
+			err = checkNotInStore(opts.StoreDir, pl.dir, old, path)
+		}
+		if err == nil {
+			err = checkNoRecordLocks(old, path)
+		}
+		var ost unix.Stat_t
+		if err == nil {
+			if err = unix.Fstat(fd, &ost); err == nil {
+				err = checkNotLoopBacked(&ost, path)
 			}
-			old.Close()
-			if err != nil {
-				return err
-			}
+		}
+		if err == nil {
+			err = checkFormat(old, path, ost.Size, false)
+		}
+		old.Close()
+		if err != nil {
+			return err
 		}
 	} else if there, err := pl.lstatName(); err != nil {
 		return err

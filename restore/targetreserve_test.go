@@ -128,10 +128,15 @@ func TestForceReserveNoSpace(t *testing.T) {
 // work, with EROFS, and the device is unchanged.
 func TestReadOnlyDeviceRefused(t *testing.T) {
 	const size = 1 << 20
-	dev, _ := fixture.LoopDevice(t, size, []byte{7})
-	if out, err := exec.Command("blockdev", "--setro", dev).CombinedOutput(); err != nil {
-		fixture.SkipOrFail(t, "blockdev --setro: %v %s", err, out)
+	backing := fixture.WriteFile(t, t.TempDir(), "ro.img", bytes.Repeat([]byte{7}, size))
+	// losetup -r: read-only for this attachment only (blockdev --setro
+	// would stay on the loop device after it is detached).
+	out, err := exec.Command("losetup", "-r", "-f", "--show", backing).CombinedOutput()
+	if err != nil {
+		fixture.SkipOrFail(t, "losetup -r: %v %s", err, out)
 	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
 	tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{})
 	if err == nil {
 		tg.Close(true)
@@ -235,4 +240,34 @@ func TestRecordLockedRefused(t *testing.T) {
 		t.Fatalf("after unlock: %v", err)
 	}
 	tg.Close(true)
+}
+
+// TestBlobTargetChecks: a blob restored with --force over an existing file
+// gets the checks of an image target: a qcow2 or LUKS file and a file
+// QEMU holds locks on are refused and left as they were.
+func TestBlobTargetChecks(t *testing.T) {
+	dir := t.TempDir()
+	qcow := append([]byte("QFI\xfb\x00\x00\x00\x03"), make([]byte, 4096)...)
+	luks := append([]byte("LUKS\xba\xbe\x00\x02"), make([]byte, 4096)...)
+	qp := fixture.WriteFile(t, dir, "vm.qcow2", qcow)
+	lp := fixture.WriteFile(t, dir, "crypt.img", luks)
+	locked := fixture.WriteFile(t, dir, "running.raw", []byte("in use"))
+	f, err := os.Open(locked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &unix.Flock_t{Type: unix.F_RDLCK, Start: 201, Len: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		old  []byte
+		want error
+	}{{qp, qcow, restore.ErrTargetFormat}, {lp, luks, restore.ErrTargetFormat}, {locked, []byte("in use"), restore.ErrTargetInUse}} {
+		if err := restore.WriteFile(c.path, []byte("memory: 512\n"), restore.TargetOptions{Force: true}); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.path, err, c.want)
+		}
+		fixture.Equal(t, c.path, c.old)
+	}
 }
