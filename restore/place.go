@@ -2,12 +2,15 @@ package restore
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -115,7 +118,25 @@ func openPlace(user, p string) (*place, error) {
 		return nil, fmt.Errorf("%s: target directory %s: %w", user, dir, causeOf(err))
 	}
 	name := filepath.Base(p)
-	return &place{path: user, dir: d, name: name, partial: "." + name + partialSuffix}, nil
+	return &place{path: user, dir: d, name: name, partial: partialName(name)}, nil
+}
+
+// partialName is the partial output's name for a target named name:
+// ".NAME.pbsdirect-partial", or, where that would pass the 255-byte limit
+// of a file name, the name cut short and followed by 16 hex digits of its
+// SHA-256, so each target name still has one partial name of its own.
+func partialName(name string) string {
+	const nameMax = 255
+	if p := "." + name + partialSuffix; len(p) <= nameMax {
+		return p
+	}
+	sum := sha256.Sum256([]byte(name))
+	tag := "-" + hex.EncodeToString(sum[:8])
+	keep := name[:nameMax-1-len(tag)-len(partialSuffix)]
+	for !utf8.ValidString(keep) {
+		keep = keep[:len(keep)-1] // do not cut a character in half
+	}
+	return "." + keep + tag + partialSuffix
 }
 
 // dirName names the place's directory for messages.

@@ -81,9 +81,13 @@ func checkFormat(f *os.File, user string, size int64, device bool) error {
 		return fmt.Errorf("%s: %w: it starts with a LUKS header, and raw data written over it destroys the encrypted volume; "+
 			"to restore into the volume, open it (cryptsetup open) and restore to /dev/mapper/NAME; if it is a plain disk whose guest uses LUKS, %s", user, ErrTargetFormat, what)
 	}
+	replace := "remove " + user + " first"
+	if device {
+		replace = "clear its signature first (wipefs -a " + user + ")"
+	}
 	return fmt.Errorf("%s: %w: it is a %s image, and the raw disk written over it would destroy the container; "+
-		"restore to a raw file and convert it, e.g. qemu-img convert -f raw -O qcow2 disk.raw %s (or remove %s first to replace it with a raw image)",
-		user, ErrTargetFormat, found, user, user)
+		"restore to a raw file and convert it, e.g. qemu-img convert -f raw -O qcow2 disk.raw %s (or %s to replace it with a raw image)",
+		user, ErrTargetFormat, found, user, replace)
 }
 
 // checkNotLoopBacked refuses a regular file that backs a loop device: it is

@@ -271,3 +271,43 @@ func TestBlobTargetChecks(t *testing.T) {
 		fixture.Equal(t, c.path, c.old)
 	}
 }
+
+// TestLongTargetName: a target name of up to 255 bytes is restored (its
+// partial output gets a shortened name), and two long names that share a
+// prefix do not share a partial name (each restore has its own lock).
+func TestLongTargetName(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, strings.Repeat("a", 250)+"1.img")
+	b := filepath.Join(dir, strings.Repeat("a", 250)+"2.img")
+	ta, err := restore.OpenTarget(a, 1<<20, restore.TargetOptions{})
+	if err != nil {
+		t.Fatalf("255-byte name: %v", err)
+	}
+	defer ta.Close(true)
+	tb, err := restore.OpenTarget(b, 1<<20, restore.TargetOptions{})
+	if err != nil {
+		t.Fatalf("second long name sharing a prefix: %v", err)
+	}
+	if err := tb.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ta.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{a, b} {
+		if st, err := os.Stat(p); err != nil || st.Size() != 1<<20 {
+			t.Errorf("%s: %v %v", filepath.Base(p), st, err)
+		}
+	}
+}
+
+// TestDeviceFormatAdvice: a qcow2 signature on a block device is refused
+// with the advice to clear the signature (wipefs), not to remove the
+// device node.
+func TestDeviceFormatAdvice(t *testing.T) {
+	dev, _ := fixture.LoopDevice(t, 1<<20, []byte("QFI\xfb\x00\x00\x00\x03"))
+	_, err := restore.OpenTarget(dev, 1<<20, restore.TargetOptions{})
+	if !errors.Is(err, restore.ErrTargetFormat) || !strings.Contains(err.Error(), "wipefs -a "+dev) || strings.Contains(err.Error(), "remove "+dev) {
+		t.Fatalf("got %v, want a wipefs hint", err)
+	}
+}
