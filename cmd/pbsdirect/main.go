@@ -53,9 +53,11 @@ Exit codes:
   0    success
   1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
        a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
-  2    usage error
+  2    usage error, or a TARGET refused as named (exists without --force, a symbolic link, a
+       directory or FIFO, a missing directory, a disk-image format, too small, inside the store)
   3    the run could not complete for a reason outside the data: store unreachable, credentials
-       refused, throttled past --retry-for, target I/O error, no space: retrying later can help
+       refused, throttled past --retry-for, target I/O error, permission, no space, target busy
+       or in use, snapshot exists or group locked (backup): retrying later can help
   130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM
 JSON reports (--output-format json) carry the same code as "exit-code".
 `
