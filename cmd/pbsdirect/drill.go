@@ -18,9 +18,9 @@ type drillReport struct {
 	Snapshot        string          `json:"snapshot,omitempty"`
 	Archive         string          `json:"archive"`
 	Target          string          `json:"target"`
-	Started         string          `json:"started"`                     // RFC 3339, UTC
-	RestoreSeconds  float64         `json:"time-to-restore-seconds"`     // manifest to synced target
-	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"` // re-check of every chunk from the target
+	Started         string          `json:"started"`                           // RFC 3339, UTC
+	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // manifest to synced target; absent when the restore failed
+	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"`       // re-check of every chunk from the target
 	TotalSeconds    float64         `json:"total-seconds"`
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
@@ -71,7 +71,6 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	r, err := rc.run(ctx, fs.Arg(0), archive, targetPath, false, stdout, stderr)
-	rep.RestoreSeconds = time.Since(start).Seconds()
 	if err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
@@ -79,6 +78,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return finish(err)
 	}
+	rep.RestoreSeconds = time.Since(start).Seconds()
 	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
 	// The target stays open and locked until the read-back (and --remove)
 	// are done: no other run can write it meanwhile.

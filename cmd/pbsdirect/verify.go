@@ -38,7 +38,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	start := time.Now()
-	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	rep := verify.Report{OK: true}
 	v := verify.New(store, verify.Options{
-		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store),
+		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()),
 		Progress: func(name string, total int64, done func() int64) func() {
 			return startProgress(stderr, sf.progress, "verify "+name, total, done).done
 		},
@@ -98,12 +98,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	rep.ExitCode = codeFor(ctx, verr)
+	rep.Stores = storeCounts(store)
 	if sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		printStores(stdout, rep.Stores)
 		if len(rep.Skipped) > 0 {
 			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
 		}
