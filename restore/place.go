@@ -122,21 +122,25 @@ func openPlace(user, p string) (*place, error) {
 }
 
 // partialName is the partial output's name for a target named name:
-// ".NAME.pbsdirect-partial", or, where that would pass the 255-byte limit
-// of a file name, the name cut short and followed by 16 hex digits of its
-// SHA-256, so each target name still has one partial name of its own.
-func partialName(name string) string {
+// ".NAME.pbsdirect-partial" (see sideName).
+func partialName(name string) string { return sideName(name, partialSuffix) }
+
+// sideName is the name of a file kept beside a target named name:
+// "." + name + suffix, or, where that would pass the 255-byte limit of a
+// file name, the name cut short and followed by 16 hex digits of its
+// SHA-256, so each target name still has one side file of its own.
+func sideName(name, suffix string) string {
 	const nameMax = 255
-	if p := "." + name + partialSuffix; len(p) <= nameMax {
+	if p := "." + name + suffix; len(p) <= nameMax {
 		return p
 	}
 	sum := sha256.Sum256([]byte(name))
 	tag := "-" + hex.EncodeToString(sum[:8])
-	keep := name[:nameMax-1-len(tag)-len(partialSuffix)]
+	keep := name[:nameMax-1-len(tag)-len(suffix)]
 	for !utf8.ValidString(keep) {
 		keep = keep[:len(keep)-1] // do not cut a character in half
 	}
-	return "." + keep + tag + partialSuffix
+	return "." + keep + tag + suffix
 }
 
 // dirName names the place's directory for messages.

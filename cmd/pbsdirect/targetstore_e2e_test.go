@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -57,4 +58,15 @@ func TestTargetInStoreRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(store, "restored.raw")); err == nil {
 		t.Error("a file was restored into the store")
 	}
+}
+
+// TestLongTargetNameRestore: a target name of 254 bytes restores (its
+// partial output and resume journal get shortened names beside it).
+func TestLongTargetNameRestore(t *testing.T) {
+	store := fixture.NewStore(t)
+	data := zeroMiddle(37)
+	backupImage(t, store, data)
+	target := filepath.Join(t.TempDir(), strings.Repeat("n", 250)+".img")
+	mustOK(t, "restore", "--progress", "none", "--store", store, snap0, "drive-scsi0", target)
+	fixture.Equal(t, target, data)
 }
