@@ -97,6 +97,7 @@ func planFixedWith(r io.Reader, size int64, cc *crypto.Config, noZero bool) (*Pl
 	for {
 		pos, d, err := fr.Next()
 		if err == io.EOF {
+			plan.complete()
 			return plan, fr.Csum(), nil
 		}
 		if err != nil {
@@ -119,6 +120,7 @@ func planDynamic(r io.Reader, size int64) (*Plan, [32]byte, error) {
 		_, e, err := dr.Next()
 		if err == io.EOF {
 			plan.Size = dr.Size()
+			plan.complete()
 			return plan, dr.Csum(), nil
 		}
 		if err != nil {

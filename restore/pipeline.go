@@ -45,6 +45,14 @@ type Options struct {
 	// KeepGoing records damaged chunks and continues (verify); otherwise the
 	// first failure stops the run.
 	KeepGoing bool
+	// Damaged, with KeepGoing, receives each damaged chunk as it is found,
+	// one call at a time, instead of the DamagedError collecting them (it
+	// then only counts them): memory stays bounded however many chunks are
+	// damaged.
+	Damaged func(*ChunkError)
+	// Checked, when set, is called by the jobs, concurrently, for every
+	// chunk that passed its check (before it is written).
+	Checked func(*Chunk)
 	// CRCOnly checks encrypted chunks without their key, as PBS's own verify
 	// does: blob structure, encrypted magic and CRC, no decryption and no
 	// digest (verify with Discard only; nothing is written).
@@ -117,13 +125,14 @@ var (
 // DamagedError is returned by Run with KeepGoing when chunks failed.
 type DamagedError struct {
 	Archive string
-	Chunks  []*ChunkError
+	Chunks  []*ChunkError // empty when Options.Damaged took them
+	Count   int           // damaged chunks
 }
 
-// Error lists every damaged chunk, one per line.
+// Error lists every damaged chunk it holds, one per line.
 func (e *DamagedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, len(e.Chunks))
+	fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, e.Count)
 	for _, c := range e.Chunks {
 		b.WriteString("\n  ")
 		b.WriteString(c.Error())
@@ -173,13 +182,19 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		errMu   sync.Mutex
 		first   error
 		damaged []*ChunkError
+		nDamage int
 	)
 	fail := func(err error) {
 		var ce *ChunkError
 		errMu.Lock()
 		defer errMu.Unlock()
 		if opts.KeepGoing && errors.As(err, &ce) {
-			damaged = append(damaged, ce)
+			if opts.Damaged != nil {
+				opts.Damaged(ce)
+			} else {
+				damaged = append(damaged, ce)
+			}
+			nDamage++
 			stats.Failed.Add(1)
 			return
 		}
@@ -327,6 +342,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				}
 				data, err := decodeChunk(dec, out, f, opts)
 				rawPool.put(f.buf)
+				if err == nil && opts.Checked != nil {
+					opts.Checked(f.chunk)
+				}
 				switch {
 				case err != nil:
 					fail(chunkErr(f.chunk, err))
@@ -352,8 +370,8 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(damaged) > 0 {
-		return &DamagedError{Archive: opts.Archive, Chunks: damaged}
+	if nDamage > 0 {
+		return &DamagedError{Archive: opts.Archive, Chunks: damaged, Count: nDamage}
 	}
 	// Backstop: every byte of the image is either written data or a zero range.
 	if !opts.CRCOnly && !plan.dropped {

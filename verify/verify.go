@@ -6,10 +6,14 @@
 package verify
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,12 +26,23 @@ import (
 
 // DamagedChunk is one chunk that failed verification.
 type DamagedChunk struct {
-	Digest   string   `json:"digest"`
-	Offsets  []uint64 `json:"offsets"`  // byte offsets in the archive
-	Length   int      `json:"length"`   // bytes
-	Location string   `json:"location"` // chunk file or object
-	Error    string   `json:"error"`
+	Snapshot    string   `json:"snapshot,omitempty"` // only in the damaged-chunk list (Options.DamagedList)
+	Archive     string   `json:"archive,omitempty"`  // only in the damaged-chunk list
+	Digest      string   `json:"digest"`
+	Offsets     []uint64 `json:"offsets"`                // byte offsets in the archive, the first MaxOffsets
+	OffsetCount int      `json:"offset-count,omitempty"` // all offsets, when more than MaxOffsets
+	Length      int      `json:"length"`                 // bytes
+	Location    string   `json:"location"`               // chunk file or object
+	Error       string   `json:"error"`
 }
+
+// MaxOffsets is the most offsets a DamagedChunk lists (as ChunkError's
+// message); OffsetCount gives the number of all of them.
+const MaxOffsets = 8
+
+// DefaultMaxDamaged is the default number of damaged chunks a run reports
+// in full; the others are counted (Options.MaxDamaged).
+const DefaultMaxDamaged = 100
 
 // ArchiveResult is the verification result of one archive.
 type ArchiveResult struct {
@@ -38,7 +53,8 @@ type ArchiveResult struct {
 	ChunksChecked uint64         `json:"chunks-checked,omitempty"`
 	ChunksKnown   int            `json:"chunks-already-verified,omitempty"` // shared with an archive verified before
 	CRCOnly       bool           `json:"crc-only,omitempty"`                // encrypted, no key: structure and CRC checked, not content
-	Damaged       []DamagedChunk `json:"damaged-chunks,omitempty"`
+	DamagedCount  int            `json:"damaged-count,omitempty"`           // damaged chunks, listed or not
+	Damaged       []DamagedChunk `json:"damaged-chunks,omitempty"`          // the first ones of the run (Options.MaxDamaged), by offset
 }
 
 // SnapshotResult is the verification result of one snapshot.
@@ -56,6 +72,10 @@ type Report struct {
 	Snapshots []SnapshotResult `json:"snapshots"`
 	Seconds   float64          `json:"seconds"`
 	Bytes     uint64           `json:"bytes"` // archive bytes covered
+	// DamagedChunks counts damaged chunks (per archive that uses them);
+	// DamagedUnlisted those of them not listed in full (Options.MaxDamaged).
+	DamagedChunks   int `json:"damaged-chunks"`
+	DamagedUnlisted int `json:"damaged-chunks-unlisted,omitempty"`
 }
 
 // Add appends r to the report and updates OK and Bytes.
@@ -63,6 +83,8 @@ func (rep *Report) Add(r SnapshotResult) {
 	rep.OK = rep.OK && r.OK
 	for _, a := range r.Archives {
 		rep.Bytes += a.Size
+		rep.DamagedChunks += a.DamagedCount
+		rep.DamagedUnlisted += a.DamagedCount - len(a.Damaged)
 	}
 	rep.Snapshots = append(rep.Snapshots, r)
 }
@@ -94,6 +116,13 @@ type Options struct {
 	// with its name, its data bytes and a function returning the bytes done
 	// so far; the function it returns is called when the check ends.
 	Progress func(name string, total int64, done func() int64) (finish func())
+	// MaxDamaged is the number of damaged chunks the run lists in full in
+	// its results; the rest are counted (ArchiveResult.DamagedCount). 0
+	// means DefaultMaxDamaged, negative lists none.
+	MaxDamaged int
+	// DamagedList, when set, receives every damaged chunk as one JSON line
+	// (a DamagedChunk with Snapshot and Archive), as it is found.
+	DamagedList io.Writer
 }
 
 // verifiedKey identifies a chunk that passed verification: digests of
@@ -113,11 +142,49 @@ type Verifier struct {
 
 	mu       sync.Mutex
 	verified map[verifiedKey]bool
+	listed   int   // damaged chunks listed in full so far
+	listErr  error // first error writing DamagedList
 }
 
 // New returns a Verifier for store.
 func New(store chunkstore.Store, opts Options) *Verifier {
+	if opts.MaxDamaged == 0 {
+		opts.MaxDamaged = DefaultMaxDamaged
+	}
 	return &Verifier{store: store, opts: opts, verified: map[verifiedKey]bool{}}
+}
+
+// Err returns the first error writing Options.DamagedList, if any.
+func (v *Verifier) Err() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.listErr
+}
+
+// damaged records one damaged chunk of archive a of snapshot s: listed in
+// full while the run's MaxDamaged allows, counted always, streamed to
+// DamagedList when set.
+func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError) {
+	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Err.Error()}
+	if len(d.Offsets) > MaxOffsets {
+		d.OffsetCount = len(d.Offsets)
+		d.Offsets = d.Offsets[:MaxOffsets:MaxOffsets]
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a.DamagedCount++
+	if v.listed < v.opts.MaxDamaged {
+		v.listed++
+		a.Damaged = append(a.Damaged, d)
+	}
+	if v.opts.DamagedList != nil && v.listErr == nil {
+		d.Snapshot, d.Archive = s.String(), a.Archive
+		b, err := json.Marshal(d)
+		if err == nil {
+			_, err = v.opts.DamagedList.Write(append(b, '\n'))
+		}
+		v.listErr = err
+	}
 }
 
 // Snapshot checks the manifest of s and every archive listed in it. A
@@ -186,10 +253,17 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	opts.CRCOnly = unkeyed
 	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)
+	opts.Damaged = func(c *restore.ChunkError) { v.damaged(s, a, c) }
 	if !unkeyed {
 		v.mu.Lock()
 		a.ChunksKnown = plan.Drop(func(c *restore.Chunk) bool { return v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] })
 		v.mu.Unlock()
+		// A CRC check is no proof of content: only keyed checks count.
+		opts.Checked = func(c *restore.Chunk) {
+			v.mu.Lock()
+			v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] = true
+			v.mu.Unlock()
+		}
 	}
 	var stats restore.Stats
 	finish := func() {}
@@ -199,27 +273,21 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	err = restore.Run(ctx, v.store, plan, restore.Discard{}, opts, &stats)
 	finish()
 	a.ChunksChecked = stats.Fetched.Load()
-	bad := map[crypto.Digest]bool{}
+	slices.SortFunc(a.Damaged, func(x, y DamagedChunk) int {
+		return cmp.Or(cmp.Compare(first(x.Offsets), first(y.Offsets)), cmp.Compare(x.Digest, y.Digest))
+	})
 	var de *restore.DamagedError
 	switch {
 	case errors.As(err, &de):
-		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", len(de.Chunks))
-		for _, c := range de.Chunks {
-			bad[c.Digest] = true
-			a.Damaged = append(a.Damaged, DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Err.Error()})
-		}
+		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", de.Count)
 	case err != nil:
 		a.OK, a.Error = false, err.Error()
-		return
 	}
-	if unkeyed {
-		return // a CRC check is no proof of content
+}
+
+func first(offs []uint64) uint64 {
+	if len(offs) == 0 {
+		return 0
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, c := range plan.Chunks {
-		if !bad[c.Digest] {
-			v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] = true
-		}
-	}
+	return offs[0]
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"os/signal"
+	"syscall"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +17,13 @@ import (
 // that a default key file (~/.config/proxmox-backup/encryption-key.json) on
 // the machine running the tests never changes what they do.
 func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		// The test binary as pbsdirect: see pbsProcess.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
 	if err != nil {
 		panic(err)

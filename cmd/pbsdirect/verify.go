@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -18,6 +21,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sf.register(fs)
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
+	maxDamaged := fs.Int("max-damaged", verify.DefaultMaxDamaged, "damaged chunks reported in full (digest, byte ranges, location, error); the rest are counted (0: none)")
+	damagedList := fs.String("damaged-list", "", "write every damaged chunk to this file, one JSON object per line, as it is found")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -34,6 +39,18 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err := pf.check(); err != nil {
 		return err
+	}
+	if *maxDamaged < 0 {
+		return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
+	}
+	var list *bufio.Writer
+	if *damagedList != "" {
+		f, err := os.Create(*damagedList)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		list = bufio.NewWriter(f)
 	}
 	start := time.Now()
 	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
@@ -63,6 +80,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rep := verify.Report{OK: true}
 	v := verify.New(store, verify.Options{
 		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store),
+		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 		Progress: func(name string, total int64, done func() int64) func() {
 			return startProgress(stderr, !sf.json(), "verify "+name, total, done).done
 		},
@@ -78,17 +96,33 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	rep.Seconds = time.Since(start).Seconds()
+	if list != nil {
+		if err := cmp.Or(v.Err(), list.Flush()); err != nil {
+			return fmt.Errorf("--damaged-list %s: %w", *damagedList, err)
+		}
+	}
 	if sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		if rep.DamagedUnlisted > 0 {
+			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
+		}
 	}
 	if !rep.OK {
 		return fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", rep.Failed(), len(rep.Snapshots))
 	}
 	return nil
+}
+
+// writerOrNil returns w as an io.Writer, or nil for a nil w.
+func writerOrNil(w *bufio.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return w
 }
 
 func okWord(ok bool) string {
@@ -127,7 +161,13 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 			for _, o := range d.Offsets {
 				offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
 			}
+			if d.OffsetCount > len(d.Offsets) {
+				offs = append(offs, fmt.Sprintf("… (%d offsets)", d.OffsetCount))
+			}
 			fmt.Fprintf(w, "    damaged chunk %s at %s (%s): %s\n", d.Digest, strings.Join(offs, " "), d.Location, d.Error)
+		}
+		if n := a.DamagedCount - len(a.Damaged); n > 0 {
+			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
 		}
 	}
 }
