@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -23,82 +24,6 @@ import (
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
-
-// DamagedChunk is one chunk that failed verification.
-type DamagedChunk struct {
-	Snapshot    string   `json:"snapshot,omitempty"` // only in the damaged-chunk list (Options.DamagedList)
-	Archive     string   `json:"archive,omitempty"`  // only in the damaged-chunk list
-	Digest      string   `json:"digest"`
-	Offsets     []uint64 `json:"offsets"`                // byte offsets in the archive, the first MaxOffsets
-	OffsetCount int      `json:"offset-count,omitempty"` // all offsets, when more than MaxOffsets
-	Length      int      `json:"length"`                 // bytes
-	Location    string   `json:"location"`               // chunk file or object
-	Error       string   `json:"error"`
-}
-
-// MaxOffsets is the most offsets a DamagedChunk lists (as ChunkError's
-// message); OffsetCount gives the number of all of them.
-const MaxOffsets = 8
-
-// DefaultMaxDamaged is the default number of damaged chunks a run reports
-// in full; the others are counted (Options.MaxDamaged).
-const DefaultMaxDamaged = 100
-
-// ArchiveResult is the verification result of one archive.
-type ArchiveResult struct {
-	Archive       string         `json:"archive"`
-	OK            bool           `json:"ok"`
-	Error         string         `json:"error,omitempty"`
-	Size          uint64         `json:"size"`
-	ChunksChecked uint64         `json:"chunks-checked,omitempty"`
-	ChunksKnown   int            `json:"chunks-already-verified,omitempty"` // shared with an archive verified before
-	CRCOnly       bool           `json:"crc-only,omitempty"`                // encrypted, no key: structure and CRC checked, not content
-	DamagedCount  int            `json:"damaged-count,omitempty"`           // damaged chunks, listed or not
-	Damaged       []DamagedChunk `json:"damaged-chunks,omitempty"`          // the first ones of the run (Options.MaxDamaged), by offset
-}
-
-// SnapshotResult is the verification result of one snapshot.
-type SnapshotResult struct {
-	Snapshot string          `json:"snapshot"`
-	OK       bool            `json:"ok"`
-	Error    string          `json:"error,omitempty"`
-	Note     string          `json:"note,omitempty"`
-	Archives []ArchiveResult `json:"archives"`
-}
-
-// Report is the result of a verify run.
-type Report struct {
-	OK        bool             `json:"ok"`
-	Snapshots []SnapshotResult `json:"snapshots"`
-	Seconds   float64          `json:"seconds"`
-	Bytes     uint64           `json:"bytes"` // archive bytes covered
-	// DamagedChunks counts damaged chunks (per archive that uses them);
-	// DamagedUnlisted those of them not listed in full (Options.MaxDamaged).
-	DamagedChunks   int `json:"damaged-chunks"`
-	DamagedUnlisted int `json:"damaged-chunks-unlisted,omitempty"`
-}
-
-// Add appends r to the report and updates OK and Bytes.
-func (rep *Report) Add(r SnapshotResult) {
-	rep.OK = rep.OK && r.OK
-	for _, a := range r.Archives {
-		rep.Bytes += a.Size
-		rep.DamagedChunks += a.DamagedCount
-		rep.DamagedUnlisted += a.DamagedCount - len(a.Damaged)
-	}
-	rep.Snapshots = append(rep.Snapshots, r)
-}
-
-// Failed returns the number of snapshots that are not OK.
-func (rep *Report) Failed() int {
-	n := 0
-	for _, sr := range rep.Snapshots {
-		if !sr.OK {
-			n++
-		}
-	}
-	return n
-}
 
 // Options configure a Verifier.
 type Options struct {
@@ -110,8 +35,18 @@ type Options struct {
 	// as PBS's own verify job does (no decryption, no digest check).
 	CRCOnly bool
 	// Pipeline tunes the restore pipeline (Jobs, Fetchers); Encrypted, Key,
-	// KeepGoing, CRCOnly and Archive are set per archive.
+	// KeepGoing, CRCOnly and Archive are set per archive. Run divides the
+	// Fetchers among the snapshots it checks at once.
 	Pipeline restore.Options
+	// Parallel is the number of snapshots Run checks at once (manifests,
+	// indexes, blobs and chunks of all of them in flight together); 0
+	// means DefaultParallel.
+	Parallel int
+	// Shard, when Count > 1, checks only the chunks of shard Index.
+	Shard Shard
+	// State, when set, skips chunks it says were verified recently and
+	// records the chunks verified now.
+	State *State
 	// Progress, when set, is called when an index archive's check starts
 	// with its name, its data bytes and a function returning the bytes done
 	// so far; the function it returns is called when the check ends.
@@ -125,25 +60,44 @@ type Options struct {
 	DamagedList io.Writer
 }
 
-// verifiedKey identifies a chunk that passed verification: digests of
-// encrypted and plain archives live in different spaces.
-type verifiedKey struct {
+// DefaultParallel is the default number of snapshots checked at once.
+const DefaultParallel = 16
+
+// chunkKey identifies a chunk: digests of encrypted and plain archives live
+// in different spaces, and a digest verified at one length proves nothing
+// at another.
+type chunkKey struct {
 	digest    crypto.Digest
-	length    int // a digest verified at one length proves nothing at another
+	length    int32
 	encrypted bool
 }
 
+func keyOf(c *restore.Chunk, encrypted bool) chunkKey {
+	return chunkKey{c.Digest, int32(c.Length), encrypted}
+}
+
+// Chunk states in Verifier.chunks; a chunk not in the map is unchecked (or
+// was found damaged: every archive using it checks it again, so that each
+// reports it with its own byte ranges).
+const (
+	inFlight uint8 = iota + 1 // claimed by an archive being checked
+	verified                  // passed its check in this run
+)
+
 // Verifier checks snapshots of one store, remembering verified chunks so
 // that chunks shared between archives and snapshots are read and checked
-// once. It is safe for concurrent use.
+// once. It is safe for concurrent use. Its memory grows with the distinct
+// chunks verified: about 64 bytes each (a 100 TB store of 4 MiB chunks, 24 M
+// chunks: 1.5 GiB; with Shard, 1/N of that per shard).
 type Verifier struct {
 	store chunkstore.Store
 	opts  Options
 
-	mu       sync.Mutex
-	verified map[verifiedKey]bool
-	listed   int   // damaged chunks listed in full so far
-	listErr  error // first error writing DamagedList
+	mu      sync.Mutex
+	changed *sync.Cond // a chunk left the inFlight state
+	chunks  map[chunkKey]uint8
+	listed  int   // damaged chunks listed in full so far
+	listErr error // first error writing DamagedList
 }
 
 // New returns a Verifier for store.
@@ -151,7 +105,12 @@ func New(store chunkstore.Store, opts Options) *Verifier {
 	if opts.MaxDamaged == 0 {
 		opts.MaxDamaged = DefaultMaxDamaged
 	}
-	return &Verifier{store: store, opts: opts, verified: map[verifiedKey]bool{}}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallel
+	}
+	v := &Verifier{store: store, opts: opts, chunks: map[chunkKey]uint8{}}
+	v.changed = sync.NewCond(&v.mu)
+	return v
 }
 
 // Err returns the first error writing Options.DamagedList, if any.
@@ -159,6 +118,63 @@ func (v *Verifier) Err() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.listErr
+}
+
+// Run checks snaps, Options.Parallel at a time, and returns the report
+// (Version, counts, Snapshots, Started, Finished, Seconds, OK and ExitCode
+// set; Store, Namespaces, Shard and Host are the caller's). each, when set,
+// is called with every snapshot's result in the order of snaps, from one
+// goroutine at a time. When ctx ends, Run returns what it has and ctx's
+// error.
+func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(SnapshotResult)) (Report, error) {
+	start := time.Now()
+	rep := Report{Version: ReportVersion, OK: true, Started: start.UTC().Format(time.RFC3339), Snapshots: []SnapshotResult{}}
+	par := min(v.opts.Parallel, max(len(snaps), 1))
+	if par > 1 && v.opts.Pipeline.Fetchers > par {
+		// The reads in flight are shared by the snapshots checked at once.
+		v.opts.Pipeline.Fetchers = (v.opts.Pipeline.Fetchers + par - 1) / par
+	}
+	results := make([]*SnapshotResult, len(snaps))
+	var (
+		mu   sync.Mutex
+		next int
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, par)
+	for i, s := range snaps {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := v.Snapshot(ctx, s)
+			mu.Lock()
+			defer mu.Unlock()
+			results[i] = &r
+			for next < len(results) && results[next] != nil {
+				rep.Add(*results[next])
+				if each != nil {
+					each(*results[next])
+				}
+				results[next] = nil
+				next++
+			}
+		})
+	}
+	wg.Wait()
+	end := time.Now()
+	rep.Finished, rep.Seconds = end.UTC().Format(time.RFC3339), end.Sub(start).Seconds()
+	if !rep.OK {
+		rep.ExitCode = 1
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	return rep, nil
 }
 
 // damaged records one damaged chunk of archive a of snapshot s: listed in
@@ -191,7 +207,7 @@ func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkE
 // failing archive does not stop the others; errors are reported in the
 // result, never returned.
 func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResult {
-	res := SnapshotResult{Snapshot: s.String(), OK: true}
+	res := SnapshotResult{Snapshot: s.String(), OK: true, Archives: []ArchiveResult{}}
 	cc := v.opts.Key
 	m, err := snapshot.ReadManifest(ctx, v.store, s)
 	if err == nil {
@@ -233,7 +249,10 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 }
 
 // index runs the restore pipeline for one index archive into a discard
-// target, recording every damaged chunk.
+// target, recording every damaged chunk. Chunks verified for another
+// archive of the run, left to other shards or fresh in the state are not
+// read; chunks another archive is checking right now are waited for
+// afterwards, and checked here if they did not pass there.
 func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, unkeyed bool, a *ArchiveResult) {
 	load := restore.LoadPlan
 	if unkeyed {
@@ -254,15 +273,41 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)
 	opts.Damaged = func(c *restore.ChunkError) { v.damaged(s, a, c) }
+	var waitFor []restore.Chunk // being checked for another archive
+	now := time.Now()
 	if !unkeyed {
+		// A CRC check is no proof of content: only keyed checks count, and
+		// CRC-only archives check all their chunks.
 		v.mu.Lock()
-		a.ChunksKnown = plan.Drop(func(c *restore.Chunk) bool { return v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] })
+		plan.Drop(func(c *restore.Chunk) bool {
+			if !v.opts.Shard.Has(c.Digest) {
+				a.ChunksOther++
+				return true
+			}
+			k := keyOf(c, opts.Encrypted)
+			switch v.chunks[k] {
+			case verified:
+				a.ChunksKnown++
+				return true
+			case inFlight:
+				waitFor = append(waitFor, *c)
+				return true
+			}
+			if v.opts.State.Fresh(c.Digest, c.Length, opts.Encrypted, now) {
+				a.ChunksFresh++
+				return true
+			}
+			v.chunks[k] = inFlight
+			return false
+		})
 		v.mu.Unlock()
-		// A CRC check is no proof of content: only keyed checks count.
 		opts.Checked = func(c *restore.Chunk) {
+			k := keyOf(c, opts.Encrypted)
 			v.mu.Lock()
-			v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] = true
+			v.chunks[k] = verified
 			v.mu.Unlock()
+			v.changed.Broadcast()
+			v.opts.State.Verified(c.Digest, c.Length, opts.Encrypted, now)
 		}
 	}
 	var stats restore.Stats
@@ -270,7 +315,33 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	if v.opts.Progress != nil {
 		finish = v.opts.Progress(name, int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
 	}
-	err = restore.Run(ctx, v.store, plan, restore.Discard{}, opts, &stats)
+	err = v.run(ctx, plan, opts, &stats)
+	if ctx.Err() == nil && len(waitFor) > 0 {
+		// What others were checking: count it if it passed, check it here
+		// if it did not (damaged chunks are reported by every archive that
+		// uses them, with its own ranges).
+		v.mu.Lock()
+		plan.Chunks = plan.Chunks[:0]
+		for _, c := range waitFor {
+			k := keyOf(&c, opts.Encrypted)
+			for v.chunks[k] == inFlight {
+				v.changed.Wait()
+			}
+			if v.chunks[k] == verified {
+				a.ChunksKnown++
+				continue
+			}
+			v.chunks[k] = inFlight
+			plan.Chunks = append(plan.Chunks, c)
+		}
+		v.mu.Unlock()
+		if len(plan.Chunks) > 0 {
+			var de *restore.DamagedError
+			if err2 := v.run(ctx, plan, opts, &stats); err == nil || (err2 != nil && errors.As(err, &de)) {
+				err = err2 // an error that is not damage wins over damage
+			}
+		}
+	}
 	finish()
 	a.ChunksChecked = stats.Fetched.Load()
 	slices.SortFunc(a.Damaged, func(x, y DamagedChunk) int {
@@ -279,10 +350,29 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	var de *restore.DamagedError
 	switch {
 	case errors.As(err, &de):
-		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", de.Count)
+		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", a.DamagedCount)
 	case err != nil:
 		a.OK, a.Error = false, err.Error()
 	}
+}
+
+// run runs plan and then gives up the claims on its chunks that did not
+// pass (damaged, or not reached), waking archives waiting for them.
+func (v *Verifier) run(ctx context.Context, plan *restore.Plan, opts restore.Options, stats *restore.Stats) error {
+	err := restore.Run(ctx, v.store, plan, restore.Discard{}, opts, stats)
+	if opts.CRCOnly {
+		return err
+	}
+	v.mu.Lock()
+	for i := range plan.Chunks {
+		k := keyOf(&plan.Chunks[i], opts.Encrypted)
+		if v.chunks[k] == inFlight {
+			delete(v.chunks, k)
+		}
+	}
+	v.mu.Unlock()
+	v.changed.Broadcast()
+	return err
 }
 
 func first(offs []uint64) uint64 {

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"os/signal"
-	"syscall"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"

@@ -2,25 +2,51 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/pbsdirect/pbsdirect/index"
-	"github.com/pbsdirect/pbsdirect/snapshot"
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
+// verifyHelp is the memory note of verify --help.
+const verifyHelp = `Memory: the chunks verified in a run are remembered so that shared chunks are
+checked once: about 64 bytes per distinct chunk (a store with 10 M distinct
+chunks needs about 640 MiB unsharded; with --shard I/N each process needs 1/N of
+that), plus the largest archive's plan while it is checked (about 70 bytes per
+chunk), plus --state's entries (about 64 bytes per chunk of this shard).
+`
+
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
+	fs := newFlags("verify", "[flags] [SNAPSHOT | TYPE/ID]", stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: pbsdirect verify [flags] [SNAPSHOT | TYPE/ID]\n\n"+
+			"Verify one snapshot, every snapshot of a group (TYPE/ID; --latest: the newest),\n"+
+			"or every snapshot of the namespace (--max-depth N: and its children; --all-namespaces:\n"+
+			"the whole store).\n\n%s\nFlags:\n%s", verifyHelp, fs.FlagUsages())
+	}
 	var sf storeFlags
 	sf.register(fs)
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
+	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
+	maxDepth := fs.Int("max-depth", 0, "also verify child namespaces down to this many levels below --ns (as proxmox-backup-client)")
+	allNS := fs.Bool("all-namespaces", false, "verify the whole store: every namespace at any depth")
+	parallel := fs.Int("parallel", verify.DefaultParallel, "snapshots checked at once (manifests, indexes, blobs and chunks in flight together)")
+	shard := fs.String("shard", "", "check only shard I of N of the chunks (I/N, 0 <= I < N), or auto/N with I from JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX or BATCH_TASK_INDEX; a chunk's shard is the first 8 bytes of its digest, big endian, modulo N")
+	statePath := fs.String("state", "", "incremental verify: read and write the record of verified chunks here (PATH, s3://bucket/key or gs://bucket/key; never inside the datastore unless named there)")
+	reverify := fs.String("reverify-after", "30d", "with --state: chunks verified less than this long ago are skipped (e.g. 30d, 12h; 0: check all, still recording)")
+	reportLoc := fs.String("report", "", "also write the JSON report here (PATH, s3://bucket/key or gs://bucket/key)")
+	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
 	maxDamaged := fs.Int("max-damaged", verify.DefaultMaxDamaged, "damaged chunks reported in full (digest, byte ranges, location, error); the rest are counted (0: none)")
 	damagedList := fs.String("damaged-list", "", "write every damaged chunk to this file, one JSON object per line, as it is found")
 	if err := parse(fs, args); err != nil {
@@ -43,6 +69,29 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *maxDamaged < 0 {
 		return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
 	}
+	if *maxDepth < 0 || *maxDepth > 7 {
+		return usagef("--max-depth must be 0..7, not %d", *maxDepth)
+	}
+	if *parallel < 1 || *parallel > 1024 {
+		return usagef("--parallel must be 1..1024, not %d", *parallel)
+	}
+	if *allNS && (fs.NArg() == 1 || sf.ns != "" || fs.Changed("max-depth")) {
+		return usagef("--all-namespaces verifies the whole store: no SNAPSHOT, --ns or --max-depth with it")
+	}
+	if fs.NArg() == 1 && fs.Changed("max-depth") {
+		return usagef("--max-depth is for namespaces, not with a SNAPSHOT or group")
+	}
+	var sh verify.Shard
+	if *shard != "" {
+		var err error
+		if sh, err = verify.ParseShard(*shard, os.Getenv); err != nil {
+			return usagef("--shard: %v", err)
+		}
+	}
+	window, err := parseAge(*reverify)
+	if err != nil {
+		return usagef("--reverify-after: %v", err)
+	}
 	var list *bufio.Writer
 	if *damagedList != "" {
 		f, err := os.Create(*damagedList)
@@ -52,61 +101,91 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer f.Close()
 		list = bufio.NewWriter(f)
 	}
-	start := time.Now()
 	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	var snaps []index.Snapshot
-	if fs.NArg() == 1 {
-		s, err := snapshot.Resolve(ctx, store, ns, fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		snaps = append(snaps, s)
-	} else {
-		all, err := snapshot.List(ctx, store, ns)
-		if err != nil {
-			return err
-		}
-		for _, i := range all {
-			snaps = append(snaps, i.Snapshot)
-		}
-		if len(snaps) == 0 {
-			return fmt.Errorf("%w: no finished snapshot in %s of %s", snapshot.ErrNoSnapshot, snapshot.NamespaceName(ns), store)
-		}
+	sc := verify.Scope{NS: ns, MaxDepth: *maxDepth, Latest: *latest}
+	if *allNS {
+		sc.MaxDepth = -1
 	}
-	rep := verify.Report{OK: true}
+	if fs.NArg() == 1 {
+		sc.Ref = fs.Arg(0)
+	}
+	sel, err := verify.Select(ctx, store, sc)
+	if err != nil {
+		return err
+	}
+	var state *verify.State
+	if *statePath != "" {
+		state = loadState(ctx, &sf, *statePath, store.String(), window, stderr)
+	}
+	single := len(sel.Snapshots) == 1
 	v := verify.New(store, verify.Options{
-		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store),
+		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store), Parallel: *parallel,
+		Shard: sh, State: state,
 		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 		Progress: func(name string, total int64, done func() int64) func() {
-			return startProgress(stderr, !sf.json(), "verify "+name, total, done).done
+			return startProgress(stderr, single && !sf.json(), "verify "+name, total, done).done
 		},
 	})
-	for _, s := range snaps {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r := v.Snapshot(ctx, s)
-		rep.Add(r)
+	rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
 		if !sf.json() {
 			printSnapshotResult(stdout, r)
 		}
+	})
+	rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
+	for _, n := range sel.Namespaces {
+		rep.Namespaces = append(rep.Namespaces, n.String())
 	}
-	rep.Seconds = time.Since(start).Seconds()
+	if runErr != nil {
+		return runErr
+	}
 	if list != nil {
 		if err := cmp.Or(v.Err(), list.Flush()); err != nil {
 			return fmt.Errorf("--damaged-list %s: %w", *damagedList, err)
 		}
 	}
-	if sf.json() {
+	if state != nil {
+		var b bytes.Buffer
+		if _, err := state.WriteTo(&b, time.Now()); err != nil {
+			return err
+		}
+		if err := writeLocation(ctx, &sf, *statePath, b.Bytes()); err != nil {
+			return fmt.Errorf("--state: %w", err)
+		}
+	}
+	if *reportLoc != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeLocation(ctx, &sf, *reportLoc, append(b, '\n')); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+	}
+	if *metrics != "" {
+		if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
+			return fmt.Errorf("--metrics-textfile: %w", err)
+		}
+	}
+	return printVerifyReport(stdout, rep, sf.json())
+}
+
+// printVerifyReport prints the report's end (JSON: all of it) and returns
+// the error for a failed run.
+func printVerifyReport(stdout io.Writer, rep verify.Report, asJSON bool) error {
+	if asJSON {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		what := ""
+		if rep.Shard != "" {
+			what = " (shard " + rep.Shard + ")"
+		}
+		fmt.Fprintf(stdout, "verified %d snapshot(s)%s, %s, %d chunks checked in %.2fs: %s\n", len(rep.Snapshots), what, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
 		}
@@ -115,6 +194,54 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", rep.Failed(), len(rep.Snapshots))
 	}
 	return nil
+}
+
+// maxStateSize bounds a state file read: 48 bytes a chunk, 100 M chunks.
+const maxStateSize = 48 << 30 / 10
+
+// loadState reads the verify state at loc for store. A missing state
+// starts empty; a damaged or foreign one is ignored with a warning.
+func loadState(ctx context.Context, sf *storeFlags, loc, store string, window time.Duration, stderr io.Writer) *verify.State {
+	b, err := readLocation(ctx, sf, loc, maxStateSize)
+	if err == nil {
+		var st *verify.State
+		if st, err = verify.ReadState(bytes.NewReader(b), int64(len(b)), store, window); err == nil {
+			return st
+		}
+	}
+	if !errors.Is(err, chunkstore.ErrNotFound) {
+		fmt.Fprintf(stderr, "pbsdirect verify: warning: --state %s ignored, every chunk is checked: %v\n", loc, err)
+	}
+	return verify.NewState(store, window)
+}
+
+// parseAge parses a duration with a day unit too: "30d", "12h", "1d12h", "0".
+func parseAge(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	var d time.Duration
+	if i := strings.Index(s, "d"); i >= 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("%q: want a number of days before d", s)
+		}
+		d, s = time.Duration(n)*24*time.Hour, s[i+1:]
+		if s == "" {
+			return d, nil
+		}
+	}
+	r, err := time.ParseDuration(s)
+	if err != nil || r < 0 {
+		return 0, fmt.Errorf("%q: want e.g. 30d, 12h or 1d12h", s)
+	}
+	return d + r, nil
+}
+
+// hostname returns the host's name, or "" when it is unknown.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 // writerOrNil returns w as an io.Writer, or nil for a nil w.

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/verify"
+)
+
+// Metrics for the node_exporter textfile collector (--metrics-textfile).
+// Each run replaces the file atomically (prometheus.WriteToTextfile); the
+// last-success time is carried over from the file a failed run replaces.
+
+// gauge registers a gauge named name with the constant labels and sets it.
+func gauge(reg *prometheus.Registry, labels prometheus.Labels, name, help string, v float64) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+	reg.MustRegister(g)
+	g.Set(v)
+}
+
+// lastSuccess returns the value of metric name in the textfile at path
+// (the previous run's), or 0.
+func lastSuccess(path, name string) float64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		return 0
+	}
+	if fam := fams[name]; fam != nil && len(fam.GetMetric()) > 0 {
+		return fam.GetMetric()[0].GetGauge().GetValue()
+	}
+	return 0
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeVerifyMetrics writes a verify run's metrics to path.
+func writeVerifyMetrics(path string, rep verify.Report, store chunkstore.Store) error {
+	reg := prometheus.NewRegistry()
+	l := prometheus.Labels{"store": rep.Store, "shard": rep.Shard}
+	now := float64(time.Now().Unix())
+	last := lastSuccess(path, "pbsdirect_verify_last_success_timestamp_seconds")
+	if rep.OK {
+		last = now
+	}
+	gauge(reg, l, "pbsdirect_verify_last_run_timestamp_seconds", "When the last verify run ended, Unix seconds.", now)
+	gauge(reg, l, "pbsdirect_verify_last_success_timestamp_seconds", "When the last verify run that found nothing damaged ended, Unix seconds (0: none yet).", last)
+	gauge(reg, l, "pbsdirect_verify_success", "1 if the last verify run found nothing damaged, else 0.", boolFloat(rep.OK))
+	gauge(reg, l, "pbsdirect_verify_duration_seconds", "Duration of the last verify run.", rep.Seconds)
+	gauge(reg, l, "pbsdirect_verify_bytes", "Archive bytes covered by the last verify run.", float64(rep.Bytes))
+	gauge(reg, l, "pbsdirect_verify_snapshots", "Snapshots checked by the last verify run.", float64(len(rep.Snapshots)))
+	gauge(reg, l, "pbsdirect_verify_failed_snapshots", "Snapshots damaged or not verifiable in the last verify run.", float64(rep.Failed()))
+	gauge(reg, l, "pbsdirect_verify_chunks_checked", "Chunks read and checked by the last verify run.", float64(rep.ChunksChecked))
+	gauge(reg, l, "pbsdirect_verify_damaged_chunks", "Damaged chunks found by the last verify run (per archive using them).", float64(rep.DamagedChunks))
+	gauge(reg, l, "pbsdirect_verify_retries", "Bucket requests retried during the last verify run.", float64(backends.RetriesOf(store)))
+	return prometheus.WriteToTextfile(path, reg)
+}
