@@ -23,7 +23,8 @@ const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archi
 
 Usage:
   pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device
-  pbsdirect verify    [flags] [SNAPSHOT]                verify a snapshot, or every snapshot of the namespace
+  pbsdirect verify    [flags] [SNAPSHOT | TYPE/ID]      verify a snapshot, a group, a namespace (tree) or the whole store
+  pbsdirect report merge [flags] FILE...                merge the JSON reports of verify shards into one
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
   pbsdirect snapshots [flags]                           list the finished snapshots of a namespace
   pbsdirect backup    [flags] NAME.img:PATH...          back up images into a datastore
@@ -67,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"snapshots": cmdSnapshots,
 		"backup":    cmdBackup,
 		"key":       cmdKey,
+		"report":    cmdReport,
 	}
 	name := args[0]
 	switch name {

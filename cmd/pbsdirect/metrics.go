@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
@@ -31,7 +32,7 @@ func lastSuccess(path, name string) float64 {
 		return 0
 	}
 	defer f.Close()
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(f)
 	if err != nil {
 		return 0
