@@ -108,7 +108,7 @@ func verifyReport(t *testing.T, wantCode int, args ...string) verify.Report {
 func TestVerifyScopeDamage(t *testing.T) {
 	f := newFleet(t)
 	shared := f.digests[f.snaps[0].String()][1]
-	gone := f.digests[f.snaps[4].String()][5]   // prod/db only
+	gone := f.digests[f.snaps[4].String()][5]    // prod/db only
 	flipped := f.digests[f.snaps[1].String()][6] // root vm/100, second snapshot
 	remove(t, fixture.ChunkPath(f.store, shared))
 	remove(t, fixture.ChunkPath(f.store, gone))
