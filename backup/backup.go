@@ -96,8 +96,12 @@ var ErrSnapshotExists = errors.New("snapshot already exists")
 
 // Run backs up sources into store as one snapshot and returns it. The
 // manifest is written last, so an interrupted backup leaves an unfinished
-// snapshot that readers ignore (§1.4).
-func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Options, stats *Stats) (*Result, error) {
+// snapshot that readers ignore (§1.4). The store must implement
+// chunkstore.SnapshotClaimer: the snapshot is claimed before anything is
+// written, so of two concurrent backups of one snapshot one fails
+// (chunkstore.ErrSnapshotBusy, or ErrSnapshotExists once the other
+// finished).
+func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Options, stats *Stats) (res *Result, err error) {
 	if len(sources) == 0 {
 		return nil, errors.New("nothing to back up")
 	}
@@ -121,12 +125,6 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 		snap.Time = time.Now().Unix()
 	}
 	dir := snap.Dir()
-	if rc, _, err := store.OpenFile(ctx, path.Join(dir, "index.json.blob")); err == nil {
-		rc.Close()
-		return nil, fmt.Errorf("%s in %s: %w", dir, store, ErrSnapshotExists)
-	} else if !errors.Is(err, chunkstore.ErrNotFound) {
-		return nil, err
-	}
 	seen := map[string]bool{}
 	for _, s := range sources {
 		if seen[s.Name] {
@@ -146,6 +144,28 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 		opts.Key = nil // chunks and blobs stay plain
 	case opts.Key != nil:
 		crypt = index.CryptEncrypt
+	}
+	// One writer per snapshot: claim it (the group lock and an exclusive
+	// snapshot directory, or a bucket's conditional claim marker), then
+	// check that it has no manifest yet.
+	claimer, ok := store.(chunkstore.SnapshotClaimer)
+	if !ok {
+		return nil, fmt.Errorf("%s: this store cannot claim a snapshot for one writer", store)
+	}
+	release, err := claimer.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rerr := release(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if rc, _, err := store.OpenFile(ctx, path.Join(dir, "index.json.blob")); err == nil {
+		rc.Close()
+		return nil, fmt.Errorf("%s in %s: %w", dir, store, ErrSnapshotExists)
+	} else if !errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, err
 	}
 	m := &index.Manifest{BackupType: snap.Type, BackupID: snap.ID, BackupTime: snap.Time}
 	w := &writer{store: store, opts: opts, stats: stats, done: map[crypto.Digest]bool{}}

@@ -5,9 +5,11 @@ package chunkstore
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 
 	"github.com/klauspost/compress/zstd"
@@ -153,8 +155,10 @@ func CheckCRC(blob []byte) error {
 // buffers; use one per goroutine. The zero value is not usable: call NewDecoder.
 type Decoder struct {
 	zd      *zstd.Decoder
-	scratch []byte // ciphertext||tag for GCM
-	frame   []byte // decrypted zstd frame
+	scratch []byte        // ciphertext||tag for GCM
+	frame   []byte        // decrypted zstd frame
+	hash    hash.Hash     // SHA-256 for DecodeChunk's digest check
+	sum     crypto.Digest // its result
 }
 
 // NewDecoder returns a single-goroutine blob decoder.
@@ -173,7 +177,7 @@ func NewDecoderLimit(limit int) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{zd: zd}, nil
+	return &Decoder{zd: zd, hash: sha256.New()}, nil
 }
 
 // Close releases the zstd decoder.

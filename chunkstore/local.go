@@ -22,6 +22,9 @@ import (
 type Local struct {
 	root string
 	lock *os.File
+	// onDir, when set (tests), runs as ListFiles enters a directory,
+	// before its entries are read: where a concurrent prune strikes.
+	onDir func(path string)
 }
 
 // OpenLocal opens the datastore directory root. With create, a missing
@@ -172,7 +175,10 @@ func openRegular(p string) (*os.File, error) {
 	return f, nil
 }
 
-// ListFiles walks the directory dir (see Store.ListFiles).
+// ListFiles walks the directory dir (see Store.ListFiles). On a live
+// datastore a prune may remove a snapshot directory while it is walked:
+// whatever vanishes between reading a directory and visiting its entries is
+// left out (as PBS does), not an error.
 func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	base, err := l.abs(dir)
 	if err != nil {
@@ -181,8 +187,11 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	var out []FileInfo
 	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == base {
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && p == base:
 				return fs.SkipAll
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // removed since its parent was read
 			}
 			return err
 		}
@@ -190,12 +199,18 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 			if de.Name() == ".chunks" {
 				return fs.SkipDir
 			}
+			if l.onDir != nil {
+				l.onDir(p)
+			}
 			return nil
 		}
 		if !de.Type().IsRegular() {
 			return nil
 		}
 		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since its directory was read
+		}
 		if err != nil {
 			return err
 		}
@@ -264,6 +279,46 @@ func writeAtomic(p string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil
+}
+
+// ClaimSnapshot takes the group's writer lock — flock(LOCK_EX|LOCK_NB) on
+// the group directory, as PBS writers take it (§1.5, the lock PBS before
+// 3.3.5 uses, and every pbsdirect backup) — and creates the snapshot
+// directory. The group directory is opened without following a link. A
+// snapshot directory left by a failed backup (no manifest) is reused: the
+// lock proves nobody writes it. See SnapshotClaimer.
+func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	p, err := l.abs(snapDir)
+	if err != nil {
+		return nil, err
+	}
+	group := filepath.Dir(p)
+	if err := os.MkdirAll(group, 0o755); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", snapDir, mapErr(err))
+	}
+	g, err := os.OpenFile(group, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: group directory %s: %w", snapDir, group, mapErr(err))
+	}
+	for {
+		err = unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: %w: %s is locked (another backup of this group, or PBS, is running)", snapDir, ErrSnapshotBusy, group)
+	}
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: lock %s: %w", snapDir, group, err)
+	}
+	if err := unix.Mkdirat(int(g.Fd()), filepath.Base(p), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		g.Close()
+		return nil, fmt.Errorf("snapshot %s: create %s: %w", snapDir, p, mapErr(err))
+	}
+	return g.Close, nil
 }
 
 // Close releases the datastore lock, if held.

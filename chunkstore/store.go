@@ -41,7 +41,9 @@ type Store interface {
 	// ErrNotFound; a 0-byte chunk file or object returns one wrapping ErrEmpty.
 	ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error)
 	// OpenFile opens the content file rel for streaming and returns its size
-	// in bytes. A missing file returns an error wrapping ErrNotFound.
+	// in bytes, or -1 when a bucket server did not announce it (no
+	// Content-Length, a gzip-encoded body): the reader then ends where the
+	// object does. A missing file returns an error wrapping ErrNotFound.
 	OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error)
 	// ListFiles returns every content file below the datastore-relative
 	// directory dir (recursively, any order). dir must not be empty, and
@@ -68,7 +70,8 @@ func ChunkRelPath(d crypto.Digest) string {
 
 // ReadFile reads the whole content file rel from s: a blob (manifest, config
 // blob), so a file larger than a blob can be is refused (ErrTooLarge) before
-// anything is allocated, and reading stops there too.
+// anything is allocated, and reading stops there too (also for a file of
+// unknown size, read to its end). A file shorter than its size fails.
 func ReadFile(ctx context.Context, s Store, rel string) ([]byte, error) {
 	r, size, err := s.OpenFile(ctx, rel)
 	if err != nil {
@@ -78,11 +81,14 @@ func ReadFile(ctx context.Context, s Store, rel string) ([]byte, error) {
 	if size > MaxBlobSize+EncryptedHeaderSize {
 		return nil, fmt.Errorf("%s: %w: %d bytes, a blob holds at most %d", rel, ErrTooLarge, size, MaxBlobSize+EncryptedHeaderSize)
 	}
-	buf := make([]byte, 0, size+1)
+	buf := make([]byte, 0, max(size, 0)+1)
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
+			if size >= 0 && int64(len(buf)) != size {
+				return nil, fmt.Errorf("%s: %d bytes read, %d announced", rel, len(buf), size)
+			}
 			return buf, nil
 		}
 		if err != nil {

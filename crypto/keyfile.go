@@ -2,6 +2,7 @@ package crypto
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/pbkdf2"
@@ -122,7 +123,9 @@ func (b *b64) UnmarshalJSON(data []byte) error {
 }
 
 // ParseKeyFile parses key-file JSON. Unknown fields are ignored; a kdf other
-// than null, Scrypt or PBKDF2 returns ErrUnsupportedKDF.
+// than null, Scrypt or PBKDF2, or KDF parameters beyond the bounds (scrypt
+// memory as PBS allows it and 64 × the usual work, PBKDF2 at most
+// PBKDF2MaxIter iterations), returns ErrUnsupportedKDF.
 func ParseKeyFile(data []byte) (*KeyFile, error) {
 	var raw struct {
 		KDF json.RawMessage `json:"kdf"`
@@ -143,49 +146,96 @@ func ParseKeyFile(data []byte) (*KeyFile, error) {
 	if k.KDF != nil && len(k.Data) != IVSize+TagSize+KeySize {
 		return nil, fmt.Errorf("parse key file: encrypted key data is %d bytes, want %d", len(k.Data), IVSize+TagSize+KeySize)
 	}
+	if err := k.checkKDF(); err != nil {
+		return nil, fmt.Errorf("parse key file: %w", err)
+	}
 	return &k, nil
 }
 
 // NeedsPassphrase reports whether the key is protected by a KDF.
 func (k *KeyFile) NeedsPassphrase() bool { return k.KDF != nil }
 
-// DeriveKEK derives the 32-byte key-encryption key from passphrase with the
-// file's KDF parameters. It returns an error for a key file without KDF.
-func (k *KeyFile) DeriveKEK(passphrase []byte) ([]byte, error) {
+// PBKDF2MaxIter bounds a key file's PBKDF2 iteration count: 64 × the
+// 65535 that proxmox-backup-client writes, as scryptMaxWork bounds scrypt.
+const PBKDF2MaxIter = 64 * 65535
+
+// checkKDF checks the KDF parameters against the bounds above, so that a
+// key file cannot make the derivation take hours or exhaust memory. It is
+// called by ParseKeyFile, before any passphrase is asked for.
+func (k *KeyFile) checkKDF() error {
 	switch {
 	case k.KDF == nil:
-		return nil, errors.New("key file has no KDF")
+		return nil
 	case k.KDF.Scrypt != nil:
 		p := k.KDF.Scrypt
 		if p.N < 2 || p.N&(p.N-1) != 0 || p.R == 0 || p.P == 0 {
-			return nil, fmt.Errorf("%w: invalid scrypt parameters (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
+			return fmt.Errorf("%w: invalid scrypt parameters (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
 		}
 		// Memory as OpenSSL's EVP_PBE_scrypt counts it, against the maxmem
 		// PBS passes (1025 MiB); larger values would abort the process with
 		// an unrecoverable out-of-memory error inside scrypt.Key.
 		if p.N > 1<<32 || p.R > 1<<20 || p.P > 1<<20 || 128*p.R*(p.N+2)+128*p.R*p.P > scryptMaxMem {
-			return nil, fmt.Errorf("%w: scrypt parameters too large (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
+			return fmt.Errorf("%w: scrypt parameters too large (n=%d r=%d p=%d)", ErrUnsupportedKDF, p.N, p.R, p.P)
 		}
 		// Work grows with n·r·p: allow 64 times the work of the parameters
 		// proxmox-backup-client writes (n=65536, r=8, p=1), not days of CPU.
 		if p.N*p.R*p.P > scryptMaxWork {
-			return nil, fmt.Errorf("%w: scrypt parameters need too much work (n·r·p = %d > %d)", ErrUnsupportedKDF, p.N*p.R*p.P, uint64(scryptMaxWork))
+			return fmt.Errorf("%w: scrypt parameters need too much work (n·r·p = %d > %d)", ErrUnsupportedKDF, p.N*p.R*p.P, uint64(scryptMaxWork))
 		}
-		return scrypt.Key(passphrase, p.Salt, int(p.N), int(p.R), int(p.P), 32)
 	default:
 		p := k.KDF.PBKDF2
-		if p.Iter <= 0 {
-			return nil, fmt.Errorf("%w: pbkdf2 iterations %d", ErrUnsupportedKDF, p.Iter)
+		if p.Iter <= 0 || p.Iter > PBKDF2MaxIter {
+			return fmt.Errorf("%w: pbkdf2 iterations %d (want 1 to %d)", ErrUnsupportedKDF, p.Iter, PBKDF2MaxIter)
 		}
+	}
+	return nil
+}
+
+// DeriveKEK derives the 32-byte key-encryption key from passphrase with the
+// file's KDF parameters (bounded as ParseKeyFile checks them). It returns
+// an error for a key file without KDF, and ctx.Err() as soon as ctx is
+// done: the derivation (up to seconds of CPU) then finishes in the
+// background and its result is dropped.
+func (k *KeyFile) DeriveKEK(ctx context.Context, passphrase []byte) ([]byte, error) {
+	if k.KDF == nil {
+		return nil, errors.New("key file has no KDF")
+	}
+	if err := k.checkKDF(); err != nil {
+		return nil, err
+	}
+	derive := func() ([]byte, error) {
+		if p := k.KDF.Scrypt; p != nil {
+			return scrypt.Key(passphrase, p.Salt, int(p.N), int(p.R), int(p.P), 32)
+		}
+		p := k.KDF.PBKDF2
 		return pbkdf2.Key(sha256.New, string(passphrase), p.Salt, p.Iter, 32)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type result struct {
+		kek []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		kek, err := derive()
+		done <- result{kek, err}
+	}()
+	select {
+	case r := <-done:
+		return r.kek, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
 // Open returns the raw key and its Config. passphrase is ignored for a key
 // without KDF. Errors: ErrPassphraseNeeded (protected key, empty passphrase),
 // ErrWrongPassphrase (GCM authentication failed), ErrKeyFingerprint (the
-// stored fingerprint does not match the key).
-func (k *KeyFile) Open(passphrase []byte) ([KeySize]byte, *Config, error) {
+// stored fingerprint does not match the key), ctx.Err() when ctx ends the
+// key derivation.
+func (k *KeyFile) Open(ctx context.Context, passphrase []byte) ([KeySize]byte, *Config, error) {
 	var key [KeySize]byte
 	if want := k.dataLen(); len(k.Data) != want {
 		return key, nil, fmt.Errorf("key file data is %d bytes, want %d", len(k.Data), want)
@@ -196,7 +246,7 @@ func (k *KeyFile) Open(passphrase []byte) ([KeySize]byte, *Config, error) {
 		if len(passphrase) == 0 {
 			return key, nil, ErrPassphraseNeeded
 		}
-		kek, err := k.DeriveKEK(passphrase)
+		kek, err := k.DeriveKEK(ctx, passphrase)
 		if err != nil {
 			return key, nil, err
 		}
@@ -284,7 +334,7 @@ func NewKeyFile(key [KeySize]byte, kdf string, passphrase []byte, now time.Time)
 }
 
 func (k *KeyFile) seal(key [KeySize]byte, passphrase []byte, iv [IVSize]byte) error {
-	kek, err := k.DeriveKEK(passphrase)
+	kek, err := k.DeriveKEK(context.Background(), passphrase)
 	if err != nil {
 		return err
 	}

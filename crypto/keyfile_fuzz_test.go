@@ -1,6 +1,7 @@
 package crypto
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -59,7 +60,7 @@ func FuzzKeyFile(f *testing.F) {
 				return
 			}
 		}
-		_, cfg, err := kf.Open([]byte(pass))
+		_, cfg, err := kf.Open(context.Background(), []byte(pass))
 		if err != nil {
 			if cfg != nil {
 				t.Fatal("config with error")
@@ -99,7 +100,7 @@ func TestFuzzScryptBound(t *testing.T) {
 		{N: 1 << 32, R: 2, P: 1},
 	} {
 		kf := &KeyFile{KDF: &KDF{Scrypt: &p}, Data: make([]byte, IVSize+TagSize+KeySize)}
-		_, _, err := kf.Open([]byte("hello"))
+		_, _, err := kf.Open(context.Background(), []byte("hello"))
 		if !errors.Is(err, ErrUnsupportedKDF) {
 			t.Errorf("n=%d r=%d p=%d: %v, want ErrUnsupportedKDF", p.N, p.R, p.P, err)
 		}

@@ -2,6 +2,7 @@ package crypto
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,7 @@ func TestKeyFileVectors(t *testing.T) {
 				t.Fatalf("NeedsPassphrase = %v, want %v", k.NeedsPassphrase(), tt.needPass)
 			}
 			if tt.kek != "" {
-				kek, err := k.DeriveKEK([]byte(passVector))
+				kek, err := k.DeriveKEK(context.Background(), []byte(passVector))
 				if err != nil {
 					t.Fatalf("DeriveKEK: %v", err)
 				}
@@ -59,7 +60,7 @@ func TestKeyFileVectors(t *testing.T) {
 					t.Fatalf("KEK = %s, want %s", got, tt.kek)
 				}
 			}
-			key, cfg, err := k.Open([]byte(passVector))
+			key, cfg, err := k.Open(context.Background(), []byte(passVector))
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -94,7 +95,7 @@ func TestKeyFileVectors(t *testing.T) {
 		})
 	}
 	// kdf null ignores the passphrase entirely.
-	if key, _, err := mustParse(t, keyFileNone).Open(nil); err != nil || key != keyA() {
+	if key, _, err := mustParse(t, keyFileNone).Open(context.Background(), nil); err != nil || key != keyA() {
 		t.Fatalf("Open(nil) on unprotected key: %x, %v", key, err)
 	}
 }
@@ -139,14 +140,14 @@ func TestOfficialKeyFiles(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseKeyFile: %v", err)
 			}
-			kek, err := k.DeriveKEK([]byte(passReal))
+			kek, err := k.DeriveKEK(context.Background(), []byte(passReal))
 			if err != nil {
 				t.Fatalf("DeriveKEK: %v", err)
 			}
 			if got := hex.EncodeToString(kek); got != tt.kek {
 				t.Fatalf("KEK = %s, want %s", got, tt.kek)
 			}
-			key, cfg, err := k.Open([]byte(passReal))
+			key, cfg, err := k.Open(context.Background(), []byte(passReal))
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -173,7 +174,7 @@ func TestOfficialKeyFiles(t *testing.T) {
 			}
 			// Wrong passphrase must fail GCM authentication (reuses the cheap PBKDF2 file only).
 			if k.KDF.PBKDF2 != nil {
-				if _, _, err := k.Open([]byte(passReal + "x")); !errors.Is(err, ErrWrongPassphrase) {
+				if _, _, err := k.Open(context.Background(), []byte(passReal+"x")); !errors.Is(err, ErrWrongPassphrase) {
 					t.Fatalf("wrong passphrase: err = %v, want ErrWrongPassphrase", err)
 				}
 			}
@@ -225,7 +226,7 @@ func TestKeyFileOpenErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			k := cheapPBKDF2(t)
 			tt.mod(k)
-			key, cfg, err := k.Open([]byte(tt.pass))
+			key, cfg, err := k.Open(context.Background(), []byte(tt.pass))
 			switch {
 			case tt.wantErr == nil:
 				if err != nil || key != keyA() || cfg == nil {
@@ -259,7 +260,7 @@ func TestKeyFileOpenErrors(t *testing.T) {
 // TestKeyFileFingerprintMismatchVector: the §10.8 unprotected file with another key's fingerprint.
 func TestKeyFileFingerprintMismatchVector(t *testing.T) {
 	bad := strings.Replace(keyFileNone, fpKeyA, mustConfig(t, keyB()).Fingerprint().String(), 1)
-	_, _, err := mustParse(t, bad).Open(nil)
+	_, _, err := mustParse(t, bad).Open(context.Background(), nil)
 	if !errors.Is(err, ErrKeyFingerprint) {
 		t.Fatalf("err = %v, want ErrKeyFingerprint", err)
 	}
@@ -367,11 +368,14 @@ func TestDeriveKEKLimits(t *testing.T) {
 		{"scrypt-over-openssl-maxmem", &KDF{Scrypt: &ScryptParams{N: 1 << 20, R: 16, P: 1, Salt: salt}}, ErrUnsupportedKDF},
 		{"scrypt-n-overflow", &KDF{Scrypt: &ScryptParams{N: 1 << 62, R: 8, P: 1, Salt: salt}}, ErrUnsupportedKDF},
 		{"pbkdf2-negative", &KDF{PBKDF2: &PBKDF2Params{Iter: -1, Salt: salt}}, ErrUnsupportedKDF},
+		// Would take an hour: refused up front.
+		{"pbkdf2-2^31", &KDF{PBKDF2: &PBKDF2Params{Iter: 1 << 31, Salt: salt}}, ErrUnsupportedKDF},
+		{"pbkdf2-over-bound", &KDF{PBKDF2: &PBKDF2Params{Iter: PBKDF2MaxIter + 1, Salt: salt}}, ErrUnsupportedKDF},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			k := &KeyFile{KDF: tt.kdf}
-			_, err := k.DeriveKEK([]byte(passVector))
+			_, err := k.DeriveKEK(context.Background(), []byte(passVector))
 			if tt.wantErr == errAny {
 				if err == nil {
 					t.Fatal("DeriveKEK succeeded")
@@ -385,7 +389,7 @@ func TestDeriveKEKLimits(t *testing.T) {
 	}
 	// Small valid scrypt parameters derive the RFC 7914 §12 vector.
 	k := &KeyFile{KDF: &KDF{Scrypt: &ScryptParams{N: 16, R: 1, P: 1, Salt: nil}}}
-	kek, err := k.DeriveKEK(nil)
+	kek, err := k.DeriveKEK(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +475,7 @@ func TestNewKeyFileRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseKeyFile(Marshal): %v", err)
 			}
-			got, cfg, err := k2.Open(pass)
+			got, cfg, err := k2.Open(context.Background(), pass)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -479,12 +483,12 @@ func TestNewKeyFileRoundTrip(t *testing.T) {
 				t.Fatalf("round trip key = %x", got)
 			}
 			if tt.kdf == KDFPBKDF2 {
-				if _, _, err := k2.Open([]byte("hunter23")); !errors.Is(err, ErrWrongPassphrase) {
+				if _, _, err := k2.Open(context.Background(), []byte("hunter23")); !errors.Is(err, ErrWrongPassphrase) {
 					t.Fatalf("wrong passphrase: %v", err)
 				}
 			}
 			if tt.kdf != KDFNone {
-				if _, _, err := k2.Open(nil); !errors.Is(err, ErrPassphraseNeeded) {
+				if _, _, err := k2.Open(context.Background(), nil); !errors.Is(err, ErrPassphraseNeeded) {
 					t.Fatalf("empty passphrase: %v", err)
 				}
 			}

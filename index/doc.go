@@ -21,9 +21,11 @@ import "errors"
 // offending values.
 var (
 	// ErrBadMagic: the first 8 bytes of an index are not the expected magic
-	// (§2.1). The message names the magic found.
+	// (§2.1). The message says which index the magic belongs to, if any,
+	// and never echoes the bytes found.
 	ErrBadMagic = errors.New("bad index magic")
-	// ErrBadChunkSize: a fixed index chunk_size of 0 or not a power of two (§3.2).
+	// ErrBadChunkSize: a fixed index chunk_size that is not a power of two
+	// from MinChunkSize to MaxChunkSize (§3.2).
 	ErrBadChunkSize = errors.New("bad index chunk size")
 	// ErrBadLength: an index file or stream is not exactly as long as its
 	// header requires (§3.1, §4.1); the message gives expected and actual lengths.

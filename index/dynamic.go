@@ -21,6 +21,11 @@ type DynamicHeader struct {
 	IndexCsum [32]byte // SHA256 of all entry bytes as stored by the writer: informational, never trusted
 }
 
+// MaxDynamicChunkSize is the longest chunk a dynamic index may hold, in
+// bytes: 16 MiB, the most PBS's chunker cuts (4 × the largest average chunk
+// size of 4 MiB, §4.2).
+const MaxDynamicChunkSize = 16 << 20
+
 // DynamicEntry is one chunk of a dynamic index: the chunk covers
 // [previous End, End) of the archive stream, in bytes (§4.2).
 type DynamicEntry struct {
@@ -103,7 +108,8 @@ func (r *DynamicReader) Len() uint64 { return r.e.n }
 
 // Next returns the next entry and its position. The chunk covers
 // [previous end, e.End) bytes of the archive. An end that does not strictly
-// increase returns ErrBadIndex; a short/long stream ErrBadLength; after the
+// increase, or a chunk longer than MaxDynamicChunkSize, returns ErrBadIndex;
+// a short/long stream ErrBadLength; after the
 // last entry (and a check that the stream ends there) io.EOF. Errors are sticky.
 func (r *DynamicReader) Next() (pos uint64, e DynamicEntry, err error) {
 	pos = r.e.pos
@@ -115,6 +121,11 @@ func (r *DynamicReader) Next() (pos uint64, e DynamicEntry, err error) {
 	if e.End <= r.end {
 		r.e.err = fmt.Errorf("%w: dynamic index: entry %d (file offset %d) ends at %d, not after the previous end %d",
 			ErrBadIndex, pos, HeaderSize+pos*DynamicEntrySize, e.End, r.end)
+		return pos, DynamicEntry{}, r.e.err
+	}
+	if e.End-r.end > MaxDynamicChunkSize {
+		r.e.err = fmt.Errorf("%w: dynamic index: entry %d (file offset %d) is a chunk of %d bytes [%d,%d), PBS cuts at most %d",
+			ErrBadIndex, pos, HeaderSize+pos*DynamicEntrySize, e.End-r.end, r.end, e.End, MaxDynamicChunkSize)
 		return pos, DynamicEntry{}, r.e.err
 	}
 	r.end = e.End

@@ -26,7 +26,8 @@ type FixedHeader struct {
 // ParseFixedHeader decodes and validates the header of a fixed index (§3.1,
 // §3.2). hdr must hold at least the first HeaderSize bytes of the file;
 // fileSize is the total file length in bytes. It checks, in order: the magic
-// (ErrBadMagic), chunk_size non-zero and a power of two (ErrBadChunkSize),
+// (ErrBadMagic), chunk_size a power of two from MinChunkSize to MaxChunkSize
+// (ErrBadChunkSize),
 // size > 0 (ErrBadIndex) and fileSize == 4096 + 32·ceil(size/chunk_size)
 // (ErrBadLength). Reserved bytes are not checked.
 func ParseFixedHeader(hdr []byte, fileSize int64) (*FixedHeader, error) {
@@ -59,17 +60,22 @@ func ParseFixedHeader(hdr []byte, fileSize int64) (*FixedHeader, error) {
 	return h, nil
 }
 
-// MaxChunkSize is the largest fixed-index chunk size accepted: 128 MiB, the
-// largest plaintext a DataBlob may hold (§2.7). PBS itself uses 4 MiB.
-const MaxChunkSize = 128 << 20
+// MinChunkSize and MaxChunkSize bound a fixed index's chunk size in bytes:
+// 64 KiB to 4 MiB, the sizes PBS accepts (verify_chunk_size, §3.2; the PBS
+// server itself writes 4 MiB). A chunk size outside them is no PBS index,
+// and a tiny one would turn a small index into billions of positions.
+const (
+	MinChunkSize = 64 << 10
+	MaxChunkSize = 4 << 20
+)
 
 // validate checks the chunk size and size fields.
 func (h *FixedHeader) validate() error {
 	if h.ChunkSize == 0 || bits.OnesCount64(h.ChunkSize) != 1 {
 		return fmt.Errorf("%w: fixed index: chunk size %d is not a non-zero power of two", ErrBadChunkSize, h.ChunkSize)
 	}
-	if h.ChunkSize > MaxChunkSize {
-		return fmt.Errorf("%w: fixed index: chunk size %d is larger than any chunk can be (%d bytes)", ErrBadChunkSize, h.ChunkSize, MaxChunkSize)
+	if h.ChunkSize < MinChunkSize || h.ChunkSize > MaxChunkSize {
+		return fmt.Errorf("%w: fixed index: chunk size %d is outside PBS's %d to %d bytes", ErrBadChunkSize, h.ChunkSize, MinChunkSize, MaxChunkSize)
 	}
 	if h.Size == 0 {
 		return fmt.Errorf("%w: fixed index: size 0 (an index needs at least one chunk)", ErrBadIndex)

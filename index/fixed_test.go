@@ -196,7 +196,9 @@ func TestFixedWriterErrors(t *testing.T) {
 	}{
 		{"chunk size 0", FixedHeader{Size: 10}, 0, ErrBadChunkSize},
 		{"chunk size 3", FixedHeader{Size: 10, ChunkSize: 3}, 0, ErrBadChunkSize},
-		{"size 0", FixedHeader{ChunkSize: 4096}, 0, ErrBadIndex},
+		{"size 0", FixedHeader{ChunkSize: 65536}, 0, ErrBadIndex},
+		{"chunk size 1", FixedHeader{Size: 10, ChunkSize: 1}, 0, ErrBadChunkSize},
+		{"chunk size 8 MiB", FixedHeader{Size: 10, ChunkSize: 8 << 20}, 0, ErrBadChunkSize},
 		{"too few digests", hdr, 2, ErrBadIndex},
 		{"too many digests", hdr, 4, ErrBadIndex},
 	} {
@@ -231,14 +233,17 @@ func TestFixedReaderBadInput(t *testing.T) {
 		msg      string // substring of the message
 	}{
 		{"ok", func(b []byte) []byte { return b }, -1, nil, ""},
-		{"bad magic", func(b []byte) []byte { b[0] ^= 0xff; return b }, -1, ErrBadMagic, "d07f41ed91fd0fcd"},
+		{"bad magic", func(b []byte) []byte { b[0] ^= 0xff; return b }, -1, ErrBadMagic, "not a PBS index"},
 		{"dynamic magic", func(b []byte) []byte { copy(b, MagicDynamic[:]); return b }, -1, ErrBadMagic, "dynamic index"},
 		{"chunk size 0", put(0x48, 0), -1, ErrBadChunkSize, "chunk size 0"},
 		{"chunk size not power of two", put(0x48, 3<<20), -1, ErrBadChunkSize, "3145728"},
 		{"size 0", put(0x40, 0), -1, ErrBadIndex, "size 0"},
 		{"size needs more chunks", put(0x40, 3*4194304+1), -1, ErrBadLength, "requires 4224"},
 		{"size needs fewer chunks", put(0x40, 4194304), -1, ErrBadLength, "file is 4192 bytes"},
-		{"huge size, tiny chunks", func(b []byte) []byte { put(0x40, ^uint64(0))(b); return put(0x48, 1)(b) }, -1, ErrBadLength, "impossible"},
+		{"huge size, smallest chunks", func(b []byte) []byte { put(0x40, ^uint64(0))(b); return put(0x48, MinChunkSize)(b) }, -1, ErrBadLength, "requires 9007199254745088"},
+		{"chunk size 1", put(0x48, 1), -1, ErrBadChunkSize, "chunk size 1 is outside"},
+		{"chunk size 32 KiB", put(0x48, 32<<10), -1, ErrBadChunkSize, "65536 to 4194304"},
+		{"chunk size 8 MiB", put(0x48, 8<<20), -1, ErrBadChunkSize, "8388608"},
 		{"file size given too small", func(b []byte) []byte { return b }, 4160, ErrBadLength, "file is 4160 bytes"},
 		{"file shorter than header", func(b []byte) []byte { return b[:100] }, -1, ErrBadLength, "header"},
 		{"stream shorter than given size", func(b []byte) []byte { return b[:4100] }, 4192, ErrBadLength, "stream ended at byte 4100"},
@@ -255,6 +260,11 @@ func TestFixedReaderBadInput(t *testing.T) {
 			wantErr(t, err, c.want)
 			if c.want != nil && !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("message %q lacks %q", err, c.msg)
+			}
+			if c.want != nil && strings.Contains(err.Error(), hex.EncodeToString(b[:8])) && c.name != "ok" {
+				if b[0] != MagicFixed[0] {
+					t.Errorf("message %q echoes the file's first bytes", err)
+				}
 			}
 		})
 	}

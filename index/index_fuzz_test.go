@@ -59,7 +59,7 @@ func FuzzFixedReader(f *testing.F) {
 			return
 		}
 		h := fr.Header()
-		if h.ChunkSize == 0 || h.ChunkSize&(h.ChunkSize-1) != 0 || h.Size == 0 {
+		if h.ChunkSize < MinChunkSize || h.ChunkSize > MaxChunkSize || h.ChunkSize&(h.ChunkSize-1) != 0 || h.Size == 0 {
 			t.Fatalf("invalid header accepted: %+v", h)
 		}
 		if h.FileSize() != uint64(size) {

@@ -65,12 +65,16 @@ type Manifest struct {
 // index.json.blob, §6.1). Required: backup-type (vm|ct|host), backup-id,
 // backup-time (integer), files (array of objects with filename, size,
 // 64-hex-digit csum, optional crypt-mode defaulting to "none"). unprotected
-// defaults to {} and must be an object or null; signature must be a string,
-// null or absent. Keys are matched case-sensitively; duplicate keys in the
-// typed part, invalid UTF-8, trailing data and archive names that could
-// escape the snapshot directory (see ValidArchiveName) are rejected; unknown
-// keys are ignored. All errors wrap ErrBadManifest (or ErrBadName for an
-// unsafe archive name).
+// defaults to {} and must be an object or null; signature must be 64
+// lowercase hex digits, null or absent. Keys are matched case-sensitively;
+// duplicate keys in the typed part, invalid UTF-8, trailing data and archive
+// names that could escape the snapshot directory (see ValidArchiveName) are
+// rejected; unknown keys are ignored. What PBS never writes is refused too,
+// naming the field: a backup-id outside [A-Za-z0-9_][A-Za-z0-9._-]*, a
+// backup-time outside the snapshot names, a file listed twice, an index of
+// size 0, a key-fingerprint or a crypt-mode other than none without a
+// signature. All errors wrap ErrBadManifest (or ErrBadName for an unsafe
+// archive name); none echoes the manifest's bytes beyond names and numbers.
 func ParseManifest(data []byte) (*Manifest, error) {
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrBadManifest)
@@ -89,34 +93,87 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := reqField(top, "backup-id", "manifest", &m.BackupID); err != nil {
 		return nil, err
 	}
+	if !validName(m.BackupID) {
+		return nil, fmt.Errorf("%w: backup-id %q does not match [A-Za-z0-9_][A-Za-z0-9._-]*", ErrBadManifest, m.BackupID)
+	}
 	if err := reqField(top, "backup-time", "manifest", &m.BackupTime); err != nil {
 		return nil, err
+	}
+	if t, err := ParseTime(FormatTime(m.BackupTime)); err != nil || t != m.BackupTime || t <= 0 {
+		return nil, fmt.Errorf("%w: backup-time %d is not a snapshot time (1970 to 9999)", ErrBadManifest, m.BackupTime)
 	}
 	var files []json.RawMessage
 	if err := reqField(top, "files", "manifest", &files); err != nil {
 		return nil, err
 	}
 	m.Files = make([]FileInfo, 0, len(files))
+	seen := make(map[string]bool, len(files))
 	for i, raw := range files {
 		fi, err := parseFileInfo(raw, i)
 		if err != nil {
 			return nil, err
 		}
+		if seen[fi.Filename] {
+			return nil, fmt.Errorf("%w: files[%d]: filename %q is listed twice", ErrBadManifest, i, fi.Filename)
+		}
+		seen[fi.Filename] = true
 		m.Files = append(m.Files, fi)
 	}
 	if raw, ok := top["unprotected"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &m.Unprotected); err != nil || m.Unprotected == nil {
-			return nil, fmt.Errorf("%w: unprotected is not a JSON object: %.40s", ErrBadManifest, raw)
+			return nil, fmt.Errorf("%w: unprotected is not a JSON object", ErrBadManifest)
 		}
 	}
 	if raw, ok := top["signature"]; ok && !isNull(raw) {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("%w: signature is not a string or null: %.40s", ErrBadManifest, raw)
+			return nil, fmt.Errorf("%w: signature is not a string or null", ErrBadManifest)
+		}
+		if !isLowerHex(s, 64) {
+			return nil, fmt.Errorf("%w: signature is not 64 lowercase hex digits (an HMAC-SHA256, §6.3)", ErrBadManifest)
 		}
 		m.Signature = &s
 	}
+	if err := m.checkSigned(); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// checkSigned refuses the combinations PBS never writes: it signs the
+// manifest and records the key's fingerprint together, whenever a key takes
+// part in the backup (crypt mode encrypt or sign-only, §6.3, §6.4).
+func (m *Manifest) checkSigned() error {
+	_, hasFP, err := m.KeyFingerprint()
+	if err != nil {
+		return err
+	}
+	if m.Signature != nil {
+		return nil
+	}
+	if hasFP {
+		return fmt.Errorf("%w: unprotected.key-fingerprint is set but signature is null (PBS signs whenever it records a key)", ErrBadManifest)
+	}
+	for i, f := range m.Files {
+		if f.CryptMode != CryptNone {
+			return fmt.Errorf("%w: files[%d] (%q) has crypt-mode %s but signature is null (PBS signs every manifest written with a key)",
+				ErrBadManifest, i, f.Filename, f.CryptMode)
+		}
+	}
+	return nil
+}
+
+// isLowerHex reports whether s is n lowercase hex digits.
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func parseFileInfo(raw json.RawMessage, i int) (FileInfo, error) {
@@ -145,6 +202,9 @@ func parseFileInfo(raw json.RawMessage, i int) (FileInfo, error) {
 	}
 	if err := reqField(obj, "size", what, &fi.Size); err != nil {
 		return fi, err
+	}
+	if fi.Size == 0 && (KindOf(fi.Filename) == KindFixed || KindOf(fi.Filename) == KindDynamic) {
+		return fi, fmt.Errorf("%w: %s: size 0 (an index holds at least one chunk)", ErrBadManifest, what)
 	}
 	var csum string
 	if err := reqField(obj, "csum", what, &csum); err != nil {
@@ -224,7 +284,7 @@ func (m *Manifest) KeyFingerprint() (fp crypto.Fingerprint, ok bool, err error) 
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return fp, false, fmt.Errorf("%w: unprotected.key-fingerprint is not a string: %.100s", ErrBadManifest, raw)
+		return fp, false, fmt.Errorf("%w: unprotected.key-fingerprint is not a string", ErrBadManifest)
 	}
 	if fp, err = crypto.ParseFingerprint(s); err != nil {
 		return fp, false, fmt.Errorf("%w: unprotected.key-fingerprint: %v", ErrBadManifest, err)
@@ -245,6 +305,8 @@ func (m *Manifest) snapshotName() string {
 // without a key, and a signature cannot be checked without one; callers
 // that require a signature (e.g. for crypt-mode encrypt) must check
 // Signature themselves. A malformed fingerprint gives ErrBadManifest.
+// No error carries the recomputed signature or any other value derived from
+// the key, only its fingerprint.
 func (m *Manifest) Check(cc *crypto.Config) error {
 	fp, hasFP, err := m.KeyFingerprint()
 	if err != nil {
@@ -267,10 +329,12 @@ func (m *Manifest) Check(cc *crypto.Config) error {
 	if err != nil {
 		return err
 	}
-	wantHex := hex.EncodeToString(want[:])
-	if !hmac.Equal([]byte(*m.Signature), []byte(wantHex)) {
-		return fmt.Errorf("%w: manifest of %s: stored signature %q, computed %s",
-			ErrBadSignature, m.snapshotName(), *m.Signature, wantHex)
+	// The message says only that the signature is wrong: the recomputed
+	// HMAC is a valid signature over what the store holds, so printing it
+	// would sign an attacker's manifest for them.
+	if !hmac.Equal([]byte(*m.Signature), []byte(hex.EncodeToString(want[:]))) {
+		return fmt.Errorf("%w: manifest of %s: the signature does not match the given key %s (manifest modified, or signed with another key)",
+			ErrBadSignature, m.snapshotName(), cc.Fingerprint().Short())
 	}
 	return nil
 }

@@ -150,8 +150,8 @@ func TestManifestCheck(t *testing.T) {
 		msg  string
 	}{
 		{"signed ok", signed, cc, nil, ""},
-		{"signed, tampered size", func() *Manifest { m := signed(); m.Files[1].Size++; return m }, cc, ErrBadSignature, sig103},
-		{"signed, tampered mode", func() *Manifest { m := signed(); m.Files[0].CryptMode = CryptNone; return m }, cc, ErrBadSignature, "stored signature"},
+		{"signed, tampered size", func() *Manifest { m := signed(); m.Files[1].Size++; return m }, cc, ErrBadSignature, "does not match the given key 12:b9:b7:74"},
+		{"signed, tampered mode", func() *Manifest { m := signed(); m.Files[0].CryptMode = CryptNone; return m }, cc, ErrBadSignature, "signature does not match"},
 		{"signed, reordered files", func() *Manifest { m := signed(); m.Files[0], m.Files[1] = m.Files[1], m.Files[0]; return m }, cc, ErrBadSignature, ""},
 		{"signed, uppercase signature", func() *Manifest { m := signed(); s := strings.ToUpper(sig103); m.Signature = &s; return m }, cc, ErrBadSignature, ""},
 		{"signed, unprotected edited", func() *Manifest { m := signed(); m.Unprotected["note"] = json.RawMessage(`"x"`); return m }, cc, nil, ""},
@@ -165,10 +165,19 @@ func TestManifestCheck(t *testing.T) {
 		{"bad fingerprint", func() *Manifest { m := signed(); m.Unprotected["key-fingerprint"] = json.RawMessage("42"); return m }, cc, ErrBadManifest, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.m().Check(c.cc)
+			m := c.m()
+			err := m.Check(c.cc)
 			wantErr(t, err, c.want)
 			if c.want != nil && !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("message %q lacks %q", err, c.msg)
+			}
+			// The recomputed HMAC would sign the tampered manifest: never
+			// in a message (see TestSignatureOracle in cmd/pbsdirect).
+			if c.cc != nil && err != nil {
+				sig, _ := m.ComputeSignature(c.cc)
+				if strings.Contains(err.Error(), hex.EncodeToString(sig[:8])) {
+					t.Errorf("message %q holds the recomputed signature", err)
+				}
 			}
 		})
 	}
@@ -211,7 +220,7 @@ func TestParseManifestTolerant(t *testing.T) {
 		t.Errorf("File: %+v %v", fi, err)
 	}
 	// No unprotected, no signature at all (pre-0.8 manifests).
-	m, err = ParseManifest([]byte(`{"backup-type":"vm","backup-id":"1","backup-time":0,"files":[]}`))
+	m, err = ParseManifest([]byte(`{"backup-type":"vm","backup-id":"1","backup-time":1,"files":[]}`))
 	if err != nil || m.Signature != nil || len(m.Unprotected) != 0 {
 		t.Fatalf("%+v %v", m, err)
 	}
@@ -251,10 +260,25 @@ func TestParseManifestBad(t *testing.T) {
 		{"path in filename", mk(`{"filename":"../x.blob","size":1,"csum":`+cs+`}`, ""), ErrBadName},
 		{"signature not string", mk(file, `,"signature":5`), ErrBadManifest},
 		{"unprotected not object", mk(file, `,"unprotected":[]`), ErrBadManifest},
+		// What PBS never writes (issue: strict parsing of hostile stores).
+		{"bad backup-id", `{"backup-type":"vm","backup-id":"../1","backup-time":1,"files":[]}`, ErrBadManifest},
+		{"backup-time 0", `{"backup-type":"vm","backup-id":"1","backup-time":0,"files":[]}`, ErrBadManifest},
+		{"backup-time negative", `{"backup-type":"vm","backup-id":"1","backup-time":-5,"files":[]}`, ErrBadManifest},
+		{"backup-time after 9999", `{"backup-type":"vm","backup-id":"1","backup-time":253402300800,"files":[]}`, ErrBadManifest},
+		{"file listed twice", mk(file+","+file, ""), ErrBadManifest},
+		{"index size 0", mk(`{"filename":"a.img.fidx","size":0,"csum":`+cs+`}`, ""), ErrBadManifest},
+		{"signature uppercase", mk(file, `,"signature":"`+strings.Repeat("A", 64)+`"`), ErrBadManifest},
+		{"signature short", mk(file, `,"signature":"abcd"`), ErrBadManifest},
+		{"fingerprint without signature", mk(file, `,"unprotected":{"key-fingerprint":"`+fp103+`"}`), ErrBadManifest},
+		{"encrypt without signature", mk(`{"filename":"a.blob","size":1,"csum":`+cs+`,"crypt-mode":"encrypt"}`, ""), ErrBadManifest},
+		{"sign-only without signature", mk(`{"filename":"a.blob","size":1,"csum":`+cs+`,"crypt-mode":"sign-only"}`, ""), ErrBadManifest},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseManifest([]byte(c.js))
 			wantErr(t, err, c.want)
+			if err != nil && strings.Contains(err.Error(), strings.Repeat("A", 16)) {
+				t.Errorf("message %q echoes the manifest's bytes", err)
+			}
 		})
 	}
 }

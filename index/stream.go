@@ -38,22 +38,22 @@ func NewUUID() [16]byte {
 const readBufSize = 256 << 10
 
 // checkMagic compares the first 8 bytes of hdr with want and builds an
-// ErrBadMagic error that names the magic found (and what it is, if known).
+// ErrBadMagic error that says what the file is if it is the other index
+// format. The bytes found are never echoed: the file may be anything.
 func checkMagic(hdr []byte, want [8]byte, what string) error {
 	var got [8]byte
 	copy(got[:], hdr)
 	if got == want {
 		return nil
 	}
-	hint := ""
+	found := "not a PBS index"
 	switch got {
 	case MagicFixed:
-		hint = " (that is a fixed index)"
+		found = "that is a fixed index"
 	case MagicDynamic:
-		hint = " (that is a dynamic index)"
+		found = "that is a dynamic index"
 	}
-	return fmt.Errorf("%w: %s: found magic %s%s, want %s", ErrBadMagic, what,
-		hex.EncodeToString(got[:]), hint, hex.EncodeToString(want[:]))
+	return fmt.Errorf("%w: %s: the first 8 bytes are not its magic %s (%s)", ErrBadMagic, what, hex.EncodeToString(want[:]), found)
 }
 
 // entryReader streams fixed-size entries after an index header, hashing them

@@ -8,7 +8,6 @@ package restore
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime"
@@ -53,6 +52,10 @@ type Options struct {
 	// Checked, when set, is called by the jobs, concurrently, for every
 	// chunk that passed its check (before it is written).
 	Checked func(*Chunk)
+	// Skip, when set, is called by a fetcher before it reads a chunk, from
+	// several goroutines at once; true leaves the chunk out (not read, not
+	// written: for verify, whose target is Discard).
+	Skip func(*Chunk) bool
 	// CRCOnly checks encrypted chunks without their key, as PBS's own verify
 	// does: blob structure, encrypted magic and CRC, no decryption and no
 	// digest (verify with Discard only; nothing is written).
@@ -112,15 +115,9 @@ func (e *ChunkError) Error() string {
 	return fmt.Sprintf("chunk %s at %s (%s): %s", e.Digest, strings.Join(offs, " "), e.Location, msg)
 }
 
-// Unwrap returns the cause, for errors.Is (chunkstore.ErrNotFound, ErrDigestMismatch, …).
+// Unwrap returns the cause, for errors.Is (chunkstore.ErrNotFound,
+// chunkstore.ErrDigestMismatch, …).
 func (e *ChunkError) Unwrap() error { return e.Err }
-
-// Errors returned for chunks whose content is wrong; wrapped in ChunkError.
-var (
-	ErrDigestMismatch    = errors.New("digest mismatch")
-	ErrLengthMismatch    = errors.New("decoded length does not match the index")
-	ErrCryptModeMismatch = errors.New("chunk crypt mode does not match the manifest")
-)
 
 // DamagedError is returned by Run with KeepGoing when chunks failed.
 type DamagedError struct {
@@ -286,6 +283,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	for range opts.Fetchers {
 		fetchWG.Go(func() {
 			for c := range work {
+				if opts.Skip != nil && opts.Skip(c) {
+					continue
+				}
 				buf := rawPool.get(done)
 				if buf == nil {
 					return
@@ -374,7 +374,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		return &DamagedError{Archive: opts.Archive, Chunks: damaged, Count: nDamage}
 	}
 	// Backstop: every byte of the image is either written data or a zero range.
-	if !opts.CRCOnly && !plan.dropped {
+	if !opts.CRCOnly && !plan.dropped && opts.Skip == nil {
 		if got := stats.DataBytes.Load() + stats.ZeroBytes.Load(); got != plan.Size {
 			return fmt.Errorf("%s: internal error: %d of %d bytes accounted for; nothing is claimed restored", opts.Archive, got, plan.Size)
 		}
@@ -395,41 +395,20 @@ func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, 
 	stats.DedupHits.Add(uint64(c.count - 1))
 }
 
-// decodeChunk decodes f.raw into out and verifies crypt mode, length and digest.
+// decodeChunk decodes f.raw into out and verifies crypt mode, length and
+// digest (chunkstore.Decoder.DecodeChunk); with CRCOnly it checks only the
+// crypt mode and the CRC.
 func decodeChunk(dec *chunkstore.Decoder, out []byte, f fetched, opts Options) ([]byte, error) {
-	kind, err := chunkstore.Kind(f.raw)
-	if err != nil {
-		return nil, err
-	}
-	if kind.Encrypted() != opts.Encrypted {
-		want := "plain"
-		if opts.Encrypted {
-			want = "encrypted"
-		}
-		return nil, fmt.Errorf("%w: manifest says %s, chunk is %s", ErrCryptModeMismatch, want, kind)
-	}
 	if opts.CRCOnly {
+		if _, err := chunkstore.CheckCryptMode(f.raw, opts.Encrypted); err != nil {
+			return nil, err
+		}
 		if err := chunkstore.CheckCRC(f.raw); err != nil {
 			return nil, err
 		}
 		return out[:0], nil
 	}
-	data, _, err := dec.Decode(out, f.raw, opts.Key, f.chunk.Length)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) != f.chunk.Length {
-		return nil, fmt.Errorf("%w: decoded %d bytes, index says %d", ErrLengthMismatch, len(data), f.chunk.Length)
-	}
-	h := sha256.New()
-	h.Write(data)
-	h.Write(opts.Key.DigestSuffix())
-	var got crypto.Digest
-	h.Sum(got[:0])
-	if got != f.chunk.Digest {
-		return nil, fmt.Errorf("%w: content hashes to %s", ErrDigestMismatch, got)
-	}
-	return data, nil
+	return dec.DecodeChunk(out, f.raw, f.chunk.Digest, f.chunk.Length, opts.Encrypted, opts.Key)
 }
 
 // MiBps returns the throughput of n bytes over d in MiB/s (0 for d <= 0).

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 )
 
 // Chunk is one unique non-zero chunk of an archive: its digest, plaintext
@@ -75,8 +76,9 @@ func NewPlan(size, chunkSize uint64, cc *crypto.Config) *Plan {
 
 // Add records fixed-index entry pos with digest d. Entries must come in
 // order (pos = 0, 1, 2, …); full-size entries with the zero digest become
-// zero ranges. It returns an error when one digest stands for chunks of two
-// different lengths (possible only for a damaged index).
+// zero ranges. It returns an error wrapping index.ErrBadIndex when one
+// digest stands for chunks of two different lengths (possible only for a
+// damaged index).
 func (p *Plan) Add(pos uint64, d crypto.Digest) error {
 	if pos != p.Positions {
 		return fmt.Errorf("index entry %d out of order (want %d)", pos, p.Positions)
@@ -116,8 +118,8 @@ func (p *Plan) AddRange(off, length uint64, d crypto.Digest) error {
 	}
 	c := &p.Chunks[ci]
 	if uint64(c.Length) != length {
-		return fmt.Errorf("digest %s is used for chunks of %d and %d bytes (offsets %d and %d): index damaged",
-			d, c.Length, length, p.offs[c.first], off)
+		return fmt.Errorf("%w: digest %s is used for chunks of %d and %d bytes (offsets %d and %d)",
+			index.ErrBadIndex, d, c.Length, length, p.offs[c.first], off)
 	}
 	p.next[p.last[ci]] = pi
 	p.last[ci] = pi

@@ -3,6 +3,8 @@ package restore
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"sort"
 	"testing"
 
@@ -10,24 +12,31 @@ import (
 	"github.com/pbsdirect/pbsdirect/index"
 )
 
-// FuzzPlanFixed builds a plan from a fuzzed fixed index (small chunk sizes,
-// digests drawn from a small alphabet so that dedup and zero chunks occur)
-// and checks that the plan covers every byte of the image exactly once:
-// zero ranges plus every offset of every chunk tile [0, Size) without gaps
-// or overlaps, each chunk has one length, and offsets are in range.
+// FuzzPlanFixed builds a plan from a fuzzed fixed index (every chunk size
+// PBS allows, digests drawn from a small alphabet so that dedup and zero
+// chunks occur) and checks that the plan covers every byte of the image
+// exactly once: zero ranges plus every offset of every chunk tile [0, Size)
+// without gaps or overlaps, each chunk has one length, and offsets are in
+// range. Planning fails exactly when the short last chunk shares its digest
+// with a full-size data chunk, and then with index.ErrBadIndex.
 func FuzzPlanFixed(f *testing.F) {
-	f.Add(uint8(12), uint16(3), uint16(100), []byte{0, 1, 2, 0, 1, 2})
+	f.Add(uint8(0), uint16(3), uint16(100), []byte{0, 1, 2, 0, 1, 2})
 	f.Add(uint8(0), uint16(0), uint16(1), []byte{3})
 	f.Add(uint8(4), uint16(8), uint16(0), []byte{3, 3, 3, 3, 3, 3, 3, 3, 3})
-	f.Add(uint8(10), uint16(1), uint16(1), []byte{3, 0})
+	f.Add(uint8(6), uint16(1), uint16(1), []byte{3, 0})
+	f.Add(uint8(1), uint16(2), uint16(7), []byte{1, 1, 1})
+	var zeros [index.MaxChunkSize/index.MinChunkSize + 1]crypto.Digest // by chunk size / MinChunkSize, powers of two
+	for cs := uint64(index.MinChunkSize); cs <= index.MaxChunkSize; cs *= 2 {
+		zeros[cs/index.MinChunkSize] = ZeroChunkDigest(cs, nil)
+	}
 	f.Fuzz(func(t *testing.T, shift uint8, fullChunks uint16, tail uint16, picks []byte) {
-		cs := uint64(1) << (shift % 17) // chunk sizes 1 B … 64 KiB keep the zero digest cheap
+		cs := uint64(index.MinChunkSize) << (shift % 7) // 64 KiB … 4 MiB
 		size := uint64(fullChunks%512)*cs + uint64(tail)%cs
 		if size == 0 {
 			return
 		}
 		hdr := index.FixedHeader{Size: size, ChunkSize: cs}
-		zero := ZeroChunkDigest(cs, nil)
+		zero := zeros[cs/index.MinChunkSize]
 		alphabet := []crypto.Digest{zero, {1}, {2}, {}}
 		ds := make([]crypto.Digest, hdr.ChunkCount())
 		for i := range ds {
@@ -39,9 +48,21 @@ func FuzzPlanFixed(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, _, err := planFixed(bufio.NewReader(bytes.NewReader(raw)), int64(len(raw)), nil)
+		// One digest for chunks of two lengths: the short last chunk and a
+		// full-size data chunk (full-size zero chunks become zero ranges).
+		last := len(ds) - 1
+		conflict := false
+		if size%cs != 0 {
+			for _, d := range ds[:last] {
+				conflict = conflict || (d == ds[last] && d != zero)
+			}
+		}
+		plan, _, err := planFixed(context.Background(), bufio.NewReader(bytes.NewReader(raw)), int64(len(raw)), nil)
+		if conflict != (err != nil) || (err != nil && !errors.Is(err, index.ErrBadIndex)) {
+			t.Fatalf("two lengths for one digest: %v, planning error: %v", conflict, err)
+		}
 		if err != nil {
-			return // e.g. one digest with two lengths (short last chunk)
+			return
 		}
 		if plan.Size != size || plan.Positions != hdr.ChunkCount() {
 			t.Fatalf("plan size %d positions %d, want %d %d", plan.Size, plan.Positions, size, hdr.ChunkCount())

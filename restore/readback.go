@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -114,7 +115,7 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 					var got crypto.Digest
 					h.Sum(got[:0])
 					if got != j.digest {
-						report(j, fmt.Sprintf("hashes to %s, index says %s", got, j.digest))
+						report(j, chunkstore.DigestMismatchText(got, j.digest, cc))
 					}
 				}
 				pool.put(buf)

@@ -241,9 +241,9 @@ func TestRunChunkErrors(t *testing.T) {
 		{"missing", false, func(t *testing.T, p string) { os.Remove(p) }, chunkstore.ErrNotFound},
 		{"crc", false, func(t *testing.T, p string) { fixture.FlipByte(t, p, -1) }, chunkstore.ErrCRC},
 		{"crc-encrypted", true, func(t *testing.T, p string) { fixture.FlipByte(t, p, 50) }, chunkstore.ErrCRC},
-		{"digest", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, other, nil, true), 0o644) }, restore.ErrDigestMismatch},
-		{"digest-encrypted", true, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, other, cc, false), 0o644) }, restore.ErrDigestMismatch},
-		{"shorter", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain[:100], nil, false), 0o644) }, restore.ErrLengthMismatch},
+		{"digest", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, other, nil, true), 0o644) }, chunkstore.ErrDigestMismatch},
+		{"digest-encrypted", true, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, other, cc, false), 0o644) }, chunkstore.ErrDigestMismatch},
+		{"shorter", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain[:100], nil, false), 0o644) }, chunkstore.ErrLengthMismatch},
 		{"longer", false, func(t *testing.T, p string) {
 			os.WriteFile(p, fixture.Encode(t, append(append([]byte{}, plain...), plain...), nil, true), 0o644)
 		}, chunkstore.ErrTooLarge},
@@ -253,8 +253,8 @@ func TestRunChunkErrors(t *testing.T) {
 		{"obsolete-magic", false, func(t *testing.T, p string) {
 			fixture.Patch(t, p, 0, []byte{0x7e, 0xa6, 0x0f, 0xbe, 0x91, 0x1f, 0xa9, 0x60})
 		}, chunkstore.ErrObsoleteMagic},
-		{"plain-in-encrypted", true, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain, nil, true), 0o644) }, restore.ErrCryptModeMismatch},
-		{"encrypted-in-plain", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain, cc, true), 0o644) }, restore.ErrCryptModeMismatch},
+		{"plain-in-encrypted", true, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain, nil, true), 0o644) }, chunkstore.ErrCryptModeMismatch},
+		{"encrypted-in-plain", false, func(t *testing.T, p string) { os.WriteFile(p, fixture.Encode(t, plain, cc, true), 0o644) }, chunkstore.ErrCryptModeMismatch},
 		{"other-key", true, func(t *testing.T, p string) {
 			_, occ := fixture.Key(t, 7)
 			os.WriteFile(p, fixture.Encode(t, plain, occ, true), 0o644)

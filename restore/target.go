@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,21 +65,32 @@ type TargetOptions struct {
 	AssumeZeroed bool
 	// NoDirect disables O_DIRECT.
 	NoDirect bool
+	// FollowSymlinks writes through a symbolic link at the target's path
+	// (to the file it names); without it such a link is refused
+	// (ErrTargetSymlink). Links to block devices are always followed.
+	FollowSymlinks bool
+	// DataBytes is how many bytes of the image are data (not zero chunks),
+	// for the free-space check before the work; 0 skips the check.
+	DataBytes int64
 }
 
 // FileTarget writes to a regular file or a block device with positioned
 // writes, through O_DIRECT where the filesystem allows it and aligned
 // offsets and lengths permit; other writes go through a buffered descriptor.
+// It holds an exclusive lock on the target from OpenTarget to Close.
 type FileTarget struct {
-	path      string
-	open      string // the name written to: path, or a temporary name for a new file
-	buffered  *os.File
+	path      string   // the user's path, for messages
+	place     *place   // directory, names and partial output of a file target; nil for a device
+	buffered  *os.File // also holds the lock
 	direct    *os.File // nil when O_DIRECT is unavailable
 	directOK  atomic.Bool
 	device    bool
-	created   bool
-	zeroNeeds bool // Zero must act (existing file, or device not assumed zeroed)
-	reserve   bool // Allocate reserves space (a regular file on ext4 or XFS)
+	created   bool        // a new file, written as the place's partial output
+	committed bool        // the partial output was renamed into place
+	zeroNeeds bool        // Zero must act (existing file, or device not assumed zeroed)
+	reserve   bool        // Allocate reserves space (a regular file on ext4 or XFS)
+	modified  atomic.Bool // an existing target (file or device) was changed
+	noPunch   atomic.Bool // the device refused a zeroing discard: use BLKZEROOUT
 	size      int64
 }
 
@@ -89,73 +98,187 @@ type FileTarget struct {
 // without TargetOptions.Force.
 var ErrTargetExists = errors.New("target exists (use --force to overwrite)")
 
-// OpenTarget opens path for an image of size bytes. A missing path is created
-// as a sparse regular file; an existing regular file needs opts.Force and is
-// truncated to size; a block device must be at least size bytes.
+// OpenTarget opens path for an image of size bytes and locks it for the
+// whole run. Everything that can be checked before the work is checked
+// here, and a failure leaves an existing target exactly as it was (size,
+// content, allocation): the symlink policy (ErrTargetSymlink), the target's
+// directory, the lock (ErrTargetBusy, naming the holder's PID), an existing
+// file's format (ErrTargetFormat), a file backing a loop device
+// (ErrTargetInUse), the free space for opts.DataBytes (ErrNoSpace) and a
+// device's size.
+//
+// A missing path is created as a sparse file under a partial name beside
+// it (relative to the directory's descriptor) and renamed into place by
+// Commit or Close; an existing regular file needs opts.Force and is then
+// truncated to size and written in place; a block device must be at least
+// size bytes and is opened exclusively (refused while mounted or held).
+// Errors name path, never the partial name.
 func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error) {
-	t := &FileTarget{path: path, open: path, size: size}
-	st, err := os.Stat(path)
+	p, st, err := resolveTarget(path, opts.FollowSymlinks)
+	if err != nil {
+		return nil, err
+	}
+	t := &FileTarget{path: path, size: size}
 	switch {
-	case err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0:
-		t.device = true
-		t.zeroNeeds = !opts.AssumeZeroed
-	case err == nil && st.Mode().IsRegular():
+	case st != nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0:
+		return t.openDevice(p, opts)
+	case st != nil && st.Mode().IsRegular():
 		if !opts.Force {
 			return nil, fmt.Errorf("%s: %w", path, ErrTargetExists)
 		}
-		t.zeroNeeds = true
-	case err == nil:
+	case st != nil:
 		return nil, fmt.Errorf("%s: not a regular file or block device", path)
-	case errors.Is(err, os.ErrNotExist):
-		t.created = true
 	default:
-		return nil, err
+		t.created = true
 	}
-	flags := os.O_WRONLY
-	if t.created || t.device {
-		// New file: never clobber one that appeared meanwhile. Block device:
-		// exclusive open, refused (EBUSY) while it is mounted or in use.
-		flags |= os.O_EXCL
-	}
-	if t.created {
-		// A new file is written under a temporary name beside the target and
-		// renamed into place only when the restore succeeded (Close), so a
-		// killed restore never leaves a partial image under the real name.
-		flags |= os.O_CREATE
-		t.open = filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.pbsdirect-%d-%d", filepath.Base(path), os.Getpid(), time.Now().UnixNano()))
-	}
-	f, err := os.OpenFile(t.open, flags, 0o644)
+	pl, err := openPlace(path, p)
 	if err != nil {
-		if t.device && errors.Is(err, unix.EBUSY) {
-			return nil, fmt.Errorf("%s: block device is in use (mounted, or held by another program): %w", path, err)
-		}
 		return nil, err
 	}
-	t.buffered = f
-	if t.device {
-		devSize, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: block device size: %v", path, err)
-		}
-		if int64(devSize) < size {
-			f.Close()
-			return nil, fmt.Errorf("%s: block device has %d bytes, image needs %d", path, devSize, size)
-		}
-	} else if err := f.Truncate(size); err != nil {
-		t.Close(true)
-		return nil, fmt.Errorf("%s: truncate to %d bytes: %v", path, size, err)
-	}
-	if !t.device {
-		t.reserve = reservesInPlace(f)
-	}
-	if !opts.NoDirect {
-		if d, err := os.OpenFile(t.open, os.O_WRONLY|unix.O_DIRECT, 0); err == nil {
-			t.direct = d
-			t.directOK.Store(true)
-		}
+	t.place = pl
+	if err := t.openFile(opts); err != nil {
+		t.release()
+		return nil, err
 	}
 	return t, nil
+}
+
+// openFile opens and checks a regular file target: the partial output of a
+// new one, or the existing file.
+func (t *FileTarget) openFile(opts TargetOptions) error {
+	pl := t.place
+	var reused int64
+	if t.created {
+		f, err := pl.createPartial()
+		if err != nil {
+			return err
+		}
+		t.buffered = f
+		// Locked: a file that appeared at the name meanwhile is not ours.
+		if there, err := pl.lstatName(); err != nil {
+			return err
+		} else if there != nil {
+			return fmt.Errorf("%s: %w: it was created by another program meanwhile", t.path, ErrTargetExists)
+		}
+	} else {
+		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.path, err)
+		}
+		t.buffered = os.NewFile(uintptr(fd), t.path)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("%s: %w", t.path, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return fmt.Errorf("%s: not a regular file or block device", t.path)
+		}
+		if err := lockFile(t.buffered, t.path); err != nil {
+			return err
+		}
+		if err := checkNotLoopBacked(&st, t.path); err != nil {
+			return err
+		}
+		if err := checkFormat(t.buffered, t.path, st.Size, false); err != nil {
+			return err
+		}
+		reused = st.Blocks * 512
+		t.zeroNeeds = true
+	}
+	if opts.DataBytes > 0 {
+		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused); err != nil {
+			return err
+		}
+	}
+	// Checks done: from here on an existing file is changed.
+	t.modified.Store(!t.created)
+	if err := t.buffered.Truncate(t.size); err != nil {
+		return fmt.Errorf("%s: truncate to %d bytes: %w", t.path, t.size, causeOf(err))
+	}
+	t.reserve = reservesInPlace(t.buffered)
+	t.openDirect(opts)
+	return nil
+}
+
+// openDevice opens a block device exclusively, locks it and checks its
+// size and format.
+func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, error) {
+	t.device = true
+	t.zeroNeeds = !opts.AssumeZeroed
+	// Exclusive open: refused (EBUSY) while it is mounted or in use.
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_EXCL|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			who := "mounted, or held by another program"
+			if g, gerr := os.Open(p); gerr == nil {
+				if pid := lockHolder(g); pid > 0 {
+					who = fmt.Sprintf("another pbsdirect run (PID %d) is writing it", pid)
+				}
+				g.Close()
+			}
+			return nil, fmt.Errorf("%s: %w: block device is busy (%s): %w", t.path, ErrTargetBusy, who, unix.EBUSY)
+		}
+		return nil, fmt.Errorf("%s: %w", t.path, causeOf(err))
+	}
+	t.buffered = f
+	if err := lockFile(f, t.path); err != nil {
+		t.release()
+		return nil, err
+	}
+	devSize, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+	if err != nil {
+		t.release()
+		return nil, fmt.Errorf("%s: block device size: %w", t.path, err)
+	}
+	if int64(devSize) < t.size {
+		t.release()
+		return nil, fmt.Errorf("%s: block device has %d bytes, image needs %d", t.path, devSize, t.size)
+	}
+	if err := checkFormat(f, t.path, int64(devSize), true); err != nil {
+		t.release()
+		return nil, err
+	}
+	t.openDirect(opts)
+	return t, nil
+}
+
+// openDirect opens the O_DIRECT descriptor on the same file as buffered:
+// through /proc/self/fd, never by the target's path again.
+func (t *FileTarget) openDirect(opts TargetOptions) {
+	if opts.NoDirect {
+		return
+	}
+	self := fmt.Sprintf("/proc/self/fd/%d", t.buffered.Fd())
+	if d, err := os.OpenFile(self, os.O_WRONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0); err == nil {
+		var a, b unix.Stat_t
+		if unix.Fstat(int(d.Fd()), &a) == nil && unix.Fstat(int(t.buffered.Fd()), &b) == nil && a.Ino == b.Ino && a.Dev == b.Dev {
+			t.direct = d
+			t.directOK.Store(true)
+			return
+		}
+		d.Close()
+	}
+}
+
+// release closes every descriptor, removing an uncommitted partial output
+// first (while the lock is still held).
+func (t *FileTarget) release() error {
+	if t.created && !t.committed && t.place != nil && t.buffered != nil {
+		t.place.removePartial()
+	}
+	var first error
+	for _, f := range []*os.File{t.direct, t.buffered} {
+		if f != nil {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	t.direct, t.buffered = nil, nil
+	if t.place != nil {
+		t.place.close()
+	}
+	return first
 }
 
 // Direct reports whether O_DIRECT writes are in use.
@@ -164,9 +287,15 @@ func (t *FileTarget) Direct() bool { return t.directOK.Load() }
 // Created reports whether OpenTarget created the target file.
 func (t *FileTarget) Created() bool { return t.created }
 
+// Partial reports whether an existing target (a file written with Force,
+// or a block device) was changed: after a failed restore it then holds a
+// partial image, not what it held before.
+func (t *FileTarget) Partial() bool { return !t.created && t.modified.Load() }
+
 // ZeroHandling says what Zero does to zero ranges on this target: "holes"
 // (a new sparse file), "punched" (an existing file), "zeroed" (a block
-// device, BLKZEROOUT or written zeros) or "skipped" (--assume-zeroed).
+// device: a zeroing discard where the device guarantees zeros, BLKZEROOUT
+// or written zeros otherwise) or "skipped" (--assume-zeroed).
 func (t *FileTarget) ZeroHandling() string {
 	switch {
 	case t.device && !t.zeroNeeds:
@@ -183,41 +312,62 @@ func (t *FileTarget) ZeroHandling() string {
 // Alignment multiples, buffered otherwise. An O_DIRECT write the filesystem
 // refuses (EINVAL) switches the target to buffered writes for good.
 func (t *FileTarget) WriteAt(p []byte, off int64) error {
+	t.modified.Store(true)
 	if t.directOK.Load() && off%Alignment == 0 && len(p)%Alignment == 0 {
 		_, err := t.direct.WriteAt(p, off)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, err)
+			return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, causeOf(err))
 		}
 		t.directOK.Store(false)
 	}
 	if _, err := t.buffered.WriteAt(p, off); err != nil {
-		return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, err)
+		return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, causeOf(err))
 	}
 	return nil
 }
 
 // Zero makes [off, off+length) read as zeros where that is needed: holes are
-// punched in an existing file, BLKZEROOUT is sent to a device; if those are
-// unsupported, zeros are written.
+// punched in an existing file. On a block device the cheapest operation
+// that guarantees zeros is used: fallocate(PUNCH_HOLE|KEEP_SIZE), which the
+// kernel turns into a write-zeroes request that may unmap (a thin volume or
+// a loop device over a sparse file stays thin) and which fails rather than
+// leaving non-zero data; where the device cannot do that, BLKZEROOUT. If
+// those are unsupported, zeros are written.
 func (t *FileTarget) Zero(off, length int64) error {
-	if !t.zeroNeeds {
+	if !t.zeroNeeds || length <= 0 {
 		return nil
 	}
+	t.modified.Store(true)
 	fd := int(t.buffered.Fd())
-	var err error
 	if t.device {
+		if !t.noPunch.Load() {
+			err := fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, length)
+			if err == nil {
+				return nil
+			}
+			t.noPunch.Store(true) // EOPNOTSUPP: no zeroing unmap on this device
+		}
 		rng := [2]uint64{uint64(off), uint64(length)}
-		err = blkZeroOut(fd, &rng)
-	} else {
-		err = unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, length)
-	}
-	if err == nil {
+		if blkZeroOut(fd, &rng) == nil {
+			return nil
+		}
+	} else if fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, length) == nil {
 		return nil
 	}
 	return t.writeZeros(off, length)
+}
+
+// fallocate is unix.Fallocate retried on EINTR.
+func fallocate(fd int, mode uint32, off, length int64) error {
+	for {
+		err := unix.Fallocate(fd, mode, off, length)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // Allocate reserves [off, off+length) of a regular file on ext4 or XFS
@@ -233,13 +383,8 @@ func (t *FileTarget) Allocate(off, length int64) error {
 	if !t.reserve || length <= 0 {
 		return nil
 	}
-	var err error
-	for {
-		err = unix.Fallocate(int(t.buffered.Fd()), 0, off, length)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	t.modified.Store(true)
+	err := fallocate(int(t.buffered.Fd()), 0, off, length)
 	switch {
 	case err == nil, errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
 		return nil
@@ -272,7 +417,7 @@ func (t *FileTarget) writeZeros(off, length int64) error {
 	for length > 0 {
 		n := min(length, int64(len(zeros)))
 		if _, err := t.buffered.WriteAt(zeros[:n], off); err != nil {
-			return fmt.Errorf("%s: write zeros at offset %d: %w", t.path, off, err)
+			return fmt.Errorf("%s: write zeros at offset %d: %w", t.path, off, causeOf(err))
 		}
 		off += n
 		length -= n
@@ -293,103 +438,112 @@ func (t *FileTarget) Sync() error {
 	return nil
 }
 
-// Close closes the target. With abort, a file created by OpenTarget is
-// removed. Otherwise a created file, written under a temporary name, is
-// renamed to the target's name (never replacing a file that appeared there
-// meanwhile) and the directory is synced, so that the new name is durable.
-func (t *FileTarget) Close(abort bool) error {
-	var first error
-	for _, f := range []*os.File{t.direct, t.buffered} {
-		if f != nil {
-			if err := f.Close(); err != nil && first == nil {
-				first = err
-			}
+// Commit finishes a successful restore and keeps the target open and
+// locked (for a read-back): a new file, written under its partial name, is
+// synced and renamed to the target's name (never replacing a file that
+// appeared there meanwhile: ErrTargetExists), and the directory is synced.
+// Other targets are synced. Calling it again does nothing.
+func (t *FileTarget) Commit() error {
+	if t.committed || t.buffered == nil {
+		return nil
+	}
+	if err := t.Sync(); err != nil {
+		return err
+	}
+	if t.created {
+		if err := t.place.commit(false); err != nil {
+			return err
 		}
 	}
-	t.direct, t.buffered = nil, nil
-	if !t.created {
-		return first
-	}
-	if abort || first != nil {
-		os.Remove(t.open)
-		return first
-	}
-	if err := renameNoReplace(t.open, t.path); err != nil {
-		os.Remove(t.open)
-		return fmt.Errorf("%s: %w", t.path, err)
-	}
-	return syncDir(filepath.Dir(t.path))
+	t.committed = true
+	return nil
 }
 
-// renameNoReplace renames from to to unless to exists (RENAME_NOREPLACE;
-// on file systems without it, a link and unlink, which fail the same way).
-func renameNoReplace(from, to string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		if err = os.Link(from, to); err == nil {
-			return os.Remove(from)
-		}
+// Remove removes a file that OpenTarget created, after Commit, if its name
+// still holds it (drill --remove). It does not close the target.
+func (t *FileTarget) Remove() error {
+	if !t.created || !t.committed {
+		return fmt.Errorf("remove %s: only a file the restore created is removed", t.path)
 	}
-	if errors.Is(err, unix.EEXIST) || errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%w: it appeared while restoring; the restored image was removed", ErrTargetExists)
+	return t.place.removeName(t.buffered)
+}
+
+// Close releases the target and its lock. With abort (or when Commit
+// fails), a file created by OpenTarget is removed; without, an uncommitted
+// target is committed first (see Commit).
+func (t *FileTarget) Close(abort bool) error {
+	var err error
+	if !abort {
+		err = t.Commit()
+	}
+	if cerr := t.release(); err == nil {
+		err = cerr
 	}
 	return err
 }
 
-// WriteFile writes data (a restored blob) to path as a regular file: through
-// a temporary file beside it, synced and renamed into place, with the
-// directory synced. An existing path must be a regular file and needs force
-// (ErrTargetExists otherwise); devices, FIFOs and directories are refused.
-func WriteFile(path string, data []byte, force bool) error {
-	if st, err := os.Lstat(path); err == nil {
+// WriteFile writes data (a restored blob) to path as a regular file: under
+// the partial name beside it (created and locked relative to the directory's
+// descriptor, as for images), synced and renamed into place, with the
+// directory synced. The symlink policy of OpenTarget applies
+// (opts.FollowSymlinks), and so does the lock: a run writing the same target
+// fails this one at once (ErrTargetBusy). An existing path must be a
+// regular file and needs opts.Force (ErrTargetExists otherwise); devices,
+// FIFOs and directories are refused. Other options are ignored.
+func WriteFile(path string, data []byte, opts TargetOptions) error {
+	p, st, err := resolveTarget(path, opts.FollowSymlinks)
+	if err != nil {
+		return err
+	}
+	if st != nil {
 		if !st.Mode().IsRegular() {
 			return fmt.Errorf("%s: not a regular file: a blob is restored to a file", path)
 		}
-		if !force {
+		if !opts.Force {
 			return fmt.Errorf("%s: %w", path, ErrTargetExists)
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".pbsdirect-*")
+	pl, err := openPlace(path, p)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
+	defer pl.close()
+	f, err := pl.createPartial()
+	if err != nil {
+		return err
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if force {
-			err = os.Rename(tmp, path)
-		} else {
-			err = renameNoReplace(tmp, path)
+	committed := false
+	defer func() {
+		if !committed {
+			pl.removePartial()
 		}
+		f.Close()
+	}()
+	if st != nil {
+		// The file being replaced may be an image restored in place now.
+		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err == nil {
+			old := os.NewFile(uintptr(fd), path)
+			err = lockFile(old, path)
+			old.Close()
+			if err != nil {
+				return err
+			}
+		}
+	} else if there, err := pl.lstatName(); err != nil {
+		return err
+	} else if there != nil {
+		return fmt.Errorf("%s: %w: it was created by another program meanwhile", path, ErrTargetExists)
 	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("%s: write: %w", path, causeOf(err))
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a rename in dir durable (fsync of the directory; file
-// systems that cannot sync a directory answer EINVAL, which is ignored).
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("%s: fsync: %w", path, causeOf(err))
+	}
+	if err := pl.commit(opts.Force); err != nil {
 		return err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%s: sync directory: %w", dir, err)
-	}
+	committed = true
 	return nil
 }

@@ -32,6 +32,36 @@ type Info struct {
 // ErrNoSnapshot is returned when a snapshot or group has no finished snapshot.
 var ErrNoSnapshot = errors.New("no such snapshot")
 
+// ErrRemoved is returned (wrapping ErrNoSnapshot) for a snapshot that was
+// there when it was listed or resolved and is gone now: on a live datastore
+// a prune removed it while this command ran. It is no damage.
+var ErrRemoved = fmt.Errorf("%w: removed while running (pruned since it was listed)", ErrNoSnapshot)
+
+// Gone reports whether the snapshot's manifest no longer exists: false when
+// it exists or when that cannot be told (another error).
+func Gone(ctx context.Context, store chunkstore.Store, snap index.Snapshot) bool {
+	r, _, err := store.OpenFile(ctx, path.Join(snap.Dir(), ManifestName))
+	if err != nil {
+		return errors.Is(err, chunkstore.ErrNotFound)
+	}
+	r.Close()
+	return false
+}
+
+// Removed turns err, a failure to read a file of snap, into an error
+// wrapping ErrRemoved when the file is missing because the whole snapshot
+// is gone (its manifest too); otherwise it returns err unchanged. A file
+// missing from a snapshot that still exists stays what it is: damage.
+func Removed(ctx context.Context, store chunkstore.Store, snap index.Snapshot, err error) error {
+	if err == nil || !(errors.Is(err, chunkstore.ErrNotFound) || errors.Is(err, ErrNoSnapshot)) || errors.Is(err, ErrRemoved) {
+		return err
+	}
+	if !Gone(ctx, store, snap) {
+		return err
+	}
+	return fmt.Errorf("snapshot %s in %s: %w", snap, store, ErrRemoved)
+}
+
 // List returns the finished snapshots of namespace ns (not of its children),
 // oldest first within each group, groups sorted by type and ID. Snapshot
 // directories without index.json.blob (running or aborted backups) are left out.
@@ -97,7 +127,10 @@ func sameNS(a, b index.Namespace) bool {
 }
 
 // Resolve turns "vm/100/2026-11-29T10:00:00Z" or "vm/100" (the group's latest
-// finished snapshot) in namespace ns into a snapshot. A reference with its own
+// finished snapshot) in namespace ns into a snapshot. The latest is chosen
+// from a complete listing only (List fails rather than return part of one)
+// and is the newest snapshot whose manifest still exists: one pruned since
+// the listing is passed over for the next older one. A reference with its own
 // namespace prefix ("ns/prod/vm/100") is resolved there; with a non-root ns
 // that differs from it, it is refused (ErrBadName). It returns an error
 // wrapping ErrNoSnapshot when nothing matches and a naming error for bad input.
@@ -130,17 +163,18 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 	if err != nil {
 		return snap, err
 	}
-	var latest *index.Snapshot
-	for i := range all {
-		s := &all[i].Snapshot
-		if s.Type == snap.Type && s.ID == snap.ID && (latest == nil || s.Time > latest.Time) {
-			latest = s
+	// List sorts oldest first within a group.
+	for i := len(all) - 1; i >= 0; i-- {
+		s := all[i].Snapshot
+		if s.Type != snap.Type || s.ID != snap.ID {
+			continue
 		}
+		if Gone(ctx, store, s) {
+			continue // pruned since the listing
+		}
+		return s, nil
 	}
-	if latest == nil {
-		return snap, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", ErrNoSnapshot, snap.Type, snap.ID, NamespaceName(ns), store)
-	}
-	return *latest, nil
+	return snap, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", ErrNoSnapshot, snap.Type, snap.ID, NamespaceName(ns), store)
 }
 
 // LoadManifest reads the snapshot's manifest (see ReadManifest) and runs

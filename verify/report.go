@@ -46,6 +46,7 @@ type SnapshotResult struct {
 	OK       bool            `json:"ok"`
 	Error    string          `json:"error,omitempty"`
 	Note     string          `json:"note,omitempty"`
+	Skipped  bool            `json:"skipped,omitempty"` // removed while running (pruned since listed): no damage, not verified
 	Archives []ArchiveResult `json:"archives"`
 }
 
@@ -59,7 +60,7 @@ type Report struct {
 	Started    string   `json:"started,omitempty"`    // RFC 3339, UTC
 	Finished   string   `json:"finished,omitempty"`   // RFC 3339, UTC
 	OK         bool     `json:"ok"`
-	ExitCode   int      `json:"exit-code"` // the command's exit code: 0 ok, 1 damaged or not verifiable
+	ExitCode   int      `json:"exit-code"` // the command's exit code: 0 ok, 1 damaged, 3 not checked for a cause outside the data
 	Seconds    float64  `json:"seconds"`
 	Bytes      uint64   `json:"bytes"` // archive bytes covered
 	// ChunksChecked counts the chunks read and checked; DamagedChunks the
@@ -69,10 +70,16 @@ type Report struct {
 	DamagedChunks   int              `json:"damaged-chunks"`
 	DamagedUnlisted int              `json:"damaged-chunks-unlisted,omitempty"`
 	Snapshots       []SnapshotResult `json:"snapshots"`
+	Skipped         []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
 }
 
-// Add appends r to the report and updates its counts and OK.
+// Add appends r to the report and updates its counts and OK; a skipped
+// snapshot (removed while running) is only listed in Skipped.
 func (rep *Report) Add(r SnapshotResult) {
+	if r.Skipped {
+		rep.Skipped = append(rep.Skipped, r.Snapshot)
+		return
+	}
 	rep.OK = rep.OK && r.OK
 	for _, a := range r.Archives {
 		rep.Bytes += a.Size

@@ -42,6 +42,10 @@ type Options struct {
 	// indexes, blobs and chunks of all of them in flight together); 0
 	// means DefaultParallel.
 	Parallel int
+	// SkipRemoved reports a snapshot that failed because it was removed
+	// while running (pruned since it was listed, snapshot.Gone) as skipped,
+	// not damaged; otherwise it fails with snapshot.ErrRemoved.
+	SkipRemoved bool
 	// Shard, when Count > 1, checks only the chunks of shard Index.
 	Shard Shard
 	// State, when set, skips chunks it says were verified recently and
@@ -98,6 +102,31 @@ type Verifier struct {
 	chunks  map[chunkKey]uint8
 	listed  int   // damaged chunks listed in full so far
 	listErr error // first error writing DamagedList
+	// outside is the first failure whose cause lies outside the data
+	// (chunkstore.Outside): an archive was not checked, not found damaged.
+	outside error
+}
+
+// note records an archive or snapshot failure and returns its message: the
+// first one whose cause lies outside the data is kept for Outside.
+func (v *Verifier) note(err error) string {
+	if chunkstore.Outside(err) {
+		v.mu.Lock()
+		if v.outside == nil {
+			v.outside = err
+		}
+		v.mu.Unlock()
+	}
+	return err.Error()
+}
+
+// Outside returns the first failure seen so far whose cause lies outside
+// the data (store unreachable, credentials, throttling: chunkstore.Outside),
+// or nil. Such an archive was not checked; retrying later may help.
+func (v *Verifier) Outside() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.outside
 }
 
 // New returns a Verifier for store.
@@ -152,6 +181,12 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 		wg.Go(func() {
 			defer func() { <-sem }()
 			r := v.Snapshot(ctx, s)
+			switch gone := !r.OK && snapshot.Gone(ctx, v.store, s); {
+			case gone && v.opts.SkipRemoved:
+				r = SnapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped", Archives: []ArchiveResult{}}
+			case gone:
+				r.Error = fmt.Sprintf("snapshot %s: %v", s, snapshot.ErrRemoved)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			results[i] = &r
@@ -181,7 +216,7 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 // full while the run's MaxDamaged allows, counted always, streamed to
 // DamagedList when set.
 func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError) {
-	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Err.Error()}
+	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: v.note(c.Err)}
 	if len(d.Offsets) > MaxOffsets {
 		d.OffsetCount = len(d.Offsets)
 		d.Offsets = d.Offsets[:MaxOffsets:MaxOffsets]
@@ -215,7 +250,7 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 	}
 	noKey := cc == nil && errors.Is(err, index.ErrMissingKey)
 	if noKey && !v.opts.CRCOnly {
-		res.OK, res.Error = false, err.Error()+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
+		res.OK, res.Error = false, v.note(err)+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
 		return res
 	}
 	if noKey {
@@ -223,7 +258,7 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 		// for structure and CRC; the manifest signature cannot be checked.
 		res.Note = "no key: manifest signature not checked, encrypted archives checked by structure and CRC only (give --keyfile for a full check)"
 	} else if err != nil {
-		res.OK, res.Error = false, err.Error()
+		res.OK, res.Error = false, v.note(err)
 		return res
 	}
 	for _, f := range m.Files {
@@ -233,11 +268,11 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 		case strings.HasSuffix(f.Filename, ".blob") && unkeyed:
 			a.CRCOnly = true
 			if _, err := snapshot.CheckBlob(ctx, v.store, s, m, f.Filename); err != nil {
-				a.OK, a.Error = false, err.Error()
+				a.OK, a.Error = false, v.note(err)
 			}
 		case strings.HasSuffix(f.Filename, ".blob"):
 			if _, err := snapshot.ReadBlob(ctx, v.store, s, m, f.Filename, cc); err != nil {
-				a.OK, a.Error = false, err.Error()
+				a.OK, a.Error = false, v.note(err)
 			}
 		default:
 			v.index(ctx, s, m, f.Filename, unkeyed, &a)
@@ -262,7 +297,7 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	}
 	plan, fi, err := load(ctx, v.store, s.Dir(), m, name, v.opts.Key)
 	if err != nil {
-		a.OK, a.Error = false, err.Error()
+		a.OK, a.Error = false, v.note(err)
 		return
 	}
 	opts := v.opts.Pipeline
@@ -273,41 +308,68 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)
 	opts.Damaged = func(c *restore.ChunkError) { v.damaged(s, a, c) }
-	var waitFor []restore.Chunk // being checked for another archive
+	var (
+		waitFor []restore.Chunk       // being checked for another archive
+		claimed = map[chunkKey]bool{} // claimed here and not resolved: as many as reads in flight
+	)
 	now := time.Now()
 	if !unkeyed {
 		// A CRC check is no proof of content: only keyed checks count, and
 		// CRC-only archives check all their chunks.
 		v.mu.Lock()
 		plan.Drop(func(c *restore.Chunk) bool {
-			if !v.opts.Shard.Has(c.Digest) {
+			switch {
+			case !v.opts.Shard.Has(c.Digest):
 				a.ChunksOther++
-				return true
+			case v.chunks[keyOf(c, opts.Encrypted)] == verified:
+				a.ChunksKnown++
+			case v.opts.State.Fresh(c.Digest, c.Length, opts.Encrypted, now):
+				a.ChunksFresh++
+			default:
+				return false
 			}
+			return true
+		})
+		v.mu.Unlock()
+		// A chunk is claimed when it is about to be read, so that the
+		// claims are as many as the reads in flight, not the chunks.
+		opts.Skip = func(c *restore.Chunk) bool {
 			k := keyOf(c, opts.Encrypted)
+			v.mu.Lock()
+			defer v.mu.Unlock()
 			switch v.chunks[k] {
 			case verified:
 				a.ChunksKnown++
 				return true
 			case inFlight:
-				waitFor = append(waitFor, *c)
-				return true
-			}
-			if v.opts.State.Fresh(c.Digest, c.Length, opts.Encrypted, now) {
-				a.ChunksFresh++
-				return true
+				if !claimed[k] {
+					waitFor = append(waitFor, *c)
+					return true
+				}
 			}
 			v.chunks[k] = inFlight
+			claimed[k] = true
 			return false
-		})
-		v.mu.Unlock()
+		}
 		opts.Checked = func(c *restore.Chunk) {
 			k := keyOf(c, opts.Encrypted)
 			v.mu.Lock()
 			v.chunks[k] = verified
+			delete(claimed, k)
 			v.mu.Unlock()
 			v.changed.Broadcast()
 			v.opts.State.Verified(c.Digest, c.Length, opts.Encrypted, now)
+		}
+		opts.Damaged = func(c *restore.ChunkError) {
+			k := chunkKey{c.Digest, int32(c.Length), opts.Encrypted}
+			v.mu.Lock()
+			if claimed[k] {
+				delete(v.chunks, k)
+				delete(claimed, k)
+			}
+			v.mu.Unlock()
+			v.changed.Broadcast()
+			v.damaged(s, a, c)
 		}
 	}
 	var stats restore.Stats
@@ -315,29 +377,41 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	if v.opts.Progress != nil {
 		finish = v.opts.Progress(name, int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
 	}
-	err = v.run(ctx, plan, opts, &stats)
+	err = v.run(ctx, plan, opts, &stats, claimed)
 	if ctx.Err() == nil && len(waitFor) > 0 {
 		// What others were checking: count it if it passed, check it here
 		// if it did not (damaged chunks are reported by every archive that
 		// uses them, with its own ranges).
 		v.mu.Lock()
+		// Wait, holding no claim (so two archives never wait for each
+		// other), until none of them is in flight, then take them in one
+		// pass under the lock.
+		for busy := true; busy; {
+			busy = false
+			for i := range waitFor {
+				if v.chunks[keyOf(&waitFor[i], opts.Encrypted)] == inFlight {
+					busy = true
+					v.changed.Wait()
+					break
+				}
+			}
+		}
 		plan.Chunks = plan.Chunks[:0]
 		for _, c := range waitFor {
 			k := keyOf(&c, opts.Encrypted)
-			for v.chunks[k] == inFlight {
-				v.changed.Wait()
-			}
 			if v.chunks[k] == verified {
 				a.ChunksKnown++
 				continue
 			}
 			v.chunks[k] = inFlight
+			claimed[k] = true
 			plan.Chunks = append(plan.Chunks, c)
 		}
+		waitFor = nil
 		v.mu.Unlock()
 		if len(plan.Chunks) > 0 {
 			var de *restore.DamagedError
-			if err2 := v.run(ctx, plan, opts, &stats); err == nil || (err2 != nil && errors.As(err, &de)) {
+			if err2 := v.run(ctx, plan, opts, &stats, claimed); err == nil || (err2 != nil && errors.As(err, &de)) {
 				err = err2 // an error that is not damage wins over damage
 			}
 		}
@@ -352,23 +426,20 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	case errors.As(err, &de):
 		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", a.DamagedCount)
 	case err != nil:
-		a.OK, a.Error = false, err.Error()
+		a.OK, a.Error = false, v.note(err)
 	}
 }
 
-// run runs plan and then gives up the claims on its chunks that did not
-// pass (damaged, or not reached), waking archives waiting for them.
-func (v *Verifier) run(ctx context.Context, plan *restore.Plan, opts restore.Options, stats *restore.Stats) error {
+// run runs plan and then gives up the claims it left unresolved (a run
+// that stopped early), waking archives waiting for them.
+func (v *Verifier) run(ctx context.Context, plan *restore.Plan, opts restore.Options, stats *restore.Stats, claimed map[chunkKey]bool) error {
 	err := restore.Run(ctx, v.store, plan, restore.Discard{}, opts, stats)
-	if opts.CRCOnly {
-		return err
-	}
 	v.mu.Lock()
-	for i := range plan.Chunks {
-		k := keyOf(&plan.Chunks[i], opts.Encrypted)
+	for k := range claimed {
 		if v.chunks[k] == inFlight {
 			delete(v.chunks, k)
 		}
+		delete(claimed, k)
 	}
 	v.mu.Unlock()
 	v.changed.Broadcast()

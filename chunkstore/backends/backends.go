@@ -10,23 +10,23 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/gcsstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
-	"github.com/pbsdirect/pbsdirect/internal/objstore"
 )
 
 // Layout is the layout of a datastore in a bucket (see s3store.Layout).
-type Layout = objstore.Layout
+type Layout = bucket.Layout
 
 // Bucket layouts.
 const (
-	LayoutAuto  = objstore.LayoutAuto
-	LayoutPBS4  = objstore.LayoutPBS4
-	LayoutPlain = objstore.LayoutPlain
+	LayoutAuto  = bucket.LayoutAuto
+	LayoutPBS4  = bucket.LayoutPBS4
+	LayoutPlain = bucket.LayoutPlain
 )
 
 // ParseLayout parses a --bucket-layout value: "auto", "pbs4-s3" or "plain".
-func ParseLayout(s string) (Layout, error) { return objstore.ParseLayout(s) }
+func ParseLayout(s string) (Layout, error) { return bucket.ParseLayout(s) }
 
 // Options configures Open. The zero value opens for reading with every
 // backend's defaults.

@@ -15,6 +15,7 @@
 package gcsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,27 +38,27 @@ import (
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/internal/objstore"
 )
 
 // Layout is how the datastore is laid out below the bucket prefix.
-type Layout = objstore.Layout
+type Layout = bucket.Layout
 
-// Layouts (see objstore.Layout).
+// Layouts (see bucket.Layout).
 const (
-	LayoutAuto  = objstore.LayoutAuto
-	LayoutPBS4  = objstore.LayoutPBS4
-	LayoutPlain = objstore.LayoutPlain
+	LayoutAuto  = bucket.LayoutAuto
+	LayoutPBS4  = bucket.LayoutPBS4
+	LayoutPlain = bucket.LayoutPlain
 )
 
 // Defaults used for zero Options fields.
 const (
 	DefaultConcurrency    = 32
-	DefaultRequestTimeout = objstore.DefaultRequestTimeout
-	DefaultMaxRetries     = objstore.DefaultMaxRetries
-	DefaultMinBackoff     = objstore.DefaultMinBackoff
-	DefaultMaxBackoff     = objstore.DefaultMaxBackoff
+	DefaultRequestTimeout = bucket.DefaultRequestTimeout
+	DefaultMaxRetries     = bucket.DefaultMaxRetries
+	DefaultMinBackoff     = bucket.DefaultMinBackoff
+	DefaultMaxBackoff     = bucket.DefaultMaxBackoff
 )
 
 // Options configures Open. The zero value uses Application Default
@@ -99,11 +101,11 @@ type Store struct {
 	client     *storage.Client
 	bucket     *storage.BucketHandle
 	name       string
-	keys       objstore.Keys
+	keys       bucket.Keys
 	url        string
 	maxRetries int
 	timeout    time.Duration
-	backoff    objstore.Backoff
+	backoff    bucket.Backoff
 	retries    atomic.Int64
 }
 
@@ -112,11 +114,11 @@ var _ chunkstore.Store = (*Store)(nil)
 // OpenURL opens the store at a URL of the form "gs://bucket[/prefix]". See
 // Open.
 func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error) {
-	bucket, prefix, err := objstore.ParseURL("gs", storeURL)
+	bkt, prefix, err := bucket.ParseURL("gs", storeURL)
 	if err != nil {
 		return nil, err
 	}
-	return Open(ctx, bucket, prefix, opts)
+	return Open(ctx, bkt, prefix, opts)
 }
 
 // Open opens the datastore below prefix in bucket and detects its layout:
@@ -125,13 +127,13 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // without usable credentials (unless NoAuth or STORAGE_EMULATOR_HOST) and if
 // the bucket cannot be listed (missing: chunkstore.ErrNotFound; refused:
 // chunkstore.ErrDenied).
-func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
+func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		name: bucket,
-		keys: objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		name: bkt,
+		keys: bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
-	s.url = s.keys.URL("gs", bucket)
-	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
+	s.url = s.keys.URL("gs", bkt)
+	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
 	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
@@ -181,7 +183,7 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 		}),
 	)
 	s.client = client
-	s.bucket = client.Bucket(bucket)
+	s.bucket = client.Bucket(bkt)
 	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
 		client.Close()
 		return nil, err
@@ -209,7 +211,7 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	if s.keys.Prefix != "" {
 		root = s.keys.Prefix + "/"
 	}
-	q := &storage.Query{Prefix: root + objstore.ContentDir + "/"}
+	q := &storage.Query{Prefix: root + bucket.ContentDir + "/"}
 	q.SetAttrSelection([]string{"Name"})
 	it := s.bucket.Objects(ctx, q)
 	it.PageInfo().MaxSize = 1
@@ -298,7 +300,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
 		}
 		s.retries.Add(1)
-		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
 			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
 		}
 	}
@@ -318,20 +320,14 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 		defer t.Stop()
 	}
 	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
-	size := r.Attrs.Size
-	switch {
-	case size == 0:
-		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-	case size > limit:
-		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
-	case size < 0:
-		return nil, false, fmt.Errorf("object has unknown size")
-	}
-	if int64(cap(buf)) < size {
-		buf = make([]byte, size)
-	}
-	buf = buf[:size]
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// Size is -1 for a body without Content-Length or one decoded on the
+	// way (an object stored with Content-Encoding gzip): read to its end,
+	// bounded by limit.
+	buf, err = bucket.ReadBody(r, r.Attrs.Size, limit, buf)
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrTooLarge) || errors.Is(err, chunkstore.ErrEmpty) {
+			return nil, false, err
+		}
 		if fired.Load() && ctx.Err() == nil {
 			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
 		} else {
@@ -373,28 +369,53 @@ func (n *namedReader) Read(p []byte) (int, error) {
 
 func (n *namedReader) Close() error { return n.r.Close() }
 
+// listPageSize is the number of objects asked for per listing page.
+const listPageSize = 1000
+
 // ListFiles lists every content object below dir (see
-// chunkstore.Store.ListFiles); the library follows page tokens.
+// chunkstore.Store.ListFiles) page by page, checking every page with
+// bucket.Listing: a repeated page token, a repeated page or keys out of
+// order make it continue with startOffset (the last key seen); what cannot
+// be completed that way fails with bucket.ErrListing, never returning part
+// of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
 		return nil, err
 	}
 	base += "/"
-	q := &storage.Query{Prefix: base}
-	q.SetAttrSelection([]string{"Name", "Size"})
-	it := s.bucket.Objects(ctx, q)
 	var files []chunkstore.FileInfo
+	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base, StartAfterInclusive: true}
 	for {
-		a, err := it.Next()
-		if err == iterator.Done {
-			return files, nil
+		q := &storage.Query{Prefix: base}
+		token, after, useAfter := l.Request()
+		if useAfter {
+			q.StartOffset = after
 		}
+		q.SetAttrSelection([]string{"Name", "Size"})
+		var page []*storage.ObjectAttrs
+		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), listPageSize, token).NextPage(&page)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
-		if rel, ok := s.keys.RelFromKey(a.Name); ok {
-			files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+		for _, a := range page {
+			keep, err := l.Key(a.Name)
+			if err != nil {
+				return nil, err
+			}
+			if rel, ok := s.keys.RelFromKey(a.Name); keep && ok {
+				files = append(files, chunkstore.FileInfo{Path: rel, Size: a.Size})
+			}
+		}
+		more, err := l.EndPage(next != "", next)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return files, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -461,7 +482,7 @@ func (s *Store) upload(ctx context.Context, obj *storage.ObjectHandle, data []by
 			return err
 		}
 		s.retries.Add(1)
-		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
 			return err
 		}
 	}
@@ -478,14 +499,17 @@ func status(err error) int {
 	return 0
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
-// around 401/403s.
+// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// around 401/403s and chunkstore.ErrUnavailable around unreachable endpoints
+// and transient failures that outlasted the retries.
 func mapErr(err error) error {
 	switch st := status(err); {
 	case st == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist):
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || st == http.StatusUnauthorized:
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	case bucket.Unreachable(err) || shouldRetry(err):
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err
 }
@@ -493,7 +517,7 @@ func mapErr(err error) error {
 // shouldRetry retries what storage.ShouldRetry does (408, 429, 5xx,
 // resets, unexpected EOF) plus timeouts and 409, never 401/403/404/412.
 func shouldRetry(err error) bool {
-	if objstore.Unreachable(err) {
+	if bucket.Unreachable(err) {
 		return false
 	}
 	switch st := status(err); st {
@@ -513,4 +537,40 @@ func shouldRetry(err error) bool {
 		return true
 	}
 	return storage.ShouldRetry(err)
+}
+
+// ClaimSnapshot creates the snapshot's claim marker with a DoesNotExist
+// precondition; release deletes it (see chunkstore.SnapshotClaimer). A
+// marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried upload whose first
+// attempt landed).
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	obj := s.bucket.Object(key)
+	release := func() error {
+		if err := obj.Delete(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	err = s.upload(ctx, obj.If(storage.Conditions{DoesNotExist: true}), mine)
+	if err == nil {
+		return release, nil
+	}
+	if status(err) != http.StatusPreconditionFailed {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	var held []byte
+	if r, err := obj.NewReader(ctx); err == nil {
+		held, _ = io.ReadAll(io.LimitReader(r, 4096))
+		r.Close()
+	}
+	if bytes.Equal(held, mine) {
+		return release, nil
+	}
+	return nil, chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
 }

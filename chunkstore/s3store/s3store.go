@@ -15,12 +15,18 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,18 +44,18 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/internal/objstore"
 )
 
 // Layout is how the datastore is laid out below the bucket prefix.
-type Layout = objstore.Layout
+type Layout = bucket.Layout
 
-// Layouts (see objstore.Layout).
+// Layouts (see bucket.Layout).
 const (
-	LayoutAuto  = objstore.LayoutAuto
-	LayoutPBS4  = objstore.LayoutPBS4
-	LayoutPlain = objstore.LayoutPlain
+	LayoutAuto  = bucket.LayoutAuto
+	LayoutPBS4  = bucket.LayoutPBS4
+	LayoutPlain = bucket.LayoutPlain
 )
 
 // PathStyle selects path-style ("https://host/bucket/key") or virtual-hosted
@@ -94,10 +100,10 @@ func ParsePathStyle(s string) (PathStyle, error) {
 // Defaults used for zero Options fields.
 const (
 	DefaultConcurrency    = 32
-	DefaultRequestTimeout = objstore.DefaultRequestTimeout
-	DefaultMaxRetries     = objstore.DefaultMaxRetries
-	DefaultMinBackoff     = objstore.DefaultMinBackoff
-	DefaultMaxBackoff     = objstore.DefaultMaxBackoff
+	DefaultRequestTimeout = bucket.DefaultRequestTimeout
+	DefaultMaxRetries     = bucket.DefaultMaxRetries
+	DefaultMinBackoff     = bucket.DefaultMinBackoff
+	DefaultMaxBackoff     = bucket.DefaultMaxBackoff
 	// DefaultRegion is the SigV4 region used when neither Options.Region nor
 	// the AWS configuration (AWS_REGION, profile) names one.
 	DefaultRegion = "us-east-1"
@@ -143,6 +149,31 @@ type Options struct {
 	// Credentials overrides the SDK's credential chain when non-nil (e.g.
 	// credentials.NewStaticCredentialsProvider in tests).
 	Credentials aws.CredentialsProvider
+	// Fingerprint pins the endpoint's TLS certificate (--s3-fingerprint), as
+	// PBS's S3 endpoint "fingerprint" does: the SHA-256 of the server's leaf
+	// certificate (DER), 64 hex digits with or without ':' separators. When
+	// set, that certificate is accepted whatever its issuer and names (a
+	// self-signed certificate with its name only in the subject CN included)
+	// and every other certificate is refused. Empty: the usual verification
+	// (system roots, AWS_CA_BUNDLE).
+	Fingerprint string
+	// DialContext, when non-nil, makes the store's connections instead of
+	// net.Dialer (host name resolution included); for tests that need a
+	// name resolver of their own.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// ParseFingerprint parses a certificate fingerprint as PBS writes it
+// ("aa:bb:…", 32 bytes as hex with ':' separators) or as bare hex, any case.
+func ParseFingerprint(s string) ([sha256.Size]byte, error) {
+	var fp [sha256.Size]byte
+	h := strings.ReplaceAll(strings.TrimSpace(s), ":", "")
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != sha256.Size {
+		return fp, fmt.Errorf("invalid certificate fingerprint %q: want the SHA-256 of the certificate, 32 bytes in hex (e.g. as 'openssl x509 -noout -fingerprint -sha256' prints it)", s)
+	}
+	copy(fp[:], b)
+	return fp, nil
 }
 
 // Store is a datastore in an S3 bucket. It implements chunkstore.Store and
@@ -151,16 +182,22 @@ type Store struct {
 	client     *s3.Client
 	conns      connSet
 	bucket     string
-	keys       objstore.Keys
+	keys       bucket.Keys
 	url        string
 	endpoint   string
 	maxRetries int
 	timeout    time.Duration
-	backoff    objstore.Backoff
+	backoff    bucket.Backoff
 	// noCondPut is set once the server answered a conditional PUT with
 	// "not implemented": WriteChunk then uses HEAD + PUT.
 	noCondPut atomic.Bool
 	retries   atomic.Int64
+	// region is the signing region in use; pathStyle the addressing.
+	region    string
+	pathStyle bool
+	// followed names what Open corrected on its own ("" if nothing): the
+	// bucket's region, path-style addressing.
+	followed []string
 }
 
 var _ chunkstore.Store = (*Store)(nil)
@@ -168,11 +205,11 @@ var _ chunkstore.Store = (*Store)(nil)
 // OpenURL opens the store at a URL of the form "s3://bucket[/prefix]"
 // (prefix may be empty or multi-level). See Open.
 func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error) {
-	bucket, prefix, err := objstore.ParseURL("s3", storeURL)
+	bkt, prefix, err := bucket.ParseURL("s3", storeURL)
 	if err != nil {
 		return nil, err
 	}
-	return Open(ctx, bucket, prefix, opts)
+	return Open(ctx, bkt, prefix, opts)
 }
 
 // Open opens the datastore below prefix in bucket. It loads the AWS
@@ -182,19 +219,27 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // prefix holding no datastore content yet gets PBS4. It fails if the bucket
 // cannot be listed (missing bucket: chunkstore.ErrNotFound; refused:
 // chunkstore.ErrDenied).
-func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, error) {
+func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		bucket: bucket,
-		keys:   objstore.Keys{Prefix: strings.Trim(prefix, "/")},
+		bucket: bkt,
+		keys:   bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
-	s.url = s.keys.URL("s3", bucket)
-	pol := objstore.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
+	s.url = s.keys.URL("s3", bkt)
+	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
 	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc) })
+	var pin *[sha256.Size]byte
+	if opts.Fingerprint != "" {
+		fp, err := ParseFingerprint(opts.Fingerprint)
+		if err != nil {
+			return nil, fmt.Errorf("%s: --s3-fingerprint: %w", s.url, err)
+		}
+		pin = &fp
+	}
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc, pin, opts.DialContext) })
 	if s.timeout > 0 {
 		// Also bounds stalls while a body is read (per read, not per body).
 		hc = hc.WithReadTimeout(s.timeout)
@@ -220,6 +265,36 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
 	}
+	s.newClient(cfg, opts, cfg.Region, false)
+	err = s.detectLayout(ctx, opts.Layout, opts.Create)
+	// A bucket in another region: follow the region the server names
+	// (301 PermanentRedirect, 400 AuthorizationHeaderMalformed), as the AWS
+	// CLI does.
+	if r := bucketRegion(err); r != "" && r != s.region {
+		s.newClient(cfg, opts, r, false)
+		s.followed = append(s.followed, "region "+r)
+		err = s.detectLayout(ctx, opts.Layout, opts.Create)
+	}
+	// A custom endpoint by host name whose virtual-host name
+	// (<bucket>.<host>) does not resolve: path style, as most self-hosted
+	// services expect.
+	if err != nil && opts.PathStyle == PathStyleAuto && !s.pathStyle && s.endpoint != "" && noSuchHost(err) {
+		s.newClient(cfg, opts, s.region, true)
+		if err2 := s.detectLayout(ctx, opts.Layout, opts.Create); err2 == nil || !noSuchHost(err2) {
+			s.followed = append(s.followed, "path-style addressing")
+			err = err2
+		}
+	}
+	if err != nil {
+		s.conns.closeAll()
+		return nil, s.explain(err)
+	}
+	return s, nil
+}
+
+// newClient (re)makes the S3 client for region; forcePath selects path-style
+// addressing whatever opts.PathStyle says.
+func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath bool) {
 	retryer := retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = s.maxRetries + 1
 		// The SDK's default retry quota fails requests under load; the
@@ -231,7 +306,9 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 		})
 		o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(classify)}, o.Retryables...)
 	})
+	s.region = region
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.Region = region
 		if opts.Endpoint != "" {
 			ep := opts.Endpoint
 			if !strings.Contains(ep, "://") {
@@ -240,14 +317,15 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 			o.BaseEndpoint = aws.String(strings.TrimRight(ep, "/"))
 		}
 		s.endpoint = aws.ToString(o.BaseEndpoint)
-		switch opts.PathStyle {
-		case PathStyleOn:
+		switch {
+		case forcePath || opts.PathStyle == PathStyleOn:
 			o.UsePathStyle = true
-		case PathStyleOff:
+		case opts.PathStyle == PathStyleOff:
 			o.UsePathStyle = false
 		default:
 			o.UsePathStyle = o.UsePathStyle || isLocalEndpoint(s.endpoint)
 		}
+		s.pathStyle = o.UsePathStyle
 		o.Retryer = retryer
 		o.RetryMaxAttempts = 0
 		if s.timeout > 0 {
@@ -256,22 +334,95 @@ func Open(ctx context.Context, bucket, prefix string, opts Options) (*Store, err
 			})
 		}
 	})
-	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
-		s.conns.closeAll()
-		return nil, err
+}
+
+// Followed returns what Open corrected on its own, e.g. "region
+// eu-central-1" or "path-style addressing" (nil if nothing).
+func (s *Store) Followed() []string { return s.followed }
+
+// Region returns the signing region in use.
+func (s *Store) Region() string { return s.region }
+
+// explain adds to an error of Open what the user can do about it.
+func (s *Store) explain(err error) error {
+	var hostname x509.HostnameError
+	var unknown x509.UnknownAuthorityError
+	var cert *tls.CertificateVerificationError
+	switch {
+	case bucketRegion(err) != "":
+		r := bucketRegion(err)
+		return fmt.Errorf("%w (the bucket is in region %s, requests were signed for %s: give --s3-region %s)", err, r, s.region, r)
+	case noSuchHost(err) && s.endpoint != "" && !s.pathStyle:
+		return fmt.Errorf("%w (virtual-hosted addressing puts the bucket name in front of the endpoint's host name, which does not resolve here: give --s3-path-style)", err)
+	case errors.As(err, &hostname), errors.As(err, &unknown), errors.As(err, &cert),
+		strings.Contains(err.Error(), "x509: certificate"):
+		return fmt.Errorf("%w (for a self-signed endpoint certificate, give its SHA-256 fingerprint with --s3-fingerprint, as in PBS's S3 endpoint configuration: openssl x509 -noout -fingerprint -sha256 -in CERT)", err)
 	}
-	return s, nil
+	return err
+}
+
+// noSuchHost reports whether err is a host name that does not resolve.
+func noSuchHost(err error) bool {
+	var dns *net.DNSError
+	return err != nil && errors.As(err, &dns) && dns.IsNotFound
+}
+
+// regionInMessage finds the expected region in AWS's error messages, e.g.
+// "the region 'us-east-1' is wrong; expecting 'eu-central-1'".
+var regionInMessage = regexp.MustCompile(`expecting '([a-z0-9-]+)'`)
+
+// bucketRegion returns the bucket's region named by a region-mismatch
+// answer (301 PermanentRedirect, 400 AuthorizationHeaderMalformed or
+// IllegalLocationConstraintException): the x-amz-bucket-region header, else
+// the region in the message; "" for any other error.
+func bucketRegion(err error) string {
+	if err == nil {
+		return ""
+	}
+	st, code := httpStatus(err), errorCode(err)
+	if st != http.StatusMovedPermanently && st != http.StatusBadRequest && code != "PermanentRedirect" && code != "AuthorizationHeaderMalformed" {
+		return ""
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		if r := re.Response.Header.Get("X-Amz-Bucket-Region"); r != "" {
+			return r
+		}
+	}
+	if m := regionInMessage.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // tuneTransport sizes the connection pool for conc requests in flight (Go's
 // default of 2 idle connections per host would make every further request
 // dial anew) and tracks connections so that Close can close them.
-func (s *Store) tuneTransport(tr *http.Transport, conc int) {
+func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	tr.MaxIdleConns = max(100, 2*conc)
 	tr.MaxIdleConnsPerHost = conc + conc/4 + 2
 	tr.MaxConnsPerHost = 0 // unlimited, so never below the concurrency
 	tr.IdleConnTimeout = 90 * time.Second
 	dial := tr.DialContext
+	if dialer != nil {
+		dial = dialer
+	}
+	if pin != nil {
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		tr.TLSClientConfig.InsecureSkipVerify = true // replaced by the pin below
+		tr.TLSClientConfig.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("endpoint sent no certificate")
+			}
+			if sha256.Sum256(raw[0]) != *pin {
+				got := sha256.Sum256(raw[0])
+				return fmt.Errorf("endpoint certificate fingerprint %s does not match --s3-fingerprint", fingerprintString(got[:]))
+			}
+			return nil
+		}
+	}
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
@@ -282,6 +433,15 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int) {
 		}
 		return s.conns.add(c), nil
 	}
+}
+
+// fingerprintString formats a fingerprint as PBS does: "aa:bb:…".
+func fingerprintString(b []byte) string {
+	parts := make([]string, len(b))
+	for i, c := range b {
+		parts[i] = fmt.Sprintf("%02x", c)
+	}
+	return strings.Join(parts, ":")
 }
 
 // connSet tracks open connections.
@@ -349,7 +509,7 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	}
 	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 		Bucket:  &s.bucket,
-		Prefix:  aws.String(root + objstore.ContentDir + "/"),
+		Prefix:  aws.String(root + bucket.ContentDir + "/"),
 		MaxKeys: aws.Int32(1),
 	})
 	if err != nil {
@@ -441,7 +601,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
 		}
 		s.retries.Add(1)
-		if serr := objstore.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
+		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
 			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
 		}
 	}
@@ -464,29 +624,13 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 		defer t.Stop()
 	}
 	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
-	size := int64(-1)
-	if out.ContentLength != nil {
-		size = *out.ContentLength
-	}
-	switch {
-	case size == 0:
-		return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-	case size > limit:
-		return nil, false, fmt.Errorf("%w: object is %d bytes", chunkstore.ErrTooLarge, size)
-	case size > 0:
-		if int64(cap(buf)) < size {
-			buf = make([]byte, size)
-		}
-		buf = buf[:size]
-		_, err = io.ReadFull(out.Body, buf)
-	default:
-		buf, err = readAll(out.Body, buf[:0], limit)
-		if err == nil && len(buf) == 0 {
-			return nil, false, fmt.Errorf("%w (0-byte object)", chunkstore.ErrEmpty)
-		}
-	}
+	body, decoded, err := bucket.DecodeBody(out.Body, aws.ToString(out.ContentEncoding))
 	if err != nil {
-		if errors.Is(err, chunkstore.ErrTooLarge) {
+		return nil, ctx.Err() == nil, err
+	}
+	buf, err = bucket.ReadBody(body, bodySize(out.ContentLength, decoded), limit, buf)
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrTooLarge) || errors.Is(err, chunkstore.ErrEmpty) {
 			return nil, false, err
 		}
 		if fired.Load() && ctx.Err() == nil {
@@ -499,24 +643,14 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 	return buf, false, nil
 }
 
-// readAll appends r's content to buf, failing beyond limit bytes.
-func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("%w: object exceeds %d bytes", chunkstore.ErrTooLarge, limit)
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
+// bodySize is the length of a response body as announced: Content-Length,
+// or -1 when there is none (Transfer-Encoding: chunked) or the body is
+// decoded (Content-Encoding: gzip).
+func bodySize(contentLength *int64, decoded bool) int64 {
+	if contentLength == nil || *contentLength < 0 || decoded {
+		return -1
 	}
+	return *contentLength
 }
 
 // OpenFile starts downloading the content file rel and returns its body and
@@ -532,16 +666,32 @@ func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
 	}
-	size := aws.ToInt64(out.ContentLength)
-	return &resumingReader{s: s, ctx: ctx, key: key, etag: aws.ToString(out.ETag), size: size, body: out.Body}, size, nil
+	body, decoded, err := bucket.DecodeBody(out.Body, aws.ToString(out.ContentEncoding))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), err)
+	}
+	size := bodySize(out.ContentLength, decoded)
+	if size < 0 {
+		// No Content-Length (chunked), or a decoded body: the stored size,
+		// if the server tells it, is what the reader must deliver.
+		if head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err == nil &&
+			head.ContentLength != nil && *head.ContentLength > 0 && !bucket.IsGzip(aws.ToString(head.ContentEncoding)) {
+			size = *head.ContentLength
+		}
+	}
+	etag := aws.ToString(out.ETag)
+	if decoded {
+		etag = "" // a decoded stream cannot be resumed by byte range
+	}
+	return &resumingReader{s: s, ctx: ctx, key: key, etag: etag, size: size, body: body}, size, nil
 }
 
 type resumingReader struct {
 	s       *Store
 	ctx     context.Context
 	key     string
-	etag    string
-	size    int64
+	etag    string // "" disables resuming
+	size    int64  // -1: unknown, read to the end
 	off     int64
 	body    io.ReadCloser
 	retries int
@@ -561,7 +711,8 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		}
 		n, err := r.body.Read(p)
 		r.off += int64(n)
-		if err == nil || (err == io.EOF && r.off == r.size) {
+		long := r.size >= 0 && r.off > r.size
+		if (err == nil && !long) || (err == io.EOF && (r.size < 0 || r.off == r.size)) {
 			return n, err
 		}
 		if err == io.EOF {
@@ -569,14 +720,14 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		}
 		r.body.Close()
 		r.body = nil
-		if r.off > r.size {
+		if long {
 			r.err = fmt.Errorf("%s: object longer than its announced %d bytes", r.s.objURL(r.key), r.size)
 		} else if r.etag == "" || r.retries >= r.s.maxRetries || r.ctx.Err() != nil {
 			r.err = fmt.Errorf("%s: reading at offset %d: %w", r.s.objURL(r.key), r.off, err)
 		} else {
 			r.retries++
 			r.s.retries.Add(1)
-			if serr := objstore.Sleep(r.ctx, r.s.backoff.Delay(r.retries)); serr != nil {
+			if serr := bucket.Sleep(r.ctx, r.s.backoff.Delay(r.retries)); serr != nil {
 				r.err = fmt.Errorf("%s: reading at offset %d: %w (retry aborted: %v)", r.s.objURL(r.key), r.off, err, serr)
 			}
 		}
@@ -612,8 +763,12 @@ func (r *resumingReader) Close() error {
 	return nil
 }
 
-// ListFiles lists every content object below dir, following ListObjectsV2
-// continuation tokens (see chunkstore.Store.ListFiles).
+// ListFiles lists every content object below dir (see
+// chunkstore.Store.ListFiles) with ListObjectsV2, checking every page with
+// bucket.Listing: a page truncated without a continuation token, a repeated
+// token or page, or keys out of order make it continue with start-after
+// (the last key seen); what cannot be completed that way fails with
+// bucket.ErrListing, never returning part of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
@@ -621,19 +776,41 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	}
 	base += "/"
 	var files []chunkstore.FileInfo
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+	l := bucket.Listing{Provider: "S3 ListObjectsV2", Where: s.objURL(base), Prefix: base}
+	for {
+		in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base}
+		token, after, useAfter := l.Request()
+		if token != "" {
+			in.ContinuationToken = aws.String(token)
+		}
+		if useAfter {
+			in.StartAfter = aws.String(after)
+		}
+		page, err := s.client.ListObjectsV2(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
 		for _, o := range page.Contents {
-			if rel, ok := s.keys.RelFromKey(aws.ToString(o.Key)); ok {
+			key := aws.ToString(o.Key)
+			keep, err := l.Key(key)
+			if err != nil {
+				return nil, err
+			}
+			if rel, ok := s.keys.RelFromKey(key); keep && ok {
 				files = append(files, chunkstore.FileInfo{Path: rel, Size: aws.ToInt64(o.Size)})
 			}
 		}
+		more, err := l.EndPage(aws.ToBool(page.IsTruncated), aws.ToString(page.NextContinuationToken))
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return files, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return files, nil
 }
 
 // WriteChunk uploads the chunk blob unless the object exists: a PUT with
@@ -728,8 +905,9 @@ func isNotImplemented(err error) bool {
 	return st == http.StatusNotImplemented || code == "NotImplemented"
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s and chunkstore.ErrDenied
-// around 403s.
+// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// around 403s and chunkstore.ErrUnavailable around unreachable endpoints and
+// transient failures (429, 5xx, timeouts) that outlasted the retries.
 func mapErr(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -740,18 +918,36 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (on EC2, ECS or EKS: the instance, task or pod role): %v", chunkstore.ErrDenied, err)
 	case st == http.StatusNotFound || errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nsb):
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
+	case code == "RequestTimeTooSkewed":
+		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
+	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classify(err) == aws.TrueTernary:
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
+	}
+	if r := bucketRegion(err); r != "" {
+		return fmt.Errorf("%w (the bucket is in region %s: give --s3-region %s)", err, r, r)
 	}
 	return err
 }
 
+// skewCodes are the error codes after which the SDK corrects its clock by
+// the server's Date header and retries (its clock skew correction).
+var skewCodes = map[string]bool{"RequestTimeTooSkewed": true, "SignatureDoesNotMatch": true, "InvalidSignatureException": true, "AuthFailure": true, "AccessDeniedException": true, "RequestExpired": true}
+
 // classify decides retries ahead of the SDK's default rules: never an
-// unreachable endpoint (objstore.Unreachable), 403, 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
+// unreachable endpoint (bucket.Unreachable), 403 (except one the SDK's
+// clock skew correction can fix), 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
 // attempt timeouts and truncated responses.
 func classify(err error) aws.Ternary {
-	if objstore.Unreachable(err) {
+	if bucket.Unreachable(err) {
 		return aws.FalseTernary
+	}
+	// The SDK marks a 403 it can fix by correcting the clock skew from the
+	// response's Date header as retryable; let it retry that one.
+	var re interface{ RetryableError() bool }
+	if skewCodes[errorCode(err)] && errors.As(err, &re) && re.RetryableError() {
+		return aws.TrueTernary
 	}
 	switch st := httpStatus(err); {
 	case st == http.StatusForbidden || st == http.StatusNotFound || st == http.StatusPreconditionFailed || st == http.StatusNotImplemented:
@@ -820,3 +1016,67 @@ func (e *timeoutError) Error() string {
 
 func (e *timeoutError) Timeout() bool        { return true }
 func (e *timeoutError) RetryableError() bool { return true }
+
+// ClaimSnapshot creates the snapshot's claim marker with a conditional PUT
+// (If-None-Match: *); release deletes it (see chunkstore.SnapshotClaimer).
+// A marker that exists fails the claim with chunkstore.ErrSnapshotBusy,
+// unless it holds this claim's own content (a retried PUT whose first
+// attempt landed). On a server without conditional PUTs (501) the claim
+// falls back to HEAD then PUT, which cannot exclude a writer that starts
+// in between.
+func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
+	key, err := s.keys.Content(path.Join(snapDir, chunkstore.ClaimMarker))
+	if err != nil {
+		return nil, err
+	}
+	mine := chunkstore.NewClaimMarker()
+	release := func() error {
+		if _, err := s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
+		}
+		return nil
+	}
+	busy := func() error {
+		var held []byte
+		if rc, _, err := s.OpenFile(ctx, path.Join(snapDir, chunkstore.ClaimMarker)); err == nil {
+			held, _ = io.ReadAll(io.LimitReader(rc, 4096))
+			rc.Close()
+		}
+		if bytes.Equal(held, mine) {
+			return nil
+		}
+		return chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
+	}
+	if !s.noCondPut.Load() {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          bytes.NewReader(mine),
+			ContentLength: aws.Int64(int64(len(mine))),
+			ContentType:   aws.String("application/json"),
+			IfNoneMatch:   aws.String("*"),
+		})
+		switch {
+		case err == nil:
+			return release, nil
+		case httpStatus(err) == http.StatusPreconditionFailed:
+			if err := busy(); err != nil {
+				return nil, err
+			}
+			return release, nil
+		case isNotImplemented(err):
+			s.noCondPut.Store(true)
+		default:
+			return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+		}
+	}
+	if _, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err == nil {
+		return nil, busy()
+	} else if !errors.Is(mapErr(err), chunkstore.ErrNotFound) {
+		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
+	}
+	if err := s.put(ctx, key, mine); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return release, nil
+}

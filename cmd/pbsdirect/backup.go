@@ -33,10 +33,15 @@ type backupSummary struct {
 	Fingerprint   string   `json:"key-fingerprint,omitempty"`
 }
 
-func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	defer func() {
+		if sf.json() {
+			err = failJSON(err)
+		}
+	}()
 	host, _ := os.Hostname()
 	btype := fs.String("backup-type", "host", "backup type: vm, ct or host")
 	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
@@ -86,7 +91,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var cc *crypto.Config
 	if *cryptMode != "none" {
-		if cc, err = sf.loadKey(stderr); err != nil {
+		if cc, err = sf.loadKey(ctx, stderr); err != nil {
 			return err
 		}
 	}

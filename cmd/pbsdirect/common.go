@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ type storeFlags struct {
 	s3Endpoint   string
 	s3Region     string
 	s3PathStyle  string
+	s3Print      string
 	bucketLayout string
 }
 
@@ -36,7 +38,8 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.outputFormat, "output-format", "text", "output format: text or json")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
-	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
+	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
+	fs.StringVar(&s.s3Print, "s3-fingerprint", "", "pin the S3 endpoint's TLS certificate by its SHA-256 fingerprint (aa:bb:…, as in PBS's S3 endpoint config; self-signed and CN-only certificates included)")
 	fs.Lookup("s3-path-style").NoOptDefVal = "true"
 	fs.StringVar(&s.bucketLayout, "bucket-layout", "auto", "bucket layout: auto (detect; new prefixes get pbs4-s3), pbs4-s3 (<prefix>/.cnt/…) or plain (copy of a datastore directory)")
 }
@@ -73,7 +76,7 @@ func (s *storeFlags) namespace() (index.Namespace, error) {
 // loadKey opens the key file given with --keyfile or, like
 // proxmox-backup-client, the default key file when it exists (said on
 // stderr); without either it returns nil.
-func (s *storeFlags) loadKey(stderr io.Writer) (*crypto.Config, error) {
+func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Config, error) {
 	path := s.keyfile
 	if path == "" {
 		def := defaultKeyPath()
@@ -83,13 +86,15 @@ func (s *storeFlags) loadKey(stderr io.Writer) (*crypto.Config, error) {
 		fmt.Fprintf(stderr, "pbsdirect: using the default key file %s (give --keyfile to choose another)\n", def)
 		path = def
 	}
-	return openKeyFile(path, stderr)
+	return openKeyFile(ctx, path, stderr)
 }
 
-// openKeyFile reads and decrypts a key file, asking for the passphrase when
-// it is protected and PBS_ENCRYPTION_PASSWORD is unset.
-func openKeyFile(path string, stderr io.Writer) (*crypto.Config, error) {
-	data, err := os.ReadFile(path)
+// openKeyFile reads and decrypts a key file (a regular file of a few KiB,
+// see crypto.ReadSecretFile), asking for the passphrase when it is
+// protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
+// when ctx ends (Ctrl-C).
+func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
+	data, err := crypto.ReadSecretFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
@@ -104,7 +109,7 @@ func openKeyFile(path string, stderr io.Writer) (*crypto.Config, error) {
 			return nil, fmt.Errorf("key file %s: %w", path, err)
 		}
 	}
-	_, cfg, err := kf.Open(pass)
+	_, cfg, err := kf.Open(ctx, pass)
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
@@ -119,7 +124,7 @@ func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 		return []byte(p), nil
 	}
 	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
-		data, err := os.ReadFile(f)
+		data, err := crypto.ReadSecretFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("PBS_ENCRYPTION_PASSWORD_FILE: %w", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/index"
@@ -26,6 +25,7 @@ type drillReport struct {
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
 	Removed         bool            `json:"target-removed"`
+	ExitCode        int             `json:"exit-code"` // the process exit code
 }
 
 // readBackReport says what the read-back checked.
@@ -56,6 +56,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rep.Error = err.Error()
 		}
 		rep.TotalSeconds = time.Since(start).Seconds()
+		rep.ExitCode = codeFor(ctx, err)
 		if rc.sf.json() {
 			if werr := writeJSON(stdout, rep); werr != nil {
 				return werr
@@ -79,6 +80,9 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return finish(err)
 	}
 	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
+	// The target stays open and locked until the read-back (and --remove)
+	// are done: no other run can write it meanwhile.
+	defer r.target.Close(false)
 
 	rbStart := time.Now()
 	var rb restore.ReadBackStats
@@ -94,8 +98,8 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), el),
 	}
 	if err == nil && *remove && r.created {
-		if rerr := os.Remove(targetPath); rerr != nil {
-			err = fmt.Errorf("remove %s: %w", targetPath, rerr)
+		if rerr := r.target.Remove(); rerr != nil {
+			err = rerr
 		} else {
 			rep.Removed = true
 		}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -564,16 +565,41 @@ func TestFullFileSystem(t *testing.T) {
 			backupImage(t, store, c.image, "--chunk-size", "1024")
 			target := filepath.Join(mnt, "image.raw")
 			if c.wantFail {
-				mustFail(t, 1, []string{target, "no space for the image's data"}, "restore", "--store", store, snap0, "drive-scsi0", target)
+				mustFail(t, 3, []string{target, "not enough free space", "nothing was written"}, "restore", "--store", store, snap0, "drive-scsi0", target)
 				if left, _ := os.ReadDir(mnt); len(left) != len(before) {
 					t.Errorf("left behind in the file system: %v", left)
 				}
+				// --force onto an existing file: refused before any write,
+				// the old file keeps its bytes, size and allocation.
+				old := fixture.Build(14, fixture.Region{Kind: fixture.Random, Len: 1 << 20}, fixture.Region{Kind: fixture.Zero, Len: 1 << 20})
+				fixture.WriteFile(t, mnt, "old.raw", old)
+				oldPath := filepath.Join(mnt, "old.raw")
+				if out, err := exec.Command("fallocate", "-p", "-o", "1048576", "-l", "1048576", oldPath).CombinedOutput(); err != nil {
+					t.Fatalf("fallocate: %v: %s", err, out)
+				}
+				stBefore := statT(t, oldPath)
+				mustFail(t, 3, []string{oldPath, "not enough free space", "nothing was written"}, "restore", "--force", "--store", store, snap0, "drive-scsi0", oldPath)
+				stAfter := statT(t, oldPath)
+				if stAfter.Size != stBefore.Size || stAfter.Blocks != stBefore.Blocks {
+					t.Errorf("refused --force changed the old file: size %d -> %d, blocks %d -> %d", stBefore.Size, stAfter.Size, stBefore.Blocks, stAfter.Blocks)
+				}
+				fixture.Equal(t, oldPath, old)
 				return
 			}
 			restoreJSON(t, "--store", store, snap0, "drive-scsi0", target)
 			fixture.Equal(t, target, c.image)
 		})
 	}
+}
+
+// statT returns the stat of p (size, allocated blocks).
+func statT(t *testing.T, p string) *syscall.Stat_t {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t)
 }
 
 // TestBlobArchive restores .blob archives (plain and encrypted).

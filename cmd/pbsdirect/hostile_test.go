@@ -41,7 +41,7 @@ func pbsWithin(t *testing.T, d time.Duration, args ...string) result {
 // such headers) and fixes the manifest entry, so only the header is hostile.
 func setFidx(t *testing.T, b *base, size, chunkSize uint64, digests []crypto.Digest) {
 	t.Helper()
-	raw, err := index.BuildFixed(index.FixedHeader{Size: uint64(len(digests)) * 4096, ChunkSize: 4096}, digests)
+	raw, err := index.BuildFixed(index.FixedHeader{Size: uint64(len(digests)) * index.MinChunkSize, ChunkSize: index.MinChunkSize}, digests)
 	if err != nil {
 		t.Fatal(err)
 	}

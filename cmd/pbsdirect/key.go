@@ -35,7 +35,7 @@ func cmdKey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "create":
 		return cmdKeyCreate(args[1:], stdout, stderr)
 	case "show":
-		return cmdKeyShow(args[1:], stdout, stderr)
+		return cmdKeyShow(ctx, args[1:], stdout, stderr)
 	}
 	return usagef("unknown key command %q (want create or show)", args[0])
 }
@@ -122,7 +122,7 @@ type keyInfo struct {
 	Verified    bool   `json:"verified"` // the key was decrypted and its fingerprint recomputed
 }
 
-func cmdKeyShow(args []string, stdout, stderr io.Writer) error {
+func cmdKeyShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("key show", "[flags] [PATH]", stderr)
 	verify := fs.Bool("verify", false, "decrypt the key (passphrase needed) and check the stored fingerprint")
 	format := fs.String("output-format", "text", "output format: text or json")
@@ -136,9 +136,9 @@ func cmdKeyShow(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 1 {
 		path = fs.Arg(0)
 	}
-	data, err := os.ReadFile(path)
+	data, err := crypto.ReadSecretFile(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("key file: %w", err)
 	}
 	kf, err := crypto.ParseKeyFile(data)
 	if err != nil {
@@ -158,7 +158,7 @@ func cmdKeyShow(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("%s: %w", path, err)
 			}
 		}
-		_, cfg, err := kf.Open(pass)
+		_, cfg, err := kf.Open(ctx, pass)
 		if err != nil {
 			if errors.Is(err, crypto.ErrKeyFingerprint) || errors.Is(err, crypto.ErrWrongPassphrase) {
 				return fmt.Errorf("%s: %w", path, err)

@@ -2,7 +2,9 @@
 // archives directly from a datastore directory or a bucket, with no PBS
 // server in the loop.
 //
-// Exit codes: 0 success, 1 failure, 2 usage error.
+// Exit codes (see exitCode): 0 success; 1 the data is damaged or missing;
+// 2 usage error; 3 the run could not complete for a reason outside the data
+// (retrying later can help); 130/143 interrupted by SIGINT/SIGTERM.
 package main
 
 import (
@@ -17,12 +19,16 @@ import (
 	"syscall"
 
 	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 )
 
 const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
 
 Usage:
-  pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device
+  pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device (- for standard output)
+  pbsdirect mount     [flags] SNAPSHOT MOUNTPOINT       mount a snapshot's archives as read-only files (FUSE), no restore needed
+  pbsdirect serve-nbd [flags] SNAPSHOT                  serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)
   pbsdirect verify    [flags] [SNAPSHOT | TYPE/ID]      verify a snapshot, a group, a namespace (tree) or the whole store
   pbsdirect report merge [flags] FILE...                merge the JSON reports of verify shards into one
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
@@ -37,6 +43,16 @@ ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
 --store is a datastore directory, s3://bucket/prefix or gs://bucket/prefix.
 
 Run 'pbsdirect COMMAND --help' for a command's flags.
+
+Exit codes:
+  0    success
+  1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
+       a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
+  2    usage error
+  3    the run could not complete for a reason outside the data: store unreachable, credentials
+       refused, throttled past --retry-for, target I/O error, no space: retrying later can help
+  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM
+JSON reports (--output-format json) carry the same code as "exit-code".
 `
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -49,10 +65,90 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// Exit codes (see exitCode).
+const (
+	exitOK      = 0
+	exitData    = 1 // the data is damaged or missing
+	exitUsage   = 2
+	exitOutside = 3 // a cause outside the data; retrying later can help
+)
+
+// interruptedError is the cause of a run's context when a signal stopped it.
+type interruptedError struct{ sig syscall.Signal }
+
+// Error returns "interrupted (SIGINT)" or "interrupted (SIGTERM)".
+func (e *interruptedError) Error() string {
+	name := "SIGINT"
+	if e.sig == syscall.SIGTERM {
+		name = "SIGTERM"
+	}
+	return "interrupted (" + name + ")"
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		// A second signal ends the process at once.
+		signal.Stop(sigs)
+		cancel(&interruptedError{sig: sig.(syscall.Signal)})
+	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitCode maps a command's error to the process exit code: 0 for nil (and
+// --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
+// a usage error; 3 when the cause lies outside the data
+// (chunkstore.Outside: unreachable store, refused credentials, throttled
+// past --retry-for, target I/O error, no space); 1 for everything else,
+// which is damaged or missing data.
+func exitCode(err error) int {
+	var ie *interruptedError
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ie):
+		return 128 + int(ie.sig)
+	case errors.As(err, &ue):
+		return exitUsage
+	case chunkstore.Outside(err):
+		return exitOutside
+	}
+	return exitData
+}
+
+// interrupted returns the interruptedError that stopped ctx, if one did, in
+// place of err (which then only says "context canceled"); otherwise err.
+func interrupted(ctx context.Context, err error) error {
+	var ie *interruptedError
+	if err != nil && errors.As(context.Cause(ctx), &ie) {
+		return ie
+	}
+	return err
+}
+
+// codeFor is exitCode for the error of a command run under ctx.
+func codeFor(ctx context.Context, err error) int { return exitCode(interrupted(ctx, err)) }
+
+// jsonFailure marks an error of a command in JSON mode that printed no
+// report: run prints {"ok": false, "error": …, "exit-code": …} on stdout.
+type jsonFailure struct{ err error }
+
+func (e *jsonFailure) Error() string { return e.err.Error() }
+func (e *jsonFailure) Unwrap() error { return e.err }
+
+// failJSON wraps err (unless nil or a usage error) so that run reports it
+// as JSON on stdout.
+func failJSON(err error) error {
+	var ue *usageError
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.As(err, &ue) {
+		return err
+	}
+	return &jsonFailure{err: err}
 }
 
 // run executes one command line and returns the exit code.
@@ -68,6 +164,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"snapshots": cmdSnapshots,
 		"backup":    cmdBackup,
 		"key":       cmdKey,
+		"mount":     cmdMount,
+		"serve-nbd": cmdServeNBD,
 		"report":    cmdReport,
 	}
 	name := args[0]
@@ -96,25 +194,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			stopRecording, err := startRecording(path, aid.start, aid.stop)
 			if err != nil {
 				fmt.Fprintf(stderr, "pbsdirect: %s: %v\n", aid.env, err)
-				return 1
+				return exitCode(err)
 			}
 			defer stopRecording()
 		}
 	}
-	err := fn(ctx, args[1:], stdout, stderr)
-	var ue *usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
+	orig := fn(ctx, args[1:], stdout, stderr)
+	err := interrupted(ctx, orig)
+	code := exitCode(err)
+	var jf *jsonFailure
+	if errors.As(orig, &jf) {
+		writeJSON(stdout, map[string]any{"ok": false, "command": name, "error": err.Error(), "exit-code": code})
+	}
+	switch code {
+	case exitOK:
+	case exitUsage:
 		fmt.Fprintf(stderr, "pbsdirect %s: %v\n", name, err)
-		return 2
 	default:
 		fmt.Fprintf(stderr, "pbsdirect %s: error: %v\n", name, err)
-		return 1
 	}
+	return code
 }
 
 // newFlags returns a flag set for a command that reports parse errors as usage errors.

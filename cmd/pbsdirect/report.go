@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
@@ -52,15 +54,6 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *out != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := writeLocation(ctx, &sf, *out, append(b, '\n')); err != nil {
-			return fmt.Errorf("--report: %w", err)
-		}
-	}
 	if !sf.json() {
 		for _, s := range rep.Snapshots {
 			printSnapshotResult(stdout, s)
@@ -69,5 +62,25 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stderr, "pbsdirect report merge: warning: only shards %s merged\n", rep.Shard)
 		}
 	}
-	return printVerifyReport(stdout, rep, sf.json())
+	// Exit like the single run would have: the merged reports' worst code
+	// outside the data (3) stays, damage is 1.
+	var outside error
+	for _, r := range reps {
+		if r.ExitCode == exitOutside {
+			outside = fmt.Errorf("%w: shard %s could not check everything (exit code %d)", chunkstore.ErrUnavailable, cmp.Or(r.Shard, "0/1"), r.ExitCode)
+		}
+	}
+	return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {
+		if *out == "" {
+			return nil
+		}
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeLocation(ctx, &sf, *out, append(b, '\n')); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+		return nil
+	})
 }

@@ -41,6 +41,7 @@ type restoreSummary struct {
 	Layout        string  `json:"bucket-layout,omitempty"`
 	Retries       int64   `json:"retries"`
 	ZeroRanges    string  `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	ExitCode      int     `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
 }
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
@@ -50,6 +51,8 @@ type restoreCmd struct {
 	force        *bool
 	assumeZeroed *bool
 	noDirect     *bool
+	stdoutOK     bool // TARGET may be "-" (restore, not drill)
+	follow       *bool
 }
 
 // registerRestoreFlags adds the store, pipeline and target flags to fs.
@@ -60,6 +63,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
+	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
 	return rc
 }
 
@@ -74,8 +78,11 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	if err := rc.pf.check(); err != nil {
 		return err
 	}
-	if fs.Arg(2) == "-" {
-		return usagef("restoring to standard output is not supported: give a file or block device")
+	if fs.Arg(2) == "-" && !rc.stdoutOK {
+		return usagef("a drill restores to a file or block device, not to standard output")
+	}
+	if fs.Arg(2) == "-" && rc.sf.json() {
+		return usagef("--output-format json writes to standard output: not with TARGET -")
 	}
 	return checkSnapshotRef(fs.Arg(0))
 }
@@ -94,19 +101,34 @@ type restored struct {
 	plan    *restore.Plan
 	key     *crypto.Config // nil unless the archive is encrypted
 	created bool           // the target file was created by the restore
+	// target is committed (synced, renamed into place) and still open and
+	// locked, for a read-back; the caller closes it.
+	target *restore.FileTarget
 }
 
-func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
 	rc := registerRestoreFlags(fs)
+	defer func() {
+		if rc.sf.json() {
+			err = failJSON(err)
+		}
+	}()
+	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := rc.check(fs); err != nil {
 		return err
 	}
+	if fs.Arg(2) == "-" {
+		return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
+	}
 	r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), true, stdout, stderr)
 	if err != nil || r == nil {
+		return err
+	}
+	if err := r.target.Close(false); err != nil {
 		return err
 	}
 	sum := r.summary
@@ -139,19 +161,19 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
 	if err != nil {
-		return nil, err
+		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
 			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
 		}
-		return nil, restoreBlob(ctx, store, snap, m, archive, targetPath, *rc.force, cc, stdout, sf)
+		return nil, restoreBlob(ctx, store, snap, m, archive, targetPath, rc.targetOptions(0), cc, stdout, sf)
 	}
 	plan, fi, err := restore.LoadPlan(ctx, store, snap.Dir(), m, archive, cc)
 	if err != nil {
-		return nil, err
+		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	target, err := restore.OpenTarget(targetPath, int64(plan.Size), restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect})
+	target, err := restore.OpenTarget(targetPath, int64(plan.Size), rc.targetOptions(int64(plan.DataBytes())))
 	if err != nil {
 		return nil, err
 	}
@@ -168,16 +190,16 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	})
 	err = restore.Run(ctx, store, plan, target, opts, &stats)
 	bar.done()
-	if err != nil {
-		target.Close(true)
-		return nil, fmt.Errorf("restore of %s to %s failed, target not usable: %w", opts.Archive, targetPath, err)
+	if err == nil {
+		err = target.Commit()
 	}
-	direct := target.Direct()
-	if err := target.Close(false); err != nil {
-		return nil, fmt.Errorf("%s: close: %w", targetPath, err)
+	if err != nil {
+		partial := target.Partial()
+		target.Close(true)
+		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
 	el := time.Since(start)
-	r := &restored{plan: plan, created: target.Created()}
+	r := &restored{plan: plan, created: target.Created(), target: target}
 	if opts.Encrypted {
 		r.key = cc
 	}
@@ -186,10 +208,26 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		DataBytes: stats.DataBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(), FetchedBytes: stats.FetchedBytes.Load(),
 		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
 		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
-		Direct: direct, Encrypted: opts.Encrypted, Jobs: opts.Jobs, Writers: opts.Writers, Fetchers: opts.Fetchers,
+		Direct: target.Direct(), Encrypted: opts.Encrypted, Jobs: opts.Jobs, Writers: opts.Writers, Fetchers: opts.Fetchers,
 		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: target.ZeroHandling(),
 	}
 	return r, nil
+}
+
+// targetOptions are the target flags, with the image's data bytes for the
+// free-space check.
+func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
+	return restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
+		FollowSymlinks: *rc.follow, DataBytes: dataBytes}
+}
+
+// restoreFailed says what a failed restore left: an existing target that
+// was written to now holds a partial image; a new file was removed.
+func restoreFailed(archive, targetPath string, partial bool, err error) error {
+	if partial {
+		return fmt.Errorf("restore of %s to %s failed after writing started: %s now holds a partial image, not a usable disk (restore again to repair it): %w", archive, targetPath, targetPath, err)
+	}
+	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetPath, err)
 }
 
 // zeroWords explains restoreSummary.ZeroRanges in the text summary.
@@ -201,12 +239,12 @@ var zeroWords = map[string]string{
 }
 
 // restoreBlob writes the decoded blob archive to targetPath.
-func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, archive, targetPath string, force bool, cc *crypto.Config, stdout io.Writer, sf *storeFlags) error {
+func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, archive, targetPath string, topts restore.TargetOptions, cc *crypto.Config, stdout io.Writer, sf *storeFlags) error {
 	data, err := snapshot.ReadBlob(ctx, store, snap, m, archive, cc)
 	if err != nil {
 		return err
 	}
-	if err := restore.WriteFile(targetPath, data, force); err != nil {
+	if err := restore.WriteFile(targetPath, data, topts); err != nil {
 		return err
 	}
 	if sf.json() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -33,10 +34,15 @@ type snapshotFile struct {
 // manifestReads is how many manifests are read at once for a listing.
 const manifestReads = 16
 
-func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("snapshots", "[flags]", stderr)
 	var sf storeFlags
 	sf.register(fs)
+	defer func() {
+		if sf.json() {
+			err = failJSON(err)
+		}
+	}()
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -68,9 +74,14 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		s := list[i].Snapshot
 		e := snapshotEntry{Snapshot: s.String(), Namespace: sf.ns, BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{}}
 		m, err := snapshot.ReadManifest(ctx, store, s)
-		if err != nil {
+		switch {
+		case errors.Is(err, snapshot.ErrNoSnapshot):
+			// Listed, then pruned before its manifest was read.
+			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", s)
+			return ctx.Err()
+		case err != nil:
 			e.Error = err.Error()
-		} else {
+		default:
 			for _, f := range m.Files {
 				e.Files = append(e.Files, snapshotFile{Name: f.Filename, CryptMode: string(f.CryptMode), Size: f.Size})
 				e.Size += f.Size
@@ -85,6 +96,13 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	kept := entries[:0]
+	for _, e := range entries {
+		if e.Snapshot != "" {
+			kept = append(kept, e)
+		}
+	}
+	entries = kept
 	if sf.json() {
 		return writeJSON(stdout, entries)
 	}

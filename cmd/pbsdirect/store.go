@@ -19,7 +19,7 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, create bool
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cc, err := sf.loadKey(stderr)
+	cc, err := sf.loadKey(ctx, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -42,11 +42,16 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 	if err != nil {
 		return nil, err
 	}
+	if sf.s3Print != "" {
+		if _, err := s3store.ParseFingerprint(sf.s3Print); err != nil {
+			return nil, usagef("--s3-fingerprint: %v", err)
+		}
+	}
 	opts := backends.Options{
 		Create:      create,
 		Concurrency: concurrency,
 		Layout:      layout,
-		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps},
+		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps, Fingerprint: sf.s3Print},
 	}
 	return backends.Open(ctx, sf.store, opts)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
@@ -26,7 +27,7 @@ that), plus the largest archive's plan while it is checked (about 70 bytes per
 chunk), plus --state's entries (about 64 bytes per chunk of this shard).
 `
 
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("verify", "[flags] [SNAPSHOT | TYPE/ID]", stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pbsdirect verify [flags] [SNAPSHOT | TYPE/ID]\n\n"+
@@ -36,6 +37,12 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var sf storeFlags
 	sf.register(fs)
+	reported := false
+	defer func() {
+		if sf.json() && !reported {
+			err = failJSON(err)
+		}
+	}()
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
 	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
@@ -124,13 +131,16 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	single := len(sel.Snapshots) == 1
 	v := verify.New(store, verify.Options{
 		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store), Parallel: *parallel,
-		Shard: sh, State: state,
+		Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
 		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 		Progress: func(name string, total int64, done func() int64) func() {
 			return startProgress(stderr, single && !sf.json(), "verify "+name, total, done).done
 		},
 	})
 	rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
+		if r.Skipped {
+			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", r.Snapshot)
+		}
 		if !sf.json() {
 			printSnapshotResult(stdout, r)
 		}
@@ -156,26 +166,48 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("--state: %w", err)
 		}
 	}
-	if *reportLoc != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
+	return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
+		if *metrics != "" {
+			if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
+				return fmt.Errorf("--metrics-textfile: %w", err)
+			}
 		}
-		if err := writeLocation(ctx, &sf, *reportLoc, append(b, '\n')); err != nil {
-			return fmt.Errorf("--report: %w", err)
+		if *reportLoc != "" {
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := writeLocation(ctx, &sf, *reportLoc, append(b, '\n')); err != nil {
+				return fmt.Errorf("--report: %w", err)
+			}
 		}
-	}
-	if *metrics != "" {
-		if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
-			return fmt.Errorf("--metrics-textfile: %w", err)
-		}
-	}
-	return printVerifyReport(stdout, rep, sf.json())
+		reported = sf.json()
+		return nil
+	})
 }
 
-// printVerifyReport prints the report's end (JSON: all of it) and returns
-// the error for a failed run.
-func printVerifyReport(stdout io.Writer, rep verify.Report, asJSON bool) error {
+// isSnapshotRef reports whether ref names one snapshot (TYPE/ID/TIME), not a group.
+func isSnapshotRef(ref string) bool {
+	s, err := index.ParseSnapshotRef(ref)
+	return err == nil && !s.IsGroup()
+}
+
+// printVerifyReport sets the report's exit code (outside: the first failure
+// outside the data, or nil), calls save (to write it elsewhere), prints its
+// end (JSON: all of it) and returns the error for a failed run.
+func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report, asJSON bool, outside error, save func() error) error {
+	var verr error
+	if !rep.OK {
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", rep.Failed(), len(rep.Snapshots))
+		if outside != nil {
+			// Some archive could not be checked for a reason outside the data.
+			verr = fmt.Errorf("%w; %w", verr, outside)
+		}
+	}
+	rep.ExitCode = codeFor(ctx, verr)
+	if err := save(); err != nil {
+		return err
+	}
 	if asJSON {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
@@ -189,11 +221,11 @@ func printVerifyReport(stdout io.Writer, rep verify.Report, asJSON bool) error {
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
 		}
+		if len(rep.Skipped) > 0 {
+			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
+		}
 	}
-	if !rep.OK {
-		return fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", rep.Failed(), len(rep.Snapshots))
-	}
-	return nil
+	return verr
 }
 
 // maxStateSize bounds a state file read: 48 bytes a chunk, 100 M chunks.
@@ -260,6 +292,10 @@ func okWord(ok bool) string {
 }
 
 func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
+	if r.Skipped {
+		fmt.Fprintf(w, "%s: skipped\n  note: %s\n", r.Snapshot, r.Note)
+		return
+	}
 	fmt.Fprintf(w, "%s: %s\n", r.Snapshot, okWord(r.OK))
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)

@@ -17,8 +17,8 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/internal/objstore"
 )
 
 // Harness connects the suite to one backend and server.
@@ -37,7 +37,7 @@ type Harness struct {
 
 // Layouter is implemented by the bucket stores.
 type Layouter interface {
-	Layout() objstore.Layout
+	Layout() bucket.Layout
 }
 
 // Chunk returns a valid encoded chunk for data and its digest.
@@ -78,7 +78,7 @@ const snap = "vm/100/2026-11-29T10:00:00Z"
 
 // Run runs the whole suite.
 func Run(t *testing.T, h Harness) {
-	for _, layout := range []objstore.Layout{objstore.LayoutPBS4, objstore.LayoutPlain} {
+	for _, layout := range []bucket.Layout{bucket.LayoutPBS4, bucket.LayoutPlain} {
 		for _, prefix := range []string{"", "store", "a/b/c"} {
 			t.Run(fmt.Sprintf("%s/prefix=%q", layout, prefix), func(t *testing.T) {
 				t.Parallel()
@@ -92,11 +92,11 @@ func Run(t *testing.T, h Harness) {
 	})
 }
 
-func roundTrip(t *testing.T, h Harness, layout objstore.Layout, prefix string) {
+func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 	ctx := context.Background()
-	bucket := h.NewBucket(t)
+	bkt := h.NewBucket(t)
 	content := func(rel string) string {
-		if layout == objstore.LayoutPBS4 {
+		if layout == bucket.LayoutPBS4 {
 			return join(prefix, ".cnt/"+rel)
 		}
 		return join(prefix, rel)
@@ -117,9 +117,9 @@ func roundTrip(t *testing.T, h Harness, layout objstore.Layout, prefix string) {
 
 	var s chunkstore.Store
 	switch layout {
-	case objstore.LayoutPBS4:
-		s = h.Open(t, bucket, prefix, true)
-		if got := s.(Layouter).Layout(); got != objstore.LayoutPBS4 {
+	case bucket.LayoutPBS4:
+		s = h.Open(t, bkt, prefix, true)
+		if got := s.(Layouter).Layout(); got != bucket.LayoutPBS4 {
 			t.Fatalf("empty prefix opened for writing: layout %v, want pbs4", got)
 		}
 		for _, d := range chunks {
@@ -136,39 +136,39 @@ func roundTrip(t *testing.T, h Harness, layout objstore.Layout, prefix string) {
 		s.Close()
 		// The objects sit where PBS 4 puts them (§8.1).
 		for _, d := range chunks {
-			if got, ok := h.Get(t, bucket, join(prefix, chunkstore.ChunkRelPath(d))); !ok || !bytes.Equal(got, blobs[d]) {
+			if got, ok := h.Get(t, bkt, join(prefix, chunkstore.ChunkRelPath(d))); !ok || !bytes.Equal(got, blobs[d]) {
 				t.Fatalf("chunk object %s missing or different", d)
 			}
 		}
 		for rel, data := range files {
-			if got, ok := h.Get(t, bucket, content(rel)); !ok || !bytes.Equal(got, data) {
+			if got, ok := h.Get(t, bkt, content(rel)); !ok || !bytes.Equal(got, data) {
 				t.Fatalf("content object %s missing or different", content(rel))
 			}
 		}
-	case objstore.LayoutPlain:
+	case bucket.LayoutPlain:
 		for _, d := range chunks {
-			h.Put(t, bucket, join(prefix, chunkstore.ChunkRelPath(d)), blobs[d])
+			h.Put(t, bkt, join(prefix, chunkstore.ChunkRelPath(d)), blobs[d])
 		}
 		for rel, data := range files {
-			h.Put(t, bucket, content(rel), data)
+			h.Put(t, bkt, content(rel), data)
 		}
-		h.Put(t, bucket, join(prefix, ".lock"), nil)
+		h.Put(t, bkt, join(prefix, ".lock"), nil)
 	}
 
 	// Reopen for reading: the layout is detected.
-	s = h.Open(t, bucket, prefix, false)
+	s = h.Open(t, bkt, prefix, false)
 	defer s.Close()
 	if got := s.(Layouter).Layout(); got != layout {
 		t.Fatalf("detected layout %v, want %v", got, layout)
 	}
-	wantName := h.Scheme + "://" + bucket
+	wantName := h.Scheme + "://" + bkt
 	if prefix != "" {
 		wantName += "/" + prefix
 	}
 	if s.String() != wantName {
 		t.Errorf("String() = %q, want %q", s.String(), wantName)
 	}
-	if loc := s.ChunkLocation(chunks[0]); loc != h.Scheme+"://"+bucket+"/"+join(prefix, chunkstore.ChunkRelPath(chunks[0])) {
+	if loc := s.ChunkLocation(chunks[0]); loc != h.Scheme+"://"+bkt+"/"+join(prefix, chunkstore.ChunkRelPath(chunks[0])) {
 		t.Errorf("ChunkLocation = %q", loc)
 	}
 
@@ -254,7 +254,7 @@ func roundTrip(t *testing.T, h Harness, layout objstore.Layout, prefix string) {
 
 	// A 0-byte chunk object is not data; writing the chunk replaces it.
 	empty, emptyBlob := Chunk(t, []byte("evicted"))
-	h.Put(t, bucket, join(prefix, chunkstore.ChunkRelPath(empty)), nil)
+	h.Put(t, bkt, join(prefix, chunkstore.ChunkRelPath(empty)), nil)
 	if _, err := s.ReadChunk(ctx, empty, buf); !errors.Is(err, chunkstore.ErrEmpty) {
 		t.Errorf("0-byte chunk: err %v, want ErrEmpty", err)
 	}
@@ -279,18 +279,18 @@ func roundTrip(t *testing.T, h Harness, layout objstore.Layout, prefix string) {
 	if err := s.WriteFile(ctx, "vm/100/owner", []byte("user@pbs\n")); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := h.Get(t, bucket, content("vm/100/owner")); !ok || string(got) != "user@pbs\n" {
+	if got, ok := h.Get(t, bkt, content("vm/100/owner")); !ok || string(got) != "user@pbs\n" {
 		t.Errorf("WriteFile did not replace %s", content("vm/100/owner"))
 	}
 	if err := s.WriteFile(ctx, "../escape", nil); err == nil {
 		t.Errorf("WriteFile(../escape) succeeded")
 	}
 
-	if layout == objstore.LayoutPlain {
+	if layout == bucket.LayoutPlain {
 		// A writer opening an existing plain copy keeps it plain.
-		w := h.Open(t, bucket, prefix, true)
+		w := h.Open(t, bkt, prefix, true)
 		defer w.Close()
-		if got := w.(Layouter).Layout(); got != objstore.LayoutPlain {
+		if got := w.(Layouter).Layout(); got != bucket.LayoutPlain {
 			t.Errorf("writer on a plain copy: layout %v", got)
 		}
 	}

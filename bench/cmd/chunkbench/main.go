@@ -66,7 +66,7 @@ func run(cmd, root, keyfile, ref, archive string, maxMiB int, minSecs float64) e
 		if err != nil {
 			return err
 		}
-		if _, cc, err = kf.Open(nil); err != nil {
+		if _, cc, err = kf.Open(ctx, nil); err != nil {
 			return fmt.Errorf("key file %s (must be created with --kdf none): %w", keyfile, err)
 		}
 	}

@@ -1,8 +1,8 @@
-// Package objstore holds what the bucket backends (chunkstore/s3store,
+// Package bucket holds what the bucket backends (chunkstore/s3store,
 // chunkstore/gcsstore) share: store URL parsing, the two datastore layouts
 // in a bucket and their key mapping (FORMAT.md §1, §8.1), content-path
 // validation and the retry backoff.
-package objstore
+package bucket
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package objstore
+package bucket
 
 import (
 	"errors"

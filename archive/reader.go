@@ -1,0 +1,423 @@
+// Package archive gives random access to one chunked archive of a snapshot
+// (a fixed index, §3, or a dynamic index, §4) on any store, without
+// restoring it: Reader is an io.ReaderAt, safe for concurrent use, that also
+// reports the archive's size and its zero extents. It sits under mount,
+// serve-nbd and restore to standard output.
+//
+// The algorithm: Open streams the index through restore.LoadPlan (which
+// checks it against the manifest) and keeps one small entry per index
+// position, the chunk it holds or "zero chunk". A read maps its byte range
+// onto positions; zero chunks are served from nothing, never fetched; every
+// other chunk comes from a cache keyed by digest and bounded in bytes
+// (Options.CacheSize). A chunk missing from the cache is read from the store
+// once, however many readers want it, and passes the restore's check
+// (chunkstore.Decoder.DecodeChunk: crypt mode, CRC, AES-256-GCM, zstd,
+// length, digest) before anyone sees a byte of it. A chunk that fails fails
+// only the reads touching it, with a *restore.ChunkError naming its digest
+// and range; it is logged once and not cached, so a later read tries again.
+//
+// Reads that continue where an earlier read stopped (several streams at
+// once, as from parallel NBD connections) are sequential: the Reader then
+// reads the next chunks ahead, as many at a time as a restore fetches
+// (Options.Fetchers), so that a streaming reader finds them decoded.
+//
+// Memory: at most max(CacheSize, 2 × largest chunk) bytes of decoded
+// chunks, plus one encoded chunk buffer per fetcher, plus the index map
+// (4 bytes per fixed-index position, 12 per dynamic-index position, 40 per
+// unique chunk).
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+)
+
+// DefaultCacheSize is the default bound on decoded chunks kept in memory:
+// 256 MiB.
+const DefaultCacheSize = 256 << 20
+
+// Options tune a Reader. Zero values pick defaults.
+type Options struct {
+	// CacheSize bounds the decoded chunks kept, in bytes; default
+	// DefaultCacheSize. It is raised to two of the archive's largest chunk.
+	CacheSize int64
+	// Fetchers is the number of chunk reads in flight at most, read-ahead
+	// and demand reads together, and how far ahead a sequential reader is
+	// served (capped at half the cache); default the number of cores. Pass
+	// the restore's fetch concurrency for the store.
+	Fetchers int
+	// Log, if set, is called once for each chunk that fails its first read,
+	// with a *restore.ChunkError naming digest, range and cause.
+	Log func(error)
+}
+
+// Stats counts a Reader's work; read the fields with their Load methods.
+type Stats struct {
+	Fetched      atomic.Uint64 // chunks read from the store and verified
+	FetchedBytes atomic.Uint64 // encoded bytes read from the store
+	ReadAhead    atomic.Uint64 // of Fetched: chunks read ahead of a sequential reader
+	Failed       atomic.Uint64 // chunk reads that failed a check or the store
+}
+
+// Extent is a byte range of the archive, [Offset, Offset+Length), that is
+// either all zero chunks (Zero: served without any fetch) or data.
+type Extent struct {
+	Offset, Length int64
+	Zero           bool
+}
+
+// chunk is one unique non-zero chunk: digest and plaintext length in bytes.
+type chunk struct {
+	digest crypto.Digest
+	length int
+}
+
+// Reader reads one archive at any offset. It is safe for concurrent use.
+type Reader struct {
+	store     chunkstore.Store
+	name      string // snapshot dir + archive, for errors
+	size      int64
+	chunkSize int64   // fixed index: nominal chunk size; 0 for a dynamic index
+	starts    []int64 // dynamic index: start offset of each position
+	refs      []int32 // per position: index into chunks, or -1 for a zero chunk
+	chunks    []chunk // unique non-zero chunks
+	encrypted bool    // the manifest's crypt mode
+	key       *crypto.Config
+	cache     *cache
+	workers   chan *worker // the fetch pool: its size bounds reads in flight
+	ahead     int          // positions read ahead of a sequential reader
+	aheadBusy atomic.Int32 // read-ahead loads in flight
+	streams   streams
+	log       func(error)
+	logged    sync.Map // crypto.Digest → struct{}: failures logged once
+	ctx       context.Context
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup // read-ahead goroutines
+	stats     Stats
+}
+
+// worker is a fetch slot: a decoder and its encoded-chunk buffer.
+type worker struct {
+	dec *chunkstore.Decoder
+	raw []byte
+}
+
+// Open opens archive name (…​.fidx or …​.didx) of the snapshot in directory
+// snapDir, whose manifest m was loaded and checked, for random access. cc
+// is the key of an encrypted archive (nil otherwise); an encrypted archive
+// without it is refused with an error wrapping index.ErrMissingKey. Errors
+// from reading and checking the index are returned as restore.LoadPlan
+// returns them. Close the Reader when done; ctx bounds every chunk read.
+func Open(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string, cc *crypto.Config, opts Options) (*Reader, error) {
+	plan, fi, err := restore.LoadPlan(ctx, store, snapDir, m, name, cc)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{
+		store:     store,
+		name:      path.Join(snapDir, name),
+		size:      int64(plan.Size),
+		chunkSize: int64(plan.ChunkSize),
+		encrypted: fi.CryptMode == index.CryptEncrypt,
+		log:       opts.Log,
+	}
+	if r.encrypted {
+		r.key = cc
+	}
+	maxLen := 0
+	r.chunks = make([]chunk, len(plan.Chunks))
+	for i := range plan.Chunks {
+		c := &plan.Chunks[i]
+		r.chunks[i] = chunk{digest: c.Digest, length: c.Length}
+		maxLen = max(maxLen, c.Length)
+	}
+	if r.chunkSize > 0 {
+		// Fixed index: position = offset / chunk size.
+		r.refs = make([]int32, plan.Positions)
+		for i := range r.refs {
+			r.refs[i] = -1
+		}
+		for i := range plan.Chunks {
+			for _, off := range plan.Offsets(&plan.Chunks[i]) {
+				r.refs[int64(off)/r.chunkSize] = int32(i)
+			}
+		}
+	} else {
+		type pos struct {
+			start int64
+			ref   int32
+		}
+		all := make([]pos, 0, plan.Positions)
+		for i := range plan.Chunks {
+			for _, off := range plan.Offsets(&plan.Chunks[i]) {
+				all = append(all, pos{int64(off), int32(i)})
+			}
+		}
+		sort.Slice(all, func(a, b int) bool { return all[a].start < all[b].start })
+		r.starts = make([]int64, len(all))
+		r.refs = make([]int32, len(all))
+		for i, p := range all {
+			r.starts[i], r.refs[i] = p.start, p.ref
+		}
+	}
+	fetchers := opts.Fetchers
+	if fetchers <= 0 {
+		fetchers = runtime.GOMAXPROCS(0)
+	}
+	cacheSize := opts.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	slot := max(maxLen, 1)
+	slots := int(max(cacheSize/int64(slot), 2))
+	r.cache = newCache(slot, slots)
+	r.ahead = min(fetchers, slots/2)
+	r.workers = make(chan *worker, fetchers)
+	for range fetchers {
+		dec, err := chunkstore.NewDecoderLimit(max(maxLen, 8<<20))
+		if err != nil {
+			r.closeWorkers()
+			return nil, err
+		}
+		r.workers <- &worker{dec: dec}
+	}
+	r.streams.reset()
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	return r, nil
+}
+
+// Size returns the archive's size in bytes.
+func (r *Reader) Size() int64 { return r.size }
+
+// Name returns the archive's path in the store, "<snapshot dir>/<archive>".
+func (r *Reader) Name() string { return r.name }
+
+// ChunkSize returns the fixed index's chunk size in bytes, or 0 for a
+// dynamic index.
+func (r *Reader) ChunkSize() int64 { return r.chunkSize }
+
+// Stats returns the Reader's counters.
+func (r *Reader) Stats() *Stats { return &r.stats }
+
+// Close stops read-ahead, waits for it and releases the decoders. Reads
+// after Close fail.
+func (r *Reader) Close() error {
+	r.cancel()
+	r.bg.Wait()
+	r.closeWorkers()
+	return nil
+}
+
+func (r *Reader) closeWorkers() {
+	for {
+		select {
+		case w := <-r.workers:
+			w.dec.Close()
+		default:
+			return
+		}
+	}
+}
+
+// position returns the index position holding byte off (0 ≤ off < size).
+func (r *Reader) position(off int64) int {
+	if r.chunkSize > 0 {
+		return int(off / r.chunkSize)
+	}
+	return sort.Search(len(r.starts), func(i int) bool { return r.starts[i] > off }) - 1
+}
+
+// span returns the byte range [start, start+length) of position pos.
+func (r *Reader) span(pos int) (start, length int64) {
+	if r.chunkSize > 0 {
+		start = int64(pos) * r.chunkSize
+		return start, min(r.chunkSize, r.size-start)
+	}
+	start = r.starts[pos]
+	if pos+1 < len(r.starts) {
+		return start, r.starts[pos+1] - start
+	}
+	return start, r.size - start
+}
+
+// ErrClosed is returned by reads of a closed Reader.
+var ErrClosed = errors.New("archive reader closed")
+
+// ReadAt reads len(p) bytes at byte offset off, as io.ReaderAt: fewer only
+// at the end of the archive (with io.EOF) or on an error. A chunk that
+// cannot be read or fails its check returns a *restore.ChunkError (digest,
+// its byte range, location, cause) after the bytes before it.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset %d", r.name, off)
+	}
+	if off >= r.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	if r.ctx.Err() != nil {
+		return 0, ErrClosed
+	}
+	end := min(off+int64(len(p)), r.size)
+	if end > off {
+		first, last := r.position(off), r.position(end-1)
+		if r.streams.advance(first, last) {
+			r.readAhead(last + 1)
+		}
+	}
+	n := 0
+	for at := off; at < end; {
+		pos := r.position(at)
+		start, length := r.span(pos)
+		k := min(end, start+length) - at
+		if ci := r.refs[pos]; ci < 0 {
+			clear(p[n : n+int(k)])
+		} else {
+			e, err := r.cache.get(r.chunks[ci].digest, func(buf []byte) ([]byte, error) { return r.fetch(ci, start, buf) })
+			if err != nil {
+				return n, err
+			}
+			copy(p[n:n+int(k)], e.data[at-start:])
+			r.cache.release(e)
+		}
+		n += int(k)
+		at += k
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// fetch reads chunk ci (first wanted at byte start) from the store into a
+// worker's buffer and decodes and checks it into buf.
+func (r *Reader) fetch(ci int32, start int64, buf []byte) ([]byte, error) {
+	c := r.chunks[ci]
+	var w *worker
+	select {
+	case w = <-r.workers:
+	case <-r.ctx.Done():
+		return nil, ErrClosed
+	}
+	defer func() { r.workers <- w }()
+	raw, err := r.store.ReadChunk(r.ctx, c.digest, w.raw[:0])
+	if err == nil {
+		w.raw = raw[:0]
+		r.stats.FetchedBytes.Add(uint64(len(raw)))
+		var data []byte
+		data, err = w.dec.DecodeChunk(buf, raw, c.digest, c.length, r.encrypted, r.key)
+		if err == nil {
+			r.stats.Fetched.Add(1)
+			return data, nil
+		}
+	}
+	if r.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	r.stats.Failed.Add(1)
+	ce := &restore.ChunkError{Digest: c.digest, Length: c.length, Offsets: []uint64{uint64(start)}, Location: r.store.ChunkLocation(c.digest), Err: err}
+	if _, seen := r.logged.LoadOrStore(c.digest, struct{}{}); !seen && r.log != nil {
+		r.log(fmt.Errorf("%s: %w", r.name, ce))
+	}
+	return nil, ce
+}
+
+// readAhead starts loading the non-zero chunks of the r.ahead positions
+// from pos on that are not cached, while fewer than r.ahead read-ahead
+// loads are in flight.
+func (r *Reader) readAhead(pos int) {
+	for p := pos; p < min(pos+r.ahead, len(r.refs)); p++ {
+		ci := r.refs[p]
+		if ci < 0 || r.cache.has(r.chunks[ci].digest) {
+			continue
+		}
+		if int(r.aheadBusy.Add(1)) > r.ahead {
+			r.aheadBusy.Add(-1)
+			return
+		}
+		start, _ := r.span(p)
+		r.bg.Go(func() {
+			defer r.aheadBusy.Add(-1)
+			if r.ctx.Err() != nil {
+				return
+			}
+			d := r.chunks[ci].digest
+			r.cache.prefetch(d, func(buf []byte) ([]byte, error) {
+				data, err := r.fetch(ci, start, buf)
+				if err == nil {
+					r.stats.ReadAhead.Add(1)
+				}
+				return data, err
+			})
+		})
+	}
+}
+
+// Extents returns the extents covering [off, off+length) clipped to the
+// archive, in order, neighbours of the same kind merged. Only a fixed
+// index has zero extents; a dynamic index is all data.
+func (r *Reader) Extents(off, length int64) []Extent {
+	end := min(off+length, r.size)
+	if off < 0 || off >= end {
+		return nil
+	}
+	var out []Extent
+	for at := off; at < end; {
+		pos := r.position(at)
+		start, l := r.span(pos)
+		k := min(end, start+l) - at
+		zero := r.refs[pos] < 0
+		if n := len(out); n > 0 && out[n-1].Zero == zero {
+			out[n-1].Length += k
+		} else {
+			out = append(out, Extent{Offset: at, Length: k, Zero: zero})
+		}
+		at += k
+	}
+	return out
+}
+
+// streams tracks the last position of up to 16 recent read streams, to
+// tell sequential readers (several at once) from random reads.
+type streams struct {
+	mu   sync.Mutex
+	last [16]int
+	next int // slot replaced next
+}
+
+func (s *streams) reset() {
+	for i := range s.last {
+		s.last[i] = -2
+	}
+}
+
+// advance records a read of positions first … last and reports whether it
+// continues a stream (it starts in or just after a stream's last position)
+// into a position not read before.
+func (s *streams) advance(first, last int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range s.last {
+		if first == l || first == l+1 {
+			s.last[i] = max(l, last)
+			return last > l
+		}
+	}
+	s.last[s.next] = last
+	s.next = (s.next + 1) % len(s.last)
+	return false
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/archive"
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// accessFlags are the flags of the commands that read a snapshot's
+// archives in place (mount, serve-nbd).
+type accessFlags struct {
+	sf        storeFlags
+	pf        *pipelineFlags
+	cacheSize string
+	cache     int64 // parsed --cache-size, bytes
+}
+
+func (a *accessFlags) register(fs *flag.FlagSet) {
+	a.sf.register(fs)
+	a.pf = registerPipelineFlags(fs, false)
+	fs.MarkHidden("jobs") // reads decode in the fetchers; --jobs only sizes the default
+	fs.StringVar(&a.cacheSize, "cache-size", "256MiB", "decoded chunks kept in memory, shared by the archives (e.g. 64MiB, 1GiB); peak memory is about this plus 64 MiB")
+}
+
+func (a *accessFlags) check() error {
+	if err := a.sf.check(); err != nil {
+		return err
+	}
+	if err := a.pf.check(); err != nil {
+		return err
+	}
+	n, err := parseSize(a.cacheSize)
+	if err != nil || n < 8<<20 {
+		return usagef("--cache-size %q: want a size of at least 8MiB, e.g. 256MiB or 1GiB", a.cacheSize)
+	}
+	a.cache = n
+	return nil
+}
+
+// parseSize parses a byte count with an optional binary unit: 1048576,
+// 512K, 256M, 256MiB, 1G, 1GiB.
+func parseSize(s string) (int64, error) {
+	i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsDigit(r) })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.ToUpper(strings.TrimSpace(s[i:]))
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KIB": 10, "M": 20, "MIB": 20, "G": 30, "GIB": 30, "T": 40, "TIB": 40}
+	sh, ok := shift[unit]
+	if !ok || n < 0 || n > (1<<62)>>sh {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n << sh, nil
+}
+
+// snapshotAccess is a snapshot opened for reading in place: a Reader per
+// chunk index archive and the decoded blobs.
+type snapshotAccess struct {
+	store   chunkstore.Store
+	snap    index.Snapshot
+	when    time.Time
+	readers []*archive.Reader
+	names   []string // archive names of readers ("drive-scsi0.img.fidx")
+	blobs   []blobArchive
+}
+
+// blobArchive is a decoded blob archive ("qemu-server.conf.blob").
+type blobArchive struct {
+	name string
+	data []byte
+}
+
+// open resolves ref and opens every chunk index archive (only the fixed
+// ones with imagesOnly) and, with blobs, decodes the blob archives.
+// --cache-size is shared out among the archives. Damaged chunks are
+// logged to stderr as reads meet them.
+func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bool, stderr io.Writer, cmd string) (*snapshotAccess, error) {
+	sf := &a.sf
+	fetchers := a.pf.fetchersFor(sf.store)
+	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
+	if err != nil {
+		return nil, err
+	}
+	sa := &snapshotAccess{store: store}
+	ok := false
+	defer func() {
+		if !ok {
+			sa.Close()
+		}
+	}()
+	if sa.snap, err = snapshot.Resolve(ctx, store, ns, ref); err != nil {
+		return nil, err
+	}
+	sa.when = time.Unix(sa.snap.Time, 0)
+	m, err := snapshot.LoadManifest(ctx, store, sa.snap, cc)
+	if err != nil {
+		return nil, err
+	}
+	var indexes []string
+	for _, f := range m.Files {
+		switch {
+		case strings.HasSuffix(f.Filename, ".fidx"), strings.HasSuffix(f.Filename, ".didx") && !imagesOnly:
+			indexes = append(indexes, f.Filename)
+		case strings.HasSuffix(f.Filename, ".blob") && blobs:
+			data, err := snapshot.ReadBlob(ctx, store, sa.snap, m, f.Filename, cc)
+			if err != nil {
+				return nil, err
+			}
+			sa.blobs = append(sa.blobs, blobArchive{name: f.Filename, data: data})
+		}
+	}
+	if len(indexes) == 0 && len(sa.blobs) == 0 {
+		return nil, fmt.Errorf("snapshot %s has no archive to serve", sa.snap)
+	}
+	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %v\n", cmd, err) }
+	for _, name := range indexes {
+		r, err := archive.Open(ctx, store, sa.snap.Dir(), m, name, cc, archive.Options{
+			CacheSize: a.cache / int64(len(indexes)),
+			Fetchers:  fetchers,
+			Log:       logf,
+		})
+		if err != nil {
+			return nil, err
+		}
+		sa.readers = append(sa.readers, r)
+		sa.names = append(sa.names, name)
+	}
+	limitMemory(a.cache)
+	ok = true
+	return sa, nil
+}
+
+// Close closes the readers and the store.
+func (sa *snapshotAccess) Close() {
+	for _, r := range sa.readers {
+		r.Close()
+	}
+	sa.store.Close()
+}
+
+// limitMemory asks the garbage collector to keep the heap within the cache
+// plus 64 MiB, unless GOMEMLIMIT says otherwise: what serving needs beside
+// the cache (request buffers, fetch buffers) stays small.
+func limitMemory(cache int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(cache + 64<<20)
+	}
+}
+
+// restoreToStdout writes archive of snapshot ref to stdout in order: a
+// blob decoded, an image or dynamic archive through the archive reader
+// (zero chunks as zeros, chunks read ahead as a restore fetches them).
+// Memory stays bounded by the reader's cache: two chunks per fetcher. The summary goes to stderr.
+func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, stdout, stderr io.Writer) error {
+	sf, pf := &rc.sf, rc.pf
+	start := time.Now()
+	fetchers := pf.fetchersFor(sf.store)
+	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	snap, err := snapshot.Resolve(ctx, store, ns, ref)
+	if err != nil {
+		return err
+	}
+	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
+	if err != nil {
+		return err
+	}
+	var n int64
+	if strings.HasSuffix(name, ".blob") {
+		data, err := snapshot.ReadBlob(ctx, store, snap, m, name, cc)
+		if err != nil {
+			return err
+		}
+		k, err := stdout.Write(data)
+		if err != nil {
+			return fmt.Errorf("standard output: %w", err)
+		}
+		n = int64(k)
+	} else {
+		r, err := archive.Open(ctx, store, snap.Dir(), m, name, cc, archive.Options{CacheSize: int64(2*fetchers+2) << 22, Fetchers: fetchers})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		buf := make([]byte, max(r.ChunkSize(), 1<<20))
+		n, err = io.CopyBuffer(onlyWriter{stdout}, io.NewSectionReader(r, 0, r.Size()), buf)
+		if err != nil {
+			return fmt.Errorf("restore of %s to standard output failed after %d bytes: %w", r.Name(), n, err)
+		}
+	}
+	el := time.Since(start)
+	if !sf.json() {
+		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s in %.2fs (%.1f MiB/s), verified\n",
+			snap, name, humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
+	}
+	return nil
+}
+
+// onlyWriter hides a writer's ReadFrom, so that io.CopyBuffer reads in
+// chunks of the buffer given.
+type onlyWriter struct{ io.Writer }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/fusefs"
+)
+
+// cmdMount mounts a snapshot's archives as read-only files with FUSE until
+// interrupted (Ctrl-C, SIGTERM) or unmounted from outside.
+func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("mount", "[flags] SNAPSHOT MOUNTPOINT", stderr)
+	var af accessFlags
+	af.register(fs)
+	allowOther := fs.Bool("allow-other", false, "let other users read the mount (non-root users need user_allow_other in /etc/fuse.conf)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("want SNAPSHOT MOUNTPOINT, got %d argument(s)", fs.NArg())
+	}
+	if err := af.check(); err != nil {
+		return err
+	}
+	if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+		return err
+	}
+	dir := fs.Arg(1)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usagef("MOUNTPOINT %s: not an existing directory", dir)
+	}
+	sa, err := af.open(ctx, fs.Arg(0), false, true, stderr, "mount")
+	if err != nil {
+		return err
+	}
+	defer sa.Close()
+	var files []fusefs.File
+	for i, r := range sa.readers {
+		files = append(files, fusefs.File{Name: mountName(sa.names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
+	}
+	for _, b := range sa.blobs {
+		files = append(files, fusefs.File{Name: mountName(b.name), Size: int64(len(b.data)), Data: strings.NewReader(string(b.data)), ModTime: sa.when})
+	}
+	m, err := fusefs.New(dir, files, fusefs.Options{
+		FsName:     "pbsdirect:" + sa.snap.String(),
+		AllowOther: *allowOther,
+		Log:        func(msg string) { fmt.Fprintf(stderr, "pbsdirect mount: %s\n", msg) },
+	})
+	if err != nil {
+		if errors.Is(err, fusefs.ErrUnavailable) {
+			return fmt.Errorf("%w (apt-get install fuse3; in a container, pass --device /dev/fuse --cap-add SYS_ADMIN)", err)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "mounted %s read-only at %s:", sa.snap, dir)
+	for _, f := range files {
+		fmt.Fprintf(stdout, " %s", f.Name)
+	}
+	fmt.Fprintln(stdout, "\n  press Ctrl-C (or send SIGTERM) to unmount")
+	unmounted := make(chan struct{})
+	go func() { m.Wait(); close(unmounted) }()
+	select {
+	case <-unmounted:
+		return nil
+	case <-ctx.Done():
+	}
+	if err := m.Unmount(); err != nil {
+		// Busy (a loop device or a shell still uses it): detach it now; the
+		// kernel frees it when the last user goes.
+		fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %v; detaching it lazily\n", dir, err)
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("unmount %s: %w (run fusermount3 -u -z %s)", dir, err, dir)
+		}
+	}
+	<-unmounted
+	fmt.Fprintf(stdout, "unmounted %s\n", dir)
+	return nil
+}
+
+// mountName is an archive's file name in a mount: the index or blob
+// suffix dropped ("drive-scsi0.img.fidx" → "drive-scsi0.img",
+// "qemu-server.conf.blob" → "qemu-server.conf").
+func mountName(archive string) string {
+	for _, suf := range []string{".fidx", ".didx", ".blob"} {
+		if s, ok := strings.CutSuffix(archive, suf); ok {
+			return s
+		}
+	}
+	return archive
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pbsdirect/pbsdirect/archive"
+	"github.com/pbsdirect/pbsdirect/nbd"
+)
+
+// cmdServeNBD serves a snapshot's disk images read-only over NBD until
+// interrupted.
+func cmdServeNBD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve-nbd", "[flags] SNAPSHOT", stderr)
+	var af accessFlags
+	af.register(fs)
+	socket := fs.String("socket", "", "Unix socket to listen on (default: $XDG_RUNTIME_DIR/pbsdirect-nbd.sock, else /tmp/pbsdirect-nbd-UID.sock)")
+	listen := fs.String("listen", "", "TCP address to listen on instead, e.g. 127.0.0.1:10809 (loopback only unless --allow-remote)")
+	allowRemote := fs.Bool("allow-remote", false, "allow a --listen address that is not loopback (NBD has no authentication here: anyone who reaches it reads the images)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want SNAPSHOT, got %d argument(s)", fs.NArg())
+	}
+	if err := af.check(); err != nil {
+		return err
+	}
+	if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+		return err
+	}
+	if *listen != "" && *socket != "" {
+		return usagef("give --socket or --listen, not both")
+	}
+	if *listen != "" && !*allowRemote {
+		if err := checkLoopback(*listen); err != nil {
+			return err
+		}
+	}
+	sa, err := af.open(ctx, fs.Arg(0), true, false, stderr, "serve-nbd")
+	if err != nil {
+		return err
+	}
+	defer sa.Close()
+	if len(sa.readers) == 0 {
+		return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to serve", sa.snap)
+	}
+	srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", msg) }}
+	for i, r := range sa.readers {
+		srv.Exports = append(srv.Exports, nbd.Export{
+			Name:               exportName(sa.names[i]),
+			Description:        sa.snap.String() + "/" + sa.names[i],
+			Size:               r.Size(),
+			Data:               r,
+			Extents:            nbdExtents(r),
+			PreferredBlockSize: uint32(min(max(r.ChunkSize(), 4096), 32<<20)),
+		})
+	}
+	var l net.Listener
+	var uri func(name string) string
+	if *listen != "" {
+		if l, err = net.Listen("tcp", *listen); err != nil {
+			return err
+		}
+		addr := l.Addr().String()
+		uri = func(name string) string { return "nbd://" + addr + "/" + url.PathEscape(name) }
+	} else {
+		path := *socket
+		if path == "" {
+			path = defaultSocket()
+		}
+		if l, err = listenUnix(path); err != nil {
+			return err
+		}
+		uri = func(name string) string { return "nbd+unix:///" + url.PathEscape(name) + "?socket=" + path }
+	}
+	fmt.Fprintf(stdout, "serving %s read-only over NBD; Ctrl-C (or SIGTERM) stops\n", sa.snap)
+	for _, e := range srv.Exports {
+		fmt.Fprintf(stdout, "  %s  %s (%s)\n", uri(e.Name), e.Description, humanBytes(uint64(e.Size)))
+	}
+	if f, ok := stdout.(*os.File); ok {
+		f.Sync()
+	}
+	return srv.Serve(ctx, l)
+}
+
+// exportName is an image archive's export name: "drive-scsi0.img.fidx" →
+// "drive-scsi0".
+func exportName(archive string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(archive, ".fidx"), ".img")
+}
+
+// nbdExtents adapts the reader's zero extents for base:allocation.
+func nbdExtents(r *archive.Reader) func(off, length int64) []nbd.Extent {
+	return func(off, length int64) []nbd.Extent {
+		ext := r.Extents(off, length)
+		out := make([]nbd.Extent, len(ext))
+		for i, e := range ext {
+			out[i] = nbd.Extent{Offset: e.Offset, Length: e.Length, Zero: e.Zero}
+		}
+		return out
+	}
+}
+
+// checkLoopback refuses a TCP listen address that is not a loopback IP or
+// "localhost".
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--listen %q: %v (want HOST:PORT)", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usagef("--listen %s is not a loopback address: NBD has no authentication here; add --allow-remote to serve it anyway", addr)
+}
+
+// defaultSocket is $XDG_RUNTIME_DIR/pbsdirect-nbd.sock, else
+// /tmp/pbsdirect-nbd-UID.sock.
+func defaultSocket() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "pbsdirect-nbd.sock")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("pbsdirect-nbd-%d.sock", os.Getuid()))
+}
+
+// listenUnix listens on the Unix socket path, replacing a stale socket
+// that nobody answers on (never any other kind of file). The socket file
+// is removed when the listener closes.
+func listenUnix(path string) (net.Listener, error) {
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("--socket %s exists and is not a socket", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("--socket %s: another server listens there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(true)
+	return l, nil
+}

@@ -1,0 +1,51 @@
+package crypto
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxSecretFileSize is the largest key file or passphrase file read, in
+// bytes. A PBS key file is about 400 bytes.
+const MaxSecretFileSize = 8 << 10
+
+// ErrNotSecretFile is wrapped by ReadSecretFile for a path that is not a
+// regular file of at most MaxSecretFileSize bytes.
+var ErrNotSecretFile = errors.New("not a key or passphrase file")
+
+// ReadSecretFile reads a key file or passphrase file. It opens path without
+// blocking (O_NONBLOCK: a FIFO without a writer or a device does not hang
+// the open), refuses anything but a regular file of at most
+// MaxSecretFileSize bytes before reading a byte (/dev/zero, a FIFO, a
+// directory), and reads at most that much even if the file grows meanwhile.
+// Errors name the path and wrap ErrNotSecretFile or the system error; they
+// never hold the file's content.
+func ReadSecretFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrNotSecretFile, st.Mode().Type())
+	}
+	if st.Size() > MaxSecretFileSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d a key or passphrase file may have", path, ErrNotSecretFile, st.Size(), MaxSecretFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSecretFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxSecretFileSize {
+		return nil, fmt.Errorf("%s: %w: grew past %d bytes while read", path, ErrNotSecretFile, MaxSecretFileSize)
+	}
+	return data, nil
+}

@@ -1,0 +1,178 @@
+// Package fusefs mounts a read-only FUSE file system (github.com/hanwen/go-fuse/v2)
+// showing a flat directory of files, each served by an io.ReaderAt with a
+// fixed size. Contents never change, so the kernel may cache them (page
+// cache, attributes and names without expiry). A read the ReaderAt fails
+// returns EIO for that read only. The package knows nothing of what it serves.
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// File is one file of the mount.
+type File struct {
+	// Name is the file's name in the mount's root directory (no '/').
+	Name string
+	// Size is its length in bytes.
+	Size int64
+	// Data serves its reads; it must be safe for concurrent use.
+	Data io.ReaderAt
+	// ModTime is shown as its modification time.
+	ModTime time.Time
+}
+
+// Options tune a mount. Zero values pick defaults.
+type Options struct {
+	// FsName is shown as the mount's source in /proc/mounts and df; default "fusefs".
+	FsName string
+	// AllowOther lets users other than the mounting one read the mount
+	// (needs user_allow_other in /etc/fuse.conf unless root mounts).
+	AllowOther bool
+	// Log, if set, receives failed reads, one line each.
+	Log func(msg string)
+}
+
+// Mount is a mounted file system.
+type Mount struct {
+	server *fuse.Server
+	dir    string
+}
+
+// ErrUnavailable is wrapped by Mount's error when FUSE cannot be used here
+// (no /dev/fuse, or no fusermount3 for an unprivileged user).
+var ErrUnavailable = errors.New("FUSE is not available")
+
+// New mounts files read-only at dir, an existing directory, and returns
+// once the mount is ready. Unmount it with Unmount.
+func New(dir string, files []File, opts Options) (*Mount, error) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return nil, fmt.Errorf("%w: %v (load the fuse module, or give the container /dev/fuse)", ErrUnavailable, err)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f.Name == "" || f.Name == "." || f.Name == ".." || containsSlash(f.Name) || seen[f.Name] {
+			return nil, fmt.Errorf("fusefs: bad or repeated file name %q", f.Name)
+		}
+		seen[f.Name] = true
+	}
+	forever := 365 * 24 * time.Hour
+	name := opts.FsName
+	if name == "" {
+		name = "fusefs"
+	}
+	root := &root{files: files, log: opts.Log}
+	server, err := fs.Mount(dir, root, &fs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther:    opts.AllowOther,
+			Options:       []string{"ro", "default_permissions"},
+			FsName:        name,
+			Name:          "pbsdirect",
+			MaxWrite:      1 << 20,
+			MaxReadAhead:  1 << 20,
+			MaxBackground: 64,
+			DisableXAttrs: true,
+		},
+		EntryTimeout: &forever,
+		AttrTimeout:  &forever,
+	})
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENODEV) {
+			return nil, fmt.Errorf("%w: mount %s: %v", ErrUnavailable, dir, err)
+		}
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	return &Mount{server: server, dir: dir}, nil
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' || s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Wait returns when the file system is unmounted (by Unmount, or from
+// outside with umount or fusermount3 -u).
+func (m *Mount) Wait() { m.server.Wait() }
+
+// Unmount unmounts the file system; it fails while files of it are open
+// (EBUSY), as umount does.
+func (m *Mount) Unmount() error { return m.server.Unmount() }
+
+// root is the mount's directory: one persistent inode per file.
+type root struct {
+	fs.Inode
+	files []File
+	log   func(string)
+}
+
+var _ = (fs.NodeOnAdder)((*root)(nil))
+
+// OnAdd builds the directory when the root is attached.
+func (r *root) OnAdd(ctx context.Context) {
+	for i := range r.files {
+		f := &r.files[i]
+		ch := r.NewPersistentInode(ctx, &file{f: f, log: r.log}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: uint64(i) + 2})
+		r.AddChild(f.Name, ch, true)
+	}
+}
+
+// file serves one File.
+type file struct {
+	fs.Inode
+	f   *File
+	log func(string)
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*file)(nil))
+	_ = (fs.NodeOpener)((*file)(nil))
+	_ = (fs.NodeReader)((*file)(nil))
+)
+
+// Getattr reports size, mode 0444 and times.
+func (n *file) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = fuse.S_IFREG | 0o444
+	out.Nlink = 1
+	out.Size = uint64(n.f.Size)
+	out.Blocks = (uint64(n.f.Size) + 511) / 512
+	out.Blksize = 4096
+	t := n.f.ModTime
+	out.SetTimes(&t, &t, &t)
+	return fs.OK
+}
+
+// Open allows reading only and lets the kernel keep cached pages.
+func (n *file) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	return nil, fuse.FOPEN_KEEP_CACHE, fs.OK
+}
+
+// Read reads from the file's ReaderAt; a failure is EIO for this read.
+func (n *file) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= n.f.Size {
+		return fuse.ReadResultData(nil), fs.OK
+	}
+	dest = dest[:min(int64(len(dest)), n.f.Size-off)]
+	k, err := n.f.Data.ReadAt(dest, off)
+	if err != nil && !(errors.Is(err, io.EOF) && k == len(dest)) {
+		if n.log != nil {
+			n.log(fmt.Sprintf("%s: read of %d bytes at %d: %v", n.f.Name, len(dest), off, err))
+		}
+		return nil, syscall.EIO
+	}
+	return fuse.ReadResultData(dest[:k]), fs.OK
+}

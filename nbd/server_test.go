@@ -1,0 +1,200 @@
+package nbd_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/nbd"
+)
+
+// needTools skips the test without the NBD clients (fails it when CI is set).
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI is set, not skipping: %s missing (apt-get install libnbd-bin qemu-utils)", tool)
+			}
+			t.Skipf("%s missing (apt-get install libnbd-bin qemu-utils)", tool)
+		}
+	}
+}
+
+// memExport serves data; [zeroOff, zeroOff+zeroLen) is a zero extent, and
+// reads touching [badOff, badOff+badLen) fail.
+type memExport struct {
+	data            []byte
+	zeroOff, zeroLn int64
+	badOff, badLen  int64
+}
+
+var errBad = errors.New("damaged")
+
+func (m *memExport) ReadAt(p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
+	if m.badLen > 0 && off < m.badOff+m.badLen && end > m.badOff {
+		n := max(m.badOff-off, 0)
+		copy(p[:n], m.data[off:])
+		return int(n), errBad
+	}
+	return copy(p, m.data[off:]), nil
+}
+
+func (m *memExport) extents(off, length int64) []nbd.Extent {
+	var out []nbd.Extent
+	end := off + length
+	add := func(a, b int64, zero bool) {
+		a, b = max(a, off), min(b, end)
+		if a < b {
+			out = append(out, nbd.Extent{Offset: a, Length: b - a, Zero: zero})
+		}
+	}
+	add(0, m.zeroOff, false)
+	add(m.zeroOff, m.zeroOff+m.zeroLn, true)
+	add(m.zeroOff+m.zeroLn, int64(len(m.data)), false)
+	return out
+}
+
+// serve starts a server of exports on a Unix socket and returns its path.
+func serve(t *testing.T, s *nbd.Server) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nbd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return sock
+}
+
+func testExport() *memExport {
+	rng := rand.New(rand.NewPCG(1, 1))
+	data := make([]byte, 8<<20+1234)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	clear(data[1<<20 : 3<<20])
+	return &memExport{data: data, zeroOff: 1 << 20, zeroLn: 2 << 20}
+}
+
+func newServer(m *memExport) *nbd.Server {
+	return &nbd.Server{Exports: []nbd.Export{
+		{Name: "disk", Description: "test disk", Size: int64(len(m.data)), Data: m, Extents: m.extents, PreferredBlockSize: 1 << 20},
+		{Name: "small", Size: 4096, Data: bytes.NewReader(make([]byte, 4096))},
+	}}
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestClients: real NBD clients list the exports, see the size and block
+// size hints, map the zero extent as a hole, and copy the export byte-exact
+// (nbdcopy over several connections, qemu-img convert).
+func TestClients(t *testing.T) {
+	needTools(t, "nbdinfo", "nbdcopy", "qemu-img")
+	m := testExport()
+	sock := serve(t, newServer(m))
+	uri := "nbd+unix:///disk?socket=" + sock
+
+	list := run(t, "nbdinfo", "--list", "nbd+unix://?socket="+sock)
+	for _, w := range []string{"export=\"disk\"", "export=\"small\"", "test disk", "is_read_only: true"} {
+		if !strings.Contains(list, w) {
+			t.Errorf("nbdinfo --list lacks %q:\n%s", w, list)
+		}
+	}
+	info := run(t, "nbdinfo", uri)
+	for _, w := range []string{"export-size: 8389842", "block_size_preferred: 1048576", "can_multi_conn: true", "is_read_only: true", "base:allocation"} {
+		if !strings.Contains(info, w) {
+			t.Errorf("nbdinfo lacks %q:\n%s", w, info)
+		}
+	}
+	mp := run(t, "nbdinfo", "--map", uri)
+	want := "         0     1048576    0  data\n   1048576     2097152    3  hole,zero\n   3145728     5244114    0  data\n"
+	if mp != want {
+		t.Errorf("nbdinfo --map:\n%s\nwant:\n%s", mp, want)
+	}
+
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"nbdcopy", []string{"nbdcopy", "--connections=4", "--requests=8", uri, filepath.Join(dir, "nbdcopy.raw")}},
+		{"nbdcopy-1", []string{"nbdcopy", "--connections=1", "--request-size=65536", uri, filepath.Join(dir, "nbdcopy1.raw")}},
+		{"qemu-img", []string{"qemu-img", "convert", "-f", "raw", "-O", "raw", uri, filepath.Join(dir, "qemu.raw")}},
+	} {
+		run(t, c.args[0], c.args[1:]...)
+		got, err := os.ReadFile(c.args[len(c.args)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.name == "qemu-img" && len(got) > len(m.data) {
+			// QEMU rounds sizes up to 512-byte sectors; the tail reads as zeros.
+			if tail := got[len(m.data):]; len(tail) >= 512 || !bytes.Equal(tail, make([]byte, len(tail))) {
+				t.Errorf("qemu-img: %d bytes past the end", len(tail))
+			}
+			got = got[:len(m.data)]
+		}
+		if sha256.Sum256(got) != sha256.Sum256(m.data) {
+			t.Logf("%s: %d bytes, want %d", c.name, len(got), len(m.data))
+			t.Errorf("%s: copy differs from the export", c.name)
+		}
+	}
+}
+
+// TestReadError: a read that fails gets EIO for that request only; reads
+// elsewhere keep working on the same connection, and writes are refused.
+func TestReadError(t *testing.T) {
+	needTools(t, "qemu-io")
+	m := testExport()
+	m.badOff, m.badLen = 5<<20, 4096
+	var logged []string
+	s := newServer(m)
+	s.Log = func(msg string) { logged = append(logged, msg) }
+	sock := serve(t, s)
+	uri := "nbd+unix:///disk?socket=" + sock
+	out, _ := exec.Command("qemu-io", "-r", "-f", "raw",
+		"-c", "read -P 0 1M 4k",
+		"-c", "read 5M 4k",
+		"-c", "read 4M 4k",
+		"-c", "read 6M 64k", uri).CombinedOutput()
+	o := string(out)
+	if strings.Count(o, "read 4096/4096 bytes") != 2 || !strings.Contains(o, "read 65536/65536 bytes") || !strings.Contains(o, "Input/output error") {
+		t.Errorf("qemu-io: want three good reads and one EIO:\n%s", o)
+	}
+	if len(logged) == 0 || !strings.Contains(logged[0], "damaged") {
+		t.Errorf("failed read not logged: %q", logged)
+	}
+	out, err := exec.Command("qemu-io", "-f", "raw", "-c", "write 0 4k", uri).CombinedOutput()
+	if err == nil && !strings.Contains(string(out), "error") && !strings.Contains(string(out), "read-only") {
+		t.Errorf("write accepted:\n%s", out)
+	}
+}

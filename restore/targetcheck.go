@@ -1,0 +1,128 @@
+package restore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrTargetFormat is wrapped by OpenTarget errors for an existing target
+// that holds a disk-image container or an encrypted volume (qcow2, VMDK,
+// VHD, VHDX, VDI, QED, LUKS): raw bytes written over it would destroy it.
+var ErrTargetFormat = errors.New("target holds a disk image format")
+
+// ErrTargetInUse is wrapped by OpenTarget errors for a regular file that
+// backs a loop device (a mounted file system image, or an attached disk).
+var ErrTargetInUse = errors.New("target file is in use as a loop device's backing file")
+
+// ErrNoSpace is wrapped by OpenTarget errors when the target's file system
+// has less free space than the image's data needs (found before anything
+// is written).
+var ErrNoSpace = errors.New("not enough free space")
+
+// imageMagic is a format signature at a byte offset of a file or device.
+type imageMagic struct {
+	off   int
+	magic string
+	name  string
+}
+
+// imageMagics are the signatures checked at the start of an existing
+// target (qemu's block drivers and cryptsetup use the same ones).
+var imageMagics = []imageMagic{
+	{0, "QFI\xfb", "qcow2"},
+	{0, "QED\x00", "QED"},
+	{0, "KDMV", "VMDK"},
+	{0, "# Disk DescriptorFile", "VMDK descriptor"},
+	{0, "vhdxfile", "VHDX"},
+	{0, "conectix", "VHD"},
+	{0x40, "\x7f\x10\xda\xbe", "VDI"},
+	{0, "LUKS\xba\xbe", "LUKS"},
+}
+
+// checkFormat reads the start (and for a regular file of size bytes, the
+// VHD footer at the end) of f and refuses a known image container or LUKS
+// volume with ErrTargetFormat and a hint on what to do instead.
+func checkFormat(f *os.File, user string, size int64, device bool) error {
+	head := make([]byte, 512)
+	n, err := f.ReadAt(head, 0)
+	if n == 0 && err != nil {
+		return nil // empty or unreadable: nothing to recognise
+	}
+	head = head[:n]
+	found := ""
+	for _, m := range imageMagics {
+		if len(head) >= m.off+len(m.magic) && string(head[m.off:m.off+len(m.magic)]) == m.magic {
+			found = m.name
+			break
+		}
+	}
+	if found == "" && !device && size >= 512 {
+		foot := make([]byte, 8)
+		if _, err := f.ReadAt(foot, size-512); err == nil && bytes.Equal(foot, []byte("conectix")) {
+			found = "VHD"
+		}
+	}
+	switch {
+	case found == "":
+		return nil
+	case found == "LUKS":
+		what := "remove the file first"
+		if device {
+			what = "clear the signature first (wipefs -a " + user + ")"
+		}
+		return fmt.Errorf("%s: %w: it starts with a LUKS header, and raw data written over it destroys the encrypted volume; "+
+			"to restore into the volume, open it (cryptsetup open) and restore to /dev/mapper/NAME; if it is a plain disk whose guest uses LUKS, %s", user, ErrTargetFormat, what)
+	}
+	return fmt.Errorf("%s: %w: it is a %s image, and the raw disk written over it would destroy the container; "+
+		"restore to a raw file and convert it, e.g. qemu-img convert -f raw -O qcow2 disk.raw %s (or remove %s first to replace it with a raw image)",
+		user, ErrTargetFormat, found, user, user)
+}
+
+// checkNotLoopBacked refuses a regular file that backs a loop device: it is
+// attached (likely mounted) and writing under it corrupts what uses it.
+func checkNotLoopBacked(st *unix.Stat_t, user string) error {
+	devs, _ := filepath.Glob("/sys/block/loop*")
+	for _, sys := range devs {
+		dev := "/dev/" + filepath.Base(sys)
+		if bf, err := os.ReadFile(filepath.Join(sys, "loop", "backing_file")); err != nil || len(bf) == 0 {
+			continue // not attached
+		}
+		fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			continue
+		}
+		info, err := unix.IoctlLoopGetStatus64(fd)
+		unix.Close(fd)
+		if err != nil {
+			continue
+		}
+		if info.Inode == st.Ino && info.Device == uint64(st.Dev) {
+			return fmt.Errorf("%s: %w (%s): detach it first (umount, losetup -d %s)", user, ErrTargetInUse, dev, dev)
+		}
+	}
+	return nil
+}
+
+// checkSpace refuses an image whose data (dataBytes) cannot fit in the
+// free space of the file system holding fd, counting the allocation of the
+// existing file (reused bytes) as available.
+func checkSpace(fd int, user string, dataBytes, reused int64) error {
+	var sf unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sf); err != nil {
+		return nil // cannot tell: the reservation before the fetch still catches it
+	}
+	free := int64(sf.Bavail) * sf.Bsize
+	if dataBytes <= free+reused {
+		return nil
+	}
+	msg := fmt.Sprintf("the image has %d bytes of data, the file system has %d bytes free", dataBytes, free)
+	if reused > 0 {
+		msg += fmt.Sprintf(" and the existing file %d bytes allocated", reused)
+	}
+	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, ErrNoSpace, msg, unix.ENOSPC)
+}
