@@ -355,3 +355,63 @@ func TestVerifyMetricsTextfile(t *testing.T) {
 		t.Errorf("metrics after a failure: %v", m)
 	}
 }
+
+// TestDrillFleet: a fleet drill of every group's newest snapshot restores
+// each disk image into the scratch directory, prints one JSON line per
+// archive and a final table, and leaves nothing behind; from a list, a
+// damaged archive fails the run (exit 1) and is named, the others pass; the
+// metrics textfile parses.
+func TestDrillFleet(t *testing.T) {
+	f := newFleet(t)
+	scratch := t.TempDir()
+	prom := filepath.Join(t.TempDir(), "drill.prom")
+	r := mustOK(t, "drill", "--store", f.store, "--scratch", scratch, "--parallel", "2", "--metrics-textfile", prom)
+	lines := strings.Split(r.out, "\n")
+	var reps []drillReport
+	for _, l := range lines {
+		if strings.HasPrefix(l, "{") {
+			var d drillReport
+			if err := json.Unmarshal([]byte(l), &d); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			reps = append(reps, d)
+		}
+	}
+	got := []string{}
+	for _, d := range reps {
+		if !d.OK || !d.Removed || d.ReadBack == nil || d.Restore == nil {
+			t.Errorf("drill %+v", d)
+		}
+		got = append(got, d.Snapshot)
+	}
+	slices.Sort(got)
+	if want := []string{f.snaps[2].String(), f.snaps[1].String()}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("drilled %v, want the newest of each root group %v", got, want)
+	}
+	if !strings.Contains(r.out, "time to restore") || !strings.Contains(r.out, "slowest:") {
+		t.Errorf("no final table:\n%s", r.out)
+	}
+	if left, _ := os.ReadDir(scratch); len(left) != 0 {
+		t.Errorf("scratch not empty: %v", left)
+	}
+	fh, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(fh)
+	fh.Close()
+	if err != nil || fams["pbsdirect_drill_archives"].GetMetric()[0].GetGauge().GetValue() != 2 || len(fams["pbsdirect_drill_time_to_restore_seconds"].GetMetric()) != 2 {
+		t.Errorf("metrics: %v %v", err, fams)
+	}
+
+	// From a list, with one damaged archive.
+	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[4].String()][5]))
+	list := fixture.WriteFile(t, t.TempDir(), "list", []byte("# drills\n"+
+		f.snaps[3].String()+" drive-scsi0\n\n"+f.snaps[4].String()+" drive-scsi0.img.fidx\n"))
+	r = pbs(t, "drill", "--store", f.store, "--scratch", scratch, "--list", list)
+	if r.code != 1 || strings.Count(r.out, `"ok":true`) != 1 || strings.Count(r.out, `"ok":false`) != 1 || !strings.Contains(r.err, f.snaps[4].String()) {
+		t.Errorf("drill from a list with a damaged archive: %v", r)
+	}
+	mustFail(t, 2, []string{"--list"}, "drill", "--store", f.store, "--scratch", scratch, "--list", fixture.WriteFile(t, t.TempDir(), "bad", []byte("vm/100\n")))
+}

@@ -71,3 +71,41 @@ func writeVerifyMetrics(path string, rep verify.Report, store chunkstore.Store) 
 	gauge(reg, l, "pbsdirect_verify_retries", "Bucket requests retried during the last verify run.", float64(backends.RetriesOf(store)))
 	return prometheus.WriteToTextfile(path, reg)
 }
+
+// writeDrillMetrics writes the metrics of a drill run (one archive or a
+// fleet) to path.
+func writeDrillMetrics(path string, reps []drillReport) error {
+	reg := prometheus.NewRegistry()
+	now := float64(time.Now().Unix())
+	ok := true
+	var failed, bytes, chunks, retries float64
+	for _, r := range reps {
+		if !r.OK {
+			ok = false
+			failed++
+		}
+		if r.Restore != nil {
+			bytes += float64(r.Restore.Size)
+			chunks += float64(r.Restore.ChunksFetched)
+			retries += float64(r.Restore.Retries)
+		}
+	}
+	last := lastSuccess(path, "pbsdirect_drill_last_success_timestamp_seconds")
+	if ok {
+		last = now
+	}
+	gauge(reg, nil, "pbsdirect_drill_last_run_timestamp_seconds", "When the last drill run ended, Unix seconds.", now)
+	gauge(reg, nil, "pbsdirect_drill_last_success_timestamp_seconds", "When the last drill run in which every archive passed ended, Unix seconds (0: none yet).", last)
+	gauge(reg, nil, "pbsdirect_drill_success", "1 if every archive of the last drill run passed, else 0.", boolFloat(ok))
+	gauge(reg, nil, "pbsdirect_drill_archives", "Archives drilled in the last run.", float64(len(reps)))
+	gauge(reg, nil, "pbsdirect_drill_failed_archives", "Archives whose drill failed in the last run.", failed)
+	gauge(reg, nil, "pbsdirect_drill_bytes", "Image bytes restored in the last drill run.", bytes)
+	gauge(reg, nil, "pbsdirect_drill_chunks", "Chunks fetched and verified in the last drill run.", chunks)
+	gauge(reg, nil, "pbsdirect_drill_retries", "Bucket requests retried during the last drill run.", retries)
+	ttr := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pbsdirect_drill_time_to_restore_seconds", Help: "Time to restore each archive in the last drill run (manifest to synced target)."}, []string{"snapshot", "archive"})
+	reg.MustRegister(ttr)
+	for _, r := range reps {
+		ttr.WithLabelValues(r.Snapshot, r.Archive).Set(r.RestoreSeconds)
+	}
+	return prometheus.WriteToTextfile(path, reg)
+}
