@@ -4,15 +4,22 @@
 GO      ?= go
 TAGS    ?= disable_grpc_modules
 BIN     := bin/pbsdirect
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+# Without a version from git, the binary takes it from its build information.
+LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION))
 
-.PHONY: all build demo test test-short vet bench bench-go tools clean
+.PHONY: all build check-static demo test test-short vet bench bench-instant bench-go tools clean
 
 all: build
 
+# A static binary (no libc): it runs in rescue systems and scratch containers.
 build:
-	$(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pbsdirect
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pbsdirect
+
+# Fails unless bin/pbsdirect is statically linked (what CI checks).
+check-static: build
+	@out=$$(ldd $(BIN) 2>&1 || true); echo "ldd $(BIN): $$out"; \
+	case "$$out" in *"not a dynamic executable"*|*"statically linked"*) ;; *) echo "$(BIN) is dynamically linked" >&2; exit 1;; esac
 
 # Builds a 1 GiB ext4 VM disk image from real files, backs it up into a local
 # datastore, restores it and proves the result byte-identical.
@@ -22,17 +29,28 @@ demo: build
 vet:
 	$(GO) vet -tags $(TAGS) ./...
 
-# Installs the test servers (versitygw) if missing, then runs every test.
+# Installs the test servers (versitygw) and gotestsum if missing, then runs
+# every test; gotestsum ends with the failed and the skipped tests (with
+# their reasons) and keeps go test's JSON events in build/test.json.
 test: vet
 	bash scripts/install-test-servers.sh
-	PATH="$$($(GO) env GOPATH)/bin:$$PATH" $(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
+	mkdir -p build
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" gotestsum --format pkgname --jsonfile build/test.json -- \
+		-tags $(TAGS) -count=1 -timeout 30m ./...
 
+# The quick loop: the slow end-to-end tests (real file systems, bucket
+# servers, signals) skip under -short.
 test-short:
 	$(GO) test -tags $(TAGS) -short ./...
 
 # Benchmark suite (bench/README.md): pbsdirect against its baselines and peers.
 bench: build
 	bash bench/run.sh
+
+# Instant access (bench/README.md): nbdcopy through serve-nbd vs restore,
+# serve-nbd's peak RSS, GETs per cold 4 KiB read from a bucket.
+bench-instant:
+	bash bench/instant.sh
 
 # Go micro-benchmarks of the decode path (blob codec, SHA-256 variants).
 bench-go:

@@ -21,8 +21,8 @@
 // reads the next chunks ahead, as many at a time as a restore fetches
 // (Options.Fetchers), so that a streaming reader finds them decoded.
 //
-// Memory: at most max(CacheSize, 2 × largest chunk) bytes of decoded
-// chunks, plus one encoded chunk buffer per fetcher, plus the index map
+// Memory: Options.CacheSize bytes for decoded chunks and one encoded-chunk
+// buffer per fetcher (at least two decoded chunks), plus the index map
 // (4 bytes per fixed-index position, 12 per dynamic-index position, 40 per
 // unique chunk).
 package archive
@@ -50,8 +50,9 @@ const DefaultCacheSize = 256 << 20
 
 // Options tune a Reader. Zero values pick defaults.
 type Options struct {
-	// CacheSize bounds the decoded chunks kept, in bytes; default
-	// DefaultCacheSize. It is raised to two of the archive's largest chunk.
+	// CacheSize bounds the memory for chunks, in bytes: decoded chunks
+	// kept plus one encoded-chunk buffer per fetcher; default
+	// DefaultCacheSize. At least two decoded chunks are kept.
 	CacheSize int64
 	// Fetchers is the number of chunk reads in flight at most, read-ahead
 	// and demand reads together, and how far ahead a sequential reader is
@@ -180,8 +181,9 @@ func Open(ctx context.Context, store chunkstore.Store, snapDir string, m *index.
 	if cacheSize <= 0 {
 		cacheSize = DefaultCacheSize
 	}
+	// The cache and the fetchers' encoded-chunk buffers share CacheSize.
 	slot := max(maxLen, 1)
-	slots := int(max(cacheSize/int64(slot), 2))
+	slots := int(max(cacheSize/int64(slot)-int64(fetchers), 2))
 	r.cache = newCache(slot, slots)
 	r.ahead = min(fetchers, slots/2)
 	r.workers = make(chan *worker, fetchers)
@@ -314,9 +316,12 @@ func (r *Reader) fetch(ci int32, start int64, buf []byte) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	defer func() { r.workers <- w }()
+	if w.raw == nil {
+		// Made once, for the largest chunk encrypted: no regrowth.
+		w.raw = make([]byte, 0, r.cache.slot+chunkstore.EncryptedHeaderSize+crypto.TagSize)
+	}
 	raw, err := r.store.ReadChunk(r.ctx, c.digest, w.raw[:0])
 	if err == nil {
-		w.raw = raw[:0]
 		r.stats.FetchedBytes.Add(uint64(len(raw)))
 		var data []byte
 		data, err = w.dec.DecodeChunk(buf, raw, c.digest, c.length, r.encrypted, r.key)

@@ -72,6 +72,11 @@ type Options struct {
 	Jobs int
 	// Owner is written to the group's owner file when the group is new; default "root@pam".
 	Owner string
+	// RSAEncryptedKey, when set (with Key and not SignOnly), is written as
+	// rsa-encrypted.key.blob: a plain, uncompressed blob listed with crypt
+	// mode encrypt (§5.5). It is the key file encrypted under a master
+	// public key (crypto.RSAEncryptKeyFile).
+	RSAEncryptedKey []byte
 }
 
 // Stats counts a backup's work; fields are updated atomically.
@@ -183,6 +188,17 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 		fi.CryptMode = crypt
 		m.Files = append(m.Files, fi)
 	}
+	if len(opts.RSAEncryptedKey) > 0 {
+		if crypt != index.CryptEncrypt {
+			return nil, errors.New("an RSA-encrypted key goes only with crypt mode encrypt")
+		}
+		fi, err := w.plainBlob(ctx, dir, index.RSAKeyBlobName, opts.RSAEncryptedKey)
+		if err != nil {
+			return nil, err
+		}
+		fi.CryptMode = crypt
+		m.Files = append(m.Files, fi)
+	}
 	if signer != nil {
 		if err := m.Sign(signer); err != nil {
 			return nil, err
@@ -236,6 +252,24 @@ func (w *writer) blob(ctx context.Context, dir string, src Source) (index.FileIn
 	blob, err := enc.Encode(data, w.opts.Key, true)
 	if err != nil {
 		return index.FileInfo{}, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	if err := w.store.WriteFile(ctx, path.Join(dir, name), blob); err != nil {
+		return index.FileInfo{}, err
+	}
+	return index.FileInfo{Filename: name, Size: uint64(len(blob)), Csum: sha256Sum(blob)}, nil
+}
+
+// plainBlob writes data as an unencrypted, uncompressed blob named name
+// (rsa-encrypted.key.blob, §5.5).
+func (w *writer) plainBlob(ctx context.Context, dir, name string, data []byte) (index.FileInfo, error) {
+	enc, err := chunkstore.NewEncoder()
+	if err != nil {
+		return index.FileInfo{}, err
+	}
+	defer enc.Close()
+	blob, err := enc.Encode(data, nil, false)
+	if err != nil {
+		return index.FileInfo{}, err
 	}
 	if err := w.store.WriteFile(ctx, path.Join(dir, name), blob); err != nil {
 		return index.FileInfo{}, err

@@ -3,6 +3,7 @@ package backup_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,8 @@ func run(t *testing.T, dir string, opts backup.Options, srcs ...backup.Source) (
 	return res, &st, err
 }
 
+// TestOptionErrors: each bad option or source is refused with its own
+// error (naming the value or file at fault), and no manifest is written.
 func TestOptionErrors(t *testing.T) {
 	dir := fixture.NewStore(t)
 	img := fixture.WriteFile(t, t.TempDir(), "d.raw", fixture.Mixed(100<<10, 1))
@@ -59,19 +62,31 @@ func TestOptionErrors(t *testing.T) {
 		name string
 		opts backup.Options
 		srcs []backup.Source
+		want []string // substrings of the error
+		is   error    // nil, or an error the result must wrap
 	}{
-		{"chunk-size-small", backup.Options{ChunkSize: 32 << 10}, []backup.Source{src}},
-		{"chunk-size-odd", backup.Options{ChunkSize: 3 << 16}, []backup.Source{src}},
-		{"chunk-size-big", backup.Options{ChunkSize: 8 << 20}, []backup.Source{src}},
-		{"nothing", backup.Options{}, nil},
-		{"twice", backup.Options{}, []backup.Source{src, src}},
-		{"sign-only-without-key", backup.Options{SignOnly: true}, []backup.Source{src}},
-		{"empty-image", backup.Options{}, []backup.Source{{Name: "drive-scsi0.img", Path: empty}}},
-		{"missing-image", backup.Options{}, []backup.Source{{Name: "drive-scsi0.img", Path: img + ".nope"}}},
+		{"chunk-size-small", backup.Options{ChunkSize: 32 << 10}, []backup.Source{src}, []string{"chunk size 32768", "power of two"}, nil},
+		{"chunk-size-odd", backup.Options{ChunkSize: 3 << 16}, []backup.Source{src}, []string{"chunk size 196608", "power of two"}, nil},
+		{"chunk-size-big", backup.Options{ChunkSize: 8 << 20}, []backup.Source{src}, []string{"chunk size 8388608", "power of two"}, nil},
+		{"nothing", backup.Options{}, nil, []string{"nothing to back up"}, nil},
+		{"twice", backup.Options{}, []backup.Source{src, src}, []string{"archive drive-scsi0.img given twice"}, nil},
+		{"sign-only-without-key", backup.Options{SignOnly: true}, []backup.Source{src}, []string{"sign-only needs a key"}, nil},
+		{"empty-image", backup.Options{}, []backup.Source{{Name: "drive-scsi0.img", Path: empty}}, []string{empty, "empty image"}, nil},
+		{"missing-image", backup.Options{}, []backup.Source{{Name: "drive-scsi0.img", Path: img + ".nope"}}, []string{img + ".nope"}, fs.ErrNotExist},
 	} {
 		c.opts.Snapshot = snap
-		if _, _, err := run(t, dir, c.opts, c.srcs...); err == nil {
+		_, _, err := run(t, dir, c.opts, c.srcs...)
+		if err == nil {
 			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", c.name, err, w)
+			}
+		}
+		if c.is != nil && !errors.Is(err, c.is) {
+			t.Errorf("%s: error %q does not wrap %v", c.name, err, c.is)
 		}
 	}
 	if _, err := os.Stat(fixture.SnapPath(dir, snap, "index.json.blob")); err == nil {

@@ -103,10 +103,12 @@ if has shards; then
   t1=$(now)
   total=$(jq '."chunks-checked"' "$WORK/shard-all.json")
   t2=$(now)
+  shard_pids=()
   for i in $(seq 0 7); do
     JOB_COMPLETION_INDEX=$i "$PBS" verify --store "$store" --shard auto/8 --report "$WORK/shard-$i.json" --output-format json > /dev/null &
+    shard_pids+=("$!")
   done
-  wait
+  wait "${shard_pids[@]}"
   t3=$(now)
   counts=$(for i in $(seq 0 7); do jq '."chunks-checked"' "$WORK/shard-$i.json"; done | tr '\n' ' ')
   worst=$(for c in $counts; do echo "scale=4; ($c * 8 / $total - 1) * 100" | bc -l | tr -d -; done | sort -n | tail -1)

@@ -5,7 +5,8 @@
 # gitignored), backs each up plain and encrypted into local datastores (and
 # serves them from a loopback versitygw S3 server), times pbsdirect restores
 # against its baselines (--jobs 1 --writers 0), its peers (desync extract, s5cmd raw
-# download) and the machine's ceilings (decode × cores, dd O_DIRECT write),
+# download) and the machine's ceilings (decode × cores from bench/cmd/chunkbench, O_DIRECT write
+# from fio and dd with at least as many writers as pbsdirect),
 # and prints one table plus PASS/FAIL goal lines. The table is also saved as
 # $BENCH_DIR/results.md and $BENCH_DIR/results.json.
 #
@@ -328,7 +329,7 @@ run_dataset() {
   target=$(restore_target "$ds")
   if [ "$ds" = sparse ]; then SPARSE_FILES+=("$target"); fi
   local snap=vm/$id/$SNAP_TIME archive=drive-scsi0.img.fidx
-  declare -A decode_mbps unique_bytes
+  declare -A decode_mbps unique_bytes decode_cpu_ns
 
   for crypt in $CRYPTS; do
     local store=$STORES/$ds-$crypt variant=$crypt/local
@@ -369,52 +370,22 @@ run_dataset() {
       "$TOOLS/chunkbench" decode -store "$store" $(keyflag "$crypt") "$snap" "$archive" > "$TMP/decode.json"
       decode_mbps[$crypt]=$(jq '.["mb-per-second"]' "$TMP/decode.json")
       unique_bytes[$crypt]=$(jq '.["unique-bytes"]' "$TMP/decode.json")
-      log "  decode: ${decode_mbps[$crypt]} MB/s per core"
+      decode_cpu_ns[$crypt]=$(jq '.["cpu-ns-per-byte"]' "$TMP/decode.json")
+      log "  decode: ${decode_mbps[$crypt]} MB/s per core, ${decode_cpu_ns[$crypt]} CPU ns per byte"
 
-      # The two ceilings above assume decoding and writing overlap for free.
-      # Measure them together: pbsdirect verify (the decode work of the same
-      # chunks, nothing written) while dd writes as many bytes as the restore
-      # writes, O_DIRECT, to the same disk. The wall time until both are done
-      # is what this machine allows when it must do both at once.
-      local data_bytes blocks cw=()
-      data_bytes=$(jq '.["data-bytes"]' "$TMP/restore.json")
-      blocks=$(( (data_bytes + 4194303) / 4194304 ))
-      log "== $ds ($crypt): decode ∥ write ceiling: verify while dd writes $blocks × 4 MiB O_DIRECT, $RUNS run(s)"
-      cat > "$TMP/conc.sh" <<'CONC'
-img=$1 out=$2 blocks=$3; shift 3
-fallocate -l $((blocks * 4194304)) "$out"
-dd if="$img" of="$out" bs=4M count="$blocks" oflag=direct conv=notrunc,fsync status=none &
-dd_pid=$!
-"$@" > /dev/null
-rc=$?
-wait "$dd_pid" || exit 1
-exit "$rc"
-CONC
-      for r in $(seq "$RUNS"); do
-        rm -f "$OUT/dd.img"
-        # shellcheck disable=SC2046
-        timed "$TMP/conc.out" bash "$TMP/conc.sh" "$img" "$OUT/dd.img" "$blocks" \
-          "$BIN" verify --store "$store" $(keyflag "$crypt") "$snap"
-        cw+=("$WALL")
-      done
-      rm -f "$OUT/dd.img"
-      local cmed
-      cmed=$(printf '%s\n' "${cw[@]}" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}')
-      jq -nc --arg ds "$ds" --arg v "$variant" --argjson w "$cmed" --argjson d "$data_bytes" \
-        '{type:"concurrent",dataset:$ds,variant:$v,wall:$w,data_bytes:$d}' >> "$RECORDS"
-      log "  decode ∥ write: ${cmed}s for $data_bytes bytes"
     fi
   done
 
   if [ "$ds" != sparse ] && ! skipped ceiling; then
-    # dd writes from the (page-cached) image to a target on the same disk as
-    # the restores, O_DIRECT + fsync, into space reserved first (fallocate,
-    # as pbsdirect does: ext4 runs O_DIRECT writes into reserved space
-    # concurrently): once with one dd (queue depth 1) and once with W dd
-    # processes on W slices, W = max(2, cores); the faster is the ceiling.
-    local W=$(( CORES > 2 ? CORES : 2 )) size
+    # The write ceiling comes from tools that are not pbsdirect, at least as
+    # parallel as pbsdirect's writers (max(4, jobs/2), jobs = cores), under
+    # the same conditions: a target on the same disk as the restores, space
+    # reserved first with fallocate (as pbsdirect does), O_DIRECT 4 MiB
+    # writes, fsync at the end. fio (Debian package fio) writes from memory,
+    # like pbsdirect, with W and 2W writers on W slices; dd (1 writer, and W
+    # on W slices) copies the page-cached image. The fastest is the ceiling.
+    local W=$(( CORES / 2 > 4 ? CORES / 2 : 4 )) size
     size=$(stat -c %s "$img")
-    log "== $ds: write ceiling, dd bs=4M oflag=direct conv=notrunc,fsync of the image into a reserved target (1 dd, and $W in parallel), $RUNS run(s)"
     cat > "$TMP/ddpar.sh" <<'DD'
 img=$1 target=$2 w=$3
 blocks=$(( ($(stat -c %s "$img") + 4194303) / 4194304 ))
@@ -425,34 +396,57 @@ for i in $(seq 0 $((w - 1))); do
 done
 wait
 DD
-    local how best_mbps=0 best_label=""
-    for how in 1 "$W"; do
-      local walls=()
+    cat > "$TMP/fio.sh" <<'FIO'
+target=$1 size=$2 w=$3
+# w jobs, each writing its own slice of per bytes (a multiple of 4 MiB; the
+# last may end past size, as a restore's last chunk may): job i at i × per.
+per=$(( (size + w * 4194304 - 1) / (w * 4194304) * 4194304 ))
+fallocate -l $(( per * w )) "$target"
+exec fio --name=ceiling --filename="$target" --rw=write --bs=4M --direct=1 --ioengine=psync \
+  --fallocate=none --end_fsync=1 --numjobs="$w" --size="$per" --offset_increment="$per" \
+  --group_reporting --output-format=terse > /dev/null
+FIO
+    local ways=("dd 1" "dd $W")
+    if command -v fio >/dev/null; then
+      ways+=("fio $W" "fio $((2 * W))")
+    else
+      note "fio not installed (apt-get install fio): write ceiling from dd only"
+    fi
+    log "== $ds: write ceiling, O_DIRECT 4 MiB writes into a reserved target, fsync: ${ways[*]/%/ writers;} $RUNS run(s)"
+    local way best_mbps=0 best_label=""
+    for way in "${ways[@]}"; do
+      local tool=${way% *} n=${way#* } walls=()
       for r in $(seq "$RUNS"); do
         rm -f "$OUT/dd.img"
-        if [ "$how" = 1 ]; then
-          fallocate -l "$size" "$OUT/dd.img"
-          timed "$TMP/dd.out" dd if="$img" of="$OUT/dd.img" bs=4M oflag=direct conv=notrunc,fsync status=none
-        else
-          timed "$TMP/dd.out" bash "$TMP/ddpar.sh" "$img" "$OUT/dd.img" "$how"
-        fi
+        case $way in
+          "dd 1")
+            fallocate -l "$size" "$OUT/dd.img"
+            timed "$TMP/dd.out" dd if="$img" of="$OUT/dd.img" bs=4M oflag=direct conv=notrunc,fsync status=none ;;
+          dd*) timed "$TMP/dd.out" bash "$TMP/ddpar.sh" "$img" "$OUT/dd.img" "$n" ;;
+          fio*)
+            timed "$TMP/dd.out" bash "$TMP/fio.sh" "$OUT/dd.img" "$size" "$n" ;;
+        esac
         walls+=("$WALL")
       done
       rm -f "$OUT/dd.img"
-      local wmed wmbps
+      local wmed wmbps bytes=$size
+      # fio writes whole slices of 4 MiB blocks.
+      [ "$tool" = fio ] && bytes=$(( (size + n * 4194304 - 1) / (n * 4194304) * 4194304 * n ))
       wmed=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}')
-      wmbps=$(awk -v s="$size" -v w="$wmed" 'BEGIN{printf "%.1f", s/1e6/w}')
-      log "  write, $how dd: $wmbps MB/s"
+      wmbps=$(awk -v s="$bytes" -v w="$wmed" 'BEGIN{printf "%.1f", s/1e6/w}')
+      log "  write, $tool ×$n: $wmbps MB/s"
+      jq -nc --arg ds "$ds" --arg t "$tool" --argjson n "$n" --argjson w "$wmbps" \
+        '{type:"write",dataset:$ds,tool:$t,writers:$n,write_mbps:$w}' >> "$RECORDS"
       if awk -v a="$wmbps" -v b="$best_mbps" 'BEGIN{exit !(a > b)}'; then
         best_mbps=$wmbps
-        best_label="dd O_DIRECT ×$how"
+        best_label="$tool O_DIRECT ×$n"
       fi
     done
     local wmbps=$best_mbps
     for crypt in $CRYPTS; do
       jq -nc --arg ds "$ds" --arg v "$crypt/local" --argjson d "${decode_mbps[$crypt]}" --argjson u "${unique_bytes[$crypt]}" \
-        --argjson w "$wmbps" --arg wl "$best_label" --argjson c "$CORES" --argjson wb "$size" \
-        '{type:"ceiling",dataset:$ds,variant:$v,decode_mbps_1t:$d,unique_bytes:$u,write_mbps:$w,write_label:$wl,write_bytes:$wb,cores:$c}' >> "$RECORDS"
+        --argjson dc "${decode_cpu_ns[$crypt]}" --argjson w "$wmbps" --arg wl "$best_label" --argjson c "$CORES" --argjson wb "$size" \
+        '{type:"ceiling",dataset:$ds,variant:$v,decode_mbps_1t:$d,decode_cpu_ns_per_byte:$dc,unique_bytes:$u,write_mbps:$w,write_label:$wl,write_bytes:$wb,cores:$c}' >> "$RECORDS"
     done
   fi
 

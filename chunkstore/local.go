@@ -42,8 +42,20 @@ func OpenLocal(root string, create bool) (*Local, error) {
 	}
 	l := &Local{root: root}
 	if !create {
-		if st, err := os.Stat(filepath.Join(root, ".chunks")); err != nil || !st.IsDir() {
+		st, err := os.Stat(filepath.Join(root, ".chunks"))
+		switch {
+		case err == nil && st.IsDir():
+			// Readable? Found now, not at the first chunk.
+			d, err := os.Open(filepath.Join(root, ".chunks"))
+			if err != nil {
+				return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
+			}
+			d.Close()
+		case err == nil, errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("datastore %s: %w: not a PBS datastore (no .chunks directory); --store must name the datastore directory itself", root, ErrNotFound)
+		default:
+			// Permission denied stays permission denied, with the path.
+			return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
 		}
 		return l, nil
 	}
@@ -90,15 +102,31 @@ func (l *Local) ChunkLocation(d crypto.Digest) string {
 	return filepath.Join(l.root, ChunkRelPath(d))
 }
 
+// mapErr maps a file system error to the store errors. The caller names
+// the path, so an *fs.PathError gives only its cause ("open PATH: " is not
+// repeated); a missing file is just ErrNotFound.
 func mapErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return causeError{ErrNotFound, err, ErrNotFound.Error()}
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %v", ErrDenied, err)
+		return causeError{ErrDenied, err, fmt.Sprintf("%v: %v", ErrDenied, err)}
 	}
 	return err
 }
+
+// causeError is a store error (kind) for a system error (cause), said as msg.
+type causeError struct {
+	kind, cause error
+	msg         string
+}
+
+func (e causeError) Error() string   { return e.msg }
+func (e causeError) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // ReadChunk reads the chunk file for d into buf (see Store.ReadChunk).
 func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {

@@ -85,6 +85,7 @@ func ParseFingerprint(s string) (Fingerprint, error) {
 // safe for concurrent use.
 type Config struct {
 	aead        cipher.AEAD
+	key         [KeySize]byte // kept for UnprotectedKeyFile (master-key recovery, §5.5)
 	idKey       [32]byte
 	fingerprint Fingerprint
 }
@@ -100,7 +101,7 @@ func NewConfig(key [KeySize]byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{aead: aead}
+	c := &Config{aead: aead, key: key}
 	idk, err := pbkdf2.Key(sha256.New, string(key[:]), []byte("_id_key"), 10, 32)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ const MinPassphraseLen = 5
 var (
 	ErrWrongPassphrase    = errors.New("wrong passphrase (key file decryption failed)")
 	ErrKeyFingerprint     = errors.New("key file contains wrong fingerprint (stored fingerprint does not match the key)")
-	ErrPassphraseNeeded   = errors.New("key file is passphrase-protected: set PBS_ENCRYPTION_PASSWORD or enter it at the prompt")
+	ErrPassphraseNeeded   = errors.New("key file is passphrase-protected and no passphrase was given: set PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE or PBS_ENCRYPTION_PASSWORD_FD, or run on a terminal to be asked")
 	ErrUnsupportedKDF     = errors.New("unsupported key derivation function")
 	ErrPassphraseTooShort = fmt.Errorf("passphrase must be at least %d bytes", MinPassphraseLen)
 )
@@ -122,11 +122,17 @@ func (b *b64) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ParseKeyFile parses key-file JSON. Unknown fields are ignored; a kdf other
-// than null, Scrypt or PBKDF2, or KDF parameters beyond the bounds (scrypt
-// memory as PBS allows it and 64 × the usual work, PBKDF2 at most
-// PBKDF2MaxIter iterations), returns ErrUnsupportedKDF.
+// ParseKeyFile parses key-file JSON, or the text of a paper key (the JSON
+// between its begin and end markers, see PaperKeyText). Unknown fields are
+// ignored; a kdf other than null, Scrypt or PBKDF2, or KDF parameters
+// beyond the bounds (scrypt memory as PBS allows it and 64 × the usual
+// work, PBKDF2 at most PBKDF2MaxIter iterations), returns
+// ErrUnsupportedKDF; a paper key without its end marker returns ErrPaperKey.
 func ParseKeyFile(data []byte) (*KeyFile, error) {
+	data, err := paperKeyJSON(data)
+	if err != nil {
+		return nil, err
+	}
 	var raw struct {
 		KDF json.RawMessage `json:"kdf"`
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // MaxSecretFileSize is the largest key file or passphrase file read, in
-// bytes. A PBS key file is about 400 bytes.
-const MaxSecretFileSize = 8 << 10
+// bytes. A PBS key file is about 400 bytes; the printed paper key of one,
+// QR code included, and an RSA master key in PEM stay well below it.
+const MaxSecretFileSize = 64 << 10
 
 // ErrNotSecretFile is wrapped by ReadSecretFile for a path that is not a
 // regular file of at most MaxSecretFileSize bytes.

@@ -17,6 +17,10 @@ import (
 // ManifestBlobName is the snapshot file holding the manifest (§1.4).
 const ManifestBlobName = "index.json.blob"
 
+// RSAKeyBlobName is the snapshot file holding the encryption key encrypted
+// under a master public key: a plain blob listed with crypt mode encrypt (§5.5).
+const RSAKeyBlobName = "rsa-encrypted.key.blob"
+
 // CryptMode is an archive's crypt-mode in the manifest (§5.6, §6.1).
 type CryptMode string
 

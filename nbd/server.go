@@ -64,8 +64,12 @@ type Server struct {
 	// Log, if set, receives connection errors and failed reads, one line each.
 	Log func(msg string)
 
-	bufs [14]sync.Pool // read buffers by capacity class, 4 KiB << class
+	bufMu sync.Mutex
+	bufs  [14][][]byte // free read buffers by capacity class, 4 KiB << class
 }
+
+// keepBytes bounds the bytes of free read buffers a Server keeps for reuse.
+const keepBytes = 32 << 20
 
 // Serve accepts connections on l until ctx is done or l fails, serving
 // each in its own goroutine, and returns after every connection ended. It
@@ -476,26 +480,35 @@ func (cn *conn) serve(ex *Export, rq request) error {
 	return cn.sendError(rq, errEINVAL, "unknown command")
 }
 
-// getBuf returns a read buffer of n bytes (n ≤ 32 MiB) from the pool.
+// getBuf returns a read buffer of n bytes (n ≤ 32 MiB), reusing a free one
+// of its capacity class: reads make no garbage once the buffers exist.
 func (s *Server) getBuf(n int) []byte {
 	cl := 0
 	for 4096<<cl < n {
 		cl++
 	}
-	if b, ok := s.bufs[cl].Get().(*[]byte); ok {
-		return (*b)[:n]
+	s.bufMu.Lock()
+	if k := len(s.bufs[cl]); k > 0 {
+		b := s.bufs[cl][k-1]
+		s.bufs[cl] = s.bufs[cl][:k-1]
+		s.bufMu.Unlock()
+		return b[:n]
 	}
+	s.bufMu.Unlock()
 	return make([]byte, n, 4096<<cl)
 }
 
-// putBuf returns a buffer from getBuf to the pool.
+// putBuf keeps a buffer from getBuf for reuse, while the free buffers of
+// its class hold less than keepBytes.
 func (s *Server) putBuf(b []byte) {
 	cl := 0
 	for 4096<<cl < cap(b) {
 		cl++
 	}
-	if cl < len(s.bufs) && 4096<<cl == cap(b) {
-		s.bufs[cl].Put(&b)
+	s.bufMu.Lock()
+	defer s.bufMu.Unlock()
+	if cl < len(s.bufs) && 4096<<cl == cap(b) && (len(s.bufs[cl])+1)*cap(b) <= keepBytes {
+		s.bufs[cl] = append(s.bufs[cl], b)
 	}
 }
 

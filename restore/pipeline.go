@@ -107,12 +107,18 @@ func (e *ChunkError) Error() string {
 		}
 		offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(e.Length)))
 	}
-	msg := e.Err.Error()
+	return fmt.Sprintf("chunk %s at %s: %s", e.Digest, strings.Join(offs, " "), e.Cause())
+}
+
+// Cause says why the chunk failed, naming the file or object it was read
+// from once, without the digest and byte ranges (Error adds those).
+func (e *ChunkError) Cause() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "chunk "+e.Digest.String()+": ")
 	if strings.Contains(msg, e.Location) {
 		// The store's error already names the file or object.
-		return fmt.Sprintf("chunk %s at %s: %s", e.Digest, strings.Join(offs, " "), strings.TrimPrefix(msg, "chunk "+e.Digest.String()+": "))
+		return msg
 	}
-	return fmt.Sprintf("chunk %s at %s (%s): %s", e.Digest, strings.Join(offs, " "), e.Location, msg)
+	return e.Location + ": " + msg
 }
 
 // Unwrap returns the cause, for errors.Is (chunkstore.ErrNotFound,

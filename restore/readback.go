@@ -2,18 +2,20 @@ package restore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -72,16 +74,16 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 	defer cancel()
 	var (
 		mu     sync.Mutex
-		bad    []string
+		bad    []mismatch
 		ioErr  error
 		work   = make(chan job, jobs)
 		wg     sync.WaitGroup
 		zeroes = make([]byte, maxLen)
 	)
-	report := func(j job, what string) {
+	report := func(j job) {
 		mu.Lock()
 		defer mu.Unlock()
-		bad = append(bad, fmt.Sprintf("[%d,%d) %s", j.off, j.off+j.length, what))
+		bad = append(bad, mismatch{off: j.off, end: j.off + j.length, zero: j.zero})
 	}
 	for range jobs {
 		wg.Go(func() {
@@ -105,7 +107,7 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 				if j.zero {
 					stats.ZeroChecked.Add(j.length)
 					if !bytes.Equal(data, zeroes[:len(data)]) {
-						report(j, "should read as zeros")
+						report(j)
 					}
 				} else {
 					stats.Chunks.Add(1)
@@ -115,7 +117,7 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 					var got crypto.Digest
 					h.Sum(got[:0])
 					if got != j.digest {
-						report(j, chunkstore.DigestMismatchText(got, j.digest, cc))
+						report(j)
 					}
 				}
 				pool.put(buf)
@@ -159,9 +161,46 @@ func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, j
 		return err
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("%s: %w at %d range(s): %v", path, ErrReadBackMismatch, len(bad), bad)
+		ranges := mergeMismatches(bad)
+		return fmt.Errorf("%s: %w in %d range(s): %s", path, ErrReadBackMismatch, len(ranges), strings.Join(ranges, ", "))
 	}
 	return nil
+}
+
+// mismatch is a target byte range [off, end) that failed the read-back: a
+// chunk position whose digest differs, or a zero range that is not zero.
+type mismatch struct {
+	off, end uint64
+	zero     bool
+}
+
+// mergeMismatches sorts the mismatching ranges by offset, joins adjacent
+// ones and describes each: "[0,8388608) 2 chunks differ from the index",
+// "[8388608,9437184) should read as zeros", or both counts.
+func mergeMismatches(ms []mismatch) []string {
+	slices.SortFunc(ms, func(a, b mismatch) int { return cmp.Compare(a.off, b.off) })
+	var out []string
+	for i := 0; i < len(ms); {
+		off, end := ms[i].off, ms[i].end
+		chunks, zeros := 0, 0
+		for ; i < len(ms) && ms[i].off <= end; i++ {
+			end = max(end, ms[i].end)
+			if ms[i].zero {
+				zeros++
+			} else {
+				chunks++
+			}
+		}
+		var what []string
+		if chunks > 0 {
+			what = append(what, fmt.Sprintf("%d chunk(s) differ from the index", chunks))
+		}
+		if zeros > 0 {
+			what = append(what, "should read as zeros")
+		}
+		out = append(out, fmt.Sprintf("[%d,%d) %s", off, end, strings.Join(what, ", ")))
+	}
+	return out
 }
 
 // readFull reads length bytes at off into buf (Alignment-aligned, at least

@@ -312,20 +312,58 @@ func TestRunChunkErrors(t *testing.T) {
 	}
 }
 
-// TestRunCanceled: a canceled context stops the run with an error.
+// cancelingTarget cancels the run's context at its first write.
+type cancelingTarget struct {
+	*memTarget
+	cancel context.CancelFunc
+}
+
+func (c cancelingTarget) WriteAt(p []byte, off int64) error {
+	c.cancel()
+	return c.memTarget.WriteAt(p, off)
+}
+
+// TestRunCanceled: a context canceled before or during the run stops it
+// with context.Canceled and the target never synced; before the run, no
+// chunk is fetched. An encrypted archive without a key is refused before
+// anything is read.
 func TestRunCanceled(t *testing.T) {
 	img := fixture.Mixed(1<<20, 4)
 	dir, snap := snapshotOf(t, img, nil)
 	store := fixture.OpenStore(t, dir)
 	plan, _ := loadPlan(t, store, snap, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	tgt := newMemTarget(len(img))
-	if err := restore.Run(ctx, store, plan, tgt, restore.Options{}, nil); err == nil || tgt.synced {
-		t.Fatalf("canceled run: err %v synced %v", err, tgt.synced)
+	if len(plan.Chunks) < 4 {
+		t.Fatalf("plan has %d chunks, want several", len(plan.Chunks))
 	}
-	if err := restore.Run(context.Background(), store, plan, tgt, restore.Options{Encrypted: true}, nil); err == nil {
-		t.Fatal("encrypted without key: no error")
+	for _, during := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		mem := newMemTarget(len(img))
+		var tgt restore.Target = mem
+		if during {
+			tgt = cancelingTarget{mem, cancel}
+		} else {
+			cancel()
+		}
+		var st restore.Stats
+		err := restore.Run(ctx, store, plan, tgt, restore.Options{Jobs: 1, Fetchers: 1}, &st)
+		cancel()
+		if !errors.Is(err, context.Canceled) || mem.synced {
+			t.Fatalf("canceled (during the run: %v): err %v, synced %v", during, err, mem.synced)
+		}
+		if !during && st.Fetched.Load() != 0 {
+			t.Errorf("canceled before the run: %d chunks fetched", st.Fetched.Load())
+		}
+		if during && mem.writeCount() == len(plan.Chunks) {
+			t.Errorf("canceled at the first write: every chunk written anyway")
+		}
+	}
+	var st restore.Stats
+	err := restore.Run(context.Background(), store, plan, newMemTarget(len(img)), restore.Options{Encrypted: true, Archive: "drive-scsi0.img.fidx"}, &st)
+	if err == nil || !strings.Contains(err.Error(), "a key is needed") || !strings.Contains(err.Error(), "drive-scsi0.img.fidx") {
+		t.Fatalf("encrypted without key: %v", err)
+	}
+	if st.Fetched.Load() != 0 {
+		t.Errorf("encrypted without key: %d chunks fetched", st.Fetched.Load())
 	}
 }
 
@@ -460,7 +498,18 @@ func TestReadBack(t *testing.T) {
 	if !errors.Is(err, restore.ErrReadBackMismatch) {
 		t.Fatalf("want ErrReadBackMismatch, got %v", err)
 	}
-	if !strings.Contains(err.Error(), "should read as zeros") || !strings.Contains(err.Error(), "hashes to") {
+	if !strings.Contains(err.Error(), "should read as zeros") || !strings.Contains(err.Error(), "1 chunk(s) differ") {
 		t.Errorf("error should name the zero range and the chunk: %v", err)
+	}
+
+	// Every chunk position damaged: one merged range, said once.
+	for _, c := range plan.Chunks {
+		for _, off := range plan.Offsets(&c) {
+			fixture.FlipByte(t, out, int64(off))
+		}
+	}
+	err = restore.ReadBack(context.Background(), out, plan, nil, 2, nil)
+	if !errors.Is(err, restore.ErrReadBackMismatch) || strings.Count(err.Error(), "[") > len(plan.Zero)+1 || strings.Count(err.Error(), out) != 1 {
+		t.Errorf("adjacent damaged chunks should be merged into few ranges: %v", err)
 	}
 }

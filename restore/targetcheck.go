@@ -108,13 +108,27 @@ func checkNotLoopBacked(st *unix.Stat_t, user string) error {
 	return nil
 }
 
+// File systems that may store data compressed (statfs f_type): their free
+// space says nothing about whether an image's data fits.
+const (
+	btrfsMagic    = 0x9123683E
+	zfsMagic      = 0x2FC12FC1
+	bcachefsMagic = 0xCA451A4E
+)
+
 // checkSpace refuses an image whose data (dataBytes) cannot fit in the
 // free space of the file system holding fd, counting the allocation of the
-// existing file (reused bytes) as available.
+// existing file (reused bytes) as available. On file systems that may
+// compress (btrfs, ZFS, bcachefs) an image larger than the free space may
+// still fit, so nothing is refused there.
 func checkSpace(fd int, user string, dataBytes, reused int64) error {
 	var sf unix.Statfs_t
 	if err := unix.Fstatfs(fd, &sf); err != nil {
 		return nil // cannot tell: the reservation before the fetch still catches it
+	}
+	switch uint32(sf.Type) {
+	case btrfsMagic, zfsMagic, bcachefsMagic:
+		return nil
 	}
 	free := int64(sf.Bavail) * sf.Bsize
 	if dataBytes <= free+reused {

@@ -35,7 +35,7 @@ var ErrNoSnapshot = errors.New("no such snapshot")
 // ErrRemoved is returned (wrapping ErrNoSnapshot) for a snapshot that was
 // there when it was listed or resolved and is gone now: on a live datastore
 // a prune removed it while this command ran. It is no damage.
-var ErrRemoved = fmt.Errorf("%w: removed while running (pruned since it was listed)", ErrNoSnapshot)
+var ErrRemoved = fmt.Errorf("%w: removed while running (pruned while this command ran)", ErrNoSnapshot)
 
 // Gone reports whether the snapshot's manifest no longer exists: false when
 // it exists or when that cannot be told (another error).
@@ -152,7 +152,7 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 		r, _, err := store.OpenFile(ctx, path.Join(snap.Dir(), ManifestName))
 		if err != nil {
 			if errors.Is(err, chunkstore.ErrNotFound) {
-				return snap, fmt.Errorf("%w: %s in %s of %s (no %s: missing or unfinished)", ErrNoSnapshot, snap.Dir(), NamespaceName(ns), store, ManifestName)
+				return snap, fmt.Errorf("%w: %s in %s of %s (no %s: missing or unfinished); %s", ErrNoSnapshot, snap.Dir(), NamespaceName(ns), store, ManifestName, nearest(ctx, store, snap))
 			}
 			return snap, err
 		}
@@ -175,6 +175,43 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 		return s, nil
 	}
 	return snap, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", ErrNoSnapshot, snap.Type, snap.ID, NamespaceName(ns), store)
+}
+
+// nearestShown is how many of a group's snapshots a "no such snapshot"
+// message names.
+const nearestShown = 3
+
+// nearest describes the finished snapshots of snap's group for a message
+// about a snapshot time that does not exist: the nearestShown closest in
+// time, or that the group has none.
+func nearest(ctx context.Context, store chunkstore.Store, snap index.Snapshot) string {
+	all, err := List(ctx, store, snap.NS)
+	if err != nil {
+		return fmt.Sprintf("the group's snapshots could not be listed: %v", err)
+	}
+	var times []int64
+	for _, i := range all {
+		if i.Snapshot.Type == snap.Type && i.Snapshot.ID == snap.ID {
+			times = append(times, i.Snapshot.Time)
+		}
+	}
+	if len(times) == 0 {
+		return fmt.Sprintf("group %s/%s has no finished snapshot there", snap.Type, snap.ID)
+	}
+	dist := func(t int64) int64 {
+		if t > snap.Time {
+			return t - snap.Time
+		}
+		return snap.Time - t
+	}
+	sort.SliceStable(times, func(i, j int) bool { return dist(times[i]) < dist(times[j]) })
+	shown := times[:min(len(times), nearestShown)]
+	sort.Slice(shown, func(i, j int) bool { return shown[i] < shown[j] })
+	names := make([]string, len(shown))
+	for i, t := range shown {
+		names[i] = index.FormatTime(t)
+	}
+	return fmt.Sprintf("group %s/%s has %d snapshot(s), nearest: %s", snap.Type, snap.ID, len(times), strings.Join(names, ", "))
 }
 
 // LoadManifest reads the snapshot's manifest (see ReadManifest) and runs

@@ -31,6 +31,11 @@ type Options struct {
 	// checks plain and sign-only archives only (and, with CRCOnly,
 	// encrypted ones by structure and CRC).
 	Key *crypto.Config
+	// KeyFor, when set, gives the key for a snapshot from its manifest
+	// instead of Key (so that a key is opened only for snapshots that are
+	// encrypted or signed); it may be called concurrently. An error fails
+	// that snapshot.
+	KeyFor func(m *index.Manifest) (*crypto.Config, error)
 	// CRCOnly checks encrypted archives without a key by structure and CRC,
 	// as PBS's own verify job does (no decryption, no digest check).
 	CRCOnly bool
@@ -216,7 +221,8 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 // full while the run's MaxDamaged allows, counted always, streamed to
 // DamagedList when set.
 func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError) {
-	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: v.note(c.Err)}
+	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause()}
+	v.note(c.Err)
 	if len(d.Offsets) > MaxOffsets {
 		d.OffsetCount = len(d.Offsets)
 		d.Offsets = d.Offsets[:MaxOffsets:MaxOffsets]
@@ -245,6 +251,12 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 	res := SnapshotResult{Snapshot: s.String(), OK: true, Archives: []ArchiveResult{}}
 	cc := v.opts.Key
 	m, err := snapshot.ReadManifest(ctx, v.store, s)
+	if err == nil && v.opts.KeyFor != nil {
+		if cc, err = v.opts.KeyFor(m); err != nil {
+			res.OK, res.Error = false, v.note(err)
+			return res
+		}
+	}
 	if err == nil {
 		err = m.Check(cc)
 	}
@@ -275,7 +287,7 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 				a.OK, a.Error = false, v.note(err)
 			}
 		default:
-			v.index(ctx, s, m, f.Filename, unkeyed, &a)
+			v.index(ctx, s, m, f.Filename, cc, unkeyed, &a)
 		}
 		res.OK = res.OK && a.OK
 		res.Archives = append(res.Archives, a)
@@ -288,21 +300,21 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 // archive of the run, left to other shards or fresh in the state are not
 // read; chunks another archive is checking right now are waited for
 // afterwards, and checked here if they did not pass there.
-func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, unkeyed bool, a *ArchiveResult) {
+func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, cc *crypto.Config, unkeyed bool, a *ArchiveResult) {
 	load := restore.LoadPlan
 	if unkeyed {
 		load = func(ctx context.Context, st chunkstore.Store, dir string, m *index.Manifest, name string, _ *crypto.Config) (*restore.Plan, *index.FileInfo, error) {
 			return restore.LoadPlanUnkeyed(ctx, st, dir, m, name)
 		}
 	}
-	plan, fi, err := load(ctx, v.store, s.Dir(), m, name, v.opts.Key)
+	plan, fi, err := load(ctx, v.store, s.Dir(), m, name, cc)
 	if err != nil {
 		a.OK, a.Error = false, v.note(err)
 		return
 	}
 	opts := v.opts.Pipeline
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
-	opts.Key = v.opts.Key
+	opts.Key = cc
 	opts.KeepGoing = true
 	opts.CRCOnly = unkeyed
 	a.CRCOnly = unkeyed

@@ -1,15 +1,17 @@
 package bucket
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 )
 
 // ErrListing is wrapped by every error of a listing that the server answered
 // in a way that cannot be completed (see Listing). Such a listing is never
-// returned in part.
-var ErrListing = errors.New("bucket listing cannot be completed")
+// returned in part. It wraps chunkstore.ErrUnavailable: the provider, not
+// the data, is at fault (exit code 3).
+var ErrListing = fmt.Errorf("%w: bucket listing cannot be completed", chunkstore.ErrUnavailable)
 
 // Listing checks the pages of one bucket listing (S3 ListObjectsV2, GCS
 // objects.list) instead of trusting them, and says what to request next.

@@ -88,6 +88,9 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the exponential backoff between
 	// retries. 0 means the defaults above.
 	MinBackoff, MaxBackoff time.Duration
+	// ListPageSize is the number of objects asked for per listing page
+	// (maxResults); 0 means 1000, the GCS maximum.
+	ListPageSize int
 	// Layout forces a layout; LayoutAuto detects it (see Open).
 	Layout Layout
 	// Create opens the store for writing (backup): an empty prefix gets the
@@ -104,6 +107,7 @@ type Store struct {
 	keys       bucket.Keys
 	url        string
 	maxRetries int
+	pageSize   int
 	timeout    time.Duration
 	backoff    bucket.Backoff
 	retries    atomic.Int64
@@ -129,8 +133,9 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // chunkstore.ErrDenied).
 func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		name: bkt,
-		keys: bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		name:     bkt,
+		keys:     bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		pageSize: max(0, opts.ListPageSize),
 	}
 	s.url = s.keys.URL("gs", bkt)
 	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
@@ -369,8 +374,14 @@ func (n *namedReader) Read(p []byte) (int, error) {
 
 func (n *namedReader) Close() error { return n.r.Close() }
 
-// listPageSize is the number of objects asked for per listing page.
-const listPageSize = 1000
+// listPageSize is the number of objects asked for per listing page:
+// Options.ListPageSize, or 1000.
+func (s *Store) listPageSize() int {
+	if s.pageSize > 0 {
+		return s.pageSize
+	}
+	return 1000
+}
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) page by page, checking every page with
@@ -394,7 +405,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		}
 		q.SetAttrSelection([]string{"Name", "Size"})
 		var page []*storage.ObjectAttrs
-		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), listPageSize, token).NextPage(&page)
+		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), s.listPageSize(), token).NextPage(&page)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}

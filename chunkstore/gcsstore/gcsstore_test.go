@@ -69,6 +69,16 @@ func TestConformance(t *testing.T) {
 			return open(t, bucket, prefix, o)
 		},
 		Put: func(t testing.TB, bucket, key string, data []byte) { put(srv, bucket, key, data) },
+		OpenCounting: func(t testing.TB, bucket, prefix string) (chunkstore.Store, func() int) {
+			p, err := faultproxy.Start("127.0.0.1:0", srv.URL, 0, faultproxy.Rule{Method: "GET", PathContains: "/b/" + bucket + "/o"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			o := testOptions(p.URL)
+			o.ListPageSize = 100 // fake-gcs-server returns one page unless asked for less
+			return open(t, bucket, prefix, o), func() int { return p.Matched()[0] }
+		},
 		Get: func(t testing.TB, bucket, key string) ([]byte, bool) {
 			o, err := srv.Server.GetObject(bucket, key)
 			if err != nil {

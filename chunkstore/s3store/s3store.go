@@ -416,9 +416,8 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 			if len(raw) == 0 {
 				return errors.New("endpoint sent no certificate")
 			}
-			if sha256.Sum256(raw[0]) != *pin {
-				got := sha256.Sum256(raw[0])
-				return fmt.Errorf("endpoint certificate fingerprint %s does not match --s3-fingerprint", fingerprintString(got[:]))
+			if got := sha256.Sum256(raw[0]); got != *pin {
+				return &pinError{got: fingerprintString(got[:])}
 			}
 			return nil
 		}
@@ -433,6 +432,14 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 		}
 		return s.conns.add(c), nil
 	}
+}
+
+// pinError is a certificate that does not match the pinned fingerprint; it
+// is never retried.
+type pinError struct{ got string }
+
+func (e *pinError) Error() string {
+	return fmt.Sprintf("endpoint certificate fingerprint %s does not match --s3-fingerprint", e.got)
 }
 
 // fingerprintString formats a fingerprint as PBS does: "aa:bb:…".
@@ -750,6 +757,11 @@ func (r *resumingReader) reopen() error {
 		}
 		return fmt.Errorf("%s: resuming at offset %d: %w", r.s.objURL(r.key), r.off, mapErr(err))
 	}
+	if bucket.IsGzip(aws.ToString(out.ContentEncoding)) {
+		// An encoded range cannot be spliced onto the plain bytes read so far.
+		out.Body.Close()
+		return fmt.Errorf("%s: resuming at offset %d: the server sent the rest gzip-encoded", r.s.objURL(r.key), r.off)
+	}
 	r.body = out.Body
 	return nil
 }
@@ -940,7 +952,8 @@ var skewCodes = map[string]bool{"RequestTimeTooSkewed": true, "SignatureDoesNotM
 // clock skew correction can fix), 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
 // attempt timeouts and truncated responses.
 func classify(err error) aws.Ternary {
-	if bucket.Unreachable(err) {
+	var pe *pinError
+	if bucket.Unreachable(err) || errors.As(err, &pe) {
 		return aws.FalseTernary
 	}
 	// The SDK marks a 403 it can fix by correcting the clock skew from the

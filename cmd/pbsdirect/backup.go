@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -37,11 +38,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
 	var sf storeFlags
 	sf.register(fs)
-	defer func() {
-		if sf.json() {
-			err = failJSON(err)
-		}
-	}()
+	sf.progress.register(fs)
 	host, _ := os.Hostname()
 	btype := fs.String("backup-type", "host", "backup type: vm, ct or host")
 	bid := fs.String("backup-id", host, "backup ID, e.g. the VMID 100")
@@ -49,6 +46,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
+	masterPub := fs.String("master-pubkey-file", "", "RSA master public key (PEM, key create-master-key): store the encryption key encrypted under it as rsa-encrypted.key.blob, for recovery with key import-with-master-key")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -62,11 +60,16 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	var sources []backup.Source
+	seen := map[string]bool{}
 	for _, a := range fs.Args() {
 		s, err := backup.ParseSpec(a)
 		if err != nil {
 			return usagef("%v", err)
 		}
+		if seen[s.Name] {
+			return usagef("archive %s given twice", s.Name)
+		}
+		seen[s.Name] = true
 		sources = append(sources, s)
 	}
 	ns, err := sf.namespace()
@@ -108,6 +111,15 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	default:
 		return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
 	}
+	var rsaKey []byte
+	if *masterPub != "" {
+		if cc == nil || signOnly {
+			return usagef("--master-pubkey-file goes with encryption: give --keyfile (or have a default key) and no --crypt-mode none or sign-only")
+		}
+		if rsaKey, err = rsaEncryptedKey(*masterPub, sf.keyfile, cc); err != nil {
+			return err
+		}
+	}
 	if *jobs == 0 && isRemote(sf.store) {
 		*jobs = 8 * max(1, runtimeCPUs())
 	}
@@ -141,8 +153,8 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			total += st.Size()
 		}
 	}
-	bar := startProgress(stderr, !sf.json(), "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
-	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs}, &stats)
+	bar := startProgress(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
+	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
 	bar.done()
 	if err != nil {
 		return fmt.Errorf("backup failed, no snapshot written: %w", err)
@@ -164,8 +176,8 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return writeJSON(stdout, sum)
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
-	fmt.Fprintf(stdout, "  archives: %v; index positions: %d (%s of zero chunks), new chunks stored: %d (%s, the zero chunk included), already in the store: %d, dedup hits: %d\n",
-		sum.Archives, sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
+	fmt.Fprintf(stdout, "  archives: %s; %d chunks (%s all zeros), %d written to the store (%s), %d already there, %d repeated in this backup\n",
+		strings.Join(sum.Archives, ", "), sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
 	if cc != nil {
 		fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
 	}

@@ -265,6 +265,7 @@ func bktSetEnv(t *testing.T, gcsHost string) {
 // Subtests share the servers and the base snapshots and run concurrently
 // (most of the time of the failing cases is spent waiting for retries).
 func TestBucketE2E(t *testing.T) {
+	fixture.SkipIfShort(t)
 	e := &bucketEnv{data: bktImage()}
 	e.img = fixture.WriteFile(t, t.TempDir(), "disk.raw", e.data)
 	key, _ := fixture.Key(t, 9)
@@ -420,8 +421,15 @@ func bktGCSFaultRules() []faultproxy.Rule {
 		{Method: "GET", PathContains: "/gfreset/s%2F.chunks%2F", Every: 3, Reset: true, ResetAfter: 3000},
 		{Method: "GET", PathContains: "/gfdead/s%2F.chunks%2F", After: 3, Status: 503},
 		{PathContains: "/gfdown/", Status: 503},
+		// Counter (no fault): ranged chunk downloads from gfreset, which is
+		// how the GCS library resumes a download cut mid-body.
+		{Method: "GET", PathContains: "/gfreset/s%2F.chunks%2F", Header: "Range"},
 	}
 }
+
+// bktGCSResumes is the index in bktGCSFaultRules of the counter of resumed
+// gfreset downloads.
+const bktGCSResumes = 5
 
 // prepareFaults makes copies of the PBS 4 stores for testFaults: in S3
 // (bkt/gone) and GCS (gfgone/s) without one data chunk, whose digest it
@@ -456,7 +464,8 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		retries  bool // success needs retries > 0
 		verify   bool // also verify the snapshot through the proxy
 		fastFail bool // failure expected without retries (well under failBound)
-		gcsRule  int  // 1 + index of the bktGCSFaultRules rule that must have acted
+		gcsRule  int  // 1 + index of the bktGCSFaultRules rule that must have acted during the restore
+		resumed  bool // GCS: a download cut mid-body must have been resumed (ranged GET)
 	}
 	chunkGET := func(r faultproxy.Rule) faultproxy.Rule {
 		r.Method, r.PathContains = "GET", "/.chunks/"
@@ -483,8 +492,9 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		{name: "gcs-503", store: "gs://gf503/s", snap: snap0, retries: true, verify: true, gcsRule: 1},
 		{name: "gcs-429", store: "gs://gf429/s", snap: bktSnapEnc, retries: true, gcsRule: 2},
 		// The GCS library resumes a download cut mid-body itself (ranged
-		// re-read), so these resets do not show in the retry count.
-		{name: "gcs-reset-chunks", store: "gs://gfreset/s", snap: bktSnapEnc, verify: true, gcsRule: 3},
+		// re-read), so these resets do not show in the retry count: the
+		// proxy counts the resumed downloads instead.
+		{name: "gcs-reset-chunks", store: "gs://gfreset/s", snap: bktSnapEnc, verify: true, gcsRule: 3, resumed: true},
 		{name: "gcs-missing-chunk", store: "gs://gfgone/s", snap: bktSnapEnc, fastFail: true,
 			fail: []string{gone.String(), "gs://gfgone/s/" + goneKey}},
 		{name: "gcs-persistent-503-chunks", store: "gs://gfdead/s", snap: snap0, fail: []string{"gs://gfdead/s/.chunks/", "503"}},
@@ -500,9 +510,22 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		target := filepath.Join(t.TempDir(), "restored.raw")
 		args := append(append([]string{"restore", "--output-format", "json", "--store", c.store}, flags...), e.keyArgs(c.snap)...)
 		args = append(args, c.snap, "drive-scsi0", target)
+		acted0, matched0 := e.gproxy.Acted(), e.gproxy.Matched()
 		start := time.Now()
 		r := pbs(t, args...)
 		el := time.Since(start)
+		if c.gcsRule > 0 {
+			// Each gf* bucket is used by this case only: the counts'
+			// growth is this restore's.
+			if n := e.gproxy.Acted()[c.gcsRule-1] - acted0[c.gcsRule-1]; n == 0 {
+				t.Errorf("GCS fault rule %d never acted during the restore", c.gcsRule)
+			}
+		}
+		if c.resumed {
+			if n := e.gproxy.Matched()[bktGCSResumes] - matched0[bktGCSResumes]; n == 0 {
+				t.Errorf("downloads were cut but none was resumed (no ranged GET)")
+			}
+		}
 		if c.fail == nil {
 			// Never a wrong byte: success means the exact image.
 			if r.code != 0 {
@@ -546,7 +569,7 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 				t.Errorf("stderr lacks %q: %v", w, r)
 			}
 		}
-		if strings.Contains(r.out, "verified and synced") || strings.Contains(r.out, `"retries"`) {
+		if strings.Contains(r.out, "verified and synced") || strings.Contains(r.out, `"retries"`) || !strings.Contains(r.out, `"ok":false`) {
 			t.Errorf("failed restore printed a summary: %v", r)
 		}
 		noFile(t, target)

@@ -2,16 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
@@ -29,13 +30,25 @@ type storeFlags struct {
 	s3PathStyle  string
 	s3Print      string
 	bucketLayout string
+	progress     progressFlags // registered by the commands that show progress
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
+	s.registerLocation(fs)
+	fs.StringVar(&s.keyfile, "keyfile", "", "encryption key file or paper key (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD or a prompt")
+	s.registerOutput(fs)
+}
+
+// registerOutput adds --output-format.
+func (s *storeFlags) registerOutput(fs *flag.FlagSet) {
+	fs.StringVar(&s.outputFormat, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
+}
+
+// registerLocation adds the flags that name a store and a namespace in it
+// (no key, no output format).
+func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	fs.StringVar(&s.store, "store", os.Getenv("PBSDIRECT_STORE"), "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE)")
-	fs.StringVar(&s.ns, "ns", "", "namespace, e.g. prod/db (default: root namespace)")
-	fs.StringVar(&s.keyfile, "keyfile", "", "encryption key file (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD or a prompt")
-	fs.StringVar(&s.outputFormat, "output-format", "text", "output format: text or json")
+	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace: prod/db, prod/db/ or ns/prod/ns/db as listings print it (env PBS_NAMESPACE; default: the root namespace)")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
 	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
@@ -57,20 +70,67 @@ func (s *storeFlags) check() error {
 	if s.store == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
 	}
-	if s.outputFormat != "text" && s.outputFormat != "json" {
-		return usagef("--output-format must be text or json, not %q", s.outputFormat)
+	if err := checkStoreSpec(s.store); err != nil {
+		return err
+	}
+	if s.progress.mode != "" {
+		if err := s.progress.check(); err != nil {
+			return err
+		}
+	}
+	return checkOutputFormat(s.outputFormat)
+}
+
+// checkStoreSpec refuses a --store that is a malformed bucket URL (usage
+// error): "s3://" without a bucket, or "s3:/bucket", "S3://bucket",
+// "gs:bucket", which would otherwise be taken for a directory.
+func checkStoreSpec(spec string) error {
+	scheme, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		return nil
+	}
+	if scheme == "s3" || scheme == "gs" {
+		if !strings.HasPrefix(rest, "//") {
+			return usagef("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
+		}
+		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
+			return usagef("--store: %v", err)
+		}
+		return nil
+	}
+	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
+		return usagef("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
 	}
 	return nil
 }
 
-func (s *storeFlags) json() bool { return s.outputFormat == "json" }
+func (s *storeFlags) json() bool { return s.outputFormat != formatText }
 
 func (s *storeFlags) namespace() (index.Namespace, error) {
-	ns, err := index.ParseNamespace(s.ns)
+	ns, err := index.ParseNamespace(namespaceArg(s.ns))
 	if err != nil {
 		return nil, usagef("--ns: %v", err)
 	}
 	return ns, nil
+}
+
+// namespaceArg turns the forms --ns accepts into PBS's "a/b": a trailing
+// '/' is dropped, and the path form "ns/a/ns/b" that listings and snapshot
+// names print (every other level "ns") becomes "a/b".
+func namespaceArg(s string) string {
+	s = strings.TrimSuffix(s, "/")
+	parts := strings.Split(s, "/")
+	if len(parts)%2 != 0 {
+		return s
+	}
+	var levels []string
+	for i := 0; i < len(parts); i += 2 {
+		if parts[i] != "ns" {
+			return s
+		}
+		levels = append(levels, parts[i+1])
+	}
+	return strings.Join(levels, "/")
 }
 
 // loadKey opens the key file given with --keyfile or, like
@@ -116,21 +176,38 @@ func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Co
 	return cfg, nil
 }
 
-// passphrase returns PBS_ENCRYPTION_PASSWORD, the first line of the file
-// named by PBS_ENCRYPTION_PASSWORD_FILE, or reads one from the terminal
-// (twice when confirm is set). Without a terminal it fails.
+// passphrase returns the key passphrase from, in this order (as
+// proxmox-backup-client): PBS_ENCRYPTION_PASSWORD, the first line read from
+// the file descriptor PBS_ENCRYPTION_PASSWORD_FD, the first line of the file
+// PBS_ENCRYPTION_PASSWORD_FILE, the terminal (asked twice when confirm is
+// set), or the systemd credential
+// $CREDENTIALS_DIRECTORY/proxmox-backup-client.encryption-password. With
+// none of them it returns crypto.ErrPassphraseNeeded.
 func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 	if p, ok := os.LookupEnv("PBS_ENCRYPTION_PASSWORD"); ok {
 		return []byte(p), nil
 	}
-	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
-		data, err := crypto.ReadSecretFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("PBS_ENCRYPTION_PASSWORD_FILE: %w", err)
-		}
-		line, _, _ := strings.Cut(string(data), "\n")
-		return []byte(strings.TrimRight(line, "\r")), nil
+	if fd := os.Getenv("PBS_ENCRYPTION_PASSWORD_FD"); fd != "" {
+		return secretFromFD("PBS_ENCRYPTION_PASSWORD_FD", fd)
 	}
+	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
+		return secretFromFile("PBS_ENCRYPTION_PASSWORD_FILE", f)
+	}
+	p, err := askPassphrase(prompt, confirm)
+	if errors.Is(err, crypto.ErrPassphraseNeeded) {
+		if dir := os.Getenv("CREDENTIALS_DIRECTORY"); dir != "" {
+			cred := filepath.Join(dir, "proxmox-backup-client.encryption-password")
+			if _, serr := os.Stat(cred); serr == nil {
+				return secretFromFile("systemd credential", cred)
+			}
+		}
+	}
+	return p, err
+}
+
+// askPassphrase reads a passphrase from the terminal (twice when confirm is
+// set); without a terminal it returns crypto.ErrPassphraseNeeded.
+func askPassphrase(prompt string, confirm bool) ([]byte, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil || !term.IsTerminal(int(tty.Fd())) {
 		if tty != nil {
@@ -159,13 +236,6 @@ func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 		}
 	}
 	return p1, nil
-}
-
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // isTerminal reports whether w is a terminal.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
 
@@ -40,4 +41,70 @@ func TestDefaultKeyFile(t *testing.T) {
 	if got := string(m.Files[0].CryptMode); got != "none" {
 		t.Fatalf("--crypt-mode none: crypt mode %q", got)
 	}
+}
+
+// TestDefaultKeyOnlyWhenNeeded: with a passphrase-protected default key file
+// present and no passphrase in the environment, plain snapshots restore,
+// drill and verify without touching the key; verify --crc-only checks an
+// encrypted snapshot without it; --crypt-mode none opts out of the default
+// key; an encrypted snapshot asks for the passphrase and restores with it.
+func TestDefaultKeyOnlyWhenNeeded(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	key, _ := fixture.Key(t, 5)
+	if err := os.MkdirAll(filepath.Join(cfg, "proxmox-backup"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	def := fixture.KeyFile(t, filepath.Join(cfg, "proxmox-backup"), "encryption-key.json", key, crypto.KDFPBKDF2, "s3cret")
+	t.Setenv("PBS_ENCRYPTION_PASSWORD_FILE", "")
+	os.Unsetenv("PBS_ENCRYPTION_PASSWORD_FILE")
+	data := zeroMiddle(23)
+	store := fixture.NewStore(t)
+	t.Setenv("PBS_ENCRYPTION_PASSWORD", "s3cret")
+	backupImage(t, store, data, "--crypt-mode", "none")
+	const encTime = "2026-11-29T11:00:00Z"
+	backupImage(t, store, data, "--backup-time", encTime, "--keyfile", def)
+	os.Unsetenv("PBS_ENCRYPTION_PASSWORD")
+	encSnap := "vm/100/" + encTime
+
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"restore-plain", []string{"restore", "--store", store, snap0, "drive-scsi0", filepath.Join(dir, "a.raw")}},
+		{"drill-plain", []string{"drill", "--store", store, snap0, "drive-scsi0", filepath.Join(dir, "b.raw")}},
+		{"verify-plain", []string{"verify", "--store", store, snap0}},
+		{"verify-crc-only-encrypted", []string{"verify", "--crc-only", "--store", store, encSnap}},
+		{"restore-plain-crypt-mode-none", []string{"restore", "--crypt-mode", "none", "--store", store, snap0, "drive-scsi0", filepath.Join(dir, "c.raw")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := mustOK(t, c.args...)
+			if strings.Contains(r.err, "default key file") {
+				t.Errorf("the default key was opened: %v", r)
+			}
+		})
+	}
+	fixture.Equal(t, filepath.Join(dir, "a.raw"), data)
+
+	t.Run("encrypted-crypt-mode-none", func(t *testing.T) {
+		r := mustFail(t, 1, []string{"encrypted"}, "restore", "--crypt-mode", "none", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "d.raw"))
+		if strings.Contains(r.err, "passphrase") || strings.Contains(r.err, "default key file") {
+			t.Errorf("--crypt-mode none still opened the default key: %v", r)
+		}
+		noFile(t, filepath.Join(dir, "d.raw"))
+	})
+	t.Run("crypt-mode-none-and-keyfile", func(t *testing.T) {
+		mustFail(t, 2, []string{"--crypt-mode none"}, "restore", "--crypt-mode", "none", "--keyfile", def, "--store", store, snap0, "drive-scsi0", filepath.Join(dir, "e.raw"))
+	})
+	t.Run("encrypted-needs-passphrase", func(t *testing.T) {
+		mustFail(t, 1, []string{"default key file", "PBS_ENCRYPTION_PASSWORD"}, "restore", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "f.raw"))
+		noFile(t, filepath.Join(dir, "f.raw"))
+		t.Setenv("PBS_ENCRYPTION_PASSWORD", "s3cret")
+		r := mustOK(t, "restore", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "f.raw"))
+		if !strings.Contains(r.err, "default key file") {
+			t.Errorf("the default key's use should be said on stderr: %v", r)
+		}
+		fixture.Equal(t, filepath.Join(dir, "f.raw"), data)
+	})
 }

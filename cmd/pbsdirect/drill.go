@@ -111,7 +111,7 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 
 	rbStart := time.Now()
 	var rb restore.ReadBackStats
-	bar := startProgress(stderr, !rc.sf.json(), "read back", int64(r.plan.Size), func() int64 {
+	bar := startProgress(stderr, rc.sf.progress, "read back", int64(r.plan.Size), func() int64 {
 		return int64(rb.Bytes.Load() + rb.HoleBytes.Load())
 	})
 	err = restore.ReadBack(ctx, targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)
@@ -132,6 +132,8 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 	return finish(err)
 }
 
+// printDrill prints the drill report as text; a failure's error is said
+// once, on stderr (run prints it).
 func printDrill(w io.Writer, r drillReport) {
 	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", r.Snapshot, r.Archive, r.Target, okWord(r.OK))
 	if r.Restore != nil {
@@ -141,9 +143,6 @@ func printDrill(w io.Writer, r drillReport) {
 	if r.ReadBack != nil {
 		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",
 			r.ReadBackSeconds, r.ReadBack.ChunksChecked, humanBytes(r.ReadBack.ZeroBytesChecked), humanBytes(r.ReadBack.HoleBytes))
-	}
-	if r.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
 	fmt.Fprintf(w, "  total: %.2fs\n", r.TotalSeconds)
 }

@@ -208,9 +208,7 @@ func printDrillTable(w io.Writer, reps []drillReport, asJSON bool) (failed int, 
 		if slowest >= 0 {
 			sum["slowest"] = reps[slowest].Snapshot + "/" + reps[slowest].Archive
 		}
-		if b, err := jsonLine(sum); err == nil {
-			w.Write(b)
-		}
+		writeJSON(w, sum)
 	} else {
 		order := make([]int, len(reps))
 		for i := range order {

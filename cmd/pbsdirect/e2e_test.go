@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -464,6 +465,7 @@ func TestForce(t *testing.T) {
 // TestBlockDevice restores onto a loop device pre-filled with garbage, with
 // and without --assume-zeroed.
 func TestBlockDevice(t *testing.T) {
+	fixture.SkipIfShort(t)
 	store := fixture.NewStore(t)
 	data := zeroMiddle(10)
 	data = data[:12<<20+512] // whole sectors, short last chunk
@@ -521,6 +523,7 @@ func TestBlockDevice(t *testing.T) {
 // uncompressed), so a compressible image larger than the free space still
 // fits.
 func TestFullFileSystem(t *testing.T) {
+	fixture.SkipIfShort(t)
 	for _, c := range []struct {
 		fs       string
 		mkfs     []string // command and flags; the device is appended
@@ -538,10 +541,7 @@ func TestFullFileSystem(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s-%dMiB-fail=%v", c.fs, len(c.image)>>20, c.wantFail), func(t *testing.T) {
 			if _, err := exec.LookPath(c.mkfs[0]); err != nil {
-				if c.fs != "ext4" {
-					t.Skipf("%s not available: %v", c.mkfs[0], err)
-				}
-				fixture.SkipOrFail(t, "%s not available: %v", c.mkfs[0], err)
+				fixture.SkipOrFail(t, "%s not available (.ci/run installs it): %v", c.mkfs[0], err)
 			}
 			dev, _ := fixture.LoopDevice(t, c.size, []byte{0})
 			if out, err := exec.Command(c.mkfs[0], append(c.mkfs[1:], dev)...).CombinedOutput(); err != nil {
@@ -553,7 +553,7 @@ func TestFullFileSystem(t *testing.T) {
 				args = append([]string{"-o", c.mountOpt}, args...)
 			}
 			if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-				t.Skipf("mount %s (%s): %v: %s", dev, c.fs, err, out)
+				fixture.SkipOrFail(t, "mount %s (%s) failed (needs root): %v: %s", dev, c.fs, err, out)
 			}
 			t.Cleanup(func() {
 				if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
@@ -565,6 +565,10 @@ func TestFullFileSystem(t *testing.T) {
 			backupImage(t, store, c.image, "--chunk-size", "1024")
 			target := filepath.Join(mnt, "image.raw")
 			if c.wantFail {
+				// Every chunk gone from the store: a restore that fetched
+				// one before finding out there is no room would fail on
+				// that chunk instead.
+				removeChunks(t, store)
 				mustFail(t, 3, []string{target, "not enough free space", "nothing was written"}, "restore", "--store", store, snap0, "drive-scsi0", target)
 				if left, _ := os.ReadDir(mnt); len(left) != len(before) {
 					t.Errorf("left behind in the file system: %v", left)
@@ -600,6 +604,23 @@ func statT(t *testing.T, p string) *syscall.Stat_t {
 		t.Fatal(err)
 	}
 	return st.Sys().(*syscall.Stat_t)
+}
+
+// removeChunks deletes every chunk file of the datastore at store (the
+// .chunks directories stay).
+func removeChunks(t *testing.T, store string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(filepath.Join(store, ".chunks"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+			err = os.Remove(p)
+		}
+		return err
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("removing the chunks of %s: %d removed, %v", store, n, err)
+	}
 }
 
 // TestBlobArchive restores .blob archives (plain and encrypted).

@@ -164,3 +164,110 @@ func TestConcurrentBackups(t *testing.T) {
 		})
 	}
 }
+
+// TestThinBlockDevice: a restore onto a thin device (a loop device over a
+// sparse file, with stale data in what are zero ranges of the image) leaves
+// the zero ranges unallocated and reading as zeros: the backing file holds
+// no more than the image's data + 1 MiB, and the device the exact image.
+func TestThinBlockDevice(t *testing.T) {
+	const size = 64 << 20
+	data := fixture.Build(33,
+		fixture.Region{Kind: fixture.Random, Len: 4 << 20},
+		fixture.Region{Kind: fixture.Zero, Len: 28 << 20},
+		fixture.Region{Kind: fixture.Random, Len: 4 << 20},
+		fixture.Region{Kind: fixture.Zero, Len: 28 << 20})
+	store := fixture.NewStore(t)
+	backupImage(t, store, data)
+	dev, backing := fixture.LoopDevice(t, size, nil)
+	stale := make([]byte, 2<<20)
+	for i := range stale {
+		stale[i] = 0x5a
+	}
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{10 << 20, 50 << 20} { // stale data in zero ranges
+		if _, err := f.WriteAt(stale, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s := restoreJSON(t, "--store", store, snap0, "drive-scsi0", dev)
+	if s.ZeroRanges != "zeroed" {
+		t.Errorf("zero ranges: %q", s.ZeroRanges)
+	}
+	got := make([]byte, size)
+	g, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := g.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	fixture.EqualBytes(t, dev, got, data)
+	if err := g.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if alloc := statT(t, backing).Blocks * 512; alloc > 8<<20+1<<20 {
+		t.Errorf("thin backing file has %d bytes allocated for 8 MiB of data", alloc)
+	}
+}
+
+// TestTargetRefusedBeforeWork: a dangling link at TARGET, a link to a file,
+// a missing directory and a qcow2 volume are
+// refused before any chunk is read — the store has lost every chunk, so a
+// refusal found later would name a chunk — with the user's path, never the
+// partial file's name; an existing target is left as it was.
+func TestTargetRefusedBeforeWork(t *testing.T) {
+	data := zeroMiddle(34)
+	store := fixture.NewStore(t)
+	backupImage(t, store, data)
+	chunks, _ := filepath.Glob(filepath.Join(store, ".chunks", "*", "*"))
+	for _, c := range chunks {
+		os.Remove(c)
+	}
+	dir := t.TempDir()
+	dangling := filepath.Join(dir, "dangling.raw")
+	os.Symlink(filepath.Join(dir, "gone.raw"), dangling)
+	real := fixture.WriteFile(t, dir, "real.raw", []byte("keep"))
+	link := filepath.Join(dir, "link.raw")
+	os.Symlink(real, link)
+	qcow := fixture.WriteFile(t, dir, "vm-100-disk-0.qcow2", append([]byte("QFI\xfb\x00\x00\x00\x03"), make([]byte, 4096)...))
+	missing := filepath.Join(dir, "nodir", "sub", "t.raw")
+	for _, c := range []struct {
+		name   string
+		target string
+		force  bool
+		words  []string
+	}{
+		{"dangling-link", dangling, true, []string{dangling, "symbolic link", "dangling"}},
+		{"link-to-file", link, true, []string{link, "symbolic link", "--follow-symlinks"}},
+		{"missing-directory", missing, false, []string{missing, "no such file or directory"}},
+		{"qcow2", qcow, true, []string{qcow, "qcow2", "qemu-img convert"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"restore", "--store", store, snap0, "drive-scsi0", c.target}
+			if c.force {
+				args = append(args[:1], append([]string{"--force"}, args[1:]...)...)
+			}
+			r := mustFail(t, 1, c.words, args...)
+			for _, bad := range []string{"partial", "chunk", "appeared"} {
+				if strings.Contains(r.err, bad) {
+					t.Errorf("message says %q: %v", bad, r)
+				}
+			}
+		})
+	}
+	fixture.Equal(t, real, []byte("keep"))
+	if st, err := os.Lstat(dangling); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("dangling link changed: %v %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gone.raw")); err == nil {
+		t.Error("restore created the file a dangling link names")
+	}
+}

@@ -138,7 +138,7 @@ func TestJSONExitCode(t *testing.T) {
 	backupImage(t, store, zeroMiddle(3))
 	r = mustOK(t, "restore", "--output-format", "json", "--store", store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "ok.img"))
 	var sum restoreSummary
-	if err := json.Unmarshal([]byte(r.out), &sum); err != nil || sum.ExitCode != 0 || !strings.Contains(r.out, `"exit-code": 0`) {
+	if err := json.Unmarshal([]byte(r.out), &sum); err != nil || sum.ExitCode != 0 || !strings.Contains(r.out, `"exit-code":0`) {
 		t.Errorf("restore summary: %v, %v", err, r)
 	}
 	damageOneChunk(t, store)

@@ -80,6 +80,7 @@ type snapshotAccess struct {
 	readers []*archive.Reader
 	names   []string // archive names of readers ("drive-scsi0.img.fidx")
 	blobs   []blobArchive
+	unlimit func() // puts the memory limit back
 }
 
 // blobArchive is a decoded blob archive ("qemu-server.conf.blob").
@@ -95,7 +96,7 @@ type blobArchive struct {
 func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bool, stderr io.Writer, cmd string) (*snapshotAccess, error) {
 	sf := &a.sf
 	fetchers := a.pf.fetchersFor(sf.store)
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, "", false, fetchers)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		return nil, err
 	}
 	sa.when = time.Unix(sa.snap.Time, 0)
-	m, err := snapshot.LoadManifest(ctx, store, sa.snap, cc)
+	m, cc, err := loadManifest(ctx, store, sa.snap, keys, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -143,13 +144,27 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		sa.readers = append(sa.readers, r)
 		sa.names = append(sa.names, name)
 	}
-	limitMemory(a.cache)
+	unlimit := limitMemory(a.cache)
+	unraise := raiseFetchProcs(sf.store, fetchers)
+	sa.unlimit = func() { unraise(); unlimit() }
 	ok = true
 	return sa, nil
 }
 
-// Close closes the readers and the store.
+// report prints what each reader fetched, for the end of a serving run.
+func (sa *snapshotAccess) report(w io.Writer) {
+	for i, r := range sa.readers {
+		st := r.Stats()
+		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead), %d failed\n",
+			sa.names[i], st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load(), st.Failed.Load())
+	}
+}
+
+// Close closes the readers and the store and puts the memory limit back.
 func (sa *snapshotAccess) Close() {
+	if sa.unlimit != nil {
+		sa.unlimit()
+	}
 	for _, r := range sa.readers {
 		r.Close()
 	}
@@ -158,11 +173,26 @@ func (sa *snapshotAccess) Close() {
 
 // limitMemory asks the garbage collector to keep the heap within the cache
 // plus 64 MiB, unless GOMEMLIMIT says otherwise: what serving needs beside
-// the cache (request buffers, fetch buffers) stays small.
-func limitMemory(cache int64) {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cache + 64<<20)
+// the cache (request buffers, fetch buffers) stays small. It returns the
+// function that puts the previous limit back.
+func limitMemory(cache int64) (restoreLimit func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
 	}
+	prev := debug.SetMemoryLimit(cache + 64<<20)
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// raiseFetchProcs gives every fetcher of a directory store a P (raiseProcs):
+// the fetchers read chunk files with blocking system calls and decode what
+// they read, as a restore's jobs and writers do. Bucket reads wait in the
+// network poller and need none. It returns the function that puts
+// GOMAXPROCS back.
+func raiseFetchProcs(store string, fetchers int) (restoreProcs func()) {
+	if isRemote(store) {
+		return func() {}
+	}
+	return raiseProcs(restore.Options{Jobs: fetchers})
 }
 
 // restoreToStdout writes archive of snapshot ref to stdout in order: a
@@ -173,7 +203,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
 	fetchers := pf.fetchersFor(sf.store)
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, fetchers)
 	if err != nil {
 		return err
 	}
@@ -182,7 +212,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	if err != nil {
 		return err
 	}
-	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
+	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
 		return err
 	}
@@ -203,6 +233,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 			return err
 		}
 		defer r.Close()
+		defer raiseFetchProcs(sf.store, fetchers)()
 		buf := make([]byte, max(r.ChunkSize(), 1<<20))
 		n, err = io.CopyBuffer(onlyWriter{stdout}, io.NewSectionReader(r, 0, r.Size()), buf)
 		if err != nil {

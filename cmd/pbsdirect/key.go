@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"time"
 
+	flag "github.com/spf13/pflag"
+
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -24,37 +26,60 @@ func defaultKeyPath() string {
 	return filepath.Join(dir, "proxmox-backup", "encryption-key.json")
 }
 
+// keyUsage lists the key commands.
+var keyUsage = `Usage:
+  pbsdirect key create [--kdf scrypt|pbkdf2|none] [--hint TEXT] [PATH]
+  pbsdirect key show [--verify] [PATH]
+  pbsdirect key change-passphrase [--kdf K] [--hint TEXT] [--new-passphrase-file F] [PATH]
+  pbsdirect key paperkey [--subject TEXT] [PATH]
+  pbsdirect key create-master-key [--bits N] [--master-passphrase-file F]
+  pbsdirect key import-with-master-key [--store S [--ns NS]] [--kdf K] [--master-passphrase-file F] ENCRYPTED-KEY MASTER-KEY [PATH]
+
+PATH defaults to ` + defaultKeyPath() + `.
+A paper key (the text of 'key paperkey') is accepted wherever a key file is.
+Run 'pbsdirect key COMMAND --help' for a command's flags.
+`
+
 func cmdKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want 'key create' or 'key show'")
+		return usagef("want a key command: create, show, change-passphrase, paperkey, create-master-key or import-with-master-key")
 	}
 	switch args[0] {
 	case "-h", "--help":
-		fmt.Fprint(stdout, "Usage:\n  pbsdirect key create [--kdf scrypt|pbkdf2|none] [--hint TEXT] [PATH]\n  pbsdirect key show [--verify] [PATH]\n\nPATH defaults to "+defaultKeyPath()+".\nRun 'pbsdirect key create --help' for a command's flags.\n")
-		return nil
+		fmt.Fprint(stdout, keyUsage)
+		return flag.ErrHelp
 	case "create":
 		return cmdKeyCreate(args[1:], stdout, stderr)
 	case "show":
 		return cmdKeyShow(ctx, args[1:], stdout, stderr)
+	case "change-passphrase":
+		return cmdKeyChangePassphrase(ctx, args[1:], stdout, stderr)
+	case "paperkey":
+		return cmdKeyPaperkey(args[1:], stdout, stderr)
+	case "create-master-key":
+		return cmdKeyCreateMasterKey(args[1:], stdout, stderr)
+	case "import-with-master-key":
+		return cmdKeyImportWithMasterKey(ctx, args[1:], stdout, stderr)
 	}
-	return usagef("unknown key command %q (want create or show)", args[0])
+	return usagef("unknown key command %q (want create, show, change-passphrase, paperkey, create-master-key or import-with-master-key)", args[0])
 }
 
 func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("key create", "[flags] [PATH]", stderr)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
-	format := fs.String("output-format", "text", "output format: text or json")
+	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
 		return usagef("want at most one PATH")
 	}
-	switch *kdf {
-	case crypto.KDFScrypt, crypto.KDFPBKDF2, crypto.KDFNone:
-	default:
-		return usagef("--kdf must be scrypt, pbkdf2 or none, not %q", *kdf)
+	if err := parseKDF(*kdf); err != nil {
+		return err
+	}
+	if err := checkOutputFormat(*format); err != nil {
+		return err
 	}
 	path := defaultKeyPath()
 	if fs.NArg() == 1 {
@@ -104,7 +129,7 @@ func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
 		os.Remove(path)
 		return err
 	}
-	if *format == "json" {
+	if outputJSON(stdout) {
 		return writeJSON(stdout, map[string]string{"path": path, "kdf": *kdf, "fingerprint": kf.Fingerprint})
 	}
 	fmt.Fprintf(stdout, "created key file %s (kdf %s), fingerprint %s\n", path, *kdf, kf.Fingerprint)
@@ -125,18 +150,21 @@ type keyInfo struct {
 func cmdKeyShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("key show", "[flags] [PATH]", stderr)
 	verify := fs.Bool("verify", false, "decrypt the key (passphrase needed) and check the stored fingerprint")
-	format := fs.String("output-format", "text", "output format: text or json")
+	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
 		return usagef("want at most one PATH")
 	}
+	if err := checkOutputFormat(*format); err != nil {
+		return err
+	}
 	path := defaultKeyPath()
 	if fs.NArg() == 1 {
 		path = fs.Arg(0)
 	}
-	data, err := crypto.ReadSecretFile(path)
+	data, err := readSmallFile(path)
 	if err != nil {
 		return fmt.Errorf("key file: %w", err)
 	}
@@ -168,7 +196,7 @@ func cmdKeyShow(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		info.Fingerprint = cfg.Fingerprint().String()
 		info.Verified = true
 	}
-	if *format == "json" {
+	if outputJSON(stdout) {
 		return writeJSON(stdout, info)
 	}
 	fmt.Fprintf(stdout, "path:        %s\nkdf:         %s\ncreated:     %s\nmodified:    %s\nfingerprint: %s\n", info.Path, info.KDF, info.Created, info.Modified, info.Fingerprint)

@@ -32,10 +32,13 @@ Usage:
   pbsdirect verify    [flags] [SNAPSHOT | TYPE/ID]      verify a snapshot, a group, a namespace (tree) or the whole store
   pbsdirect report merge [flags] FILE...                merge the JSON reports of verify shards into one
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
-  pbsdirect snapshots [flags]                           list the finished snapshots of a namespace
+  pbsdirect snapshots [flags]                           list the finished snapshots of a namespace (--max-depth for those below)
+  pbsdirect groups    [flags]                           list the backup groups of a namespace
+  pbsdirect namespaces [flags]                          list the namespaces of a datastore (or below --ns)
   pbsdirect backup    [flags] NAME.img:PATH...          back up images into a datastore
   pbsdirect key create [flags] [PATH]                   create a key file (like proxmox-backup-client key create)
   pbsdirect key show   [flags] [PATH]                   show a key file's fingerprint and KDF
+  pbsdirect key change-passphrase | paperkey | create-master-key | import-with-master-key   (see 'pbsdirect key --help')
   pbsdirect version
 
 SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest one.
@@ -55,8 +58,9 @@ Exit codes:
 JSON reports (--output-format json) carry the same code as "exit-code".
 `
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; when
+// empty, the version comes from the build information (see buildVersion).
+var version string
 
 // usageError marks errors that exit with code 2.
 type usageError struct{ msg string }
@@ -134,86 +138,90 @@ func interrupted(ctx context.Context, err error) error {
 // codeFor is exitCode for the error of a command run under ctx.
 func codeFor(ctx context.Context, err error) int { return exitCode(interrupted(ctx, err)) }
 
-// jsonFailure marks an error of a command in JSON mode that printed no
-// report: run prints {"ok": false, "error": …, "exit-code": …} on stdout.
-type jsonFailure struct{ err error }
-
-func (e *jsonFailure) Error() string { return e.err.Error() }
-func (e *jsonFailure) Unwrap() error { return e.err }
-
-// failJSON wraps err (unless nil or a usage error) so that run reports it
-// as JSON on stdout.
-func failJSON(err error) error {
-	var ue *usageError
-	if err == nil || errors.Is(err, flag.ErrHelp) || errors.As(err, &ue) {
-		return err
+// run executes one command line and returns the exit code. In a JSON
+// output format (--output-format or PROXMOX_OUTPUT_FORMAT) it prints one
+// JSON result on stdout whatever happens: the command's result with "ok"
+// and "exit-code", and "error" when it failed.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out := &output{w: stdout, format: outputFormatOf(args)}
+	code, err := runCommand(ctx, args, out, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return code
 	}
-	return &jsonFailure{err: err}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if ferr := out.finish(code, msg); ferr != nil && code == 0 {
+		fmt.Fprintf(stderr, "pbsdirect: %v\n", ferr)
+		return 1
+	}
+	return code
 }
 
-// run executes one command line and returns the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// runCommand runs one command line with stdout given as run's output and
+// returns the exit code and the error it reported on stderr (nil on
+// success).
+func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return 2, usagef("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"restore":   cmdRestore,
-		"drill":     cmdDrill,
-		"verify":    cmdVerify,
-		"snapshots": cmdSnapshots,
-		"backup":    cmdBackup,
-		"key":       cmdKey,
-		"mount":     cmdMount,
-		"serve-nbd": cmdServeNBD,
-		"report":    cmdReport,
+		"restore":    cmdRestore,
+		"drill":      cmdDrill,
+		"verify":     cmdVerify,
+		"snapshots":  cmdSnapshots,
+		"groups":     cmdGroups,
+		"namespaces": cmdNamespaces,
+		"backup":     cmdBackup,
+		"key":        cmdKey,
+		"mount":      cmdMount,
+		"serve-nbd":  cmdServeNBD,
+		"version":    cmdVersion,
+		"report":     cmdReport,
 	}
 	name := args[0]
 	switch name {
 	case "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
+		return 0, flag.ErrHelp
 	case "help":
 		if len(args) < 2 {
 			fmt.Fprint(stdout, usage)
-			return 0
+			return 0, flag.ErrHelp
 		}
 		// "help restore" = "restore --help", "help key create" = "key create --help".
-		return run(ctx, append(args[1:], "--help"), stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "pbsdirect", version)
-		return 0
+		return runCommand(ctx, append(args[1:], "--help"), stdout, stderr)
+	case "--version":
+		name = "version"
 	}
 	fn, ok := cmds[name]
 	if !ok {
 		fmt.Fprintf(stderr, "pbsdirect: unknown command %q\n\n%s", name, usage)
-		return 2
+		return 2, usagef("unknown command %q", name)
 	}
 	for _, aid := range tuningAids {
 		if path := os.Getenv(aid.env); path != "" {
 			stopRecording, err := startRecording(path, aid.start, aid.stop)
 			if err != nil {
 				fmt.Fprintf(stderr, "pbsdirect: %s: %v\n", aid.env, err)
-				return exitCode(err)
+				return exitCode(err), fmt.Errorf("%s: %w", aid.env, err)
 			}
 			defer stopRecording()
 		}
 	}
-	orig := fn(ctx, args[1:], stdout, stderr)
-	err := interrupted(ctx, orig)
+	err := interrupted(ctx, fn(ctx, args[1:], stdout, stderr))
 	code := exitCode(err)
-	var jf *jsonFailure
-	if errors.As(orig, &jf) {
-		writeJSON(stdout, map[string]any{"ok": false, "command": name, "error": err.Error(), "exit-code": code})
-	}
-	switch code {
-	case exitOK:
-	case exitUsage:
+	switch {
+	case code == exitOK:
+		return code, err // nil, or flag.ErrHelp
+	case code == exitUsage:
 		fmt.Fprintf(stderr, "pbsdirect %s: %v\n", name, err)
 	default:
 		fmt.Fprintf(stderr, "pbsdirect %s: error: %v\n", name, err)
 	}
-	return code
+	return code, err
 }
 
 // newFlags returns a flag set for a command that reports parse errors as usage errors.

@@ -3,26 +3,24 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
+// runAsCLI set to "1" makes the test binary run as pbsdirect (see cliBinary).
+const runAsCLI = "PBSDIRECT_TEST_AS_CLI"
+
 // TestMain points the user config directory at an empty temporary one, so
 // that a default key file (~/.config/proxmox-backup/encryption-key.json) on
 // the machine running the tests never changes what they do.
 func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		// The test binary as pbsdirect: see pbsProcess.
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+	if os.Getenv(runAsCLI) == "1" {
+		// Re-executed by a test as the command itself (e.g. as another user).
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
 	if err != nil {

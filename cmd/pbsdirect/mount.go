@@ -68,6 +68,8 @@ func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { m.Wait(); close(unmounted) }()
 	select {
 	case <-unmounted:
+		fmt.Fprintf(stdout, "%s was unmounted\n", dir)
+		sa.report(stdout)
 		return nil
 	case <-ctx.Done():
 	}
@@ -81,6 +83,7 @@ func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	<-unmounted
 	fmt.Fprintf(stdout, "unmounted %s\n", dir)
+	sa.report(stdout)
 	return nil
 }
 

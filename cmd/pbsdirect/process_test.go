@@ -10,10 +10,6 @@ import (
 	"testing"
 )
 
-// runMainEnv makes the test binary run pbsdirect's command line instead of
-// the tests (TestMain).
-const runMainEnv = "PBSDIRECT_TEST_RUN_MAIN"
-
 // procResult is the outcome of pbsdirect run as its own process.
 type procResult struct {
 	result
@@ -26,7 +22,7 @@ type procResult struct {
 func pbsProcess(t *testing.T, env []string, args ...string) procResult {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
+	cmd.Env = append(append(os.Environ(), runAsCLI+"=1"), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -24,7 +24,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fs := newFlags("report merge", "[flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)", stderr)
 	var sf storeFlags
-	fs.StringVar(&sf.outputFormat, "output-format", "text", "output format: text or json")
+	sf.registerOutput(fs)
 	fs.StringVar(&sf.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for s3:// reports")
 	fs.StringVar(&sf.s3Region, "s3-region", "", "S3 region for s3:// reports")
 	fs.StringVar(&sf.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto, true or false")
@@ -35,8 +35,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() == 0 {
 		return usagef("report merge: want one or more report files")
 	}
-	if sf.outputFormat != "text" && sf.outputFormat != "json" {
-		return usagef("--output-format must be text or json, not %q", sf.outputFormat)
+	if err := checkOutputFormat(sf.outputFormat); err != nil {
+		return err
 	}
 	var reps []verify.Report
 	for _, loc := range fs.Args() {

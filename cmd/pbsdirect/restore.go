@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -53,16 +54,19 @@ type restoreCmd struct {
 	noDirect     *bool
 	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 	follow       *bool
+	cryptMode    *string
 }
 
 // registerRestoreFlags adds the store, pipeline and target flags to fs.
 func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc := &restoreCmd{}
 	rc.sf.register(fs)
+	rc.sf.progress.register(fs)
 	rc.pf = registerPipelineFlags(fs, true)
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
+	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
 	return rc
 }
@@ -109,11 +113,6 @@ type restored struct {
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
 	rc := registerRestoreFlags(fs)
-	defer func() {
-		if rc.sf.json() {
-			err = failJSON(err)
-		}
-	}()
 	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {
 		return err
@@ -150,7 +149,7 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (*restored, error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, pf.fetchersFor(sf.store))
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +158,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, err
 	}
-	m, err := snapshot.LoadManifest(ctx, store, snap, cc)
+	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
@@ -185,7 +184,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
-	bar := startProgress(stderr, !sf.json(), "restore", int64(plan.DataBytes()), func() int64 {
+	bar := startProgress(stderr, sf.progress, "restore", int64(plan.DataBytes()), func() int64 {
 		return int64(stats.DataBytes.Load())
 	})
 	err = restore.Run(ctx, store, plan, target, opts, &stats)
@@ -212,6 +211,31 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: target.ZeroHandling(),
 	}
 	return r, nil
+}
+
+// loadManifest reads the snapshot's manifest, takes the key it needs from
+// keys and checks the manifest against it (snapshot.LoadManifest). With
+// --crypt-mode none a signed manifest is read without checking its
+// signature, which is said on stderr.
+func loadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapshot, keys *keySource, stderr io.Writer) (*index.Manifest, *crypto.Config, error) {
+	m, err := snapshot.ReadManifest(ctx, store, snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc, err := keys.forManifest(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.Check(cc); err != nil {
+		if !keys.none || !errors.Is(err, index.ErrMissingKey) {
+			if errors.Is(err, index.ErrMissingKey) {
+				err = fmt.Errorf("%w: give --keyfile with its key file or paper key (lost it? key import-with-master-key recovers it from a master key)", err)
+			}
+			return nil, nil, fmt.Errorf("%s: %w", path.Join(snap.Dir(), snapshot.ManifestName), err)
+		}
+		fmt.Fprintf(stderr, "pbsdirect: --crypt-mode none: the manifest of %s names a key; its signature is not checked\n", snap)
+	}
+	return m, cc, nil
 }
 
 // targetOptions are the target flags, with the image's data bytes for the

@@ -88,7 +88,10 @@ func cmdServeNBD(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if f, ok := stdout.(*os.File); ok {
 		f.Sync()
 	}
-	return srv.Serve(ctx, l)
+	err = srv.Serve(ctx, l)
+	fmt.Fprintf(stdout, "stopped serving %s\n", sa.snap)
+	sa.report(stdout)
+	return err
 }
 
 // exportName is an image archive's export name: "drive-scsi0.img.fidx" →

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -21,7 +23,11 @@ type snapshotEntry struct {
 	Files       []snapshotFile `json:"files"`
 	Size        uint64         `json:"size"` // bytes: sum of the archive sizes (image sizes for .fidx)
 	Fingerprint string         `json:"key-fingerprint,omitempty"`
-	Error       string         `json:"error,omitempty"` // manifest unreadable
+	Comment     string         `json:"comment,omitempty"`      // first line of the snapshot notes
+	Verified    string         `json:"verification,omitempty"` // last verify state: ok or failed
+	Protected   bool           `json:"protected"`              // the .protected marker (prune keeps it)
+	Owner       string         `json:"owner,omitempty"`        // the group's owner
+	Error       string         `json:"error,omitempty"`        // manifest unreadable
 }
 
 // snapshotFile is one archive listed in a manifest.
@@ -37,12 +43,9 @@ const manifestReads = 16
 func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("snapshots", "[flags]", stderr)
 	var sf storeFlags
-	sf.register(fs)
-	defer func() {
-		if sf.json() {
-			err = failJSON(err)
-		}
-	}()
+	sf.registerLocation(fs)
+	sf.registerOutput(fs)
+	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (-1: all)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -61,10 +64,26 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer store.Close()
-	list, err := snapshot.List(ctx, store, ns)
-	if err != nil {
-		return err
+	namespaces := []index.Namespace{ns}
+	if *maxDepth != 0 {
+		if namespaces, err = snapshot.Namespaces(ctx, store, ns, *maxDepth); err != nil {
+			return err
+		}
 	}
+	var list []snapshot.Info
+	for _, n := range namespaces {
+		l, err := snapshot.List(ctx, store, n)
+		if err != nil {
+			return err
+		}
+		list = append(list, l...)
+	}
+	if len(list) == 0 {
+		if err := snapshot.Exists(ctx, store, ns); err != nil {
+			return err
+		}
+	}
+	owners := groupOwners(ctx, store, list)
 	entries := make([]snapshotEntry, len(list))
 	idx := make([]int, len(list))
 	for i := range idx {
@@ -72,7 +91,8 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	err = snapshot.ForEach(idx, manifestReads, func(i int) error {
 		s := list[i].Snapshot
-		e := snapshotEntry{Snapshot: s.String(), Namespace: sf.ns, BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{}}
+		e := snapshotEntry{Snapshot: s.String(), Namespace: s.NS.String(), BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{},
+			Protected: snapshot.Protected(list[i].Files), Owner: owners[s.GroupDir()]}
 		m, err := snapshot.ReadManifest(ctx, store, s)
 		switch {
 		case errors.Is(err, snapshot.ErrNoSnapshot):
@@ -89,6 +109,7 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			if fp, ok, _ := m.KeyFingerprint(); ok {
 				e.Fingerprint = fp.String()
 			}
+			e.Comment, e.Verified = snapshot.Notes(m), snapshot.VerifyState(m)
 		}
 		entries[i] = e
 		return ctx.Err()
@@ -107,10 +128,10 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return writeJSON(stdout, entries)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "snapshot\tsize\tcrypt\tfiles")
+	fmt.Fprintln(tw, "snapshot\tsize\tcrypt\tverified\tprotected\tfiles\tcomment")
 	for _, e := range entries {
 		if e.Error != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\tmanifest unreadable: %s\n", e.Snapshot, e.Error)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tmanifest unreadable: %s\t\n", e.Snapshot, e.Error)
 			continue
 		}
 		var names []string
@@ -124,7 +145,34 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if e.Fingerprint != "" {
 			crypt += " " + e.Fingerprint[:23]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, strings.Join(names, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, orDash(e.Verified), yesNo(e.Protected), strings.Join(names, " "), e.Comment)
 	}
 	return tw.Flush()
+}
+
+// groupOwners reads the owner of each group in list once, keyed by group
+// directory; an unreadable owner file is left out (the listing goes on).
+func groupOwners(ctx context.Context, store chunkstore.Store, list []snapshot.Info) map[string]string {
+	owners := map[string]string{}
+	for _, i := range list {
+		g := i.Snapshot.GroupDir()
+		if _, done := owners[g]; !done {
+			owners[g], _ = snapshot.GroupOwner(ctx, store, i.Snapshot)
+		}
+	}
+	return owners
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -7,27 +7,27 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
-	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 )
 
 // openAll resolves what the store flags name for a command: the namespace,
-// the key (nil without --keyfile) and the opened store (see openStore).
-// The caller closes the store.
-func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, create bool, concurrency int) (index.Namespace, *crypto.Config, chunkstore.Store, error) {
+// the key source (see keySource; cryptMode is --crypt-mode, noDefault keeps
+// the default key file closed) and the opened store (see openStore). The
+// caller closes the store.
+func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode string, noDefault bool, concurrency int) (index.Namespace, *keySource, chunkstore.Store, error) {
 	ns, err := sf.namespace()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cc, err := sf.loadKey(ctx, stderr)
+	keys, err := newKeySource(ctx, sf, cryptMode, noDefault, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store, err := openStore(ctx, sf, create, concurrency)
+	store, err := openStore(ctx, sf, false, concurrency)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return ns, cc, store, nil
+	return ns, keys, store, nil
 }
 
 // openStore opens the store named by --store: a directory, s3://… or gs://….

@@ -27,7 +27,7 @@ that), plus the largest archive's plan while it is checked (about 70 bytes per
 chunk), plus --state's entries (about 64 bytes per chunk of this shard).
 `
 
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", "[flags] [SNAPSHOT | TYPE/ID]", stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pbsdirect verify [flags] [SNAPSHOT | TYPE/ID]\n\n"+
@@ -37,14 +37,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	var sf storeFlags
 	sf.register(fs)
-	reported := false
-	defer func() {
-		if sf.json() && !reported {
-			err = failJSON(err)
-		}
-	}()
+	sf.progress.register(fs)
 	pf := registerPipelineFlags(fs, false)
-	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked)")
+	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
+	cryptMode := registerCryptMode(fs)
 	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
 	maxDepth := fs.Int("max-depth", 0, "also verify child namespaces down to this many levels below --ns (as proxmox-backup-client)")
 	allNS := fs.Bool("all-namespaces", false, "verify the whole store: every namespace at any depth")
@@ -108,7 +104,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		defer f.Close()
 		list = bufio.NewWriter(f)
 	}
-	ns, cc, store, err := sf.openAll(ctx, stderr, false, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.store))
 	if err != nil {
 		return err
 	}
@@ -128,13 +124,18 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if *statePath != "" {
 		state = loadState(ctx, &sf, *statePath, store.String(), window, stderr)
 	}
-	single := len(sel.Snapshots) == 1
+	// One progress bar for one snapshot; snapshots checked at once would
+	// draw over each other.
+	prog := sf.progress
+	if len(sel.Snapshots) > 1 {
+		prog.mode = progressNone
+	}
 	v := verify.New(store, verify.Options{
-		Key: cc, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store), Parallel: *parallel,
+		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store), Parallel: *parallel,
 		Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
 		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 		Progress: func(name string, total int64, done func() int64) func() {
-			return startProgress(stderr, single && !sf.json(), "verify "+name, total, done).done
+			return startProgress(stderr, prog, "verify "+name, total, done).done
 		},
 	})
 	rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
@@ -181,7 +182,6 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 				return fmt.Errorf("--report: %w", err)
 			}
 		}
-		reported = sf.json()
 		return nil
 	})
 }

@@ -141,6 +141,18 @@ func (p *Proxy) Matched() []int {
 	return n
 }
 
+// Acted returns, per rule in the order given, how many times it acted
+// (injected its fault or added its delay).
+func (p *Proxy) Acted() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := make([]int, len(p.rules))
+	for i, r := range p.rules {
+		n[i] = r.acted
+	}
+	return n
+}
+
 // Requests returns how many requests the proxy has received.
 func (p *Proxy) Requests() int64 { return p.requests.Load() }
 

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -64,10 +65,11 @@ type Quirks struct {
 	BucketRegion string
 	RegionError  int
 	// Vanish makes objects whose key (below the bucket) starts with this
-	// prefix answer 404 once VanishAfterLists listing responses were served:
-	// a prune between listing and reading.
-	Vanish           string
-	VanishAfterLists int
+	// prefix answer 404 once VanishAfterLists listing responses and
+	// VanishAfterReads requests for such objects were served: a prune
+	// between listing (or the first reads) and reading.
+	Vanish                             string
+	VanishAfterLists, VanishAfterReads int
 	// AccessKey, Secret and TargetRegion are the credentials and region of
 	// the target, for re-signing (Skew, BucketRegion). TargetRegion ""
 	// means "us-east-1".
@@ -92,7 +94,7 @@ type Proxy struct {
 	mu         sync.Mutex
 	firstPages map[string][]byte // by prefix: the first listing page served
 
-	lists, requests, objectGets, injected atomic.Int64
+	lists, requests, objectGets, injected, vanishReads atomic.Int64
 }
 
 // Start listens on 127.0.0.1 (any port) and forwards to target, a base URL
@@ -115,7 +117,7 @@ func Start(target string, q Quirks) (*Proxy, error) {
 	if p.q.TargetRegion == "" {
 		p.q.TargetRegion = "us-east-1"
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	if q.TLS != nil {
 		p.URL = "https://127.0.0.1:" + port
 		p.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*q.TLS}}
@@ -179,7 +181,9 @@ func classify(r *http.Request) request {
 	default:
 		_, key, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 		rq.key = key
-		rq.download = r.Method == http.MethodGet && key != "" && len(q) == 0
+		// The AWS SDK adds x-id=GetObject; other sub-resources are no
+		// object downloads.
+		rq.download = r.Method == http.MethodGet && key != "" && (len(q) == 0 || (len(q) == 1 && q.Get("x-id") == "GetObject"))
 	}
 	return rq
 }
@@ -230,9 +234,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"X-Amz-Bucket-Region", p.q.BucketRegion)
 		return
 	}
-	if p.q.Vanish != "" && !rq.list && rq.key != "" && strings.HasPrefix(rq.key, p.q.Vanish) && p.lists.Load() >= int64(p.q.VanishAfterLists) {
-		p.reply(w, http.StatusNotFound, "NoSuchKey", "The specified key does not exist.", "")
-		return
+	if p.q.Vanish != "" && !rq.list && rq.key != "" && strings.HasPrefix(rq.key, p.q.Vanish) {
+		if p.lists.Load() >= int64(p.q.VanishAfterLists) && p.vanishReads.Add(1) > int64(p.q.VanishAfterReads) {
+			p.reply(w, http.StatusNotFound, "NoSuchKey", "The specified key does not exist.", "")
+			return
+		}
 	}
 	if p.q.IgnoreToken && rq.list && rq.token != "" {
 		p.mu.Lock()
@@ -293,6 +299,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	isChunk := strings.HasPrefix(rq.key, ".chunks/") || strings.Contains(rq.key, "/.chunks/")
 	recode := rq.download && resp.StatusCode == http.StatusOK && (!p.q.OnlyChunks || isChunk)
+	if recode && (p.q.GzipObjects || p.q.ChunkedObjects) && resp.Header.Get("Content-Encoding") != "" {
+		// Already encoded (an object stored compressed): a gateway passes
+		// it on as it is, only without Content-Length.
+		p.objectGets.Add(1)
+		writeChunked(w, resp.StatusCode, data)
+		return
+	}
 	switch {
 	case recode && p.q.GzipObjects:
 		var zb bytes.Buffer

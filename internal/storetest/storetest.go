@@ -33,6 +33,11 @@ type Harness struct {
 	Put func(t testing.TB, bucket, key string, data []byte)
 	// Get reads a raw object; ok is false if it does not exist.
 	Get func(t testing.TB, bucket, key string) (data []byte, ok bool)
+	// OpenCounting opens the store at bucket/prefix for reading with a
+	// listing page size well below 1100 objects, through a proxy that
+	// counts the object listing requests (one per page); pages returns
+	// that count so far.
+	OpenCounting func(t testing.TB, bucket, prefix string) (s chunkstore.Store, pages func() int)
 }
 
 // Layouter is implemented by the bucket stores.
@@ -296,7 +301,8 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 	}
 }
 
-// pagination lists more than 1000 objects (several ListObjects pages).
+// pagination lists 1100 objects, more than one listing page, and checks
+// that more than one page was read.
 func pagination(t *testing.T, h Harness) {
 	ctx := context.Background()
 	bucket := h.NewBucket(t)
@@ -309,11 +315,15 @@ func pagination(t *testing.T, h Harness) {
 	}
 	d, b := Chunk(t, []byte("x"))
 	h.Put(t, bucket, join("p", chunkstore.ChunkRelPath(d)), b)
-	s := h.Open(t, bucket, "p", false)
+	s, pages := h.OpenCounting(t, bucket, "p")
 	defer s.Close()
+	before := pages()
 	fis, err := s.ListFiles(ctx, "vm")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := pages() - before; got < 2 {
+		t.Errorf("ListFiles of %d objects read %d listing page(s), want more than one", n, got)
 	}
 	got := make([]string, 0, len(fis))
 	for _, fi := range fis {

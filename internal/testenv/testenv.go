@@ -3,8 +3,8 @@
 // directory, and fake-gcs-server's in-process fakestorage.
 //
 // versitygw is an external binary installed by scripts/install-test-servers.sh.
-// When it is missing, tests using it are skipped, except when the CI
-// environment variable is set: then they fail, so CI never skips silently.
+// When it is missing, tests using it are skipped, except when CI=true: then
+// they fail, so CI never skips silently.
 package testenv
 
 import (
@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,15 +41,11 @@ const (
 	S3Region    = "us-east-1"
 )
 
-// SkipOrFail skips the test with the message, or fails it when the CI
-// environment variable is set (CI must never skip silently).
+// SkipOrFail skips the test with the message, or fails it when CI=true
+// (CI must never skip silently); see fixture.SkipOrFail.
 func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s (CI is set: not skipping; run scripts/install-test-servers.sh)", msg)
-	}
-	t.Skipf("%s (run scripts/install-test-servers.sh)", msg)
+	fixture.SkipOrFail(t, "%s (run scripts/install-test-servers.sh)", fmt.Sprintf(format, args...))
 }
 
 // VersityGWPath finds the versitygw binary: $VERSITYGW, then $PATH, then

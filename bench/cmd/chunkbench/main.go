@@ -6,8 +6,10 @@
 //	    decodes the archive's own unique non-zero chunks single-threaded
 //	    (CRC, AES-256-GCM, zstd, SHA-256 digest check: the restore
 //	    pipeline's per-chunk work) and prints one JSON object with the
-//	    plaintext throughput in MB/s (10^6 bytes per second). The chunks are
-//	    read into memory first (not timed); at most -max-mib of them.
+//	    plaintext throughput in MB/s (10^6 bytes per second) and the CPU
+//	    time the decoding took (user + system of this process, getrusage)
+//	    in nanoseconds per plaintext byte. The chunks are read into memory
+//	    first (not timed); at most -max-mib of them.
 //
 //	chunkbench list -store DIR [-keyfile K] SNAPSHOT ARCHIVE
 //	    prints the datastore-relative path of every unique non-zero chunk
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -138,6 +141,10 @@ func run(cmd, root, keyfile, ref, archive string, maxMiB int, minSecs float64) e
 	suffix := cc.DigestSuffix()
 	var plain int64
 	passes := 0
+	cpu0, err := cpuTime()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	for {
 		for _, c := range chunks {
@@ -162,6 +169,11 @@ func run(cmd, root, keyfile, ref, archive string, maxMiB int, minSecs float64) e
 		}
 	}
 	el := time.Since(start).Seconds()
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	cpu := (cpu1 - cpu0).Seconds()
 	var unique int64
 	for _, c := range plan.Chunks {
 		unique += int64(c.Length)
@@ -173,11 +185,23 @@ func run(cmd, root, keyfile, ref, archive string, maxMiB int, minSecs float64) e
 		"plain-bytes":     plain,
 		"seconds":         el,
 		"mb-per-second":   float64(plain) / 1e6 / el,
+		"cpu-seconds":     cpu,
+		"cpu-ns-per-byte": cpu * 1e9 / float64(plain),
 		"encrypted":       encrypted,
 		"cores":           runtime.NumCPU(),
 		"chunks-in-index": len(plan.Chunks),
 		"unique-bytes":    unique,
 	})
+}
+
+// cpuTime returns the user + system CPU time this process has used so far
+// (getrusage RUSAGE_SELF), or the system call's error.
+func cpuTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 func writeJSON(v any) error {

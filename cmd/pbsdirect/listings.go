@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// groupEntry is one backup group of the 'groups' listing.
+type groupEntry struct {
+	Group      string `json:"group"` // TYPE/ID, with ns/… for a namespace
+	Namespace  string `json:"ns,omitempty"`
+	BackupType string `json:"backup-type"`
+	BackupID   string `json:"backup-id"`
+	LastBackup int64  `json:"last-backup"`  // epoch seconds of the newest finished snapshot
+	Count      int    `json:"backup-count"` // finished snapshots
+	Owner      string `json:"owner,omitempty"`
+	Comment    string `json:"comment,omitempty"` // first line of the group notes
+}
+
+func cmdGroups(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("groups", "[flags]", stderr)
+	var sf storeFlags
+	sf.registerLocation(fs)
+	sf.registerOutput(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("groups takes no arguments (use --ns for a namespace)")
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	ns, err := sf.namespace()
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, &sf, false, manifestReads)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	list, err := snapshot.List(ctx, store, ns)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		if err := snapshot.Exists(ctx, store, ns); err != nil {
+			return err
+		}
+	}
+	var groups []groupEntry
+	for _, i := range list {
+		s := i.Snapshot
+		if n := len(groups); n > 0 && groups[n-1].BackupType == s.Type && groups[n-1].BackupID == s.ID {
+			groups[n-1].Count++
+			groups[n-1].LastBackup = max(groups[n-1].LastBackup, s.Time)
+			continue
+		}
+		owner, err := snapshot.GroupOwner(ctx, store, s)
+		if err != nil {
+			return err
+		}
+		comment, err := snapshot.GroupComment(ctx, store, s)
+		if err != nil {
+			return err
+		}
+		groups = append(groups, groupEntry{Group: s.GroupDir(), Namespace: ns.String(), BackupType: s.Type, BackupID: s.ID,
+			LastBackup: s.Time, Count: 1, Owner: owner, Comment: comment})
+	}
+	if sf.json() {
+		if groups == nil {
+			groups = []groupEntry{}
+		}
+		return writeJSON(stdout, groups)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "group\tlast backup\tsnapshots\towner\tcomment")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(g.Owner), g.Comment)
+	}
+	return tw.Flush()
+}
+
+// namespaceEntry is one namespace of the 'namespaces' listing.
+type namespaceEntry struct {
+	Namespace string `json:"ns"` // "" for the root namespace
+	Path      string `json:"path,omitempty"`
+}
+
+func cmdNamespaces(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("namespaces", "[flags]", stderr)
+	var sf storeFlags
+	sf.registerLocation(fs)
+	sf.registerOutput(fs)
+	maxDepth := fs.Int("max-depth", -1, "list namespaces at most this many levels below --ns (-1: all)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("namespaces takes no arguments (use --ns for where to start)")
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	ns, err := sf.namespace()
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, &sf, false, manifestReads)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	list, err := snapshot.Namespaces(ctx, store, ns, *maxDepth)
+	if err != nil {
+		return err
+	}
+	entries := make([]namespaceEntry, len(list))
+	for i, n := range list {
+		entries[i] = namespaceEntry{Namespace: n.String(), Path: n.Path()}
+	}
+	if sf.json() {
+		return writeJSON(stdout, entries)
+	}
+	for _, e := range entries {
+		name := e.Namespace
+		if name == "" {
+			name = "(root)"
+		}
+		fmt.Fprintln(stdout, name)
+	}
+	return nil
+}

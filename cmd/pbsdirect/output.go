@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Output formats, as proxmox-backup-client names them.
+const (
+	formatText       = "text"
+	formatJSON       = "json"        // one line
+	formatJSONPretty = "json-pretty" // indented by two spaces
+)
+
+// defaultOutputFormat is PROXMOX_OUTPUT_FORMAT, else text.
+func defaultOutputFormat() string {
+	if f := os.Getenv("PROXMOX_OUTPUT_FORMAT"); f != "" {
+		return f
+	}
+	return formatText
+}
+
+// checkOutputFormat refuses an unknown --output-format (usage error).
+func checkOutputFormat(f string) error {
+	switch f {
+	case formatText, formatJSON, formatJSONPretty:
+		return nil
+	}
+	return usagef("--output-format must be text, json or json-pretty, not %q", f)
+}
+
+// outputFormatOf returns the output format a command line asks for: the
+// last --output-format value before "--", else PROXMOX_OUTPUT_FORMAT, else
+// text. An unknown value counts as text (the command refuses it).
+func outputFormatOf(args []string) string {
+	f := defaultOutputFormat()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--output-format="); ok {
+			f = v
+		} else if a == "--output-format" && i+1 < len(args) {
+			f = args[i+1]
+			i++
+		}
+	}
+	if checkOutputFormat(f) != nil {
+		return formatText
+	}
+	return f
+}
+
+// output is the stdout run gives a command. Text goes straight through; in
+// a JSON format, the command's result (writeJSON) is held and printed once
+// by finish, with "ok", "exit-code" and, on failure, "error" added, so that
+// every command prints exactly one JSON result, success or failure.
+type output struct {
+	w      io.Writer
+	format string
+	result []byte // the command's JSON result, compact; nil until writeJSON
+}
+
+// Write passes text through to the real stdout.
+func (o *output) Write(p []byte) (int, error) { return o.w.Write(p) }
+
+// outputJSON reports whether w is run's stdout in a JSON format.
+func outputJSON(w io.Writer) bool {
+	o, ok := w.(*output)
+	return ok && o.format != formatText
+}
+
+// writeJSON gives v as the command's JSON result. Through run's output in
+// a JSON format it is held for finish; elsewhere it is printed indented.
+func writeJSON(w io.Writer, v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	js := bytes.TrimRight(b.Bytes(), "\n")
+	if o, ok := w.(*output); ok && o.format != formatText {
+		o.result = js
+		return nil
+	}
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, js, "", "  "); err != nil {
+		return err
+	}
+	ind.WriteByte('\n')
+	_, err := w.Write(ind.Bytes())
+	return err
+}
+
+// finish prints the JSON result of a command that exited with code (errMsg
+// is its error, "" on success): the held result object with "ok",
+// "exit-code" and "error" first (replacing fields of the same names), a held
+// array as it is on success, or an object of those fields alone.
+func (o *output) finish(code int, errMsg string) error {
+	if o.format == formatText {
+		return nil
+	}
+	env := []field{{"ok", mustJSON(code == 0)}, {"exit-code", mustJSON(code)}}
+	if errMsg != "" {
+		env = append(env, field{"error", mustJSON(errMsg)})
+	}
+	var out []byte
+	switch fields, isObject := objectFields(o.result); {
+	case isObject:
+		out = encodeObject(append(env, dropFields(fields, env)...))
+	case o.result != nil && code == 0:
+		out = o.result
+	case o.result != nil:
+		out = encodeObject(append(env, field{"result", o.result}))
+	default:
+		out = encodeObject(env)
+	}
+	if o.format == formatJSONPretty {
+		var ind bytes.Buffer
+		if err := json.Indent(&ind, out, "", "  "); err != nil {
+			return err
+		}
+		out = ind.Bytes()
+	}
+	_, err := fmt.Fprintf(o.w, "%s\n", out)
+	return err
+}
+
+// field is one member of a JSON object, in order.
+type field struct {
+	name  string
+	value json.RawMessage
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// objectFields returns the members of the JSON object js in order, and
+// whether js is an object.
+func objectFields(js []byte) ([]field, bool) {
+	if len(js) == 0 || js[0] != '{' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	if _, err := dec.Token(); err != nil {
+		return nil, false
+	}
+	var fields []field
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		fields = append(fields, field{name, v})
+	}
+	return fields, true
+}
+
+// dropFields returns fields without the names in drop.
+func dropFields(fields, drop []field) []field {
+	var out []field
+next:
+	for _, f := range fields {
+		for _, d := range drop {
+			if f.name == d.name {
+				continue next
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// encodeObject writes fields as one compact JSON object.
+func encodeObject(fields []field) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(mustJSON(f.name))
+		b.WriteByte(':')
+		b.Write(f.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
