@@ -133,10 +133,9 @@ if has vm; then
   for _ in 1 2 3; do
     rm -f "$target"
     rest+=("$("$PBS" restore --store "$store" --output-format json vm/1 drive-scsi0 "$target" | jq '."mib-per-second"')")
-    t0=$(now)
+    # Both rates from the commands' own clocks (store opened to done).
     "$PBS" verify --store "$store" --output-format json vm/1 > "$WORK/vm-verify.json"
-    t1=$(now)
-    ver+=("$(echo "$(jq .bytes "$WORK/vm-verify.json") / 1048576 / $(secs "$t0" "$t1")" | bc -l)")
+    ver+=("$(jq '.bytes / 1048576 / .seconds' "$WORK/vm-verify.json")")
   done
   rm -f "$target"
   rm_=$(printf '%s\n' "${rest[@]}" | median); vm_=$(printf '%s\n' "${ver[@]}" | median)
