@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -170,17 +171,33 @@ func TestReadAhead(t *testing.T) {
 		t.Errorf("one random 4 KiB read fetched %d chunks, want 1", n)
 	}
 
+	// Reads in chunks 0 and 1 make a stream: the next 4 positions are read
+	// ahead without any further read, chunks 2, 3 and 4 (5 is a zero chunk).
 	r, err = b.open(t, cs, nil, archive.Options{Fetchers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for off := int64(0); off < r.Size(); off += 16 << 10 {
-		if _, err := r.ReadAt(p, off); err != nil && err != io.EOF {
+	for _, off := range []int64{0, 40 << 10, 70 << 10} {
+		if _, err := r.ReadAt(p, off); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := r.Stats().ReadAhead.Load(); n == 0 {
-		t.Errorf("sequential reads: no chunk read ahead (fetched %d)", r.Stats().Fetched.Load())
+	deadline := time.Now().Add(20 * time.Second)
+	for r.Stats().ReadAhead.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := r.Stats().ReadAhead.Load(); n != 3 {
+		t.Errorf("sequential reads: %d chunks read ahead, want 3 (fetched %d)", n, r.Stats().Fetched.Load())
+	}
+	// They are served from the cache.
+	before := r.Stats().Fetched.Load()
+	for off := int64(128 << 10); off < 6*chunk64K; off += 16 << 10 {
+		if _, err := r.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.Stats().Fetched.Load() - before; n != 0 {
+		t.Errorf("%d chunks fetched again after they were read ahead", n)
 	}
 }
 

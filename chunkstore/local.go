@@ -42,20 +42,21 @@ func OpenLocal(root string, create bool) (*Local, error) {
 	}
 	l := &Local{root: root}
 	if !create {
-		st, err := os.Stat(filepath.Join(root, ".chunks"))
+		chunks := filepath.Join(root, ".chunks")
+		st, err := os.Stat(chunks)
 		switch {
 		case err == nil && st.IsDir():
 			// Readable? Found now, not at the first chunk.
-			d, err := os.Open(filepath.Join(root, ".chunks"))
+			d, err := os.Open(chunks)
 			if err != nil {
-				return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
+				return nil, fmt.Errorf("datastore %s: %s: %w", root, chunks, mapErr(err))
 			}
 			d.Close()
 		case err == nil, errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("datastore %s: %w: not a PBS datastore (no .chunks directory); --store must name the datastore directory itself", root, ErrNotFound)
 		default:
 			// Permission denied stays permission denied, with the path.
-			return nil, fmt.Errorf("datastore %s: %w", root, mapErr(err))
+			return nil, fmt.Errorf("datastore %s: %s: %w", root, chunks, mapErr(err))
 		}
 		return l, nil
 	}

@@ -2,6 +2,7 @@ package chunkstore
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -67,5 +68,52 @@ func TestLocalListVanished(t *testing.T) {
 				t.Errorf("listed:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// TestLocalClaimSnapshot: a directory store's claim takes the group lock
+// (flock on the group directory) and creates the snapshot directory; a
+// second claim in the same group fails with ErrSnapshotBusy until the first
+// is released, and a directory a failed backup left (no manifest) is
+// claimed again.
+func TestLocalClaimSnapshot(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".chunks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLocal(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const dir = "ns/a/vm/100/2026-01-01T00:00:00Z"
+	release, err := l.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(root, dir)); err != nil || !st.IsDir() {
+		t.Fatalf("snapshot directory not created: %v", err)
+	}
+	for _, other := range []string{dir, "ns/a/vm/100/2026-01-02T00:00:00Z"} {
+		if _, err := l.ClaimSnapshot(ctx, other); !errors.Is(err, ErrSnapshotBusy) {
+			t.Errorf("claim of %s while the group is locked: %v, want ErrSnapshotBusy", other, err)
+		}
+	}
+	other, err := l.ClaimSnapshot(ctx, "ns/a/vm/101/2026-01-01T00:00:00Z")
+	if err != nil {
+		t.Errorf("another group is not locked: %v", err)
+	} else {
+		other()
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		t.Fatalf("claim after release (directory left without manifest): %v", err)
+	}
+	again()
+	if _, err := l.ClaimSnapshot(ctx, "../x"); err == nil {
+		t.Error("claim outside the datastore accepted")
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/nbd"
 )
@@ -196,5 +199,133 @@ func TestReadError(t *testing.T) {
 	out, err := exec.Command("qemu-io", "-f", "raw", "-c", "write 0 4k", uri).CombinedOutput()
 	if err == nil && !strings.Contains(string(out), "error") && !strings.Contains(string(out), "read-only") {
 		t.Errorf("write accepted:\n%s", out)
+	}
+}
+
+// rawClient speaks the protocol by hand, for cases real clients never send.
+type rawClient struct {
+	t *testing.T
+	c net.Conn
+}
+
+func dial(t *testing.T, sock string) *rawClient {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	rc := &rawClient{t: t, c: c}
+	hello := rc.read(18)
+	if binary.BigEndian.Uint64(hello) != 0x4e42444d41474943 || binary.BigEndian.Uint64(hello[8:]) != 0x49484156454F5054 {
+		t.Fatalf("bad greeting %x", hello)
+	}
+	rc.write(binary.BigEndian.AppendUint32(nil, 3)) // fixed newstyle, no zeroes
+	return rc
+}
+
+func (rc *rawClient) read(n int) []byte {
+	rc.t.Helper()
+	b := make([]byte, n)
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(rc.c, b); err != nil {
+		rc.t.Fatalf("read %d bytes: %v", n, err)
+	}
+	return b
+}
+
+func (rc *rawClient) write(b []byte) {
+	rc.t.Helper()
+	if _, err := rc.c.Write(b); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// option sends an option and returns the type and data of the first reply.
+func (rc *rawClient) option(opt uint32, data []byte) (uint32, []byte) {
+	rc.t.Helper()
+	b := binary.BigEndian.AppendUint64(nil, 0x49484156454F5054)
+	b = binary.BigEndian.AppendUint32(b, opt)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+	rc.write(append(b, data...))
+	h := rc.read(20)
+	return binary.BigEndian.Uint32(h[12:]), rc.read(int(binary.BigEndian.Uint32(h[16:])))
+}
+
+// goExport sends NBD_OPT_GO for name and reads replies up to the final one.
+func (rc *rawClient) goExport(name string) uint32 {
+	rc.t.Helper()
+	d := binary.BigEndian.AppendUint32(nil, uint32(len(name)))
+	d = append(d, name...)
+	d = binary.BigEndian.AppendUint16(d, 0)
+	typ, _ := rc.option(7, d)
+	for typ == 3 { // NBD_REP_INFO
+		h := rc.read(20)
+		typ = binary.BigEndian.Uint32(h[12:])
+		rc.read(int(binary.BigEndian.Uint32(h[16:])))
+	}
+	return typ
+}
+
+// request sends a command and returns the simple reply's error.
+func (rc *rawClient) request(typ uint16, off uint64, length uint32, payload []byte) uint32 {
+	rc.t.Helper()
+	b := binary.BigEndian.AppendUint32(nil, 0x25609513)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint16(b, typ)
+	b = binary.BigEndian.AppendUint64(b, 42)
+	b = binary.BigEndian.AppendUint64(b, off)
+	b = binary.BigEndian.AppendUint32(b, length)
+	rc.write(append(b, payload...))
+	h := rc.read(16)
+	if binary.BigEndian.Uint32(h) != 0x67446698 || binary.BigEndian.Uint64(h[8:]) != 42 {
+		rc.t.Fatalf("bad simple reply %x", h)
+	}
+	return binary.BigEndian.Uint32(h[4:])
+}
+
+// TestProtocolEdges: unknown exports and options are refused with the
+// right replies, and in transmission writes get EPERM, reads past the end
+// EINVAL and block status without a meta context EINVAL, while the
+// connection keeps serving.
+func TestProtocolEdges(t *testing.T) {
+	m := testExport()
+	sock := serve(t, newServer(m))
+	rc := dial(t, sock)
+	if typ, _ := rc.option(99, nil); typ != 1<<31+1 {
+		t.Errorf("unknown option: reply %#x, want NBD_REP_ERR_UNSUP", typ)
+	}
+	if typ, _ := rc.option(5, nil); typ != 1<<31+2 {
+		t.Errorf("STARTTLS: reply %#x, want NBD_REP_ERR_POLICY", typ)
+	}
+	meta := binary.BigEndian.AppendUint32(nil, 4)
+	meta = append(meta, "disk"...)
+	meta = binary.BigEndian.AppendUint32(meta, 1)
+	meta = binary.BigEndian.AppendUint32(meta, uint32(len("base:allocation")))
+	meta = append(meta, "base:allocation"...)
+	if typ, _ := rc.option(10, meta); typ != 1<<31+3 {
+		t.Errorf("SET_META_CONTEXT before STRUCTURED_REPLY: reply %#x, want NBD_REP_ERR_INVALID", typ)
+	}
+	if typ := rc.goExport("nosuch"); typ != 1<<31+6 {
+		t.Errorf("GO of an unknown export: reply %#x, want NBD_REP_ERR_UNKNOWN", typ)
+	}
+	if typ := rc.goExport("disk"); typ != 1 {
+		t.Fatalf("GO disk: reply %#x, want NBD_REP_ACK", typ)
+	}
+	size := uint64(len(m.data))
+	if e := rc.request(1, 0, 4096, make([]byte, 4096)); e != 1 {
+		t.Errorf("write: error %d, want EPERM", e)
+	}
+	if e := rc.request(0, size-10, 20, nil); e != 22 {
+		t.Errorf("read past the end: error %d, want EINVAL", e)
+	}
+	if e := rc.request(7, 0, 4096, nil); e != 22 {
+		t.Errorf("block status without a meta context: error %d, want EINVAL", e)
+	}
+	if e := rc.request(0, size-10, 10, nil); e != 0 {
+		t.Fatalf("read of the last 10 bytes: error %d", e)
+	}
+	if got := rc.read(10); !bytes.Equal(got, m.data[size-10:]) {
+		t.Errorf("last 10 bytes: %x, want %x", got, m.data[size-10:])
 	}
 }

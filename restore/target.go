@@ -348,7 +348,9 @@ func (t *FileTarget) Zero(off, length int64) error {
 			if err == nil {
 				return nil
 			}
-			t.noPunch.Store(true) // EOPNOTSUPP: no zeroing unmap on this device
+			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+				t.noPunch.Store(true) // no zeroing unmap on this device
+			}
 		}
 		rng := [2]uint64{uint64(off), uint64(length)}
 		if blkZeroOut(fd, &rng) == nil {

@@ -15,21 +15,24 @@ var ErrListing = fmt.Errorf("%w: bucket listing cannot be completed", chunkstore
 
 // Listing checks the pages of one bucket listing (S3 ListObjectsV2, GCS
 // objects.list) instead of trusting them, and says what to request next.
-// Object keys must come in strictly increasing byte order, all below Prefix;
-// a page is a problem when it is marked truncated without a continuation
-// token, brings the token of the previous page again, repeats keys already
-// listed (a repeated or non-increasing page) or is empty but truncated.
-// After a problem the listing falls back, once, to asking for the keys after
-// the last one seen (S3 start-after, GCS startOffset) and keeps doing so;
-// a page in that mode that brings no new key fails with ErrListing naming
-// the provider behaviour, as does a key outside Prefix.
+// Every key must lie below Prefix (else ErrListing). A key listed before is
+// dropped; a new key is kept even when it comes out of byte order (some
+// servers walk directories instead of sorting keys), so nothing listed is
+// ever lost. A page is a problem when it is marked truncated without a
+// continuation token, brings the token of the previous page again, brings
+// only keys listed before (a repeated page: the token was ignored), or is
+// one empty truncated page too many (MaxEmptyPages). After a problem the
+// listing falls back to asking for the keys after the greatest one seen
+// (S3 start-after, GCS startOffset) and keeps doing so; a page in that mode
+// that is truncated but brings no new key fails with ErrListing naming the
+// provider behaviour.
 //
 // Every request brings at least one new key, ends the listing, or is one of
 // at most MaxEmptyPages empty pages in a row, so a listing ends after at
-// most (keys + 2) × (MaxEmptyPages + 1) requests, and what is kept is the
-// accepted keys only. Use: call Request for the next request's parameters,
-// Key for each key of the answer in order, then EndPage; repeat while
-// EndPage says more.
+// most (keys + 2) × (MaxEmptyPages + 1) requests; what it holds is the set
+// of keys listed, the same number as the entries the caller keeps. Use:
+// call Request for the next request's parameters, Key for each key of the
+// answer in order, then EndPage; repeat while EndPage says more.
 type Listing struct {
 	// Provider names the API for errors, e.g. "S3 ListObjectsV2".
 	Provider string
@@ -37,19 +40,14 @@ type Listing struct {
 	Where string
 	// Prefix is the requested key prefix; every key must start with it.
 	Prefix string
-	// StartAfterInclusive says the server's start-after parameter includes
-	// the key itself (GCS startOffset), which is then skipped, not counted
-	// as repeated.
-	StartAfterInclusive bool
 
-	last      string // last key accepted
-	haveLast  bool
+	seen      map[string]struct{}
+	last      string // greatest key seen
 	token     string // continuation token for the next request
 	after     bool   // fell back to start-after mode
 	why       string // the behaviour that caused the fallback
-	pageNew   int    // keys accepted in the current page
-	pageStale int    // keys at or before the last accepted one in the current page
-	pages     int
+	pageNew   int    // new keys in the current page
+	pageStale int    // keys of the current page listed before
 	empty     int // empty pages in a row
 }
 
@@ -58,8 +56,10 @@ type Listing struct {
 const MaxEmptyPages = 32
 
 // Request returns the parameters of the next request: a continuation token
-// (empty for the first page) or, after a fallback, startAfter (the last key
-// seen; useStartAfter is true then and token empty).
+// (empty for the first page) or, after a fallback, startAfter (the greatest
+// key seen; useStartAfter is true then and token empty). A server whose
+// start-after is inclusive (GCS startOffset) sends that key again, which is
+// dropped as listed before.
 func (l *Listing) Request() (token, startAfter string, useStartAfter bool) {
 	if l.after {
 		return "", l.last, true
@@ -67,27 +67,24 @@ func (l *Listing) Request() (token, startAfter string, useStartAfter bool) {
 	return l.token, "", false
 }
 
-// FellBack returns the provider behaviour that made the listing fall back to
-// start-after ("" if none).
-func (l *Listing) FellBack() string { return l.why }
-
-// Pages returns how many pages were answered so far.
-func (l *Listing) Pages() int { return l.pages }
-
 // Key checks the next key of the current page and reports whether it is new
-// (keep it) or was listed before (skip it). A key outside Prefix fails.
+// (keep it) or was listed before (drop it). A key outside Prefix fails.
 func (l *Listing) Key(key string) (bool, error) {
 	if !strings.HasPrefix(key, l.Prefix) {
 		return false, fmt.Errorf("%w: %s of %s: the server answered with key %q outside the requested prefix %q (a provider ignoring the prefix parameter)",
 			ErrListing, l.Provider, l.Where, key, l.Prefix)
 	}
-	if l.haveLast && key <= l.last {
-		if !(l.after && l.StartAfterInclusive && key == l.last) {
-			l.pageStale++
-		}
+	if _, dup := l.seen[key]; dup {
+		l.pageStale++
 		return false, nil
 	}
-	l.last, l.haveLast = key, true
+	if l.seen == nil {
+		l.seen = map[string]struct{}{}
+	}
+	l.seen[key] = struct{}{}
+	if key > l.last {
+		l.last = key
+	}
 	l.pageNew++
 	return true, nil
 }
@@ -99,13 +96,12 @@ func (l *Listing) Key(key string) (bool, error) {
 func (l *Listing) EndPage(truncated bool, next string) (more bool, err error) {
 	fresh, stale := l.pageNew, l.pageStale
 	l.pageNew, l.pageStale = 0, 0
-	l.pages++
 	if l.after {
 		switch {
-		case stale > 0 && fresh == 0:
-			return false, l.fail(fmt.Sprintf("a page with keys at or before start-after=%q", l.last))
 		case !truncated:
 			return false, nil
+		case fresh == 0 && stale > 0:
+			return false, l.fail(fmt.Sprintf("a page of keys already listed for start-after=%q", l.last))
 		case fresh == 0:
 			return false, l.fail(fmt.Sprintf("an empty page marked truncated for start-after=%q", l.last))
 		}
@@ -113,8 +109,8 @@ func (l *Listing) EndPage(truncated bool, next string) (more bool, err error) {
 	}
 	var problem string
 	switch {
-	case stale > 0:
-		problem = fmt.Sprintf("a page repeating %d key(s) already listed (continuation token ignored, or keys not in increasing order)", stale)
+	case fresh == 0 && stale > 0:
+		problem = fmt.Sprintf("a page repeating %d key(s) already listed (the continuation token ignored)", stale)
 	case !truncated:
 		return false, nil
 	case next == "":
@@ -135,7 +131,7 @@ func (l *Listing) EndPage(truncated bool, next string) (more bool, err error) {
 		l.token = next
 		return true, nil
 	}
-	if !l.haveLast {
+	if len(l.seen) == 0 {
 		return false, l.fail(problem)
 	}
 	l.after, l.why, l.token = true, problem, ""

@@ -257,7 +257,11 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 			if err != nil {
 				return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 			}
-			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p != ".chunks/" {
+			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p == bucket.ContentDir+"/" {
+				// Written since the first listing (a concurrent writer).
+				s.keys.Layout = LayoutPBS4
+				return nil
+			} else if a.Prefix != "" && p != ".chunks/" {
 				s.keys.Layout = LayoutPlain
 			}
 			if n := strings.TrimPrefix(a.Name, root); a.Name != "" && (n == ".lock" || n == ".gc-status") {
@@ -385,8 +389,8 @@ func (s *Store) listPageSize() int {
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) page by page, checking every page with
-// bucket.Listing: a repeated page token, a repeated page or keys out of
-// order make it continue with startOffset (the last key seen); what cannot
+// bucket.Listing: a repeated page token or a repeated page make it continue
+// with startOffset (the greatest key seen); what cannot
 // be completed that way fails with bucket.ErrListing, never returning part
 // of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
@@ -396,7 +400,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	}
 	base += "/"
 	var files []chunkstore.FileInfo
-	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base, StartAfterInclusive: true}
+	l := bucket.Listing{Provider: "GCS objects.list", Where: s.objURL(base), Prefix: base}
 	for {
 		q := &storage.Query{Prefix: base}
 		token, after, useAfter := l.Request()

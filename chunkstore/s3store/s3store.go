@@ -340,9 +340,6 @@ func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath
 // eu-central-1" or "path-style addressing" (nil if nothing).
 func (s *Store) Followed() []string { return s.followed }
 
-// Region returns the signing region in use.
-func (s *Store) Region() string { return s.region }
-
 // explain adds to an error of Open what the user can do about it.
 func (s *Store) explain(err error) error {
 	var hostname x509.HostnameError
@@ -553,10 +550,20 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 		}
 		s.keys.Layout = LayoutPBS4
+		pbs4 := false
 		for _, cp := range top.CommonPrefixes {
-			if name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name != ".chunks/" {
+			switch name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name {
+			case ".chunks/":
+			case bucket.ContentDir + "/":
+				// Written since the first listing (a concurrent writer).
+				pbs4 = true
+			default:
 				s.keys.Layout = LayoutPlain
 			}
+		}
+		if pbs4 {
+			s.keys.Layout = LayoutPBS4
+			return nil
 		}
 		for _, o := range top.Contents {
 			if name := strings.TrimPrefix(aws.ToString(o.Key), root); name == ".lock" || name == ".gc-status" {
@@ -777,10 +784,10 @@ func (r *resumingReader) Close() error {
 
 // ListFiles lists every content object below dir (see
 // chunkstore.Store.ListFiles) with ListObjectsV2, checking every page with
-// bucket.Listing: a page truncated without a continuation token, a repeated
-// token or page, or keys out of order make it continue with start-after
-// (the last key seen); what cannot be completed that way fails with
-// bucket.ErrListing, never returning part of the listing.
+// bucket.Listing: a page truncated without a continuation token, or a
+// repeated token or page make it continue with start-after (the greatest
+// key seen); keys listed twice are dropped; what cannot be completed that
+// way fails with bucket.ErrListing, never returning part of the listing.
 func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInfo, error) {
 	base, err := s.keys.Content(dir)
 	if err != nil {
@@ -1071,6 +1078,12 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		})
 		switch {
 		case err == nil:
+			// Read it back: a server whose conditional PUT is not atomic
+			// (a check, then a write) may have let another claim through
+			// at the same moment; the marker tells which one landed.
+			if err := busy(); err != nil {
+				return nil, err
+			}
 			return release, nil
 		case httpStatus(err) == http.StatusPreconditionFailed:
 			if err := busy(); err != nil {

@@ -407,7 +407,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"verify", snap0}, "verify: --store is required"},
 		{[]string{"verify", "--store", store, snap0, "vm/101"}, "want at most one SNAPSHOT, got 2"},
 		{[]string{"verify", "--store", store, "--output-format", "xml"}, `--output-format must be text, json or json-pretty, not "xml"`},
-		{[]string{"verify", "--store", store, "--ns", "a/"}, `--ns: bad name: namespace "a/"`},
+		{[]string{"verify", "--store", store, "--ns", "a//"}, `--ns: bad name: namespace "a/"`},
 		{[]string{"snapshots"}, "snapshots: --store is required"},
 		{[]string{"snapshots", "--store", store, "extra"}, "snapshots takes no arguments"},
 		{[]string{"snapshots", "--store", store, "--ns", "bad name"}, `--ns: bad name: namespace "bad name"`},

@@ -71,8 +71,8 @@ func TestConcurrentRestores(t *testing.T) {
 			if first.code != 0 {
 				t.Fatalf("first restore: %v", first)
 			}
-			if second.code == 0 {
-				t.Fatalf("second restore into the same target succeeded too: %v", second)
+			if second.code != 3 {
+				t.Fatalf("second restore into the same target: want exit 3 (busy), got %v", second)
 			}
 			for _, w := range []string{target, "in use", pid} {
 				if !strings.Contains(second.err, w) {
@@ -269,5 +269,35 @@ func TestTargetRefusedBeforeWork(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "gone.raw")); err == nil {
 		t.Error("restore created the file a dangling link names")
+	}
+}
+
+// TestPartialImageSaid: a --force restore that fails after writing started
+// (a chunk is missing) says that the existing target now holds a partial
+// image; a new file's partial output is removed and the message says
+// nothing was kept.
+func TestPartialImageSaid(t *testing.T) {
+	data := zeroMiddle(35)
+	store := fixture.NewStore(t)
+	backupImage(t, store, data, "--chunk-size", "1024")
+	chunks, _ := filepath.Glob(filepath.Join(store, ".chunks", "*", "*"))
+	var biggest string
+	var size int64
+	for _, c := range chunks {
+		if st, err := os.Stat(c); err == nil && st.Size() > size {
+			biggest, size = c, st.Size()
+		}
+	}
+	os.Remove(biggest) // a data chunk, not the zero chunk
+	dir := t.TempDir()
+	old := fixture.WriteFile(t, dir, "old.raw", []byte("an older image"))
+	mustFail(t, 1, []string{old, "now holds a partial image"}, "restore", "--force", "--store", store, snap0, "drive-scsi0", old)
+	fresh := filepath.Join(dir, "new.raw")
+	r := mustFail(t, 1, []string{fresh, "nothing was kept"}, "restore", "--store", store, snap0, "drive-scsi0", fresh)
+	if strings.Contains(r.err, "partial image") {
+		t.Errorf("a new file's failed restore speaks of a partial image: %v", r)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left in the directory: %v", ents)
 	}
 }

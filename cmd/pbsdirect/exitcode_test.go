@@ -18,6 +18,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -49,6 +50,9 @@ func TestExitCode(t *testing.T) {
 		{"quota", &fs.PathError{Op: "write", Path: "/t/x", Err: syscall.EDQUOT}, 3},
 		{"target I/O error", fmt.Errorf("restore: %w", &fs.PathError{Op: "pwrite", Path: "/dev/sdz", Err: syscall.EIO}), 3},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), 3},
+		{"no FUSE", fmt.Errorf("mount: %w: /dev/fuse: no such file", fusefs.ErrUnavailable), 3},
+		{"target busy", fmt.Errorf("/t/x: %w: another pbsdirect run (PID 7) is writing it", restore.ErrTargetBusy), 3},
+		{"snapshot busy", fmt.Errorf("backup failed: %w", chunkstore.ErrSnapshotBusy), 3},
 		{"SIGINT", &interruptedError{sig: syscall.SIGINT}, 130},
 		{"SIGTERM", &interruptedError{sig: syscall.SIGTERM}, 143},
 		{"canceled, no signal", context.Canceled, 1},

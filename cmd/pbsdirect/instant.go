@@ -132,8 +132,11 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		return nil, fmt.Errorf("snapshot %s has no archive to serve", sa.snap)
 	}
 	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %v\n", cmd, err) }
+	// The readers live until Close, not until an interrupt: a mount
+	// detached lazily serves its remaining users (a loop device) on.
+	live := context.WithoutCancel(ctx)
 	for _, name := range indexes {
-		r, err := archive.Open(ctx, store, sa.snap.Dir(), m, name, cc, archive.Options{
+		r, err := archive.Open(live, store, sa.snap.Dir(), m, name, cc, archive.Options{
 			CacheSize: a.cache / int64(len(indexes)),
 			Fetchers:  fetchers,
 			Log:       logf,

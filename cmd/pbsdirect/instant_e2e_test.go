@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -303,6 +304,35 @@ func TestInstantAccess(t *testing.T) {
 		})
 	})
 
+	t.Run("tcp", func(t *testing.T) {
+		needTools(t, "nbdcopy")
+		mustFail(t, 2, []string{"not a loopback address", "--allow-remote"}, "serve-nbd", "--store", e.local, "--listen", "0.0.0.0:10809", snap0)
+		r := start(t, "serve-nbd", "--store", e.local, "--listen", "127.0.0.1:0", snap0)
+		r.waitFor(t, func() bool { return strings.Contains(r.out.String(), "nbd://127.0.0.1:") })
+		uri := regexp.MustCompile(`nbd://127\.0\.0\.1:[0-9]+/drive-scsi0`).FindString(r.out.String())
+		// Two clients at once, one of them with several connections.
+		dir := t.TempDir()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Go(func() {
+				out, err := exec.Command("nbdcopy", fmt.Sprintf("--connections=%d", 1+3*i), uri, filepath.Join(dir, fmt.Sprint(i))).CombinedOutput()
+				if err != nil {
+					errs[i] = fmt.Errorf("%v: %s", err, out)
+				}
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("client %d: %v", i, err)
+			}
+			if got := fileSHA(t, filepath.Join(dir, fmt.Sprint(i))); got != want {
+				t.Errorf("client %d over TCP: sha256 %s, want %s", i, got, want)
+			}
+		}
+	})
+
 	t.Run("mount", func(t *testing.T) {
 		needTools(t, "losetup", "mount", "umount")
 		mnt := t.TempDir()
@@ -336,6 +366,33 @@ func TestInstantAccess(t *testing.T) {
 		}
 		if b, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(b), mnt) {
 			t.Errorf("%s still mounted", mnt)
+		}
+	})
+
+	// Interrupted while a loop device still uses it, mount detaches the
+	// file system lazily and serves the loop device until it goes.
+	t.Run("mount-busy", func(t *testing.T) {
+		needTools(t, "losetup")
+		mnt := t.TempDir()
+		r := start(t, "mount", "--store", e.local, snap0, mnt)
+		r.waitFor(t, func() bool { return strings.Contains(r.out.String(), "mounted") })
+		dev := strings.TrimSpace(runTool(t, "losetup", "-f", "--show", "-r", filepath.Join(mnt, "drive-scsi0.img")))
+		detached := false
+		defer func() {
+			if !detached {
+				exec.Command("losetup", "-d", dev).Run()
+			}
+		}()
+		r.cancel()
+		r.waitFor(t, func() bool { return strings.Contains(r.err.String(), "detaching it lazily") })
+		got, err := os.ReadFile(dev)
+		if err != nil || sha(got) != want {
+			t.Errorf("loop device after the interrupt: %d bytes, %v; want the image", len(got), err)
+		}
+		runTool(t, "losetup", "-d", dev)
+		detached = true
+		if code := r.stop(t); code != 0 || !strings.Contains(r.out.String(), "unmounted") {
+			t.Errorf("mount exited %d:\n%s\n%s", code, r.out, r.err)
 		}
 	})
 

@@ -21,6 +21,8 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/fusefs"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
@@ -107,8 +109,9 @@ func main() {
 // --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
 // a usage error; 3 when the cause lies outside the data
 // (chunkstore.Outside: unreachable store, refused credentials, throttled
-// past --retry-for, target I/O error, no space); 1 for everything else,
-// which is damaged or missing data.
+// past --retry-for, target I/O error, no space; a busy target or snapshot;
+// FUSE unavailable for mount); 1 for everything else, which is damaged or
+// missing data.
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
@@ -119,7 +122,10 @@ func exitCode(err error) int {
 		return 128 + int(ie.sig)
 	case errors.As(err, &ue):
 		return exitUsage
-	case chunkstore.Outside(err):
+	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, chunkstore.ErrSnapshotBusy),
+		errors.Is(err, fusefs.ErrUnavailable):
+		// Busy: another run holds the target or the snapshot; a retry
+		// after it may succeed. No FUSE: the machine, not the data.
 		return exitOutside
 	}
 	return exitData

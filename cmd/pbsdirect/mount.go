@@ -76,7 +76,7 @@ func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := m.Unmount(); err != nil {
 		// Busy (a loop device or a shell still uses it): detach it now; the
 		// kernel frees it when the last user goes.
-		fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %v; detaching it lazily\n", dir, err)
+		fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %s; detaching it lazily (it goes when its last user does)\n", dir, strings.Join(strings.Fields(err.Error()), " "))
 		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
 			return fmt.Errorf("unmount %s: %w (run fusermount3 -u -z %s)", dir, err, dir)
 		}

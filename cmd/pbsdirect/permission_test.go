@@ -74,7 +74,8 @@ func openDir(t *testing.T) string {
 // TestPermissionDenied: run as a user who may not read the datastore (its
 // root 0700, or .chunks 0750, owned by root) or write the target
 // directory, pbsdirect says "permission denied" with the path, before the
-// work, and never that the directory is no datastore.
+// work, exits 3 (a cause outside the data), and never says that the
+// directory is no datastore.
 func TestPermissionDenied(t *testing.T) {
 	asNobody := cliAsNobody(t)
 	base := openDir(t)
@@ -117,8 +118,8 @@ func TestPermissionDenied(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.prep()
 			code, msg := asNobody(c.args...)
-			if code != 1 {
-				t.Fatalf("exit %d, want 1: %s", code, msg)
+			if code != 3 { // outside the data: permissions
+				t.Fatalf("exit %d, want 3: %s", code, msg)
 			}
 			for _, w := range c.words {
 				if !strings.Contains(msg, w) {

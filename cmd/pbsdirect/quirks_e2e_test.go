@@ -186,6 +186,9 @@ func TestProviderQuirks(t *testing.T) {
 		for _, status := range []int{301, 400} {
 			p := e.proxy(t, quirkproxy.Quirks{BucketRegion: "eu-central-1", RegionError: status})
 			e.restoreLatest(t, "--s3-endpoint", p.URL, "--s3-region", "eu-west-1")
+			if r := pbs(t, "snapshots", "--store", "s3://quirks/ds", "--s3-endpoint", p.URL, "--s3-region", "eu-west-1"); r.code != 0 || !strings.Contains(r.err, "--s3-region eu-central-1") {
+				t.Errorf("no note naming the region followed: %v", r)
+			}
 			e.restoreLatest(t, "--s3-endpoint", p.URL, "--s3-region", "eu-central-1")
 		}
 	})

@@ -63,6 +63,7 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	noteFollowed(stderr, store)
 	defer store.Close()
 	namespaces := []index.Namespace{ns}
 	if *maxDepth != 0 {

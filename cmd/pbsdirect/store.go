@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
@@ -27,7 +29,25 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode s
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	noteFollowed(stderr, store)
 	return ns, keys, store, nil
+}
+
+// noteFollowed says on stderr what opening a bucket store corrected on its
+// own (the bucket's region, path-style addressing), so that the flag can be
+// given and the detour skipped next time.
+func noteFollowed(stderr io.Writer, s chunkstore.Store) {
+	f, ok := s.(interface{ Followed() []string })
+	if !ok {
+		return
+	}
+	for _, what := range f.Followed() {
+		if r, ok := strings.CutPrefix(what, "region "); ok {
+			fmt.Fprintf(stderr, "pbsdirect: note: the bucket is in region %s; followed (give --s3-region %s to skip the detour)\n", r, r)
+		} else {
+			fmt.Fprintf(stderr, "pbsdirect: note: the endpoint's virtual-host name for the bucket does not resolve; using %s (give --s3-path-style to skip the detour)\n", what)
+		}
+	}
 }
 
 // openStore opens the store named by --store: a directory, s3://… or gs://….

@@ -290,6 +290,7 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 	if err := s.WriteFile(ctx, "../escape", nil); err == nil {
 		t.Errorf("WriteFile(../escape) succeeded")
 	}
+	claims(t, h, s, bkt, content)
 
 	if layout == bucket.LayoutPlain {
 		// A writer opening an existing plain copy keeps it plain.
@@ -298,6 +299,42 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 		if got := w.(Layouter).Layout(); got != bucket.LayoutPlain {
 			t.Errorf("writer on a plain copy: layout %v", got)
 		}
+	}
+}
+
+// claims: a snapshot claim creates its marker, a second claim of the same
+// snapshot fails with ErrSnapshotBusy while the first holds it, release
+// removes the marker, and the snapshot can be claimed again.
+func claims(t *testing.T, h Harness, s chunkstore.Store, bkt string, content func(string) string) {
+	ctx := context.Background()
+	cl, ok := s.(chunkstore.SnapshotClaimer)
+	if !ok {
+		t.Fatalf("%T cannot claim snapshots", s)
+	}
+	dir := "vm/300/2026-01-01T00:00:00Z"
+	marker := content(dir + "/" + chunkstore.ClaimMarker)
+	release, err := cl.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if _, ok := h.Get(t, bkt, marker); !ok {
+		t.Errorf("claim marker %s not written", marker)
+	}
+	if _, err := cl.ClaimSnapshot(ctx, dir); !errors.Is(err, chunkstore.ErrSnapshotBusy) {
+		t.Errorf("second claim while the first holds it: %v, want ErrSnapshotBusy", err)
+	}
+	if err := release(); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, ok := h.Get(t, bkt, marker); ok {
+		t.Errorf("claim marker %s left after release", marker)
+	}
+	again, err := cl.ClaimSnapshot(ctx, dir)
+	if err != nil {
+		t.Fatalf("claim after release: %v", err)
+	}
+	if err := again(); err != nil {
+		t.Fatal(err)
 	}
 }
 
