@@ -154,8 +154,10 @@ if has rss; then
   fi
   /usr/bin/time -f "%M %e" -o "$WORK/rss-all" "$PBS" verify --store "$store" > /dev/null
   /usr/bin/time -f "%M %e" -o "$WORK/rss-shard" "$PBS" verify --store "$store" --shard 0/8 > /dev/null
-  read -r kib s < "$WORK/rss-all"; read -r kib8 s8 < "$WORK/rss-shard"
-  result "rss: $MANY distinct chunks: unsharded verify peak RSS $((kib / 1024)) MiB (${s}s, $((kib * 1024 / MANY)) bytes per chunk), shard 0/8 $((kib8 / 1024)) MiB (${s8}s)"
+  read -r kib s < "$WORK/rss-all"
+  read -r kib8 s8 < "$WORK/rss-shard"
+  per=$((kib * 1024 / MANY))
+  result "$(printf 'rss: %d distinct chunks: unsharded verify peak RSS %d MiB (%ss, %d bytes per chunk), shard 0/8 %d MiB (%ss)' "$MANY" $((kib / 1024)) "$s" "$per" $((kib8 / 1024)) "$s8")"
 fi
 
 echo

@@ -110,6 +110,17 @@ type Verifier struct {
 	// outside is the first failure whose cause lies outside the data
 	// (chunkstore.Outside): an archive was not checked, not found damaged.
 	outside error
+	// removed is the first snapshot removed while running when
+	// SkipRemoved is off (it was named: the run fails with it).
+	removed error
+}
+
+// Removed returns the error for a snapshot that was removed while running
+// (wrapping snapshot.ErrRemoved) when Options.SkipRemoved is off, or nil.
+func (v *Verifier) Removed() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.removed
 }
 
 // note records an archive or snapshot failure and returns its message: the
@@ -190,7 +201,11 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 			case gone && v.opts.SkipRemoved:
 				r = SnapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped", Archives: []ArchiveResult{}}
 			case gone:
-				r.Error = fmt.Sprintf("snapshot %s: %v", s, snapshot.ErrRemoved)
+				err := fmt.Errorf("snapshot %s in %s: %w", s, v.store, snapshot.ErrRemoved)
+				r = SnapshotResult{Snapshot: r.Snapshot, Error: err.Error(), Archives: []ArchiveResult{}}
+				v.mu.Lock()
+				v.removed = cmp.Or(v.removed, err)
+				v.mu.Unlock()
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -20,7 +20,11 @@ const runAsCLI = "PBSDIRECT_TEST_AS_CLI"
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsCLI) == "1" {
 		// Re-executed by a test as the command itself (e.g. as another user).
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+		if p := os.Getenv(peakRSSEnv); p != "" {
+			writePeakRSS(p)
+		}
+		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
 	if err != nil {

@@ -153,6 +153,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if runErr != nil {
 		return runErr
 	}
+	if err := v.Removed(); err != nil {
+		return err
+	}
 	if list != nil {
 		if err := cmp.Or(v.Err(), list.Flush()); err != nil {
 			return fmt.Errorf("--damaged-list %s: %w", *damagedList, err)
@@ -198,7 +201,7 @@ func isSnapshotRef(ref string) bool {
 func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report, asJSON bool, outside error, save func() error) error {
 	var verr error
 	if !rep.OK {
-		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above; encrypted archives need --keyfile)", rep.Failed(), len(rep.Snapshots))
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above)", rep.Failed(), len(rep.Snapshots))
 		if outside != nil {
 			// Some archive could not be checked for a reason outside the data.
 			verr = fmt.Errorf("%w; %w", verr, outside)
@@ -327,7 +330,7 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 			if d.OffsetCount > len(d.Offsets) {
 				offs = append(offs, fmt.Sprintf("… (%d offsets)", d.OffsetCount))
 			}
-			fmt.Fprintf(w, "    damaged chunk %s at %s (%s): %s\n", d.Digest, strings.Join(offs, " "), d.Location, d.Error)
+			fmt.Fprintf(w, "    damaged chunk %s at %s: %s\n", d.Digest, strings.Join(offs, " "), d.Error)
 		}
 		if n := a.DamagedCount - len(a.Damaged); n > 0 {
 			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
