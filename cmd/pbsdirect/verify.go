@@ -16,6 +16,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
@@ -138,6 +139,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return startProgress(stderr, prog, "verify "+name, total, done).done
 		},
 	})
+	// As a restore: a P for every job and for as many readers as a restore
+	// has writers, so that reads blocked in the kernel never hold the
+	// jobs' Ps (measured: bench/README.md, fleet verify).
+	defer raiseProcs(restore.Options{Jobs: pf.jobs, Writers: restore.DefaultWriters(pf.jobs)})()
 	rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
 		if r.Skipped {
 			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", r.Snapshot)
