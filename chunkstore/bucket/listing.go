@@ -48,7 +48,7 @@ type Listing struct {
 	why       string // the behaviour that caused the fallback
 	pageNew   int    // new keys in the current page
 	pageStale int    // keys of the current page listed before
-	empty     int // empty pages in a row
+	empty     int    // empty pages in a row
 }
 
 // MaxEmptyPages is how many empty pages with a new continuation token in a

@@ -286,35 +286,44 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestVerifyDamagedArchive: two disks in one snapshot, one damaged in two
-// chunks (one of them used at several offsets): verify lists every damaged
-// chunk with all its offsets and exits 1; the other disk verifies OK and
-// still restores byte-exact.
+// chunks, each used at several offsets (one at 10, more than the 8 an
+// error message lists): verify lists every damaged chunk with all its
+// offsets and exits 1; the other disk verifies OK and still restores
+// byte-exact; the failed restore names the chunk's first 8 ranges and the
+// number of offsets, no more.
 func TestVerifyDamagedArchive(t *testing.T) {
+	const cs = 65536
 	store := fixture.NewStore(t)
 	dir := t.TempDir()
 	good := fixture.Mixed(700<<10+3, 1)
-	rep := fixture.Build(2, fixture.Region{Kind: fixture.Random, Len: 65536})
-	other := fixture.Build(3, fixture.Region{Kind: fixture.Text, Len: 65536})
+	rep := fixture.Build(2, fixture.Region{Kind: fixture.Random, Len: cs})
+	other := fixture.Build(3, fixture.Region{Kind: fixture.Text, Len: cs})
+	// Chunk positions: other at 0 and 2, rep at 1 and 3..11.
 	var bad []byte
-	for _, p := range [][]byte{other, rep, other[:1], rep, rep} {
+	for _, p := range [][]byte{other, rep, other} {
 		bad = append(bad, p...)
+	}
+	for range 9 {
+		bad = append(bad, rep...)
 	}
 	bad = append(bad, fixture.Mixed(300<<10, 4)...)
 	mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "--chunk-size", "64",
 		"drive-scsi0.img:"+fixture.WriteFile(t, dir, "a.raw", good), "drive-scsi1.img:"+fixture.WriteFile(t, dir, "b.raw", bad))
-	// bad's chunks: 0 other, 1 [65536..) rep (at 65536 but the 1-byte piece shifts the rest)
 	snap := fixture.Snap(t, "", "vm", "100", fixture.T0)
 	_, ds := fixture.Digests(t, fixture.SnapPath(store, snap, "drive-scsi1.img.fidx"))
-	// Damage the first chunk (digest of "other") and chunk 1; find offsets from the index.
+	// Damage chunk "other" (flipped byte) and chunk "rep" (removed).
 	d0, d1 := ds[0], ds[1]
 	offsets := func(d crypto.Digest) []uint64 {
 		var o []uint64
 		for i, x := range ds {
 			if x == d {
-				o = append(o, uint64(i)*65536)
+				o = append(o, uint64(i)*cs)
 			}
 		}
 		return o
+	}
+	if n0, n1 := len(offsets(d0)), len(offsets(d1)); n0 != 2 || n1 != 10 {
+		t.Fatalf("image layout: chunk other at %d offsets, rep at %d; want 2 and 10", n0, n1)
 	}
 	fixture.FlipByte(t, fixture.ChunkPath(store, d0), -1)
 	remove(t, fixture.ChunkPath(store, d1))
@@ -380,8 +389,20 @@ func TestVerifyDamagedArchive(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "a.raw")
 	restoreJSON(t, "--store", store, snap0, "drive-scsi0", target)
 	fixture.Equal(t, target, good)
+	// Chunk "other" repaired: the restore fails on "rep" alone, whose
+	// message lists its first 8 ranges and then the count.
+	fixture.FlipByte(t, fixture.ChunkPath(store, d0), -1)
 	t2 := filepath.Join(t.TempDir(), "b.raw")
-	mustFail(t, 1, []string{"drive-scsi1.img.fidx"}, "restore", "--store", store, snap0, "drive-scsi1", t2)
+	var want []string
+	for _, o := range offsets(d1)[:8] {
+		want = append(want, fmt.Sprintf("[%d,%d)", o, o+cs))
+	}
+	r = mustFail(t, 1, append(want, "drive-scsi1.img.fidx", d1.String(), "… (10 offsets)"), "restore", "--store", store, snap0, "drive-scsi1", t2)
+	for _, o := range offsets(d1)[8:] {
+		if rng := fmt.Sprintf("[%d,%d)", o, o+cs); strings.Contains(r.err, rng) {
+			t.Errorf("restore error lists range %s past the cut-off of 8: %v", rng, r)
+		}
+	}
 	noFile(t, t2)
 }
 
@@ -407,7 +428,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"verify", snap0}, "verify: --store is required"},
 		{[]string{"verify", "--store", store, snap0, "vm/101"}, "want at most one SNAPSHOT, got 2"},
 		{[]string{"verify", "--store", store, "--output-format", "xml"}, `--output-format must be text, json or json-pretty, not "xml"`},
-		{[]string{"verify", "--store", store, "--ns", "a//"}, `--ns: bad name: namespace "a/"`},
+		{[]string{"verify", "--store", store, "--ns", "a//b"}, `--ns: bad name: namespace "a//b"`},
 		{[]string{"snapshots"}, "snapshots: --store is required"},
 		{[]string{"snapshots", "--store", store, "extra"}, "snapshots takes no arguments"},
 		{[]string{"snapshots", "--store", store, "--ns", "bad name"}, `--ns: bad name: namespace "bad name"`},

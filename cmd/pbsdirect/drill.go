@@ -18,9 +18,9 @@ type drillReport struct {
 	Snapshot        string          `json:"snapshot,omitempty"`
 	Archive         string          `json:"archive"`
 	Target          string          `json:"target"`
-	Started         string          `json:"started"`                     // RFC 3339, UTC
-	RestoreSeconds  float64         `json:"time-to-restore-seconds"`     // manifest to synced target
-	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"` // re-check of every chunk from the target
+	Started         string          `json:"started"`                           // RFC 3339, UTC
+	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // manifest to synced target; absent when the restore failed
+	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"`       // re-check of every chunk from the target
 	TotalSeconds    float64         `json:"total-seconds"`
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
@@ -100,10 +100,11 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 		return rep, err
 	}
 	r, err := rc.run(ctx, ref, archive, targetPath, false, stdout, stderr)
-	rep.RestoreSeconds = time.Since(start).Seconds()
 	if err != nil {
 		return finish(err)
 	}
+	rep.RestoreSeconds = time.Since(start).Seconds()
+	rep.RestoreSeconds = time.Since(start).Seconds()
 	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
 	// The target stays open and locked until the read-back (and --remove)
 	// are done: no other run can write it meanwhile.

@@ -108,3 +108,42 @@ func TestVerifyCRCOnly(t *testing.T) {
 		t.Errorf("want exit 1 naming chunk %s and the CRC: %v", ds[0], r)
 	}
 }
+
+// TestDrillRemoveKeeps: drill --remove deletes only a target the drill
+// created: an existing file (overwritten with --force) and a block device
+// stay, with the restored bytes, and the report says nothing was removed.
+func TestDrillRemoveKeeps(t *testing.T) {
+	fixture.SkipIfShort(t)
+	data := zeroMiddle(13)
+	store := fixture.NewStore(t)
+	backupImage(t, store, data)
+	drill := func(target string) drillReport {
+		t.Helper()
+		r := mustOK(t, "drill", "--output-format", "json", "--force", "--remove", "--store", store, snap0, "drive-scsi0", target)
+		var rep drillReport
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+			t.Fatalf("drill JSON: %v\n%s", err, r.out)
+		}
+		if !rep.OK || rep.Removed {
+			t.Errorf("drill of the existing %s: ok %v, target-removed %v", target, rep.OK, rep.Removed)
+		}
+		return rep
+	}
+	t.Run("existing-file", func(t *testing.T) {
+		target := fixture.WriteFile(t, t.TempDir(), "old.raw", []byte("an older image"))
+		drill(target)
+		fixture.Equal(t, target, data)
+	})
+	t.Run("device", func(t *testing.T) {
+		dev, _ := fixture.LoopDevice(t, int64(len(data)), []byte{0x5a})
+		drill(dev)
+		if st, err := os.Stat(dev); err != nil || st.Mode()&os.ModeDevice == 0 {
+			t.Fatalf("%s after drill --remove: %v %v", dev, st, err)
+		}
+		got, err := os.ReadFile(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixture.EqualBytes(t, dev, got, data)
+	})
+}

@@ -513,6 +513,43 @@ func TestBlockDevice(t *testing.T) {
 		dev, _ := fixture.LoopDevice(t, 1<<20, garbage)
 		mustFail(t, 1, []string{dev, "block device"}, "restore", "--store", store, snap0, "drive-scsi0", dev)
 	})
+	// A device that is mounted, or held open exclusively by another
+	// program, is refused (even with --force) and left as it was.
+	t.Run("mounted", func(t *testing.T) {
+		dev, _ := fixture.LoopDevice(t, devSize, []byte{0})
+		if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
+			fixture.SkipOrFail(t, "mkfs.ext4 %s: %v: %s", dev, err, out)
+		}
+		mnt := t.TempDir()
+		if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
+			fixture.SkipOrFail(t, "mount %s failed (needs root): %v: %s", dev, err, out)
+		}
+		t.Cleanup(func() {
+			if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+				t.Errorf("umount: %v: %s", err, out)
+			}
+		})
+		before := readDev(dev)
+		r := pbs(t, "restore", "--force", "--store", store, snap0, "drive-scsi0", dev)
+		if r.code == 0 || !strings.Contains(r.err, dev) || !strings.Contains(r.err, "busy") {
+			t.Errorf("restore onto a mounted device: want a failure naming it busy: %v", r)
+		}
+		fixture.EqualBytes(t, dev, readDev(dev), before)
+	})
+	t.Run("held", func(t *testing.T) {
+		dev, _ := fixture.LoopDevice(t, devSize, garbage)
+		holder, err := os.OpenFile(dev, os.O_RDWR|os.O_EXCL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		before := readDev(dev)
+		r := pbs(t, "restore", "--force", "--store", store, snap0, "drive-scsi0", dev)
+		if r.code == 0 || !strings.Contains(r.err, dev) || !strings.Contains(r.err, "busy") {
+			t.Errorf("restore onto a device held open exclusively: want a failure naming it busy: %v", r)
+		}
+		fixture.EqualBytes(t, dev, readDev(dev), before)
+	})
 }
 
 // TestFullFileSystem: on ext4, space for the image's data is reserved
@@ -596,16 +633,6 @@ func TestFullFileSystem(t *testing.T) {
 	}
 }
 
-// statT returns the stat of p (size, allocated blocks).
-func statT(t *testing.T, p string) *syscall.Stat_t {
-	t.Helper()
-	st, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Sys().(*syscall.Stat_t)
-}
-
 // removeChunks deletes every chunk file of the datastore at store (the
 // .chunks directories stay).
 func removeChunks(t *testing.T, store string) {
@@ -621,6 +648,16 @@ func removeChunks(t *testing.T, store string) {
 	if err != nil || n == 0 {
 		t.Fatalf("removing the chunks of %s: %d removed, %v", store, n, err)
 	}
+}
+
+// statT returns the stat of p (size, allocated blocks).
+func statT(t *testing.T, p string) *syscall.Stat_t {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t)
 }
 
 // TestBlobArchive restores .blob archives (plain and encrypted).

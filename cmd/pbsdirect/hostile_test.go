@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // pbsWithin runs pbsdirect in-process and fails the test if it does not
@@ -137,9 +140,33 @@ func TestVerifyLengthConfusion(t *testing.T) {
 				m.Files = append(m.Files, index.FileInfo{Filename: name, CryptMode: index.CryptNone, Size: end, Csum: x.Csum})
 			}
 		})
-		r := pbsWithin(t, 30*time.Second, "verify", "--store", b.store, snap0)
+		r := pbsWithin(t, 30*time.Second, "verify", "--output-format", "json", "--store", b.store, snap0)
 		if r.code != 1 {
 			t.Errorf("lengths %v: verify must fail: %v", order, r)
+		}
+		// The archive that claims 5000 bytes is the damaged one, naming
+		// the chunk at [0,5000); the 9000-byte one is fine.
+		var rep verify.Report
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil || len(rep.Snapshots) != 1 {
+			t.Fatalf("lengths %v: report: %v: %v", order, err, r)
+		}
+		got := map[string]verify.ArchiveResult{}
+		for _, a := range rep.Snapshots[0].Archives {
+			got[a.Archive] = a
+		}
+		short, long := "a.pxar.didx", "b.pxar.didx"
+		if order[0] == 9000 {
+			short, long = long, short
+		}
+		if a := got[long]; !a.OK || a.ChunksChecked != 1 {
+			t.Errorf("lengths %v: %s (9000 bytes) must verify: %+v", order, long, a)
+		}
+		a := got[short]
+		if a.OK || len(a.Damaged) != 1 {
+			t.Fatalf("lengths %v: %s (5000 bytes) must list one damaged chunk: %+v", order, short, a)
+		}
+		if dc := a.Damaged[0]; dc.Digest != d.String() || dc.Length != 5000 || fmt.Sprint(dc.Offsets) != "[0]" || dc.Error == "" {
+			t.Errorf("lengths %v: damaged chunk %+v, want %s at [0] length 5000", order, dc, d)
 		}
 	}
 }

@@ -28,14 +28,15 @@ const (
 func readSmallFile(path string) ([]byte, error) { return crypto.ReadSecretFile(path) }
 
 // newPassphrase returns the new passphrase for a key: the first line of
-// file when given, else asked twice on the terminal (prompt).
-func newPassphrase(flagName, file, prompt string) ([]byte, error) {
+// file when given, else asked twice on the terminal (prompt). Without
+// either it is a usage error naming flagName and the alternative (or "").
+func newPassphrase(flagName, file, prompt, alternative string) ([]byte, error) {
 	if file != "" {
 		return secretFromFile(flagName, file)
 	}
 	p, err := askPassphrase(prompt, true)
 	if errors.Is(err, crypto.ErrPassphraseNeeded) {
-		return nil, usagef("no terminal to ask for the new passphrase: give %s, or --kdf none", flagName)
+		return nil, usagef("no terminal to ask for the new passphrase: give %s%s", flagName, alternative)
 	}
 	return p, err
 }
@@ -135,7 +136,7 @@ func cmdKeyChangePassphrase(ctx context.Context, args []string, stdout, stderr i
 	}
 	var pass []byte
 	if *kdf != crypto.KDFNone {
-		if pass, err = newPassphrase("--new-passphrase-file", *newFile, "New Password: "); err != nil {
+		if pass, err = newPassphrase("--new-passphrase-file", *newFile, "New Password: ", ", or --kdf none"); err != nil {
 			return err
 		}
 	}
@@ -171,6 +172,7 @@ func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
 	if *format != "text" {
 		return usagef("--output-format for a paper key must be text, not %q", *format)
 	}
+	textOnly(stdout)
 	path := defaultKeyPath()
 	if fs.NArg() == 1 {
 		path = fs.Arg(0)
@@ -214,7 +216,7 @@ func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s already exists: refusing to overwrite", name)
 		}
 	}
-	pass, err := newPassphrase("--master-passphrase-file", *passFile, "Master Key Password: ")
+	pass, err := newPassphrase("--master-passphrase-file", *passFile, "Master Key Password: ", "")
 	if err != nil {
 		return err
 	}

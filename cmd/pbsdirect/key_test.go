@@ -34,6 +34,11 @@ func TestPaperKeyRestores(t *testing.T) {
 		}
 	}
 	paper := fixture.WriteFile(t, t.TempDir(), "paperkey.txt", []byte(r.out))
+	t.Setenv("PROXMOX_OUTPUT_FORMAT", "json")
+	if again := mustOK(t, "key", "paperkey", "--subject", "pve1 backup key", keyfile); again.out != r.out {
+		t.Errorf("PROXMOX_OUTPUT_FORMAT=json changed the paper key:\n%s", again.out)
+	}
+	t.Setenv("PROXMOX_OUTPUT_FORMAT", "")
 	out := filepath.Join(t.TempDir(), "r.raw")
 	mustOK(t, "restore", "--store", store, "--keyfile", paper, snap0, "drive-scsi0", out)
 	fixture.Equal(t, out, data)

@@ -105,7 +105,7 @@ func (k *keySource) forManifest(m *index.Manifest) (*crypto.Config, error) {
 	cc, err := openKeyFile(k.ctx, def, k.stderr)
 	if err != nil {
 		if errors.Is(err, crypto.ErrPassphraseNeeded) {
-			err = fmt.Errorf("%w (set PBS_ENCRYPTION_PASSWORD, give --keyfile, or --crypt-mode none for no key)", err)
+			err = fmt.Errorf("%w (or give --keyfile for another key, or --crypt-mode none for no key)", err)
 		}
 		k.err = err
 		return nil, err

@@ -16,15 +16,21 @@ const runAsCLI = "PBSDIRECT_TEST_AS_CLI"
 
 // TestMain points the user config directory at an empty temporary one, so
 // that a default key file (~/.config/proxmox-backup/encryption-key.json) on
-// the machine running the tests never changes what they do.
+// the machine running the tests never changes what they do. With
+// PBSDIRECT_TEST_AS_CLI=1 the test binary is pbsdirect itself (main with the
+// arguments after the program name).
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsCLI) == "1" {
-		// Re-executed by a test as the command itself (e.g. as another user).
-		code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 		if p := os.Getenv(peakRSSEnv); p != "" {
+			// Measured: the peak resident set size is written at the end.
+			code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 			writePeakRSS(p)
+			os.Exit(code)
 		}
-		os.Exit(code)
+		// Re-executed by a test as the command itself (as another user, or
+		// to be signalled): main, with its signal handling and exit code.
+		main()
+		return
 	}
 	dir, err := os.MkdirTemp("", "pbsdirect-config")
 	if err != nil {

@@ -67,6 +67,22 @@ func TestMessages(t *testing.T) {
 		mustFail(t, 1, []string{"--keyfile"}, "restore", "--store", s3, snap0, "drive-scsi0", filepath.Join(dir, "d.raw"))
 	})
 
+	t.Run("malformed-name-once", func(t *testing.T) {
+		for _, ref := range []string{"vm/a-b!/2026", "vm/1/2026-13-01T00:00:00Z", "vmx/1"} {
+			r := mustFail(t, 2, []string{ref}, "restore", "--store", store, ref, "drive-scsi0", filepath.Join(dir, "m.raw"))
+			if n := strings.Count(r.err, ref); n != 1 {
+				t.Errorf("%s named %d times: %v", ref, n, r)
+			}
+		}
+	})
+
+	t.Run("drill-failed-restore-has-no-time", func(t *testing.T) {
+		r := mustFail(t, 1, nil, "drill", "--store", store, "--output-format", "json", "vm/100/2026-11-29T11:00:00Z", "drive-scsi0", filepath.Join(dir, "e.raw"))
+		if strings.Contains(r.out, "time-to-restore") {
+			t.Errorf("a drill whose restore failed reports a time to restore: %v", r)
+		}
+	})
+
 	t.Run("usage-exit-2", func(t *testing.T) {
 		img := fixture.WriteFile(t, dir, "u.raw", data)
 		for _, args := range [][]string{

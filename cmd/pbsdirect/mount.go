@@ -59,17 +59,23 @@ func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	fmt.Fprintf(stdout, "mounted %s read-only at %s:", sa.snap, dir)
-	for _, f := range files {
-		fmt.Fprintf(stdout, " %s", f.Name)
+	// In a JSON format stdout carries only the JSON result (at the end):
+	// what is served, and how it went, is said on stderr.
+	info := stdout
+	if outputJSON(stdout) {
+		info = stderr
 	}
-	fmt.Fprintln(stdout, "\n  press Ctrl-C (or send SIGTERM) to unmount")
+	fmt.Fprintf(info, "mounted %s read-only at %s:", sa.snap, dir)
+	for _, f := range files {
+		fmt.Fprintf(info, " %s", f.Name)
+	}
+	fmt.Fprintln(info, "\n  press Ctrl-C (or send SIGTERM) to unmount")
 	unmounted := make(chan struct{})
 	go func() { m.Wait(); close(unmounted) }()
 	select {
 	case <-unmounted:
-		fmt.Fprintf(stdout, "%s was unmounted\n", dir)
-		sa.report(stdout)
+		fmt.Fprintf(info, "%s was unmounted\n", dir)
+		sa.report(info)
 		return nil
 	case <-ctx.Done():
 	}
@@ -82,8 +88,8 @@ func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	<-unmounted
-	fmt.Fprintf(stdout, "unmounted %s\n", dir)
-	sa.report(stdout)
+	fmt.Fprintf(info, "unmounted %s\n", dir)
+	sa.report(info)
 	return nil
 }
 

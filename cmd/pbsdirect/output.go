@@ -69,6 +69,14 @@ type output struct {
 // Write passes text through to the real stdout.
 func (o *output) Write(p []byte) (int, error) { return o.w.Write(p) }
 
+// textOnly marks run's stdout w as carrying a command's own text (a paper
+// key): no JSON result is added to it, whatever PROXMOX_OUTPUT_FORMAT says.
+func textOnly(w io.Writer) {
+	if o, ok := w.(*output); ok {
+		o.format = formatText
+	}
+}
+
 // outputJSON reports whether w is run's stdout in a JSON format.
 func outputJSON(w io.Writer) bool {
 	o, ok := w.(*output)

@@ -122,3 +122,23 @@ func TestJSONOnFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildVersion: the -ldflags version wins; without it the version comes
+// from the build information (a test binary says "(devel)" or a module
+// version), never "dev", with the Go version.
+func TestBuildVersion(t *testing.T) {
+	prev := version
+	defer func() { version = prev }()
+	version = "v1.2.3"
+	if v := buildVersion(); v.Version != "v1.2.3" || !strings.HasPrefix(v.GoVersion, "go1.") {
+		t.Fatalf("with -ldflags: %+v", v)
+	}
+	version = ""
+	if v := buildVersion(); v.Version == "" || v.Version == "dev" || v.Platform == "" {
+		t.Fatalf("from build information: %+v", v)
+	}
+	r := mustOK(t, "version")
+	if !strings.HasPrefix(r.out, "pbsdirect ") || !strings.Contains(r.out, "go1.") {
+		t.Fatalf("version text: %v", r)
+	}
+}

@@ -94,7 +94,8 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 // checkSnapshotRef turns a malformed SNAPSHOT argument into a usage error.
 func checkSnapshotRef(ref string) error {
 	if _, err := index.ParseSnapshotRef(ref); err != nil {
-		return usagef("SNAPSHOT %q: %v (want TYPE/ID/TIME like vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest)", ref, err)
+		// The parse error names ref already.
+		return usagef("SNAPSHOT: %v (want TYPE/ID/TIME like vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest)", err)
 	}
 	return nil
 }

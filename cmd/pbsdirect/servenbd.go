@@ -81,16 +81,22 @@ func cmdServeNBD(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		uri = func(name string) string { return "nbd+unix:///" + url.PathEscape(name) + "?socket=" + path }
 	}
-	fmt.Fprintf(stdout, "serving %s read-only over NBD; Ctrl-C (or SIGTERM) stops\n", sa.snap)
-	for _, e := range srv.Exports {
-		fmt.Fprintf(stdout, "  %s  %s (%s)\n", uri(e.Name), e.Description, humanBytes(uint64(e.Size)))
+	// In a JSON format stdout carries only the JSON result (at the end):
+	// what is served, and how it went, is said on stderr.
+	info := stdout
+	if outputJSON(stdout) {
+		info = stderr
 	}
-	if f, ok := stdout.(*os.File); ok {
+	fmt.Fprintf(info, "serving %s read-only over NBD; Ctrl-C (or SIGTERM) stops\n", sa.snap)
+	for _, e := range srv.Exports {
+		fmt.Fprintf(info, "  %s  %s (%s)\n", uri(e.Name), e.Description, humanBytes(uint64(e.Size)))
+	}
+	if f, ok := info.(*os.File); ok {
 		f.Sync()
 	}
 	err = srv.Serve(ctx, l)
-	fmt.Fprintf(stdout, "stopped serving %s\n", sa.snap)
-	sa.report(stdout)
+	fmt.Fprintf(info, "stopped serving %s\n", sa.snap)
+	sa.report(info)
 	return err
 }
 

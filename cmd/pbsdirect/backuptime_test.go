@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+)
+
+// TestBackupTimeOrder: like PBS, a backup's --backup-time must follow the
+// last snapshot of its group (same namespace, type and ID): an earlier or
+// equal time is refused before anything is written, naming both; another
+// group or namespace is independent.
+func TestBackupTimeOrder(t *testing.T) {
+	store := fixture.NewStore(t)
+	img := fixture.WriteFile(t, t.TempDir(), "d.raw", fixture.Mixed(200<<10, 7))
+	backup := func(ns, id, btime string) result {
+		args := []string{"backup", "--store", store, "--backup-type", "vm", "--backup-id", id, "--backup-time", btime, "--chunk-size", "64"}
+		if ns != "" {
+			args = append(args, "--ns", ns)
+		}
+		return pbs(t, append(args, "drive-scsi0.img:"+img)...)
+	}
+	list := func(ns string) string {
+		args := []string{"snapshots", "--store", store}
+		if ns != "" {
+			args = append(args, "--ns", ns)
+		}
+		return mustOK(t, args...).out
+	}
+	const t2, t1, t3 = "2026-11-29T12:00:00Z", "2026-11-29T11:00:00Z", "2026-11-29T13:00:00Z"
+	if r := backup("", "100", t2); r.code != 0 {
+		t.Fatalf("first backup: %v", r)
+	}
+	before := list("")
+	for _, btime := range []string{t1, t2} {
+		r := backup("", "100", btime)
+		if r.code == 0 || !strings.Contains(r.err, "--backup-time "+btime+" is not after the group's last snapshot vm/100/"+t2) {
+			t.Errorf("--backup-time %s after vm/100/%s: want a refusal naming both: %v", btime, t2, r)
+		}
+	}
+	if after := list(""); after != before {
+		t.Errorf("a refused backup changed the snapshots:\nbefore %s\nafter  %s", before, after)
+	}
+	for _, c := range []struct{ ns, id, btime string }{
+		{"", "101", t1},     // another group
+		{"prod", "100", t1}, // the same group in another namespace
+		{"", "100", t3},     // later
+	} {
+		if r := backup(c.ns, c.id, c.btime); r.code != 0 {
+			t.Errorf("ns %q vm/%s at %s: %v", c.ns, c.id, c.btime, r)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+)
+
+// unsetPassphraseEnv removes PBS_ENCRYPTION_PASSWORD and
+// PBS_ENCRYPTION_PASSWORD_FILE for the test (restored afterwards).
+func unsetPassphraseEnv(t *testing.T) {
+	for _, k := range []string{"PBS_ENCRYPTION_PASSWORD", "PBS_ENCRYPTION_PASSWORD_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
+// TestPassphraseFile: PBS_ENCRYPTION_PASSWORD_FILE gives the passphrase (its
+// first line, without the line end) to key create, key show --verify and
+// restore; a file with another passphrase fails as a wrong passphrase.
+func TestPassphraseFile(t *testing.T) {
+	unsetPassphraseEnv(t)
+	dir := t.TempDir()
+	t.Setenv("PBS_ENCRYPTION_PASSWORD_FILE", fixture.WriteFile(t, dir, "pass", []byte("correct horse\r\nsecond line, ignored\n")))
+	keyfile := filepath.Join(dir, "key.json")
+	mustOK(t, "key", "create", "--kdf", "pbkdf2", keyfile)
+	r := mustOK(t, "key", "show", "--verify", "--output-format", "json", keyfile)
+	var info keyInfo
+	if err := json.Unmarshal([]byte(r.out), &info); err != nil || !info.Verified {
+		t.Fatalf("key show --verify: %+v %v", info, err)
+	}
+	// The same passphrase given directly opens the key: the file's first
+	// line is the passphrase.
+	t.Setenv("PBS_ENCRYPTION_PASSWORD", "correct horse")
+	mustOK(t, "key", "show", "--verify", keyfile)
+	os.Unsetenv("PBS_ENCRYPTION_PASSWORD")
+
+	data := fixture.Mixed(300<<10, 41)
+	store := fixture.NewStore(t)
+	backupImage(t, store, data, "--chunk-size", "64", "--keyfile", keyfile)
+	target := filepath.Join(t.TempDir(), "out.raw")
+	mustOK(t, "restore", "--store", store, "--keyfile", keyfile, snap0, "drive-scsi0", target)
+	fixture.Equal(t, target, data)
+
+	t.Setenv("PBS_ENCRYPTION_PASSWORD_FILE", fixture.WriteFile(t, dir, "wrong", []byte("wrong horse\n")))
+	target2 := filepath.Join(t.TempDir(), "out2.raw")
+	mustFail(t, 1, []string{keyfile, "wrong passphrase"}, "restore", "--store", store, "--keyfile", keyfile, snap0, "drive-scsi0", target2)
+	noFile(t, target2)
+}
+
+// TestNoTerminalForPassphrase: with no passphrase in the environment and no
+// terminal (the real process in a new session, without a controlling
+// terminal), key create with a KDF fails naming the ways to give one and
+// creates nothing, and a restore with a protected key fails without
+// touching the target.
+func TestNoTerminalForPassphrase(t *testing.T) {
+	unsetPassphraseEnv(t)
+	dir := t.TempDir()
+	t.Setenv("PBS_ENCRYPTION_PASSWORD", "correct horse")
+	keyfile := filepath.Join(dir, "key.json")
+	mustOK(t, "key", "create", "--kdf", "pbkdf2", keyfile)
+	store := fixture.NewStore(t)
+	backupImage(t, store, fixture.Mixed(200<<10, 42), "--chunk-size", "64", "--keyfile", keyfile)
+	unsetPassphraseEnv(t)
+
+	detached := func(args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), runAsCLI+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), stderr.String()
+	}
+	newKey := filepath.Join(dir, "new.json")
+	code, stderr := detached("key", "create", "--kdf", "scrypt", newKey)
+	if code == 0 || !strings.Contains(stderr, "there is no terminal to ask on") || !strings.Contains(stderr, "PBS_ENCRYPTION_PASSWORD_FILE") {
+		t.Errorf("key create without a terminal: exit %d, stderr %q", code, stderr)
+	}
+	noFile(t, newKey)
+
+	target := filepath.Join(t.TempDir(), "out.raw")
+	code, stderr = detached("restore", "--store", store, "--keyfile", keyfile, snap0, "drive-scsi0", target)
+	if code == 0 || !strings.Contains(stderr, keyfile) || !strings.Contains(stderr, "passphrase-protected") {
+		t.Errorf("restore with a protected key without a terminal: exit %d, stderr %q", code, stderr)
+	}
+	noFile(t, target)
+}
+
+// TestKeyCreateNoOverwrite: key create never replaces an existing key file
+// (nor what a symbolic link at the path names) and says so.
+func TestKeyCreateNoOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	keyfile := filepath.Join(dir, "key.json")
+	mustOK(t, "key", "create", "--kdf", "none", keyfile)
+	before, err := os.ReadFile(keyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kdf := range []string{"none", "pbkdf2"} {
+		t.Setenv("PBS_ENCRYPTION_PASSWORD", "x")
+		r := pbs(t, "key", "create", "--kdf", kdf, keyfile)
+		if r.code == 0 || !strings.Contains(r.err, keyfile) || !strings.Contains(r.err, "refusing to overwrite") {
+			t.Errorf("--kdf %s over an existing key file: %v", kdf, r)
+		}
+	}
+	fixture.Equal(t, keyfile, before)
+	// A dangling link: the file it names is not created either.
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere.json"), link); err != nil {
+		t.Fatal(err)
+	}
+	if r := pbs(t, "key", "create", "--kdf", "none", link); r.code == 0 {
+		t.Errorf("key create through a dangling link: %v", r)
+	}
+	noFile(t, filepath.Join(dir, "elsewhere.json"))
+}
