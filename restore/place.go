@@ -103,8 +103,8 @@ func (p *place) dirName() string { return p.dir.Name() }
 // another process fails at once with ErrTargetBusy, naming its PID when
 // /proc/locks tells it. A lock taken on a file that was renamed or removed
 // meanwhile (the previous holder finished) is dropped and taken again. The
-// file is empty on return.
-func (p *place) createPartial() (*os.File, error) {
+// file is empty on return, unless keep (a resume) leaves it as it is.
+func (p *place) createPartial(keep bool) (*os.File, error) {
 	for range 8 {
 		fd, err := unix.Openat(int(p.dir.Fd()), p.partial, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
 		if err != nil {
@@ -130,6 +130,9 @@ func (p *place) createPartial() (*os.File, error) {
 		if have.Mode&unix.S_IFMT != unix.S_IFREG {
 			f.Close()
 			return nil, fmt.Errorf("%s: the partial output's name in %s is taken by something that is not a regular file", p.path, p.dirName())
+		}
+		if keep {
+			return f, nil
 		}
 		if err := f.Truncate(0); err != nil {
 			p.removePartial()
@@ -289,4 +292,10 @@ func causeOf(err error) error {
 		return le.Err
 	}
 	return err
+}
+
+// PartialPath returns the name the partial output of a new file target
+// has beside it: ".NAME.pbsdirect-partial".
+func PartialPath(target string) string {
+	return filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+partialSuffix)
 }

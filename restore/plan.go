@@ -22,7 +22,8 @@ type Chunk struct {
 
 // Range is a byte range of the image, [Offset, Offset+Length).
 type Range struct {
-	Offset, Length uint64
+	Offset uint64 `json:"offset"`
+	Length uint64 `json:"length"`
 }
 
 // Plan maps a fixed index onto work (DESIGN.md "Plan"): each unique non-zero

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -72,6 +73,17 @@ type TargetOptions struct {
 	// DataBytes is how many bytes of the image are data (not zero chunks),
 	// for the free-space check before the work; 0 skips the check.
 	DataBytes int64
+	// Resume continues an interrupted restore of a new file: its partial
+	// output must be there, of the image's size, and is kept as it is
+	// (not emptied). Existing files and devices are written in place
+	// either way.
+	Resume bool
+	// Locked, when set, is called once the target is locked and checked,
+	// before anything in it changes (a new file's leftover partial output
+	// is emptied only after it): the place to discard an earlier restore's
+	// resume journal, which would no longer tell the truth. Its error
+	// stops OpenTarget.
+	Locked func() error
 }
 
 // FileTarget writes to a regular file or a block device with positioned
@@ -86,6 +98,7 @@ type FileTarget struct {
 	directOK  atomic.Bool
 	device    bool
 	created   bool        // a new file, written as the place's partial output
+	keep      bool        // keep the partial output on Close (a journaled restore to resume)
 	committed bool        // the partial output was renamed into place
 	zeroNeeds bool        // Zero must act (existing file, or device not assumed zeroed)
 	reserve   bool        // Allocate reserves space (a regular file on ext4 or XFS)
@@ -149,16 +162,31 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 	pl := t.place
 	var reused int64
 	if t.created {
-		f, err := pl.createPartial()
+		f, err := pl.createPartial(true)
 		if err != nil {
 			return err
 		}
 		t.buffered = f
+		if opts.Resume {
+			if st, err := f.Stat(); err != nil || st.Size() != t.size {
+				return fmt.Errorf("%s: nothing to resume: the partial output of an interrupted restore is not there (or not of the image's size)", t.path)
+			}
+		}
 		// Locked: a file that appeared at the name meanwhile is not ours.
 		if there, err := pl.lstatName(); err != nil {
 			return err
 		} else if there != nil {
 			return fmt.Errorf("%s: %w: it was created by another program meanwhile", t.path, ErrTargetExists)
+		}
+		if opts.Locked != nil {
+			if err := opts.Locked(); err != nil {
+				return err
+			}
+		}
+		if !opts.Resume {
+			if err := f.Truncate(0); err != nil {
+				return fmt.Errorf("%s: %w", t.path, causeOf(err))
+			}
 		}
 	} else {
 		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -184,6 +212,11 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		}
 		reused = st.Blocks * 512
 		t.zeroNeeds = true
+		if opts.Locked != nil {
+			if err := opts.Locked(); err != nil {
+				return err
+			}
+		}
 	}
 	if opts.DataBytes > 0 {
 		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused); err != nil {
@@ -238,6 +271,12 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 		t.release()
 		return nil, err
 	}
+	if opts.Locked != nil {
+		if err := opts.Locked(); err != nil {
+			t.release()
+			return nil, err
+		}
+	}
 	t.openDirect(opts)
 	return t, nil
 }
@@ -263,7 +302,7 @@ func (t *FileTarget) openDirect(opts TargetOptions) {
 // release closes every descriptor, removing an uncommitted partial output
 // first (while the lock is still held).
 func (t *FileTarget) release() error {
-	if t.created && !t.committed && t.place != nil && t.buffered != nil {
+	if t.created && !t.committed && !t.keep && t.place != nil && t.buffered != nil {
 		t.place.removePartial()
 	}
 	var first error
@@ -279,6 +318,20 @@ func (t *FileTarget) release() error {
 		t.place.close()
 	}
 	return first
+}
+
+// KeepPartial makes Close keep the partial output of a new file that was
+// not completed, under its hidden name, for a resume (its journal records
+// what is durable in it).
+func (t *FileTarget) KeepPartial() { t.keep = true }
+
+// PartialPath returns the path of the partial output a new file target
+// is written as ("" for other targets).
+func (t *FileTarget) PartialPath() string {
+	if !t.created || t.place == nil {
+		return ""
+	}
+	return filepath.Join(t.place.dirName(), t.place.partial)
 }
 
 // Direct reports whether O_DIRECT writes are in use.
@@ -510,7 +563,7 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 		return err
 	}
 	defer pl.close()
-	f, err := pl.createPartial()
+	f, err := pl.createPartial(false)
 	if err != nil {
 		return err
 	}

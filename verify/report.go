@@ -1,5 +1,7 @@
 package verify
 
+import "github.com/pbsdirect/pbsdirect/chunkstore"
+
 // ReportVersion is the version of the Report JSON schema.
 const ReportVersion = 1
 
@@ -71,6 +73,10 @@ type Report struct {
 	DamagedUnlisted int              `json:"damaged-chunks-unlisted,omitempty"`
 	Snapshots       []SnapshotResult `json:"snapshots"`
 	Skipped         []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
+	// Stores says, with several stores (a chunkstore.Chain), how many
+	// chunks each served and how many copies fell through; set by the
+	// command.
+	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
 }
 
 // Add appends r to the report and updates its counts and OK; a skipped

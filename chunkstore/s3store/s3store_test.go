@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/storetest"
@@ -34,14 +35,11 @@ func newBucket(t testing.TB, srv *testenv.S3Server) string {
 // testOptions keeps retries fast.
 func testOptions(srv *testenv.S3Server, endpoint string) s3store.Options {
 	return s3store.Options{
-		Endpoint:       endpoint,
-		Region:         srv.Region,
-		Credentials:    credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
-		MaxRetries:     3,
-		MinBackoff:     time.Millisecond,
-		MaxBackoff:     5 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		Concurrency:    16,
+		Endpoint:    endpoint,
+		Region:      srv.Region,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
+		Policy:      bucket.Options{RetryFor: 300 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, IOTimeout: 10 * time.Second},
+		Concurrency: 16,
 	}
 }
 
@@ -172,8 +170,8 @@ func TestFaults(t *testing.T) {
 		{"read/500", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Times: 1, Status: 500}, readChunk, nil, "", 2},
 		{"read/reset mid-body twice", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Times: 2, Reset: true, ResetAfter: 1000}, readChunk, nil, "", 3},
 		{"read/reset before body", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Times: 1, Reset: true}, readChunk, nil, "", 2},
-		{"read/persistent 503", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Status: 503}, readChunk, nil, "ServiceUnavailable", 4},
-		{"read/persistent reset", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Reset: true, ResetAfter: 10}, readChunk, nil, "attempts", 4},
+		{"read/persistent 503", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Status: 503}, readChunk, chunkstore.ErrUnavailable, "", 0},
+		{"read/persistent reset", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Reset: true, ResetAfter: 10}, readChunk, chunkstore.ErrUnavailable, "", 0},
 		{"read/403 not retried", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Status: 403}, readChunk, chunkstore.ErrDenied, "", 1},
 		{"file/503", faultproxy.Rule{Method: "GET", PathContains: "/.cnt/", Times: 2, Status: 503}, readFile, nil, "", 3},
 		{"file/reset mid-body resumes", faultproxy.Rule{Method: "GET", PathContains: "/.cnt/", Times: 2, Reset: true, ResetAfter: 1 << 20}, readFile, nil, "", 3},
@@ -183,7 +181,7 @@ func TestFaults(t *testing.T) {
 		{"putchunk/409 conflict", faultproxy.Rule{Method: "PUT", Times: 1, Status: 409}, writeChunk, nil, "", 2},
 		{"putchunk/429", faultproxy.Rule{Method: "PUT", Times: 1, Status: 429}, writeChunk, nil, "", 2},
 		{"putfile/503", faultproxy.Rule{Method: "PUT", Times: 3, Status: 503}, writeFile, nil, "", 4},
-		{"putfile/persistent 503", faultproxy.Rule{Method: "PUT", Status: 503}, writeFile, nil, "ServiceUnavailable", 4},
+		{"putfile/persistent 503", faultproxy.Rule{Method: "PUT", Status: 503}, writeFile, chunkstore.ErrUnavailable, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -281,7 +279,7 @@ func TestRequestTimeout(t *testing.T) {
 	srv := testenv.StartS3(t)
 	f := newFixture(t, srv)
 	o := testOptions(srv, f.proxy.URL)
-	o.RequestTimeout = 200 * time.Millisecond
+	o.Policy.IOTimeout = 200 * time.Millisecond
 	s := open(t, f.bucket, "store", o)
 	for _, tc := range []struct {
 		name string

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"syscall"
 
 	flag "github.com/spf13/pflag"
@@ -136,6 +137,11 @@ func exitCode(err error) int {
 func interrupted(ctx context.Context, err error) error {
 	var ie *interruptedError
 	if err != nil && errors.As(context.Cause(ctx), &ie) {
+		// Keep what the command said about the interrupted work (e.g. how
+		// to resume), with "interrupted" for the cancellation.
+		if detail := strings.ReplaceAll(err.Error(), context.Canceled.Error(), "interrupted"); detail != "interrupted" {
+			return fmt.Errorf("%w: %s", ie, detail)
+		}
 		return ie
 	}
 	return err

@@ -107,7 +107,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer f.Close()
 		list = bufio.NewWriter(f)
 	}
-	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		prog.mode = progressNone
 	}
 	v := verify.New(store, verify.Options{
-		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store), Parallel: *parallel,
+		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
 		Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
 		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 		Progress: func(name string, total int64, done func() int64) func() {
@@ -154,6 +154,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	})
 	rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
+	rep.Stores = storeCounts(store)
 	for _, n := range sel.Namespaces {
 		rep.Namespaces = append(rep.Namespaces, n.String())
 	}
@@ -228,6 +229,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 			what = " (shard " + rep.Shard + ")"
 		}
 		fmt.Fprintf(stdout, "verified %d snapshot(s)%s, %s, %d chunks checked in %.2fs: %s\n", len(rep.Snapshots), what, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
+		printStores(stdout, rep.Stores)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
 		}
