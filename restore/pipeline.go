@@ -412,9 +412,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				var member int
 				var err error
 				if chain != nil {
-					raw, member, err = chain.ReadChunkFrom(ctx, c.Digest, buf, 0)
+					raw, member, err = chain.ReadChunkFrom(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length), 0)
 				} else {
-					raw, err = store.ReadChunk(ctx, c.Digest, buf)
+					raw, err = store.ReadChunk(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length))
 				}
 				if err != nil {
 					rawPool.put(buf)
@@ -558,7 +558,7 @@ func nextCopies(ctx context.Context, chain *chunkstore.Chain, dec *chunkstore.De
 	for err != nil && ctx.Err() == nil {
 		chain.Damaged(f.member)
 		errs = append(errs, fmt.Errorf("%s: %w", chain.Members()[f.member], err))
-		raw, m, rerr := chain.ReadChunkFrom(ctx, f.chunk.Digest, f.buf, f.member+1)
+		raw, m, rerr := chain.ReadChunkFrom(ctx, f.chunk.Digest, f.buf, chunkstore.ChunkLimit(f.chunk.Length), f.member+1)
 		if rerr != nil {
 			if f.member+1 < len(chain.Members()) {
 				errs = append(errs, rerr) // what the further members said

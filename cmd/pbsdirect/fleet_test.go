@@ -186,7 +186,7 @@ func TestVerifyShardsMerge(t *testing.T) {
 			var files []string
 			for i := range n {
 				rp := filepath.Join(dir, fmt.Sprintf("shard-%d-of-%d.json", i, n))
-				r := pbsProcess(t, []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)},
+				r := pbsProc(t, []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)},
 					"verify", "--store", f.store, "--all-namespaces", "--parallel", "1", "--shard", fmt.Sprintf("auto/%d", n), "--report", rp)
 				if r.code != 0 && r.code != 1 {
 					t.Fatalf("shard %d/%d: %v", i, n, r.result)

@@ -38,10 +38,10 @@ type procResult struct {
 	maxRSS int64 // peak resident set size in bytes
 }
 
-// pbsProcess runs pbsdirect with args as a separate process (the test
+// pbsProc runs pbsdirect with args as a separate process (the test
 // binary re-executed) with the extra environment env, for what an in-process
 // run cannot show: peak memory, and a process's own environment.
-func pbsProcess(t *testing.T, env []string, args ...string) procResult {
+func pbsProc(t *testing.T, env []string, args ...string) procResult {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	rss := filepath.Join(t.TempDir(), "peak-rss")

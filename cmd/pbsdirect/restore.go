@@ -74,6 +74,7 @@ type restoreCmd struct {
 	follow       *bool
 	resume       *bool
 	cryptMode    *string
+	requireSig   *bool
 	onMissing    *string // nil for drill: a drill never writes zeros for data
 	onCorrupt    *string
 	damage       [2]restore.Damage // parsed --on-missing, --on-corrupt
@@ -97,6 +98,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.resume = fs.Bool("resume", false, "continue an interrupted restore of the same snapshot, archive and target, fetching no chunk its journal records as durable (the journal is beside the partial output, or under the user's cache directory for a block device)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
+	rc.requireSig = registerRequireSignature(fs)
 	return rc
 }
 
@@ -236,6 +238,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
+	if err := checkSigned(m, snap, cc, *rc.requireSig, stderr); err != nil {
+		return nil, err
+	}
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
 			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
@@ -251,6 +256,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		return nil, err
 	}
 	topts := rc.targetOptions(int64(plan.DataBytes()))
+	topts.Reserve = plan.DataRanges()
 	topts.Resume = *rc.resume
 	if !*rc.resume {
 		// Once the target is ours: an earlier interrupted restore is
@@ -420,20 +426,45 @@ func loadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
-// free-space check.
+// free-space check and a directory store to keep targets out of.
 func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
-	return restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
+	o := restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
 		FollowSymlinks: *rc.follow, DataBytes: dataBytes}
+	if !strings.Contains(rc.sf.store, "://") {
+		o.StoreDir = rc.sf.store // never write into the datastore being read
+	}
+	return o
 }
 
 // restoreFailed says what a failed restore left: an existing target that
 // was written to now holds a partial image; a new file was removed.
 func restoreFailed(archive, targetPath string, partial bool, err error) error {
 	if partial {
-		return fmt.Errorf("restore of %s to %s failed after writing started: %s now holds a partial image, not a usable disk (restore again to repair it): %w", archive, targetPath, targetPath, err)
+		return &partialError{archive: archive, target: targetPath, err: err}
 	}
 	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetPath, err)
 }
+
+// partialError is a restore that failed (or was interrupted) after it
+// changed an existing target: the target now holds a partial image.
+type partialError struct {
+	archive, target string
+	err             error
+}
+
+// words says what the target holds now.
+func (e *partialError) words() string {
+	return fmt.Sprintf("%s now holds a partial image, not a usable disk (restore again to repair it)", e.target)
+}
+
+// Error says that the restore failed after writing started, what the
+// target holds now, and why.
+func (e *partialError) Error() string {
+	return fmt.Sprintf("restore of %s to %s failed after writing started: %s: %v", e.archive, e.target, e.words(), e.err)
+}
+
+// Unwrap returns the cause.
+func (e *partialError) Unwrap() error { return e.err }
 
 // zeroWords explains restoreSummary.ZeroRanges in the text summary.
 var zeroWords = map[string]string{

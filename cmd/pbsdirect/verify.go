@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -44,6 +45,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
 	cryptMode := registerCryptMode(fs)
+	requireSig := registerRequireSignature(fs)
 	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
 	maxDepth := fs.Int("max-depth", 0, "also verify child namespaces down to this many levels below --ns (as proxmox-backup-client)")
 	allNS := fs.Bool("all-namespaces", false, "verify the whole store: every namespace at any depth")
@@ -134,7 +136,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		prog.mode = progressNone
 	}
 	v := verify.New(store, verify.Options{
-		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
+		KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
+			cc, err := keys.forManifest(m)
+			if err == nil {
+				err = checkSigned(m, m.Snapshot(ns), cc, *requireSig, stderr)
+			}
+			return cc, err
+		},
+		CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
 		Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
 		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 		Progress: func(name string, total int64, done func() int64) func() {

@@ -18,7 +18,7 @@ func TestVerifyMillionMissing(t *testing.T) {
 	fixture.ManyChunks(t, store, fixture.Snap(t, "", "vm", "100", fixture.T0), n, 64<<10)
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			r := pbsProcess(t, nil, "verify", "--store", store, "--output-format", format)
+			r := pbsProc(t, nil, "verify", "--store", store, "--output-format", format)
 			t.Logf("%s: exit %d, peak RSS %d MiB, %d bytes of output", format, r.code, r.maxRSS>>20, len(r.out)+len(r.err))
 			if r.code != 1 {
 				t.Fatalf("want exit 1: %v", r.result)
