@@ -67,26 +67,28 @@ func (c *Chain) ChunkLocation(d crypto.Digest) string { return c.members[0].Chun
 
 // ReadChunk reads d from the first member that has a copy (see
 // ReadChunkFrom) and counts it as served.
-func (c *Chain) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
-	raw, m, err := c.ReadChunkFrom(ctx, d, buf, 0)
+func (c *Chain) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
+	raw, m, err := c.ReadChunkFrom(ctx, d, buf, limit, 0)
 	if err == nil {
 		c.Served(m, len(raw))
 	}
 	return raw, err
 }
 
-// ReadChunkFrom reads d from the first member at index from or later that
-// returns a copy, and returns it with that member's index. Members that
+// ReadChunkFrom reads d, at most limit bytes (see Store.ReadChunk), from
+// the first member at index from or later that returns a copy, and returns
+// it with that member's index. An oversized copy falls through like a
+// missing one. Members that
 // fail (missing, 0-byte, unreadable, unavailable) are counted as missing and
 // skipped. When none has a copy, the error joins every member's error (so
 // that errors.Is finds ErrNotFound, ErrUnavailable, … of any of them); the
 // caller's ctx ending stops at once with its error. The copy is not yet
 // counted as served: the reader calls Served once it passed its check, or
 // Damaged and reads on from the next member.
-func (c *Chain) ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, from int) ([]byte, int, error) {
+func (c *Chain) ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, limit, from int) ([]byte, int, error) {
 	var errs []error
 	for i := from; i < len(c.members); i++ {
-		raw, err := c.members[i].ReadChunk(ctx, d, buf)
+		raw, err := c.members[i].ReadChunk(ctx, d, buf, limit)
 		if err == nil {
 			return raw, i, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -65,7 +66,9 @@ func JournalPath(target string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".pbsdirect-journal"), nil
+	// Short enough for the ".new" name it is rewritten under, too.
+	name := strings.TrimSuffix(sideName(filepath.Base(abs), ".pbsdirect-journal.new"), ".new")
+	return filepath.Join(filepath.Dir(abs), name), nil
 }
 
 // ReadJournal reads the journal at path: its header and the chunks it

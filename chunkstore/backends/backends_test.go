@@ -83,7 +83,7 @@ func TestOpen(t *testing.T) {
 			if l, ok := backends.LayoutOf(s); ok != tc.remote || l != tc.layout {
 				t.Errorf("LayoutOf = %v, %v", l, ok)
 			}
-			got, err := s.ReadChunk(ctx, d, nil)
+			got, err := s.ReadChunk(ctx, d, nil, 0)
 			if err != nil || string(got) != string(blob) {
 				t.Fatalf("ReadChunk: %v", err)
 			}

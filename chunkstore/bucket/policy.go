@@ -196,7 +196,14 @@ func (p *Policy) Do(ctx context.Context, get bool, fn func(context.Context) erro
 		if ra := time.Duration(att.retryAfter.Load()); ra > 0 {
 			delay = ra
 		}
-		if failing := now.Sub(firstFail) - queued; p.opts.RetryFor < 0 || failing+delay > p.opts.RetryFor {
+		// The same request keeps being tried for the whole of RetryFor: a
+		// wait (backoff or Retry-After) that would end past it is cut so
+		// that the last attempt comes at the deadline.
+		failing := now.Sub(firstFail) - queued
+		if left := p.opts.RetryFor - failing; left > 0 && delay > left {
+			delay = left
+		}
+		if p.opts.RetryFor < 0 || failing >= p.opts.RetryFor {
 			what := "failing"
 			if class == Throttle {
 				what = "throttled"

@@ -305,10 +305,11 @@ func (s *Store) objURL(key string) string { return "gs://" + s.name + "/" + key 
 func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
 
 // ReadChunk downloads the chunk object for d into buf (see
-// chunkstore.Store.ReadChunk) under the bucket policy. A failure while
+// chunkstore.Store.ReadChunk) under the bucket policy: an object larger
+// than limit is refused by its size before its body is read. A failure while
 // reading the body retries the whole download; partial data is never
 // returned.
-func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	key := s.keys.Chunk(d)
 	var out []byte
 	err := s.pol.Do(ctx, true, func(ctx context.Context) error {
@@ -320,7 +321,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 		// Size is -1 for a body without Content-Length or one decoded on
 		// the way (an object stored with Content-Encoding gzip): read to
 		// its end, bounded by the limit.
-		out, err = bucket.ReadBody(r, r.Attrs.Size, chunkstore.MaxBlobSize+chunkstore.EncryptedHeaderSize, buf)
+		out, err = bucket.ReadBody(r, r.Attrs.Size, chunkstore.ReadLimit(limit), buf)
 		if err != nil && !errors.Is(err, chunkstore.ErrTooLarge) && !errors.Is(err, chunkstore.ErrEmpty) {
 			err = fmt.Errorf("reading body: %w", err)
 		}

@@ -116,7 +116,7 @@ func TestFaults(t *testing.T) {
 	srv := testenv.StartGCS(t)
 	type op func(t *testing.T, f *fixture, s *gcsstore.Store) error
 	readChunk := func(t *testing.T, f *fixture, s *gcsstore.Store) error {
-		got, err := s.ReadChunk(context.Background(), f.digest, nil)
+		got, err := s.ReadChunk(context.Background(), f.digest, nil, 0)
 		if err == nil && !bytes.Equal(got, f.blob) {
 			t.Fatalf("ReadChunk returned wrong bytes")
 		}
@@ -207,7 +207,7 @@ func TestNotFoundNotRetried(t *testing.T) {
 	f := newFixture(t, srv)
 	s := open(t, f.bucket, "store", testOptions(f.proxy.URL))
 	f.proxy.SetRules(faultproxy.Rule{PathContains: crypto.Digest{1}.String()})
-	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil)
+	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil, 0)
 	if !errors.Is(err, chunkstore.ErrNotFound) || !strings.Contains(err.Error(), s.ChunkLocation([32]byte{1})) {
 		t.Fatalf("err = %v", err)
 	}
@@ -237,7 +237,7 @@ func TestEmulatorHostWithoutCredentials(t *testing.T) {
 	if s.Layout() != gcsstore.LayoutPBS4 {
 		t.Errorf("layout %v", s.Layout())
 	}
-	if got, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil || !bytes.Equal(got, f.blob) {
+	if got, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || !bytes.Equal(got, f.blob) {
 		t.Fatalf("ReadChunk: %v", err)
 	}
 }
@@ -250,7 +250,7 @@ func TestRequestTimeout(t *testing.T) {
 	s := open(t, f.bucket, "store", o)
 	f.proxy.SetRules(faultproxy.Rule{Method: "GET", PathContains: ".chunks", Times: 1, Delay: 3 * time.Second})
 	start := time.Now()
-	if got, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil || !bytes.Equal(got, f.blob) {
+	if got, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || !bytes.Equal(got, f.blob) {
 		t.Fatalf("ReadChunk: %v", err)
 	}
 	if el := time.Since(start); el > 2500*time.Millisecond {

@@ -600,15 +600,17 @@ func (s *Store) objURL(key string) string { return "s3://" + s.bucket + "/" + ke
 func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
 
 // ReadChunk downloads the chunk object for d into buf (see
-// chunkstore.Store.ReadChunk) under the bucket policy: a failure while
+// chunkstore.Store.ReadChunk) under the bucket policy: an object whose
+// Content-Length exceeds limit is refused before its body is read, and a
+// body without one is read only up to limit bytes. A failure while
 // reading the body (reset, truncation, stall) retries the whole download;
 // partial data is never returned.
-func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	key := s.keys.Chunk(d)
 	var out []byte
 	err := s.pol.Do(ctx, true, func(ctx context.Context) error {
 		var err error
-		out, err = s.readChunkOnce(ctx, key, buf)
+		out, err = s.readChunkOnce(ctx, key, buf, chunkstore.ReadLimit(limit))
 		return err
 	}, classifyErr)
 	if err != nil {
@@ -618,7 +620,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 }
 
 // readChunkOnce makes one GetObject call and reads the body.
-func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, error) {
+func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte, limit int64) ([]byte, error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
 		return nil, err
@@ -628,7 +630,7 @@ func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]by
 	if err != nil {
 		return nil, err
 	}
-	buf, err = bucket.ReadBody(body, bodySize(out.ContentLength, decoded), chunkstore.MaxBlobSize+chunkstore.EncryptedHeaderSize, buf)
+	buf, err = bucket.ReadBody(body, bodySize(out.ContentLength, decoded), limit, buf)
 	if err != nil && !errors.Is(err, chunkstore.ErrTooLarge) && !errors.Is(err, chunkstore.ErrEmpty) {
 		err = fmt.Errorf("reading body: %w", err)
 	}

@@ -121,7 +121,7 @@ func TestFaults(t *testing.T) {
 	chunkPath := "/.chunks/"
 	type check func(t *testing.T, f *fixture, s *s3store.Store) error
 	readChunk := func(t *testing.T, f *fixture, s *s3store.Store) error {
-		got, err := s.ReadChunk(context.Background(), f.digest, nil)
+		got, err := s.ReadChunk(context.Background(), f.digest, nil, 0)
 		if err == nil && !bytes.Equal(got, f.blob) {
 			t.Fatalf("ReadChunk returned wrong bytes (%d, want %d)", len(got), len(f.blob))
 		}
@@ -223,7 +223,7 @@ func TestNotFoundNotRetried(t *testing.T) {
 	f := newFixture(t, srv)
 	s := f.open(t)
 	f.proxy.SetRules(faultproxy.Rule{PathContains: chunkstore.ChunkRelPath([32]byte{1})})
-	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil)
+	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil, 0)
 	if !errors.Is(err, chunkstore.ErrNotFound) {
 		t.Fatalf("err = %v", err)
 	}
@@ -270,7 +270,7 @@ func TestConditionalPutFallback(t *testing.T) {
 	if n := f.proxy.Matched()[0]; n != 1 {
 		t.Errorf("conditional PUT sent %d times, want once before falling back", n)
 	}
-	if got, err := s.ReadChunk(ctx, d, nil); err != nil || !bytes.Equal(got, blob) {
+	if got, err := s.ReadChunk(ctx, d, nil, 0); err != nil || !bytes.Equal(got, blob) {
 		t.Fatalf("read back: %v", err)
 	}
 }
@@ -287,7 +287,7 @@ func TestRequestTimeout(t *testing.T) {
 		op   func() error
 	}{
 		{"get", faultproxy.Rule{Method: "GET", PathContains: "/.chunks/", Times: 1, Delay: 3 * time.Second}, func() error {
-			_, err := s.ReadChunk(context.Background(), f.digest, nil)
+			_, err := s.ReadChunk(context.Background(), f.digest, nil, 0)
 			return err
 		}},
 		{"list", faultproxy.Rule{Method: "GET", QueryContains: "list-type=2", Times: 1, Delay: 3 * time.Second}, func() error {
@@ -330,7 +330,7 @@ func TestConcurrencyWithLatency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil {
+			if _, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil {
 				errs <- err
 			}
 		}()
@@ -366,7 +366,7 @@ func TestEnvironmentConfig(t *testing.T) {
 	if s.Endpoint() != srv.Endpoint || s.Layout() != s3store.LayoutPBS4 || s.String() != "s3://"+f.bucket+"/store" {
 		t.Fatalf("endpoint %q layout %v name %q", s.Endpoint(), s.Layout(), s)
 	}
-	if got, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil || !bytes.Equal(got, f.blob) {
+	if got, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || !bytes.Equal(got, f.blob) {
 		t.Fatalf("ReadChunk via env config: %v", err)
 	}
 	// A flag (option) overrides the environment.
@@ -376,7 +376,7 @@ func TestEnvironmentConfig(t *testing.T) {
 		t.Fatalf("endpoint %q", s2.Endpoint())
 	}
 	before := f.proxy.Requests()
-	if _, err := s2.ReadChunk(context.Background(), f.digest, nil); err != nil || f.proxy.Requests() == before {
+	if _, err := s2.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || f.proxy.Requests() == before {
 		t.Fatalf("option endpoint not used: %v", err)
 	}
 }
@@ -423,7 +423,7 @@ func BenchmarkReadChunk(b *testing.B) {
 				buf := make([]byte, 0, len(blob))
 				for pb.Next() {
 					var err error
-					if buf, err = s.ReadChunk(context.Background(), d, buf); err != nil {
+					if buf, err = s.ReadChunk(context.Background(), d, buf, 0); err != nil {
 						b.Error(err)
 						return
 					}

@@ -21,6 +21,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -32,7 +33,8 @@ Usage:
   pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device (- for standard output)
   pbsdirect mount     [flags] SNAPSHOT MOUNTPOINT       mount a snapshot's archives as read-only files (FUSE), no restore needed
   pbsdirect serve-nbd [flags] SNAPSHOT                  serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)
-  pbsdirect verify    [flags] [SNAPSHOT]                verify a snapshot, or every snapshot of the namespace
+  pbsdirect verify    [flags] [SNAPSHOT | TYPE/ID]      verify a snapshot, a group, a namespace (tree) or the whole store
+  pbsdirect report merge [flags] FILE...                merge the JSON reports of verify shards into one
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
   pbsdirect snapshots [flags]                           list the finished snapshots of a namespace (--max-depth for those below)
   pbsdirect groups    [flags]                           list the backup groups of a namespace
@@ -53,9 +55,11 @@ Exit codes:
   0    success
   1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
        a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
-  2    usage error
+  2    usage error, or a TARGET refused as named (exists without --force, a symbolic link, a
+       directory or FIFO, a missing directory, a disk-image format, too small, inside the store)
   3    the run could not complete for a reason outside the data: store unreachable, credentials
-       refused, throttled past --retry-for, target I/O error, no space: retrying later can help
+       refused, throttled past --retry-for, target I/O error, permission, no space, target busy
+       or in use, snapshot exists or group locked (backup): retrying later can help
   130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM
 JSON reports (--output-format json) carry the same code as "exit-code".
 `
@@ -107,11 +111,14 @@ func main() {
 
 // exitCode maps a command's error to the process exit code: 0 for nil (and
 // --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
-// a usage error; 3 when the cause lies outside the data
-// (chunkstore.Outside: unreachable store, refused credentials, throttled
-// past --retry-for, target I/O error, no space; a busy target or snapshot;
-// FUSE unavailable for mount); 1 for everything else, which is damaged or
-// missing data.
+// a usage error, and a target refused as named (exists without --force, a
+// symbolic link, a disk-image container, part of the datastore, a missing
+// directory, not a file or block device, a device too small); 3 when the
+// cause lies outside the data (chunkstore.Outside: unreachable store,
+// refused credentials, throttled past --retry-for, target I/O error,
+// permission, no space; a busy or in-use target, a locked group, a
+// snapshot that already exists; FUSE unavailable for mount); 1 for
+// everything else, which is damaged or missing data.
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
@@ -120,9 +127,13 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ie):
 		return 128 + int(ie.sig)
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
+		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable):
+		// A target that cannot take the restore as named: the command
+		// line must change, not the data or the machine.
 		return exitUsage
-	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, chunkstore.ErrSnapshotBusy),
+	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, restore.ErrTargetInUse),
+		errors.Is(err, restore.ErrNoSpace), errors.Is(err, chunkstore.ErrSnapshotBusy), errors.Is(err, backup.ErrSnapshotExists),
 		errors.Is(err, fusefs.ErrUnavailable):
 		// Busy: another run holds the target or the snapshot; a retry
 		// after it may succeed. No FUSE: the machine, not the data.
@@ -190,6 +201,7 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		"mount":      cmdMount,
 		"serve-nbd":  cmdServeNBD,
 		"version":    cmdVersion,
+		"report":     cmdReport,
 	}
 	name := args[0]
 	switch name {

@@ -74,6 +74,7 @@ type restoreCmd struct {
 	follow       *bool
 	resume       *bool
 	cryptMode    *string
+	requireSig   *bool
 	onMissing    *string // nil for drill: a drill never writes zeros for data
 	onCorrupt    *string
 	damage       [2]restore.Damage // parsed --on-missing, --on-corrupt
@@ -97,6 +98,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.resume = fs.Bool("resume", false, "continue an interrupted restore of the same snapshot, archive and target, fetching no chunk its journal records as durable (the journal is beside the partial output, or under the user's cache directory for a block device)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
+	rc.requireSig = registerRequireSignature(fs)
 	return rc
 }
 
@@ -236,6 +238,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
+	if err := checkSigned(m, snap, cc, *rc.requireSig, stderr); err != nil {
+		return nil, err
+	}
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
 			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
@@ -246,11 +251,12 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	journal, resumed, err := rc.journal(snap, archive, fi, plan, targetPath)
+	journal, durable, err := rc.journal(snap, archive, fi, plan, targetPath)
 	if err != nil {
 		return nil, err
 	}
 	topts := rc.targetOptions(int64(plan.DataBytes()))
+	topts.Reserve = plan.DataRanges()
 	topts.Resume = *rc.resume
 	if !*rc.resume {
 		// Once the target is ours: an earlier interrupted restore is
@@ -269,6 +275,28 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		if err != nil {
 			target.Close(true)
 			return nil, err
+		}
+	}
+	resumed := 0
+	if durable != nil {
+		// The journal says which chunks were written and synced; the
+		// target's own bytes must say so too (a partial output changed
+		// since, another device at the same path): what they do not hold
+		// is fetched again.
+		var key *crypto.Config
+		if fi.CryptMode == index.CryptEncrypt {
+			key = cc
+		}
+		held, err := restore.CheckDurable(ctx, target.File(), plan, durable, key, pf.options(sf.fetchSpec()).Jobs)
+		if err != nil {
+			journal.Close()
+			target.KeepPartial()
+			target.Close(true)
+			return nil, err
+		}
+		resumed = plan.Drop(func(c *restore.Chunk) bool { return held[c.Digest] })
+		if n := len(durable) - resumed; n > 0 {
+			fmt.Fprintf(stderr, "pbsdirect: note: %d chunk(s) the journal records are not on %s as written: they are fetched again\n", n, targetPath)
 		}
 	}
 	var stats restore.Stats
@@ -356,7 +384,12 @@ func startOver(targetPath string, stderr io.Writer) error {
 		return err
 	}
 	h, done, jerr := restore.ReadJournal(jpath)
-	_, perr := os.Lstat(restore.PartialPath(targetPath))
+	// This run's own partial output is there already, empty: only one
+	// with content is an earlier restore's.
+	pst, perr := os.Lstat(restore.PartialPath(targetPath))
+	if perr == nil && pst.Size() == 0 {
+		perr = os.ErrNotExist
+	}
 	switch {
 	case jerr == nil:
 		fmt.Fprintf(stderr, "pbsdirect: note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)\n",
@@ -368,30 +401,30 @@ func startOver(targetPath string, stderr io.Writer) error {
 }
 
 // journal opens the resume journal for --resume: that of the interrupted
-// restore, refusing one of another snapshot, archive or index; it drops the
-// chunks the journal records from plan and returns how many. Without
+// restore, refusing one of another snapshot, archive or index; it returns
+// the chunks the journal records as durable, which the caller checks on
+// the target (restore.CheckDurable) before dropping them from plan. Without
 // --resume it returns a nil journal (the caller creates a new one once the
 // target is open and startOver has run).
-func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string) (*restore.Journal, int, error) {
+func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string) (*restore.Journal, map[crypto.Digest]bool, error) {
 	if !*rc.resume {
-		return nil, 0, nil
+		return nil, nil, nil
 	}
 	jpath, err := restore.JournalPath(targetPath)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	hdr := journalHeader(snap, archive, fi, plan)
 	j, err := restore.ResumeJournal(jpath, hdr)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, 0, usagef("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume", targetPath, jpath)
+		return nil, nil, usagef("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume", targetPath, jpath)
 	case errors.Is(err, restore.ErrJournalMismatch):
-		return nil, 0, usagef("--resume refused for %s: %v", targetPath, err)
+		return nil, nil, usagef("--resume refused for %s: %v", targetPath, err)
 	case err != nil:
-		return nil, 0, err
+		return nil, nil, err
 	}
-	done := j.Done()
-	return j, plan.Drop(func(c *restore.Chunk) bool { return done[c.Digest] }), nil
+	return j, j.Done(), nil
 }
 
 // loadManifest reads the snapshot's manifest, takes the key it needs from
@@ -420,20 +453,45 @@ func loadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
-// free-space check.
+// free-space check and a directory store to keep targets out of.
 func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
-	return restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
+	o := restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
 		FollowSymlinks: *rc.follow, DataBytes: dataBytes}
+	if !strings.Contains(rc.sf.store, "://") {
+		o.StoreDir = rc.sf.store // never write into the datastore being read
+	}
+	return o
 }
 
 // restoreFailed says what a failed restore left: an existing target that
 // was written to now holds a partial image; a new file was removed.
 func restoreFailed(archive, targetPath string, partial bool, err error) error {
 	if partial {
-		return fmt.Errorf("restore of %s to %s failed after writing started: %s now holds a partial image, not a usable disk (restore again to repair it): %w", archive, targetPath, targetPath, err)
+		return &partialError{archive: archive, target: targetPath, err: err}
 	}
 	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetPath, err)
 }
+
+// partialError is a restore that failed (or was interrupted) after it
+// changed an existing target: the target now holds a partial image.
+type partialError struct {
+	archive, target string
+	err             error
+}
+
+// words says what the target holds now.
+func (e *partialError) words() string {
+	return fmt.Sprintf("%s now holds a partial image, not a usable disk (restore again to repair it)", e.target)
+}
+
+// Error says that the restore failed after writing started, what the
+// target holds now, and why.
+func (e *partialError) Error() string {
+	return fmt.Sprintf("restore of %s to %s failed after writing started: %s: %v", e.archive, e.target, e.words(), e.err)
+}
+
+// Unwrap returns the cause.
+func (e *partialError) Unwrap() error { return e.err }
 
 // zeroWords explains restoreSummary.ZeroRanges in the text summary.
 var zeroWords = map[string]string{
