@@ -256,3 +256,38 @@ func cnOnlyCert(t *testing.T, cn string) (tls.Certificate, string) {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, strings.Join(parts, ":")
 }
+
+// TestGzipBombMemory: a gateway answering every chunk GET with
+// Content-Encoding gzip of 1 GiB of zeros (about 1 MiB on the wire) is
+// decoded only up to the chunk's own limit (its length from the index plus
+// the blob header), so a restore with 32 fetchers stays small (it was
+// bounded only by the 128 MiB blob maximum per fetcher: 5.6 GiB).
+func TestGzipBombMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and versitygw")
+	}
+	store := fixture.NewStore(t)
+	backupImage(t, store, fixture.Mixed(4<<20, 33), "--chunk-size", "64") // 64 chunks of 64 KiB
+	root := t.TempDir()
+	fixture.CopyDir(t, store, filepath.Join(root, "bkt", "ds"))
+	s3 := testenv.StartS3Dir(t, root)
+	bktSetEnv(t, "")
+	p, err := quirkproxy.Start(s3.Endpoint, quirkproxy.Quirks{GzipBomb: 1 << 30, OnlyChunks: true,
+		AccessKey: testenv.S3AccessKey, Secret: testenv.S3SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	r, rss := pbsProcess(t, "restore", "--fetchers", "32", "--store", "s3://bkt/ds", "--s3-endpoint", p.URL,
+		snap0, "drive-scsi0", filepath.Join(t.TempDir(), "out"))
+	t.Logf("peak RSS %d MiB: %s", rss>>20, r.err)
+	if r.code == 0 || !strings.Contains(r.err, "larger than allowed") {
+		t.Errorf("restore through a gzip bomb: %v", r)
+	}
+	if p.ObjectGets() == 0 {
+		t.Errorf("no chunk download went through the proxy")
+	}
+	if rss > 300<<20 {
+		t.Errorf("peak RSS %d MiB with 32 fetchers, want under 300 MiB", rss>>20)
+	}
+}
