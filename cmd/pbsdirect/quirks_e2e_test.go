@@ -278,8 +278,12 @@ func TestGzipBombMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	r, rss := pbsProcess(t, "restore", "--fetchers", "32", "--store", "s3://bkt/ds", "--s3-endpoint", p.URL,
+	pr := pbsProc(t, nil, "restore", "--fetchers", "32", "--store", "s3://bkt/ds", "--s3-endpoint", p.URL,
 		snap0, "drive-scsi0", filepath.Join(t.TempDir(), "out"))
+	r, rss := pr.result, pr.maxRSS
+	if rss == 0 {
+		t.Fatalf("no peak RSS reported: %v", r)
+	}
 	t.Logf("peak RSS %d MiB: %s", rss>>20, r.err)
 	if r.code == 0 || !strings.Contains(r.err, "larger than allowed") {
 		t.Errorf("restore through a gzip bomb: %v", r)
