@@ -35,7 +35,7 @@ type backupSummary struct {
 }
 
 func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
+	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stdout, stderr)
 	var sf storeFlags
 	sf.register(fs)
 	sf.progress.register(fs)

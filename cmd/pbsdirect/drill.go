@@ -38,7 +38,7 @@ type readBackReport struct {
 }
 
 func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
+	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET", stdout, stderr)
 	rc := registerRestoreFlags(fs)
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
 	if err := parse(fs, args); err != nil {

@@ -99,7 +99,7 @@ func sealKey(key [crypto.KeySize]byte, kdf string, pass []byte, created, hint st
 }
 
 func cmdKeyChangePassphrase(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key change-passphrase", "[flags] [PATH]", stderr)
+	fs := newFlags("key change-passphrase", "[flags] [PATH]", stdout, stderr)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the new passphrase: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	newFile := fs.String("new-passphrase-file", "", "read the new passphrase from the first line of this file (default: asked twice on the terminal)")
@@ -160,7 +160,7 @@ func printKeyResult(stdout io.Writer, what, path, kdf string, fp crypto.Fingerpr
 }
 
 func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key paperkey", "[flags] [PATH]", stderr)
+	fs := newFlags("key paperkey", "[flags] [PATH]", stdout, stderr)
 	subject := fs.String("subject", "", "title printed above the key (e.g. the host name)")
 	format := fs.String("output-format", "text", "paper key format: text (the QR code and html of proxmox-backup-client are not made)")
 	if err := parse(fs, args); err != nil {
@@ -199,7 +199,7 @@ func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key create-master-key", "[flags]", stderr)
+	fs := newFlags("key create-master-key", "[flags]", stdout, stderr)
 	bits := fs.Int("bits", crypto.MasterKeyBits, fmt.Sprintf("RSA key size in bits (at least %d)", crypto.MinMasterKeyBits))
 	passFile := fs.String("master-passphrase-file", "", "read the master key passphrase from the first line of this file (default: asked twice on the terminal)")
 	if err := parse(fs, args); err != nil {
@@ -240,7 +240,7 @@ func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key import-with-master-key", "[flags] ENCRYPTED-KEY MASTER-KEY [PATH]", stderr)
+	fs := newFlags("key import-with-master-key", "[flags] ENCRYPTED-KEY MASTER-KEY [PATH]", stdout, stderr)
 	var sf storeFlags
 	sf.registerLocation(fs)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the imported key file: scrypt, pbkdf2 or none (none stores the key unprotected)")

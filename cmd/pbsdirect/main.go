@@ -228,13 +228,24 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 	return code, err
 }
 
-// newFlags returns a flag set for a command that reports parse errors as usage errors.
-func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a flag set for a command that reports parse errors as
+// usage errors. Its --help prints to stdout (so that it can be paged): the
+// usage line, the command's description, its flags and examples (see
+// commandHelp); pflag's own messages go to stderr.
+func newFlags(name, args string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pbsdirect %s %s\n\nFlags:\n%s", name, args, fs.FlagUsages())
+		about, examples := commandHelp(name)
+		fmt.Fprintf(stdout, "Usage: pbsdirect %s %s\n\n", name, args)
+		if about != "" {
+			fmt.Fprintf(stdout, "%s\n\n", about)
+		}
+		fmt.Fprintf(stdout, "Flags:\n%s", fs.FlagUsages())
+		if examples != "" {
+			fmt.Fprintf(stdout, "\nExamples:\n%s\n", examples)
+		}
 	}
 	return fs
 }

@@ -112,7 +112,7 @@ type restored struct {
 }
 
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
+	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stdout, stderr)
 	rc := registerRestoreFlags(fs)
 	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("verify", "[flags] [SNAPSHOT]", stderr)
+	fs := newFlags("verify", "[flags] [SNAPSHOT]", stdout, stderr)
 	var sf storeFlags
 	sf.register(fs)
 	sf.progress.register(fs)
