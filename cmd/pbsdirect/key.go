@@ -86,14 +86,14 @@ func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
 		path = fs.Arg(0)
 	}
 	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("key file %s already exists: refusing to overwrite", path)
+		return usagef("key file %s already exists: refusing to overwrite", path)
 	}
 	var pass []byte
 	if *kdf != crypto.KDFNone {
 		var err error
 		pass, err = passphrase("Encryption Key Password: ", true, stderr)
 		if errors.Is(err, crypto.ErrPassphraseNeeded) {
-			return fmt.Errorf("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
+			return usagef("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
 		}
 		if err != nil {
 			return err

@@ -25,7 +25,14 @@ const (
 
 // readSmallFile reads a key, paper key or PEM file: a regular file of at
 // most crypto.MaxSecretFileSize bytes (crypto.ReadSecretFile).
-func readSmallFile(path string) ([]byte, error) { return crypto.ReadSecretFile(path) }
+// A file that is not there is a usage mistake (exit 2).
+func readSmallFile(path string) ([]byte, error) {
+	data, err := crypto.ReadSecretFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, usageOf(err)
+	}
+	return data, err
+}
 
 // newPassphrase returns the new passphrase for a key: the first line of
 // file when given, else asked twice on the terminal (prompt). Without
@@ -63,7 +70,7 @@ func writeKeyFile(path string, data []byte, replace bool) error {
 	}
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) && !replace {
-		return fmt.Errorf("%s already exists: refusing to overwrite", path)
+		return usagef("%s already exists: refusing to overwrite", path)
 	}
 	if err != nil {
 		return err
@@ -213,7 +220,7 @@ func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, name := range []string{masterPublicName, masterPrivateName} {
 		if _, err := os.Stat(name); err == nil {
-			return fmt.Errorf("%s already exists: refusing to overwrite", name)
+			return usagef("%s already exists: refusing to overwrite", name)
 		}
 	}
 	pass, err := newPassphrase("--master-passphrase-file", *passFile, "Master Key Password: ", "")
@@ -260,7 +267,7 @@ func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stder
 		path = fs.Arg(2)
 	}
 	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("key file %s already exists: refusing to overwrite", path)
+		return usagef("key file %s already exists: refusing to overwrite", path)
 	}
 	var (
 		ct     []byte

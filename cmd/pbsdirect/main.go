@@ -21,6 +21,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
@@ -63,12 +64,22 @@ JSON reports (--output-format json) carry the same code as "exit-code".
 // empty, the version comes from the build information (see buildVersion).
 var version string
 
-// usageError marks errors that exit with code 2.
-type usageError struct{ msg string }
+// usageError marks errors that exit with code 2; err, when set, is the
+// cause it was made from (usageOf).
+type usageError struct {
+	msg string
+	err error
+}
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+// Unwrap returns the cause, or nil.
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageOf marks err as a usage mistake (exit 2), keeping its text and cause.
+func usageOf(err error) error { return &usageError{msg: err.Error(), err: err} }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
 // Exit codes (see exitCode).
 const (
@@ -106,23 +117,25 @@ func main() {
 
 // exitCode maps a command's error to the process exit code: 0 for nil (and
 // --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
-// a usage error; 3 when the cause lies outside the data
-// (chunkstore.Outside: unreachable store, refused credentials, throttled
-// past --retry-for, target I/O error, no space; a busy target or snapshot;
-// FUSE unavailable for mount); 1 for everything else, which is damaged or
-// missing data.
+// a usage error, and for a key that needs a passphrase when no source of
+// one was given (crypto.ErrPassphraseNeeded); 3 when the cause lies outside
+// the data (chunkstore.Outside: unreachable store, refused credentials,
+// throttled past --retry-for, target I/O error, no space; a busy target or
+// snapshot; FUSE unavailable for mount; a --store that is not there,
+// storeMissingError); 1 for everything else, which is damaged or missing data.
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
+	var sm *storeMissingError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ie):
 		return 128 + int(ie.sig)
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded):
 		return exitUsage
 	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, chunkstore.ErrSnapshotBusy),
-		errors.Is(err, fusefs.ErrUnavailable):
+		errors.Is(err, fusefs.ErrUnavailable), errors.As(err, &sm):
 		// Busy: another run holds the target or the snapshot; a retry
 		// after it may succeed. No FUSE: the machine, not the data.
 		return exitOutside

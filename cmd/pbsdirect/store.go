@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -73,8 +74,26 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 		Layout:      layout,
 		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps, Fingerprint: sf.s3Print},
 	}
-	return backends.Open(ctx, sf.store, opts)
+	s, err := backends.Open(ctx, sf.store, opts)
+	if errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, &storeMissingError{err}
+	}
+	return s, err
 }
+
+// storeMissingError marks a --store that is not there: a directory that
+// does not exist or holds no datastore (an unmounted disk leaves an empty
+// mount point), a bucket that does not exist. It exits 3, a cause outside
+// the data: mounting the disk or creating the bucket and retrying can help.
+type storeMissingError struct{ err error }
+
+// Error is the opening error with a hint at the usual causes.
+func (e *storeMissingError) Error() string {
+	return e.err.Error() + " (a disk not mounted? a bucket or prefix not created yet?)"
+}
+
+// Unwrap returns the opening error (it wraps chunkstore.ErrNotFound).
+func (e *storeMissingError) Unwrap() error { return e.err }
 
 // storeLayout names a bucket store's layout ("pbs4-s3" or "plain"), or "" for a directory.
 func storeLayout(s chunkstore.Store) string {
