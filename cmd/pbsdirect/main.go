@@ -53,10 +53,12 @@ Exit codes:
   0    success
   1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
        a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
-  2    usage error
-  3    the run could not complete for a reason outside the data: store unreachable, credentials
-       refused, throttled past --retry-for, target I/O error, no space: retrying later can help
-  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM
+  2    usage error (also: a key file or source path that is not there, key create onto a file,
+       no passphrase source and no terminal, backup --backup-time not after the last snapshot)
+  3    the run could not complete for a reason outside the data: store unreachable or not there
+       (disk not mounted, no such bucket), credentials refused, throttled past --retry-for,
+       target I/O error, no space: retrying later can help
+  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd: 0, that is how they stop)
 JSON reports (--output-format json) carry the same code as "exit-code".
 `
 
