@@ -19,12 +19,12 @@ type drillReport struct {
 	Archive         string          `json:"archive"`
 	Target          string          `json:"target"`
 	Started         string          `json:"started"`                           // RFC 3339, UTC
-	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // manifest to synced target; absent when the restore failed
+	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // store opened to synced target, less the time opening the key; absent when the restore failed
 	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"`       // re-check of every chunk from the target
 	TotalSeconds    float64         `json:"total-seconds"`
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
-	Removed         bool            `json:"target-removed"`
+	Removed         bool            `json:"target-removed,omitempty"`
 	ExitCode        int             `json:"exit-code"` // the process exit code
 }
 
@@ -55,6 +55,9 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			rep.Error = err.Error()
 		}
+		if rc.resolved != "" {
+			rep.Snapshot = rc.resolved // TYPE/ID resolved to the snapshot drilled, also on failure
+		}
 		rep.TotalSeconds = time.Since(start).Seconds()
 		rep.ExitCode = codeFor(ctx, err)
 		if rc.sf.json() {
@@ -78,7 +81,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return finish(err)
 	}
-	rep.RestoreSeconds = time.Since(start).Seconds()
+	rep.RestoreSeconds = r.summary.Seconds // from the key opened: a KDF or a prompt is no restore time
 	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
 	// The target stays open and locked until the read-back (and --remove)
 	// are done: no other run can write it meanwhile.

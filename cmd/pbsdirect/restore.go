@@ -55,6 +55,7 @@ type restoreCmd struct {
 	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 	follow       *bool
 	cryptMode    *string
+	resolved     string // the snapshot run resolved SNAPSHOT to, once it has
 }
 
 // registerRestoreFlags adds the store, pipeline and target flags to fs.
@@ -86,7 +87,7 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 		return usagef("a drill restores to a file or block device, not to standard output")
 	}
 	if fs.Arg(2) == "-" && rc.sf.json() {
-		return usagef("--output-format json writes to standard output: not with TARGET -")
+		return usagef("--output-format %s writes to standard output: not with TARGET -", rc.sf.outputFormat)
 	}
 	return checkSnapshotRef(fs.Arg(0))
 }
@@ -159,6 +160,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, err
 	}
+	rc.resolved = snap.String()
 	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
@@ -198,7 +200,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		target.Close(true)
 		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
-	el := time.Since(start)
+	el := time.Since(start) - keys.openingTime() // the clock runs from the key opened
 	r := &restored{plan: plan, created: target.Created(), target: target}
 	if opts.Encrypted {
 		r.key = cc
