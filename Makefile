@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 # Without a version from git, the binary takes it from its build information.
 LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION))
 
-.PHONY: all build check-static demo test test-short vet bench bench-instant bench-go tools clean
+.PHONY: all build check-static demo test test-short vet bench bench-instant bench-badday bench-go tools clean
 
 all: build
 
@@ -51,6 +51,10 @@ bench: build
 # serve-nbd's peak RSS, GETs per cold 4 KiB read from a bucket.
 bench-instant:
 	bash bench/instant.sh
+
+# The bad day (bench/README.md): throttling windows, resume, a slow link.
+bench-badday:
+	bash bench/badday.sh
 
 # Go micro-benchmarks of the decode path (blob codec, SHA-256 variants).
 bench-go:

@@ -320,7 +320,7 @@ func (r *Reader) fetch(ci int32, start int64, buf []byte) ([]byte, error) {
 		// Made once, for the largest chunk encrypted: no regrowth.
 		w.raw = make([]byte, 0, r.cache.slot+chunkstore.EncryptedHeaderSize+crypto.TagSize)
 	}
-	raw, err := r.store.ReadChunk(r.ctx, c.digest, w.raw[:0])
+	raw, err := r.store.ReadChunk(r.ctx, c.digest, w.raw[:0], chunkstore.ChunkLimit(c.length))
 	if err == nil {
 		r.stats.FetchedBytes.Add(uint64(len(raw)))
 		var data []byte

@@ -46,7 +46,14 @@ for pt in $targets; do
   # Last progress line: "fuzz: elapsed: 5m0s, execs: 123 (410/sec), new interesting: 7 (total: 30)"
   line=$(grep -E '^fuzz: elapsed: .*execs: ' "$log" | tail -1 || true)
   execs=$(echo "$line" | sed -nE 's/.*execs: ([0-9]+) .*/\1/p')
-  secs=$(echo "$line" | sed -nE 's/.*execs: [0-9]+ \(([0-9]+)\/sec\).*/\1/p')
+  # Average rate over the whole run (the line's own rate is the last 3 s).
+  elapsed=$(echo "$line" | sed -nE 's/^fuzz: elapsed: ([0-9hms]+),.*/\1/p')
+  secs=$(echo "$elapsed" | awk '{ t = 0; s = $0
+    if (match(s, /[0-9]+h/)) t += 3600 * substr(s, RSTART, RLENGTH - 1)
+    if (match(s, /[0-9]+m/)) t += 60 * substr(s, RSTART, RLENGTH - 1)
+    if (match(s, /[0-9]+s/)) t += substr(s, RSTART, RLENGTH - 1)
+    print t }')
+  [ -n "$execs" ] && [ "${secs:-0}" -gt 0 ] && secs=$((execs / secs)) || secs=?
   newi=$(echo "$line" | sed -nE 's/.*new interesting: ([0-9]+).*/\1/p')
   res=ok
   if [ $rc -ne 0 ] || grep -q -- '--- FAIL' "$log"; then res="FAIL (see $log)"; fail=1; fi

@@ -96,7 +96,7 @@ var (
 	ErrNoKey         = errors.New("encrypted blob but no key given")
 	ErrDecrypt       = errors.New("blob decryption failed (wrong key or damaged data)")
 	ErrDecompress    = errors.New("zstd decompression failed")
-	ErrTooLarge      = errors.New("decoded blob larger than allowed")
+	ErrTooLarge      = errors.New("blob larger than allowed") // stored or decoded; the message says which
 )
 
 // MaxBlobSize is the largest plaintext the codec decodes or encodes: 128 MiB (§2.7).
@@ -128,7 +128,8 @@ func Kind(blob []byte) (BlobKind, error) {
 	case magicAuthCompressed:
 		return 0, fmt.Errorf("%w: zstd compressed authenticated blob v1.0 (removed before PBS 1.0)", ErrObsoleteMagic)
 	default:
-		return 0, fmt.Errorf("%w %x", ErrUnknownMagic, m)
+		// The bytes are not echoed: the file may be anything at all.
+		return 0, fmt.Errorf("%w: the first 8 bytes are none of the DataBlob magics (not a PBS blob)", ErrUnknownMagic)
 	}
 	if len(blob) < k.HeaderSize() {
 		return 0, fmt.Errorf("%w: %d bytes, %s header needs %d", ErrTruncated, len(blob), k, k.HeaderSize())

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,9 +21,20 @@ import (
 // Local is a datastore directory on a filesystem (§1). It reads chunks from
 // ".chunks/<4hex>/<digest>", ignoring ".bad", ".using" and temp files, and
 // treats 0-byte chunk files as absent data (§1.2).
+//
+// The datastore directory and its ".chunks" directory are opened once, so a
+// link a user made to move the whole datastore, or its chunks, to another
+// disk is followed there. Below them every file is opened relative to those
+// directories without following any symbolic link, as PBS never makes one:
+// a link planted in a hostile store (a chunk file, a ".chunks/<4hex>"
+// directory, a group or snapshot directory, a snapshot file) is refused with
+// an error naming it, for reads and for writes alike, so nothing is read
+// from or written to outside the datastore.
 type Local struct {
-	root string
-	lock *os.File
+	root   string
+	dir    *os.File // the datastore directory
+	chunks *os.File // its .chunks directory
+	lock   *os.File
 	// onDir, when set (tests), runs as ListFiles enters a directory,
 	// before its entries are read: where a concurrent prune strikes.
 	onDir func(path string)
@@ -31,7 +44,7 @@ type Local struct {
 // datastore is created in the PBS layout (".chunks" with its 65536 prefix
 // directories, ".lock") and a shared fcntl read lock is held on ".lock" until
 // Close, as PBS expects of writers (§9). Without create, root must exist and
-// nothing is written.
+// nothing is written. The store holds root and root/.chunks open until Close.
 func OpenLocal(root string, create bool) (*Local, error) {
 	st, err := os.Stat(root)
 	switch {
@@ -46,34 +59,54 @@ func OpenLocal(root string, create bool) (*Local, error) {
 		st, err := os.Stat(chunks)
 		switch {
 		case err == nil && st.IsDir():
-			// Readable? Found now, not at the first chunk.
-			d, err := os.Open(chunks)
-			if err != nil {
-				return nil, fmt.Errorf("datastore %s: %s: %w", root, chunks, mapErr(err))
-			}
-			d.Close()
+			// Readable? Found now, not at the first chunk (openDirs).
 		case err == nil, errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("datastore %s: %w: not a PBS datastore (no .chunks directory); --store must name the datastore directory itself", root, ErrNotFound)
 		default:
 			// Permission denied stays permission denied, with the path.
 			return nil, fmt.Errorf("datastore %s: %s: %w", root, chunks, mapErr(err))
 		}
+		if err := l.openDirs(); err != nil {
+			return nil, err
+		}
 		return l, nil
 	}
 	if err := l.create(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("datastore %s: %w", root, err)
+	if err := l.openDirs(); err != nil {
+		return nil, err
 	}
+	fd, err := unix.Openat(int(l.dir.Fd()), ".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("datastore %s: .lock: %w", root, linkErr(err))
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(root, ".lock"))
 	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
 		f.Close()
+		l.Close()
 		return nil, fmt.Errorf("datastore %s: cannot take shared lock on .lock (garbage collection running?): %v", root, err)
 	}
 	l.lock = f
 	return l, nil
+}
+
+// openDirs opens the datastore directory and its .chunks directory,
+// following links to them (a datastore or its chunks moved to another disk).
+func (l *Local) openDirs() error {
+	dir, err := os.OpenFile(l.root, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("datastore %s: %w", l.root, mapErr(err))
+	}
+	fd, err := unix.Openat(int(dir.Fd()), ".chunks", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		dir.Close()
+		return fmt.Errorf("datastore %s: %s: %w", l.root, filepath.Join(l.root, ".chunks"), mapErr(err))
+	}
+	l.dir, l.chunks = dir, os.NewFile(uintptr(fd), filepath.Join(l.root, ".chunks"))
+	return nil
 }
 
 func (l *Local) create() error {
@@ -129,10 +162,98 @@ type causeError struct {
 func (e causeError) Error() string   { return e.msg }
 func (e causeError) Unwrap() []error { return []error{e.kind, e.cause} }
 
-// ReadChunk reads the chunk file for d into buf (see Store.ReadChunk).
-func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+// ErrSymlink is wrapped by Local's errors for a symbolic link inside the
+// datastore where PBS never makes one.
+var ErrSymlink = errors.New("symbolic link inside the datastore (PBS never makes one there; not followed)")
+
+// linkErr turns the ELOOP of an O_NOFOLLOW open into ErrSymlink, and maps
+// the rest as mapErr does.
+func linkErr(err error) error {
+	if errors.Is(err, unix.ELOOP) {
+		return ErrSymlink
+	}
+	return mapErr(err)
+}
+
+// openBeneath opens rel ('/'-separated, already validated) below dir
+// without following a symbolic link at any component, with flags for the
+// last one. Missing components give an error wrapping ErrNotFound, links
+// one wrapping ErrSymlink; errors name the full path below root.
+func openBeneath(dir *os.File, root, rel string, flags int) (*os.File, error) {
+	parts := strings.Split(rel, "/")
+	fd := int(dir.Fd())
+	var opened []int
+	defer func() {
+		for _, d := range opened {
+			unix.Close(d)
+		}
+	}()
+	for i, part := range parts {
+		fl := unix.O_RDONLY | unix.O_DIRECTORY
+		if i == len(parts)-1 {
+			fl = flags
+		}
+		nfd, err := unix.Openat(fd, part, fl|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			p := filepath.Join(root, filepath.FromSlash(strings.Join(parts[:i+1], "/")))
+			if errors.Is(err, unix.ENOTDIR) && isLinkAt(fd, part) {
+				err = unix.ELOOP
+			}
+			return nil, &fs.PathError{Op: "open", Path: p, Err: linkErr(err)}
+		}
+		if i == len(parts)-1 {
+			return os.NewFile(uintptr(nfd), filepath.Join(root, filepath.FromSlash(rel))), nil
+		}
+		opened = append(opened, nfd)
+		fd = nfd
+	}
+	return nil, fmt.Errorf("open %s: empty path", root)
+}
+
+// isLinkAt reports whether name in directory fd is a symbolic link.
+func isLinkAt(fd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+// mkdirBeneath creates the directories of rel below dir as needed, never
+// through a symbolic link, and returns the last one opened.
+func mkdirBeneath(dir *os.File, root, rel string) (*os.File, error) {
+	fd := int(dir.Fd())
+	var opened []int
+	defer func() {
+		for _, d := range opened {
+			unix.Close(d)
+		}
+	}()
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
+		if err := unix.Mkdirat(fd, part, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, &fs.PathError{Op: "mkdir", Path: filepath.Join(root, filepath.FromSlash(strings.Join(parts[:i+1], "/"))), Err: mapErr(err)}
+		}
+		nfd, err := unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOTDIR) && isLinkAt(fd, part) {
+				err = unix.ELOOP
+			}
+			return nil, &fs.PathError{Op: "open", Path: filepath.Join(root, filepath.FromSlash(strings.Join(parts[:i+1], "/"))), Err: linkErr(err)}
+		}
+		if i == len(parts)-1 {
+			return os.NewFile(uintptr(nfd), filepath.Join(root, filepath.FromSlash(rel))), nil
+		}
+		opened = append(opened, nfd)
+		fd = nfd
+	}
+	return nil, fmt.Errorf("mkdir %s: empty path", root)
+}
+
+// ReadChunk reads the chunk file for d into buf (see Store.ReadChunk): a
+// file larger than limit is refused by its size, unread; a chunk file or
+// prefix directory that is a symbolic link is refused (ErrSymlink).
+func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	p := l.ChunkLocation(d)
-	f, err := openRegular(p)
+	h := d.String()
+	f, err := openRegular(l.chunks, l.chunks.Name(), h[:4]+"/"+h)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", d, err)
 	}
@@ -145,34 +266,37 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]b
 	if size == 0 {
 		return nil, fmt.Errorf("chunk %s: %s: %w (evicted-chunk marker or corruption)", d, p, ErrEmpty)
 	}
-	if size > MaxBlobSize+EncryptedHeaderSize {
-		return nil, fmt.Errorf("chunk %s: %s: %w: file is %d bytes", d, p, ErrTooLarge, size)
+	if max := ReadLimit(limit); size > max {
+		return nil, fmt.Errorf("chunk %s: %s: %w: file is %d bytes, the chunk at most %d", d, p, ErrTooLarge, size, max)
 	}
 	if int64(cap(buf)) < size {
 		buf = make([]byte, size)
 	}
 	buf = buf[:size]
+	// The file may change while read: never more than size bytes.
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return nil, fmt.Errorf("chunk %s: %s: %v", d, p, err)
 	}
 	return buf, nil
 }
 
-func (l *Local) abs(rel string) (string, error) {
-	clean := filepath.Clean("/" + rel)[1:]
-	if clean == "" || clean != strings.TrimSuffix(rel, "/") || strings.HasPrefix(clean, ".chunks") {
+// clean validates a content path: datastore-relative, no "..", not in .chunks.
+func clean(rel string) (string, error) {
+	c := filepath.Clean("/" + rel)[1:]
+	if c == "" || c != strings.TrimSuffix(rel, "/") || strings.HasPrefix(c, ".chunks") {
 		return "", fmt.Errorf("invalid content path %q", rel)
 	}
-	return filepath.Join(l.root, clean), nil
+	return c, nil
 }
 
-// OpenFile opens a content file (see Store.OpenFile).
+// OpenFile opens a content file (see Store.OpenFile), refusing symbolic
+// links on the way (ErrSymlink).
 func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error) {
-	p, err := l.abs(rel)
+	c, err := clean(rel)
 	if err != nil {
 		return nil, 0, err
 	}
-	f, err := openRegular(p)
+	f, err := openRegular(l.dir, l.root, c)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -184,22 +308,23 @@ func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	return f, st.Size(), nil
 }
 
-// openRegular opens p for reading without blocking on a FIFO or device
-// (O_NONBLOCK, which regular files ignore) and refuses anything but a
-// regular file, so a hostile datastore cannot hang a restore.
-func openRegular(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+// openRegular opens rel below dir (see openBeneath) for reading without
+// blocking on a FIFO or device (O_NONBLOCK, which regular files ignore) and
+// refuses anything but a regular file, so a hostile datastore cannot hang
+// a restore.
+func openRegular(dir *os.File, root, rel string) (*os.File, error) {
+	f, err := openBeneath(dir, root, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, mapErr(err))
+		return nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%s)", p, st.Mode().Type())
+		return nil, fmt.Errorf("%s: not a regular file (%s)", f.Name(), st.Mode().Type())
 	}
 	return f, nil
 }
@@ -207,12 +332,23 @@ func openRegular(p string) (*os.File, error) {
 // ListFiles walks the directory dir (see Store.ListFiles). On a live
 // datastore a prune may remove a snapshot directory while it is walked:
 // whatever vanishes between reading a directory and visiting its entries is
-// left out (as PBS does), not an error.
+// left out (as PBS does), not an error. No symbolic link is followed.
 func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
-	base, err := l.abs(dir)
+	c, err := clean(dir)
 	if err != nil {
 		return nil, err
 	}
+	// The walk does not follow links below base; base itself is reached
+	// without following any either.
+	d, err := openBeneath(l.dir, l.root, c, unix.O_RDONLY|unix.O_DIRECTORY)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list %s: %w", filepath.Join(l.root, c), err)
+	}
+	d.Close()
+	base := filepath.Join(l.root, c)
 	var out []FileInfo
 	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -254,43 +390,69 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 }
 
 // WriteChunk writes the chunk file atomically unless a non-empty one exists;
-// an existing chunk gets its atime refreshed (§1.2, §9).
+// an existing chunk gets its atime refreshed (§1.2, §9). A prefix directory
+// that is a symbolic link is refused (ErrSymlink); a chunk file that is one
+// is replaced, never written through.
 func (l *Local) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
-	p := l.ChunkLocation(d)
-	if st, err := os.Stat(p); err == nil && st.Size() > 0 {
+	h := d.String()
+	dir, err := mkdirBeneath(l.chunks, l.chunks.Name(), h[:4])
+	if err != nil {
+		return false, fmt.Errorf("chunk %s: %w", d, err)
+	}
+	defer dir.Close()
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), h, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size > 0 {
 		now := unix.NsecToTimespec(time.Now().UnixNano())
 		omit := unix.Timespec{Nsec: unix.UTIME_OMIT}
-		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{now, omit}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return true, fmt.Errorf("chunk %s: touch %s: %v", d, p, err)
+		if err := unix.UtimesNanoAt(int(dir.Fd()), h, []unix.Timespec{now, omit}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return true, fmt.Errorf("chunk %s: touch %s: %v", d, l.ChunkLocation(d), err)
 		}
 		return true, nil
 	}
-	if err := writeAtomic(p, blob, 0o640); err != nil {
+	if err := writeAtomic(dir, h, blob, 0o640); err != nil {
 		return false, fmt.Errorf("chunk %s: %w", d, err)
 	}
 	return false, nil
 }
 
-// WriteFile writes a content file atomically, creating its directories.
+// WriteFile writes a content file atomically, creating its directories;
+// none of them may be a symbolic link (ErrSymlink).
 func (l *Local) WriteFile(ctx context.Context, rel string, data []byte) error {
-	p, err := l.abs(rel)
+	c, err := clean(rel)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(p, data, 0o644)
+	dirRel, name := path.Split(c)
+	dir := l.dir
+	if dirRel != "" {
+		if dir, err = mkdirBeneath(l.dir, l.root, strings.TrimSuffix(dirRel, "/")); err != nil {
+			return err
+		}
+		defer dir.Close()
+	}
+	return writeAtomic(dir, name, data, 0o644)
 }
 
-func writeAtomic(p string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// writeAtomic writes name in dir through a temporary file and a rename,
+// both relative to dir, so that the file lands in dir whatever happens to
+// the paths meanwhile.
+func writeAtomic(dir *os.File, name string, data []byte, perm os.FileMode) error {
+	p := filepath.Join(dir.Name(), name)
+	var tmp string
+	var fd int
+	for {
+		tmp = fmt.Sprintf(".%s.tmp%d", name, rand.Uint32())
+		var err error
+		fd, err = unix.Openat(int(dir.Fd()), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("write %s: %w", p, mapErr(err))
+		}
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
+	f := os.NewFile(uintptr(fd), filepath.Join(dir.Name(), tmp))
+	_, err := f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm)
 	}
@@ -301,34 +463,50 @@ func writeAtomic(p string, data []byte, perm os.FileMode) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, p)
+		err = unix.Renameat(int(dir.Fd()), tmp, int(dir.Fd()), name)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		unix.Unlinkat(int(dir.Fd()), tmp, 0)
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil
 }
 
+// Close releases the datastore lock, if held, and the directories.
+func (l *Local) Close() error {
+	var err error
+	for _, f := range []**os.File{&l.lock, &l.chunks, &l.dir} {
+		if *f != nil {
+			if cerr := (*f).Close(); err == nil {
+				err = cerr
+			}
+			*f = nil
+		}
+	}
+	return err
+}
+
 // ClaimSnapshot takes the group's writer lock — flock(LOCK_EX|LOCK_NB) on
 // the group directory, as PBS writers take it (§1.5, the lock PBS before
 // 3.3.5 uses, and every pbsdirect backup) — and creates the snapshot
-// directory. The group directory is opened without following a link. A
-// snapshot directory left by a failed backup (no manifest) is reused: the
-// lock proves nobody writes it. See SnapshotClaimer.
+// directory. The group directory is created and opened below the datastore
+// without following a link (ErrSymlink). A snapshot directory left by a
+// failed backup (no manifest) is reused: the lock proves nobody writes it.
+// See SnapshotClaimer.
 func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
-	p, err := l.abs(snapDir)
+	c, err := clean(snapDir)
 	if err != nil {
 		return nil, err
 	}
-	group := filepath.Dir(p)
-	if err := os.MkdirAll(group, 0o755); err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", snapDir, mapErr(err))
+	groupRel, name := path.Split(c)
+	if groupRel == "" {
+		return nil, fmt.Errorf("invalid snapshot directory %q", snapDir)
 	}
-	g, err := os.OpenFile(group, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	g, err := mkdirBeneath(l.dir, l.root, strings.TrimSuffix(groupRel, "/"))
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: group directory %s: %w", snapDir, group, mapErr(err))
+		return nil, fmt.Errorf("snapshot %s: group directory: %w", snapDir, err)
 	}
+	group := g.Name()
 	for {
 		err = unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if !errors.Is(err, unix.EINTR) {
@@ -343,19 +521,9 @@ func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		g.Close()
 		return nil, fmt.Errorf("snapshot %s: lock %s: %w", snapDir, group, err)
 	}
-	if err := unix.Mkdirat(int(g.Fd()), filepath.Base(p), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := unix.Mkdirat(int(g.Fd()), name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 		g.Close()
-		return nil, fmt.Errorf("snapshot %s: create %s: %w", snapDir, p, mapErr(err))
+		return nil, fmt.Errorf("snapshot %s: create %s: %w", snapDir, filepath.Join(group, name), mapErr(err))
 	}
 	return g.Close, nil
-}
-
-// Close releases the datastore lock, if held.
-func (l *Local) Close() error {
-	if l.lock != nil {
-		err := l.lock.Close()
-		l.lock = nil
-		return err
-	}
-	return nil
 }

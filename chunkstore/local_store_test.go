@@ -115,7 +115,7 @@ func TestLocalChunkFiles(t *testing.T) {
 		if !mtime.Equal(old) {
 			t.Errorf("mtime %v changed, want %v", mtime, old)
 		}
-		got, err := s.ReadChunk(ctx, d, nil)
+		got, err := s.ReadChunk(ctx, d, nil, 0)
 		if err != nil || !bytes.Equal(got, blob) {
 			t.Errorf("chunk bytes changed by the second write (%v)", err)
 		}
@@ -128,13 +128,13 @@ func TestLocalChunkFiles(t *testing.T) {
 		if err := os.WriteFile(p, nil, 0o640); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ReadChunk(ctx, d, nil); !errors.Is(err, chunkstore.ErrEmpty) || !strings.Contains(err.Error(), p) {
+		if _, err := s.ReadChunk(ctx, d, nil, 0); !errors.Is(err, chunkstore.ErrEmpty) || !strings.Contains(err.Error(), p) {
 			t.Errorf("reading a 0-byte chunk file: %v, want ErrEmpty naming %s", err, p)
 		}
 		if existed, err := s.WriteChunk(ctx, d, blob); err != nil || existed {
 			t.Fatalf("write over a 0-byte chunk file: existed %v, %v", existed, err)
 		}
-		if got, err := s.ReadChunk(ctx, d, nil); err != nil || !bytes.Equal(got, blob) {
+		if got, err := s.ReadChunk(ctx, d, nil, 0); err != nil || !bytes.Equal(got, blob) {
 			t.Errorf("after the write: %v", err)
 		}
 	})
@@ -147,13 +147,13 @@ func TestLocalChunkFiles(t *testing.T) {
 		if err := os.WriteFile(bad, blob, 0o640); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ReadChunk(ctx, d, nil); !errors.Is(err, chunkstore.ErrNotFound) {
+		if _, err := s.ReadChunk(ctx, d, nil, 0); !errors.Is(err, chunkstore.ErrNotFound) {
 			t.Errorf("chunk renamed to .bad: %v, want ErrNotFound", err)
 		}
 		if existed, err := s.WriteChunk(ctx, d, blob); err != nil || existed {
 			t.Fatalf("write beside a .bad file: existed %v, %v", existed, err)
 		}
-		if got, err := s.ReadChunk(ctx, d, nil); err != nil || !bytes.Equal(got, blob) {
+		if got, err := s.ReadChunk(ctx, d, nil, 0); err != nil || !bytes.Equal(got, blob) {
 			t.Errorf("after the write: %v", err)
 		}
 		if _, err := os.Stat(bad); err != nil {

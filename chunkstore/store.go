@@ -37,9 +37,13 @@ type Store interface {
 	// URL), for error messages.
 	ChunkLocation(d crypto.Digest) string
 	// ReadChunk reads the encoded chunk (a DataBlob) for d, appending it to
-	// buf[:0], and returns it. A missing chunk returns an error wrapping
+	// buf[:0], and returns it. limit is the most bytes the chunk may have
+	// (see ChunkLimit; 0, or more than MaxEncodedSize, means MaxEncodedSize):
+	// a larger chunk file or object returns an error wrapping ErrTooLarge
+	// that names it and its size, before any of it is read or a buffer
+	// allocated for it. A missing chunk returns an error wrapping
 	// ErrNotFound; a 0-byte chunk file or object returns one wrapping ErrEmpty.
-	ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error)
+	ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error)
 	// OpenFile opens the content file rel for streaming and returns its size
 	// in bytes, or -1 when a bucket server did not announce it (no
 	// Content-Length, a gzip-encoded body): the reader then ends where the
@@ -59,6 +63,30 @@ type Store interface {
 	WriteFile(ctx context.Context, rel string, data []byte) error
 	// Close releases the store's resources.
 	Close() error
+}
+
+// MaxEncodedSize is the largest DataBlob in bytes: MaxBlobSize of data
+// behind the largest (encrypted) header (§2.2, §2.7).
+const MaxEncodedSize = MaxBlobSize + EncryptedHeaderSize
+
+// ChunkLimit returns the most bytes a chunk of length plaintext bytes may
+// have stored: the data and the encrypted header (§2.2). PBS stores a chunk
+// compressed only when that makes it smaller (§2.4), so no blob it writes
+// is longer. A length ≤ 0 or beyond MaxBlobSize gives MaxEncodedSize.
+func ChunkLimit(length int) int {
+	if length <= 0 || length > MaxBlobSize {
+		return MaxEncodedSize
+	}
+	return length + EncryptedHeaderSize
+}
+
+// ReadLimit returns the limit in bytes a ReadChunk implementation enforces
+// for the limit its caller gave: MaxEncodedSize when that is ≤ 0 or larger.
+func ReadLimit(limit int) int64 {
+	if limit <= 0 || limit > MaxEncodedSize {
+		return MaxEncodedSize
+	}
+	return int64(limit)
 }
 
 // ChunkRelPath returns the datastore-relative path of a chunk:

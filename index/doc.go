@@ -43,6 +43,9 @@ var (
 	// ErrBadSignature: the manifest signature does not match the HMAC recomputed
 	// with the given key (§6.3).
 	ErrBadSignature = errors.New("bad manifest signature")
+	// ErrUnsigned: a manifest without a signature, or one that cannot be
+	// checked, where the caller requires a checked signature (§6.3).
+	ErrUnsigned = errors.New("manifest not signed")
 	// ErrNotInManifest: an archive name is not listed in the manifest's files.
 	ErrNotInManifest = errors.New("archive not in manifest")
 	// ErrSizeMismatch: an archive's recomputed size differs from the manifest (§6.2).

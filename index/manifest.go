@@ -14,6 +14,10 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
+// maxNameLen is the longest backup-id or archive file name in bytes: each
+// is a file name in the datastore (NAME_MAX).
+const maxNameLen = 255
+
 // ManifestBlobName is the snapshot file holding the manifest (§1.4).
 const ManifestBlobName = "index.json.blob"
 
@@ -38,7 +42,7 @@ func ParseCryptMode(s string) (CryptMode, error) {
 	case CryptNone, CryptEncrypt, CryptSignOnly:
 		return m, nil
 	}
-	return "", fmt.Errorf("%w: unknown crypt-mode %q (want none, encrypt or sign-only)", ErrBadManifest, s)
+	return "", fmt.Errorf("%w: unknown crypt-mode %.32q (want none, encrypt or sign-only)", ErrBadManifest, s)
 }
 
 // FileInfo is one manifest files[] entry (§6.1, §6.2).
@@ -92,13 +96,13 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, err
 	}
 	if !validType(m.BackupType) {
-		return nil, fmt.Errorf("%w: backup-type %q (want vm, ct or host)", ErrBadManifest, m.BackupType)
+		return nil, fmt.Errorf("%w: backup-type %.32q (want vm, ct or host)", ErrBadManifest, m.BackupType)
 	}
 	if err := reqField(top, "backup-id", "manifest", &m.BackupID); err != nil {
 		return nil, err
 	}
-	if !validName(m.BackupID) {
-		return nil, fmt.Errorf("%w: backup-id %q does not match [A-Za-z0-9_][A-Za-z0-9._-]*", ErrBadManifest, m.BackupID)
+	if !validName(m.BackupID) || len(m.BackupID) > maxNameLen {
+		return nil, fmt.Errorf("%w: backup-id %.64q does not match [A-Za-z0-9_][A-Za-z0-9._-]*", ErrBadManifest, m.BackupID)
 	}
 	if err := reqField(top, "backup-time", "manifest", &m.BackupTime); err != nil {
 		return nil, err
@@ -118,7 +122,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 			return nil, err
 		}
 		if seen[fi.Filename] {
-			return nil, fmt.Errorf("%w: files[%d]: filename %q is listed twice", ErrBadManifest, i, fi.Filename)
+			return nil, fmt.Errorf("%w: files[%d]: filename %.64q is listed twice", ErrBadManifest, i, fi.Filename)
 		}
 		seen[fi.Filename] = true
 		m.Files = append(m.Files, fi)
@@ -160,7 +164,7 @@ func (m *Manifest) checkSigned() error {
 	}
 	for i, f := range m.Files {
 		if f.CryptMode != CryptNone {
-			return fmt.Errorf("%w: files[%d] (%q) has crypt-mode %s but signature is null (PBS signs every manifest written with a key)",
+			return fmt.Errorf("%w: files[%d] (%.64q) has crypt-mode %s but signature is null (PBS signs every manifest written with a key)",
 				ErrBadManifest, i, f.Filename, f.CryptMode)
 		}
 	}
@@ -193,6 +197,9 @@ func parseFileInfo(raw json.RawMessage, i int) (FileInfo, error) {
 	if err := ValidArchiveName(fi.Filename); err != nil {
 		return fi, fmt.Errorf("manifest %s: %w", what, err)
 	}
+	if len(fi.Filename) > maxNameLen {
+		return fi, fmt.Errorf("%w: %s: filename of %d bytes, a file name has at most %d", ErrBadManifest, what, len(fi.Filename), maxNameLen)
+	}
 	what += " (" + strconv.Quote(fi.Filename) + ")"
 	fi.CryptMode = CryptNone
 	if _, ok := obj["crypt-mode"]; ok {
@@ -216,7 +223,7 @@ func parseFileInfo(raw json.RawMessage, i int) (FileInfo, error) {
 	}
 	d, err := crypto.ParseDigest(csum)
 	if err != nil {
-		return fi, fmt.Errorf("%w: %s csum: %v", ErrBadManifest, what, err)
+		return fi, fmt.Errorf("%w: %s: csum is not 64 hex digits (a SHA-256)", ErrBadManifest, what)
 	}
 	fi.Csum = d
 	return fi, nil
@@ -291,7 +298,7 @@ func (m *Manifest) KeyFingerprint() (fp crypto.Fingerprint, ok bool, err error) 
 		return fp, false, fmt.Errorf("%w: unprotected.key-fingerprint is not a string", ErrBadManifest)
 	}
 	if fp, err = crypto.ParseFingerprint(s); err != nil {
-		return fp, false, fmt.Errorf("%w: unprotected.key-fingerprint: %v", ErrBadManifest, err)
+		return fp, false, fmt.Errorf("%w: unprotected.key-fingerprint is not a key fingerprint (32 bytes in hex)", ErrBadManifest)
 	}
 	return fp, true, nil
 }

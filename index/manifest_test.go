@@ -265,6 +265,8 @@ func TestParseManifestBad(t *testing.T) {
 		{"backup-time 0", `{"backup-type":"vm","backup-id":"1","backup-time":0,"files":[]}`, ErrBadManifest},
 		{"backup-time negative", `{"backup-type":"vm","backup-id":"1","backup-time":-5,"files":[]}`, ErrBadManifest},
 		{"backup-time after 9999", `{"backup-type":"vm","backup-id":"1","backup-time":253402300800,"files":[]}`, ErrBadManifest},
+		{"filename too long", mk(`{"filename":"`+strings.Repeat("a", 300)+`.blob","size":1,"csum":`+cs+`}`, ""), ErrBadManifest},
+		{"backup-id too long", `{"backup-type":"vm","backup-id":"` + strings.Repeat("1", 256) + `","backup-time":1,"files":[]}`, ErrBadManifest},
 		{"file listed twice", mk(file+","+file, ""), ErrBadManifest},
 		{"index size 0", mk(`{"filename":"a.img.fidx","size":0,"csum":`+cs+`}`, ""), ErrBadManifest},
 		{"signature uppercase", mk(file, `,"signature":"`+strings.Repeat("A", 64)+`"`), ErrBadManifest},

@@ -290,11 +290,11 @@ func NormalizeArchiveName(s string) string {
 // outside the snapshot.) Errors wrap ErrBadName.
 func ValidArchiveName(name string) error {
 	if name == "" || name == "." || name == ".." || !utf8.ValidString(name) {
-		return fmt.Errorf("%w: archive name %q", ErrBadName, name)
+		return fmt.Errorf("%w: archive name %.64q", ErrBadName, name)
 	}
 	for _, r := range name {
 		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%w: archive name %q contains %q", ErrBadName, name, r)
+			return fmt.Errorf("%w: archive name %.64q contains %q", ErrBadName, name, r)
 		}
 	}
 	return nil

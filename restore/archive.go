@@ -78,9 +78,9 @@ func loadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *in
 	var plan *Plan
 	var csum [32]byte
 	if dynamic {
-		plan, csum, err = planDynamic(ctx, r, size)
+		plan, csum, err = planDynamic(ctx, r, size, fi.Size)
 	} else {
-		plan, csum, err = planFixedWith(ctx, r, size, cc, unkeyed && encrypted)
+		plan, csum, err = planFixedWith(ctx, r, size, cc, unkeyed && encrypted, fi.Size)
 	}
 	if err != nil {
 		return nil, fi, fmt.Errorf("%s: %w", rel, err)
@@ -98,7 +98,7 @@ func loadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *in
 const MaxUnsizedIndex = 256 << 20
 
 func planFixed(ctx context.Context, r io.Reader, size int64, cc *crypto.Config) (*Plan, [32]byte, error) {
-	return planFixedWith(ctx, r, size, cc, false)
+	return planFixedWith(ctx, r, size, cc, false, 0)
 }
 
 // planCheckEvery is how many index entries are planned between checks of
@@ -107,13 +107,19 @@ func planFixed(ctx context.Context, r io.Reader, size int64, cc *crypto.Config) 
 const planCheckEvery = 1 << 16
 
 // planFixedWith plans a fixed index; noZero plans zero chunks as ordinary
-// chunks (their keyed digest is unknown without the key).
-func planFixedWith(ctx context.Context, r io.Reader, size int64, cc *crypto.Config, noZero bool) (*Plan, [32]byte, error) {
+// chunks (their keyed digest is unknown without the key). want is the
+// image size the manifest gives (0: not checked): a header that disagrees
+// is refused before any entry is read, so a hostile index cannot make the
+// plan grow beyond what the manifest declares.
+func planFixedWith(ctx context.Context, r io.Reader, size int64, cc *crypto.Config, noZero bool, want uint64) (*Plan, [32]byte, error) {
 	fr, err := index.NewFixedReader(r, size)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
 	h := fr.Header()
+	if want != 0 && h.Size != want {
+		return nil, [32]byte{}, fmt.Errorf("%w: the index header says %d bytes, the manifest %d", index.ErrSizeMismatch, h.Size, want)
+	}
 	plan := NewPlan(h.Size, h.ChunkSize, cc)
 	if noZero {
 		plan.ZeroDigest = crypto.Digest{} // unknown without the key
@@ -122,6 +128,7 @@ func planFixedWith(ctx context.Context, r io.Reader, size int64, cc *crypto.Conf
 	for {
 		pos, d, err := fr.Next()
 		if err == io.EOF {
+			plan.Finish()
 			return plan, fr.Csum(), nil
 		}
 		if err != nil {
@@ -136,10 +143,16 @@ func planFixedWith(ctx context.Context, r io.Reader, size int64, cc *crypto.Conf
 	}
 }
 
-func planDynamic(ctx context.Context, r io.Reader, size int64) (*Plan, [32]byte, error) {
+// planDynamic plans a dynamic index; want is the archive size the manifest
+// gives (0: not checked): more entries than bytes are refused before any
+// entry is read.
+func planDynamic(ctx context.Context, r io.Reader, size int64, want uint64) (*Plan, [32]byte, error) {
 	dr, err := index.NewDynamicReader(r, size)
 	if err != nil {
 		return nil, [32]byte{}, err
+	}
+	if want != 0 && dr.Len() > want {
+		return nil, [32]byte{}, fmt.Errorf("%w: %d index entries cannot make the %d bytes the manifest gives", index.ErrSizeMismatch, dr.Len(), want)
 	}
 	plan := NewPlan(0, 0, nil)
 	var start uint64
@@ -147,6 +160,7 @@ func planDynamic(ctx context.Context, r io.Reader, size int64) (*Plan, [32]byte,
 		pos, e, err := dr.Next()
 		if err == io.EOF {
 			plan.Size = dr.Size()
+			plan.Finish()
 			return plan, dr.Csum(), nil
 		}
 		if err != nil {

@@ -7,10 +7,12 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +52,45 @@ type Options struct {
 	CRCOnly bool
 	// Archive names the archive in errors, e.g. "vm/100/<time>/drive-scsi0.img.fidx".
 	Archive string
+	// OnMissing is what a restore does with a chunk that no store has
+	// (missing, 0-byte), OnCorrupt with one whose every copy fails its
+	// check: DamageFail (the default) stops the restore; DamageZero makes
+	// exactly the chunk's byte ranges read as zeros and goes on, and Run
+	// returns a *DamagedError with Zeroed set once the target is synced. A
+	// chunk that could not be read for a reason outside the data
+	// (chunkstore.Outside: store unavailable) always fails.
+	OnMissing, OnCorrupt Damage
+	// Journal, when set, records every chunk once it is written to all its
+	// offsets and the target synced (Journal.Flush, at least every
+	// JournalInterval and when Run returns, whatever the outcome), so that
+	// an interrupted restore can resume.
+	Journal *Journal
+}
+
+// JournalInterval is how often Run makes the chunks written so far durable
+// and journals them.
+const JournalInterval = 500 * time.Millisecond
+
+// Damage is a damage policy: what a restore does with a chunk it cannot
+// restore.
+type Damage int
+
+const (
+	// DamageFail stops the restore.
+	DamageFail Damage = iota
+	// DamageZero writes zeros for the chunk's byte ranges and goes on.
+	DamageZero
+)
+
+// ParseDamage parses "fail" or "zero".
+func ParseDamage(s string) (Damage, error) {
+	switch s {
+	case "fail":
+		return DamageFail, nil
+	case "zero":
+		return DamageZero, nil
+	}
+	return DamageFail, fmt.Errorf("want fail or zero, not %q", s)
 }
 
 // DefaultJobs is the default number of jobs: GOMAXPROCS (the cores Go
@@ -73,6 +114,7 @@ type Stats struct {
 	Fetched      atomic.Uint64 // unique chunks fetched and verified
 	DedupHits    atomic.Uint64 // extra offsets served from an already fetched chunk
 	Failed       atomic.Uint64 // chunks that failed a check
+	DamagedBytes atomic.Uint64 // image bytes of damaged chunks written as zeros (DamageZero)
 }
 
 // ChunkError is a chunk that could not be restored: its digest, the byte
@@ -113,16 +155,54 @@ func (e *ChunkError) Cause() string {
 // chunkstore.ErrDigestMismatch, …).
 func (e *ChunkError) Unwrap() error { return e.Err }
 
-// DamagedError is returned by Run with KeepGoing when chunks failed.
+// DamagedError is returned by Run with KeepGoing when chunks failed, and
+// with a DamageZero policy when chunks were written as zeros (Zeroed: the
+// rest of the image is restored, verified and synced).
 type DamagedError struct {
 	Archive string
 	Chunks  []*ChunkError
+	Zeroed  bool
+}
+
+// Ranges returns the byte ranges of the damaged chunks, sorted, with
+// adjacent and overlapping ones merged.
+func (e *DamagedError) Ranges() []Range {
+	var rs []Range
+	for _, c := range e.Chunks {
+		for _, o := range c.Offsets {
+			rs = append(rs, Range{Offset: o, Length: uint64(c.Length)})
+		}
+	}
+	return MergeRanges(rs)
+}
+
+// MergeRanges sorts rs by offset and merges adjacent and overlapping
+// ranges; it reuses rs's array.
+func MergeRanges(rs []Range) []Range {
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.Offset, b.Offset) })
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].Offset+out[n-1].Length >= r.Offset {
+			out[n-1].Length = max(out[n-1].Length, r.Offset+r.Length-out[n-1].Offset)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Error lists every damaged chunk, one per line.
 func (e *DamagedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, len(e.Chunks))
+	if e.Zeroed {
+		var n uint64
+		for _, r := range e.Ranges() {
+			n += r.Length
+		}
+		fmt.Fprintf(&b, "%s: restored with damage: %d chunk(s), %d bytes written as zeros", e.Archive, len(e.Chunks), n)
+	} else {
+		fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, len(e.Chunks))
+	}
 	for _, c := range e.Chunks {
 		b.WriteString("\n  ")
 		b.WriteString(c.Error())
@@ -131,9 +211,10 @@ func (e *DamagedError) Error() string {
 }
 
 type fetched struct {
-	chunk *Chunk
-	raw   []byte
-	buf   []byte // pool buffer backing raw
+	chunk  *Chunk
+	raw    []byte
+	buf    []byte // pool buffer backing raw
+	member int    // the chain member raw came from (0 without a chain)
 }
 
 // Run executes plan against store, writing into target, and returns when
@@ -172,7 +253,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		errMu   sync.Mutex
 		first   error
 		damaged []*ChunkError
+		zeroed  []*ChunkError
 	)
+	chain, _ := store.(*chunkstore.Chain)
 	fail := func(err error) {
 		var ce *ChunkError
 		errMu.Lock()
@@ -187,8 +270,37 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 			cancel()
 		}
 	}
-	chunkErr := func(c *Chunk, err error) error {
+	chunkErr := func(c *Chunk, err error) *ChunkError {
 		return &ChunkError{Digest: c.Digest, Length: c.Length, Offsets: plan.Offsets(c), Location: store.ChunkLocation(c.Digest), Err: err}
+	}
+	// bad handles a chunk no copy of which could be restored: corrupt
+	// says a copy was read and failed its check. The damage policy zeroes
+	// it, or it fails the run (or is recorded, KeepGoing).
+	bad := func(c *Chunk, err error, corrupt bool) {
+		policy := DamageFail
+		switch {
+		case chunkstore.Outside(err):
+		case corrupt || !(errors.Is(err, chunkstore.ErrNotFound) || errors.Is(err, chunkstore.ErrEmpty)):
+			policy = opts.OnCorrupt
+		default:
+			policy = opts.OnMissing
+		}
+		ce := chunkErr(c, err)
+		if policy != DamageZero || opts.KeepGoing {
+			fail(ce)
+			return
+		}
+		for i := c.first; i >= 0; i = plan.next[i] {
+			if err := target.Zero(int64(plan.offs[i]), int64(c.Length)); err != nil {
+				fail(err)
+				return
+			}
+			stats.DamagedBytes.Add(uint64(c.Length))
+		}
+		stats.Failed.Add(1)
+		errMu.Lock()
+		zeroed = append(zeroed, ce)
+		errMu.Unlock()
 	}
 
 	// Zero ranges first: cheap, and a device gets them offloaded.
@@ -274,18 +386,25 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				if buf == nil {
 					return
 				}
-				raw, err := store.ReadChunk(ctx, c.Digest, buf)
+				var raw []byte
+				var member int
+				var err error
+				if chain != nil {
+					raw, member, err = chain.ReadChunkFrom(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length), 0)
+				} else {
+					raw, err = store.ReadChunk(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length))
+				}
 				if err != nil {
 					rawPool.put(buf)
 					if ctx.Err() != nil {
 						return
 					}
-					fail(chunkErr(c, err))
+					bad(c, err, false)
 					continue
 				}
 				stats.FetchedBytes.Add(uint64(len(raw)))
 				select {
-				case fetchedCh <- fetched{chunk: c, raw: raw, buf: buf}:
+				case fetchedCh <- fetched{chunk: c, raw: raw, buf: buf, member: member}:
 				case <-done:
 					rawPool.put(buf)
 					return
@@ -308,9 +427,31 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		writeWG.Go(func() {
 			for v := range verifiedCh {
 				if ctx.Err() == nil {
-					writeChunk(plan, v.chunk, v.data, target, stats, fail)
+					writeChunk(plan, v.chunk, v.data, target, stats, fail, opts.Journal)
 				}
 				dataPool.put(v.buf)
+			}
+		})
+	}
+
+	// The journal: what is written is made durable and recorded
+	// periodically, and once more when the work ends (also when it was
+	// interrupted), so that a resume fetches none of it again.
+	journalDone := make(chan struct{})
+	var journalWG sync.WaitGroup
+	if opts.Journal != nil {
+		journalWG.Go(func() {
+			t := time.NewTicker(JournalInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					if err := opts.Journal.Flush(target); err != nil {
+						fail(err)
+					}
+				case <-journalDone:
+					return
+				}
 			}
 		})
 	}
@@ -325,15 +466,20 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					continue
 				}
 				data, err := decodeChunk(dec, out, f, opts)
+				if chain != nil {
+					data, err = nextCopies(ctx, chain, dec, out, &f, data, err, opts, stats)
+				}
 				rawPool.put(f.buf)
 				switch {
 				case err != nil:
-					fail(chunkErr(f.chunk, err))
+					if ctx.Err() == nil {
+						bad(f.chunk, err, true)
+					}
 				case opts.Writers > 0:
 					verifiedCh <- verified{chunk: f.chunk, data: data, buf: out}
 					continue
 				case ctx.Err() == nil:
-					writeChunk(plan, f.chunk, data, target, stats, fail)
+					writeChunk(plan, f.chunk, data, target, stats, fail, opts.Journal)
 				}
 				dataPool.put(out)
 			}
@@ -342,6 +488,13 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	jobWG.Wait()
 	close(verifiedCh)
 	writeWG.Wait()
+	close(journalDone)
+	journalWG.Wait()
+	if opts.Journal != nil {
+		if err := opts.Journal.Flush(target); err != nil {
+			fail(err)
+		}
+	}
 
 	errMu.Lock()
 	defer errMu.Unlock()
@@ -354,17 +507,51 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	if len(damaged) > 0 {
 		return &DamagedError{Archive: opts.Archive, Chunks: damaged}
 	}
-	// Backstop: every byte of the image is either written data or a zero range.
+	// Backstop: every byte of the image is either written data, a zero
+	// range, or a damaged chunk written as zeros.
 	if !opts.CRCOnly && !plan.dropped {
-		if got := stats.DataBytes.Load() + stats.ZeroBytes.Load(); got != plan.Size {
+		if got := stats.DataBytes.Load() + stats.ZeroBytes.Load() + stats.DamagedBytes.Load(); got != plan.Size {
 			return fmt.Errorf("%s: internal error: %d of %d bytes accounted for; nothing is claimed restored", opts.Archive, got, plan.Size)
 		}
 	}
-	return target.Sync()
+	if err := target.Sync(); err != nil {
+		return err
+	}
+	if len(zeroed) > 0 {
+		return &DamagedError{Archive: opts.Archive, Chunks: zeroed, Zeroed: true}
+	}
+	return nil
+}
+
+// nextCopies handles the check of a copy read from a chain: one that
+// passed (err == nil) is counted as served; one that failed is counted as
+// damaged and the next member's copy is read into f.buf and checked, until
+// one passes or no member is left. It returns the decoded data or an error
+// naming every copy's failure.
+func nextCopies(ctx context.Context, chain *chunkstore.Chain, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
+	var errs []error
+	for err != nil && ctx.Err() == nil {
+		chain.Damaged(f.member)
+		errs = append(errs, fmt.Errorf("%s: %w", chain.Members()[f.member], err))
+		raw, m, rerr := chain.ReadChunkFrom(ctx, f.chunk.Digest, f.buf, chunkstore.ChunkLimit(f.chunk.Length), f.member+1)
+		if rerr != nil {
+			if f.member+1 < len(chain.Members()) {
+				errs = append(errs, rerr) // what the further members said
+			}
+			return nil, chunkstore.JoinErrors(errs...)
+		}
+		stats.FetchedBytes.Add(uint64(len(raw)))
+		f.raw, f.member = raw, m
+		data, err = decodeChunk(dec, out, *f, opts)
+	}
+	if err == nil {
+		chain.Served(f.member, len(f.raw))
+	}
+	return data, err
 }
 
 // writeChunk writes a verified chunk to every offset it fills.
-func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, fail func(error)) {
+func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, fail func(error), j *Journal) {
 	for i := c.first; i >= 0; i = plan.next[i] {
 		if err := target.WriteAt(data, int64(plan.offs[i])); err != nil {
 			fail(err)
@@ -374,6 +561,9 @@ func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, 
 	}
 	stats.Fetched.Add(1)
 	stats.DedupHits.Add(uint64(c.count - 1))
+	if j != nil {
+		j.Add(c.Digest)
+	}
 }
 
 // decodeChunk decodes f.raw into out and verifies crypt mode, length and

@@ -2,12 +2,15 @@ package restore
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,6 +24,24 @@ var ErrTargetBusy = errors.New("target is in use")
 // TARGET that is a symbolic link to a file (or a dangling one) when
 // following links was not asked for.
 var ErrTargetSymlink = errors.New("target is a symbolic link")
+
+// ErrTargetUnusable is matched (errors.Is) by OpenTarget and WriteFile
+// errors for a target that cannot take the restore as named, whatever the
+// data: a missing directory or one that is not a directory, a path that
+// is a directory, FIFO or character device, a block device smaller than
+// the image. The message is not changed by it. Like ErrTargetExists,
+// ErrTargetSymlink, ErrTargetFormat and ErrTargetInStore, it is a usage
+// mistake (exit 2), unlike ErrTargetBusy, ErrTargetInUse and ErrNoSpace.
+var ErrTargetUnusable = errors.New("target cannot be used")
+
+// unusable marks err as ErrTargetUnusable, keeping its message.
+func unusable(err error) error { return unusableError{err} }
+
+type unusableError struct{ error }
+
+func (e unusableError) Unwrap() error { return e.error }
+
+func (e unusableError) Is(target error) bool { return target == ErrTargetUnusable }
 
 // partialSuffix ends the name of the partial output beside a target: a new
 // file (image or blob) is written as ".NAME.pbsdirect-partial" in the
@@ -55,12 +76,18 @@ func resolveTarget(path string, follow bool) (string, os.FileInfo, error) {
 		dir := filepath.Dir(path)
 		dst, derr := os.Stat(dir)
 		if derr != nil {
-			return "", nil, fmt.Errorf("%s: target directory %s: %w", path, dir, causeOf(derr))
+			err := fmt.Errorf("%s: target directory %s: %w", path, dir, causeOf(derr))
+			if errors.Is(derr, unix.ENOENT) || errors.Is(derr, unix.ENOTDIR) {
+				err = unusable(err)
+			}
+			return "", nil, err
 		}
 		if !dst.IsDir() {
-			return "", nil, fmt.Errorf("%s: %s is not a directory", path, dir)
+			return "", nil, unusable(fmt.Errorf("%s: %s is not a directory", path, dir))
 		}
 		return path, nil, nil
+	case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENAMETOOLONG):
+		return "", nil, unusable(fmt.Errorf("%s: %w", path, causeOf(err)))
 	case err != nil:
 		return "", nil, fmt.Errorf("%s: %w", path, causeOf(err))
 	case st.Mode()&os.ModeSymlink == 0:
@@ -91,7 +118,29 @@ func openPlace(user, p string) (*place, error) {
 		return nil, fmt.Errorf("%s: target directory %s: %w", user, dir, causeOf(err))
 	}
 	name := filepath.Base(p)
-	return &place{path: user, dir: d, name: name, partial: "." + name + partialSuffix}, nil
+	return &place{path: user, dir: d, name: name, partial: partialName(name)}, nil
+}
+
+// partialName is the partial output's name for a target named name:
+// ".NAME.pbsdirect-partial" (see sideName).
+func partialName(name string) string { return sideName(name, partialSuffix) }
+
+// sideName is the name of a file kept beside a target named name:
+// "." + name + suffix, or, where that would pass the 255-byte limit of a
+// file name, the name cut short and followed by 16 hex digits of its
+// SHA-256, so each target name still has one side file of its own.
+func sideName(name, suffix string) string {
+	const nameMax = 255
+	if p := "." + name + suffix; len(p) <= nameMax {
+		return p
+	}
+	sum := sha256.Sum256([]byte(name))
+	tag := "-" + hex.EncodeToString(sum[:8])
+	keep := name[:nameMax-1-len(tag)-len(suffix)]
+	for !utf8.ValidString(keep) {
+		keep = keep[:len(keep)-1] // do not cut a character in half
+	}
+	return "." + keep + tag + suffix
 }
 
 // dirName names the place's directory for messages.
@@ -103,13 +152,20 @@ func (p *place) dirName() string { return p.dir.Name() }
 // another process fails at once with ErrTargetBusy, naming its PID when
 // /proc/locks tells it. A lock taken on a file that was renamed or removed
 // meanwhile (the previous holder finished) is dropped and taken again. The
-// file is empty on return.
-func (p *place) createPartial() (*os.File, error) {
+// file is empty on return, unless keep (a resume) leaves it as it is.
+func (p *place) createPartial(keep bool) (*os.File, error) {
 	for range 8 {
 		fd, err := unix.Openat(int(p.dir.Fd()), p.partial, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			if errors.Is(err, unix.ELOOP) {
 				return nil, fmt.Errorf("%s: cannot create the partial output in %s: a symbolic link is in the way", p.path, p.dirName())
+			}
+			var st unix.Stat_t
+			if errors.Is(err, unix.EACCES) && unix.Fstatat(int(p.dir.Fd()), p.partial, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				// The directory is writable, but a leftover of an
+				// earlier run by another user is in the way.
+				return nil, fmt.Errorf("%s: the partial output %s left by an earlier run (owner uid %d, mode %04o) cannot be opened: %w; remove it if no restore is running",
+					p.path, filepath.Join(p.dirName(), p.partial), st.Uid, st.Mode&0o7777, err)
 			}
 			return nil, fmt.Errorf("%s: cannot create a file in %s: %w", p.path, p.dirName(), err)
 		}
@@ -130,6 +186,9 @@ func (p *place) createPartial() (*os.File, error) {
 		if have.Mode&unix.S_IFMT != unix.S_IFREG {
 			f.Close()
 			return nil, fmt.Errorf("%s: the partial output's name in %s is taken by something that is not a regular file", p.path, p.dirName())
+		}
+		if keep {
+			return f, nil
 		}
 		if err := f.Truncate(0); err != nil {
 			p.removePartial()
@@ -241,10 +300,24 @@ func lockFile(f *os.File, user string) error {
 
 // holderWords says who holds a lock on f, for messages.
 func holderWords(f *os.File) string {
-	if pid := lockHolder(f); pid > 0 {
-		return fmt.Sprintf("another pbsdirect run (PID %d) is writing it", pid)
+	return pidWords(lockHolder(f))
+}
+
+// pidWords says who holds a lock, from its PID (0: unknown): a pbsdirect
+// run only when /proc/PID/comm says so, otherwise the PID and its command.
+func pidWords(pid int) string {
+	if pid <= 0 {
+		return "another process holds its lock"
 	}
-	return "another run is writing it"
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	name := strings.TrimSpace(string(comm))
+	switch {
+	case err == nil && name == "pbsdirect":
+		return fmt.Sprintf("another pbsdirect run (PID %d) is writing it", pid)
+	case err == nil && name != "":
+		return fmt.Sprintf("its lock is held by PID %d (%s)", pid, name)
+	}
+	return fmt.Sprintf("its lock is held by PID %d", pid)
 }
 
 // lockHolder returns the PID of a process holding a flock on f's inode, from
@@ -289,4 +362,10 @@ func causeOf(err error) error {
 		return le.Err
 	}
 	return err
+}
+
+// PartialPath returns the name the partial output of a new file target
+// has beside it: ".NAME.pbsdirect-partial".
+func PartialPath(target string) string {
+	return filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+partialSuffix)
 }

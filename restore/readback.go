@@ -38,19 +38,28 @@ var ErrReadBackMismatch = errors.New("target content does not match the index")
 // must read as zeros (holes of a sparse file are skipped, SEEK_HOLE). It runs
 // jobs readers and returns an error listing every mismatching offset range.
 func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return ReadBackFile(ctx, f, path, plan, cc, jobs, stats)
+}
+
+// ReadBackFile is ReadBack of the open file f (FileTarget.File, held since
+// the restore): the O_DIRECT reader is opened on the same file through
+// /proc/self/fd, never by path again, so a directory moved or a link
+// swapped meanwhile cannot make it read another file. path names f in
+// messages.
+func ReadBackFile(ctx context.Context, f *os.File, path string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
 	if jobs <= 0 {
 		jobs = 1
 	}
 	if stats == nil {
 		stats = new(ReadBackStats)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	rd := f
-	if d, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0); err == nil {
+	if d, err := openSame(f, os.O_RDONLY|unix.O_DIRECT); err == nil {
 		defer d.Close()
 		rd = d
 	} else {
@@ -258,4 +267,19 @@ func dataSegments(f *os.File, off, length uint64, stats *ReadBackStats) [][2]uin
 	}
 	stats.HoleBytes.Add(length - dataBytes)
 	return segs
+}
+
+// openSame opens the file f is open on again, with flags, through
+// /proc/self/fd, and checks that it is the same inode.
+func openSame(f *os.File, flags int) (*os.File, error) {
+	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	var a, b unix.Stat_t
+	if unix.Fstat(int(d.Fd()), &a) != nil || unix.Fstat(int(f.Fd()), &b) != nil || a.Ino != b.Ino || a.Dev != b.Dev {
+		d.Close()
+		return nil, fmt.Errorf("%s: reopened descriptor is another file", f.Name())
+	}
+	return d, nil
 }

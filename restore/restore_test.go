@@ -406,6 +406,12 @@ func TestLoadPlanErrors(t *testing.T) {
 		{name: "size-0", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x40, le(0)) }, want: index.ErrBadIndex},
 		{name: "header-size-bigger", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x40, le(uint64(len(img))+cs)) }, want: index.ErrBadLength},
 		{name: "header-size-smaller-same-count", mutate: func(t *testing.T, dir, p string) { fixture.Patch(t, p, 0x40, le(uint64(len(img))-1)) }, want: index.ErrSizeMismatch},
+		// A header and file length that agree, with a size the manifest does
+		// not give: refused before the (sparse, huge) entries are read.
+		{name: "header-size-1TiB-consistent-length", mutate: func(t *testing.T, dir, p string) {
+			fixture.Patch(t, p, 0x40, le(1<<40))
+			os.Truncate(p, index.HeaderSize+32*(1<<40)/int64(cs))
+		}, want: index.ErrSizeMismatch},
 		{name: "long", mutate: func(t *testing.T, dir, p string) {
 			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 			f.Write([]byte{0})

@@ -3,7 +3,9 @@ package restore
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -72,6 +74,28 @@ type TargetOptions struct {
 	// DataBytes is how many bytes of the image are data (not zero chunks),
 	// for the free-space check before the work; 0 skips the check.
 	DataBytes int64
+	// Reserve yields the image's data ranges (Plan.DataRanges). An
+	// existing regular file (Force) on a file system where Allocate
+	// reserves space gets them reserved before it is truncated or punched:
+	// a file system that fills up meanwhile (ENOSPC) then fails OpenTarget
+	// with the file exactly as it was. nil reserves nothing here (Allocate
+	// still does, later).
+	Reserve iter.Seq[Range]
+	// StoreDir is the datastore directory being read, for a local store
+	// ("" for a bucket): a target inside it, or a hard link of one of its
+	// index, blob or chunk files, is refused (ErrTargetInStore).
+	StoreDir string
+	// Resume continues an interrupted restore of a new file: its partial
+	// output must be there, of the image's size, and is kept as it is
+	// (not emptied). Existing files and devices are written in place
+	// either way.
+	Resume bool
+	// Locked, when set, is called once the target is locked and checked,
+	// before anything in it changes (a new file's leftover partial output
+	// is emptied only after it): the place to discard an earlier restore's
+	// resume journal, which would no longer tell the truth. Its error
+	// stops OpenTarget.
+	Locked func() error
 }
 
 // FileTarget writes to a regular file or a block device with positioned
@@ -82,10 +106,12 @@ type FileTarget struct {
 	path      string   // the user's path, for messages
 	place     *place   // directory, names and partial output of a file target; nil for a device
 	buffered  *os.File // also holds the lock
+	backing   *os.File // a loop device's backing file, locked; nil otherwise
 	direct    *os.File // nil when O_DIRECT is unavailable
 	directOK  atomic.Bool
 	device    bool
 	created   bool        // a new file, written as the place's partial output
+	keep      bool        // keep the partial output on Close (a journaled restore to resume)
 	committed bool        // the partial output was renamed into place
 	zeroNeeds bool        // Zero must act (existing file, or device not assumed zeroed)
 	reserve   bool        // Allocate reserves space (a regular file on ext4 or XFS)
@@ -127,7 +153,7 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 			return nil, fmt.Errorf("%s: %w", path, ErrTargetExists)
 		}
 	case st != nil:
-		return nil, fmt.Errorf("%s: not a regular file or block device", path)
+		return nil, unusable(fmt.Errorf("%s: not a regular file or block device", path))
 	default:
 		t.created = true
 	}
@@ -136,6 +162,10 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 		return nil, err
 	}
 	t.place = pl
+	if err := checkNotInStore(opts.StoreDir, pl.dir, nil, path); err != nil {
+		t.release()
+		return nil, err
+	}
 	if err := t.openFile(opts); err != nil {
 		t.release()
 		return nil, err
@@ -149,16 +179,31 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 	pl := t.place
 	var reused int64
 	if t.created {
-		f, err := pl.createPartial()
+		f, err := pl.createPartial(true)
 		if err != nil {
 			return err
 		}
 		t.buffered = f
+		if opts.Resume {
+			if st, err := f.Stat(); err != nil || st.Size() != t.size {
+				return fmt.Errorf("%s: nothing to resume: the partial output of an interrupted restore is not there (or not of the image's size)", t.path)
+			}
+		}
 		// Locked: a file that appeared at the name meanwhile is not ours.
 		if there, err := pl.lstatName(); err != nil {
 			return err
 		} else if there != nil {
 			return fmt.Errorf("%s: %w: it was created by another program meanwhile", t.path, ErrTargetExists)
+		}
+		if opts.Locked != nil {
+			if err := opts.Locked(); err != nil {
+				return err
+			}
+		}
+		if !opts.Resume {
+			if err := f.Truncate(0); err != nil {
+				return fmt.Errorf("%s: %w", t.path, causeOf(err))
+			}
 		}
 	} else {
 		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -171,9 +216,15 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 			return fmt.Errorf("%s: %w", t.path, err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return fmt.Errorf("%s: not a regular file or block device", t.path)
+			return unusable(fmt.Errorf("%s: not a regular file or block device", t.path))
 		}
 		if err := lockFile(t.buffered, t.path); err != nil {
+			return err
+		}
+		if err := checkNotInStore(opts.StoreDir, pl.dir, t.buffered, t.path); err != nil {
+			return err
+		}
+		if err := checkNoRecordLocks(t.buffered, t.path); err != nil {
 			return err
 		}
 		if err := checkNotLoopBacked(&st, t.path); err != nil {
@@ -184,9 +235,20 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		}
 		reused = st.Blocks * 512
 		t.zeroNeeds = true
+		if opts.Locked != nil {
+			if err := opts.Locked(); err != nil {
+				return err
+			}
+		}
 	}
 	if opts.DataBytes > 0 {
 		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused); err != nil {
+			return err
+		}
+	}
+	t.reserve = reservesInPlace(t.buffered)
+	if !t.created && t.reserve && opts.Reserve != nil {
+		if err := t.reserveFirst(opts.Reserve, reused); err != nil {
 			return err
 		}
 	}
@@ -195,9 +257,72 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 	if err := t.buffered.Truncate(t.size); err != nil {
 		return fmt.Errorf("%s: truncate to %d bytes: %w", t.path, t.size, causeOf(err))
 	}
-	t.reserve = reservesInPlace(t.buffered)
 	t.openDirect(opts)
 	return nil
+}
+
+// reserveFirst reserves the data ranges of an existing file before
+// anything else touches it: fallocate(KEEP_SIZE) changes neither its size
+// nor its content (reserved holes read as zeros, as they did). On failure
+// the reservation is undone — the old holes punched again, and the space
+// reserved past the old end freed by truncating to the old size — so the
+// file keeps its size, content and allocation; ENOSPC/EDQUOT are returned
+// as ErrNoSpace. Once reserved, Allocate has nothing left to do.
+func (t *FileTarget) reserveFirst(ranges iter.Seq[Range], allocated int64) error {
+	fd := int(t.buffered.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("%s: %w", t.path, err)
+	}
+	holes := holesOf(fd, st.Size)
+	var err error
+	for r := range ranges {
+		if err = fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, int64(r.Offset), int64(r.Length)); err != nil {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		t.reserve = false
+		return nil
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+		return nil
+	}
+	for _, h := range holes {
+		fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, h[0], h[1]-h[0])
+	}
+	// ext4 and XFS free blocks reserved past the end on a truncate, even to
+	// the same size.
+	unix.Ftruncate(fd, st.Size)
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		return fmt.Errorf("%s: %w: the file system filled up while reserving the image's %d bytes of data (beyond the existing file's %d bytes); nothing was written, the file is as it was: %w",
+			t.path, ErrNoSpace, t.size, allocated, err)
+	}
+	return fmt.Errorf("%s: reserve space: %w; nothing was written", t.path, err)
+}
+
+// holesOf lists the holes [start, end) of the file fd within its first
+// size bytes (SEEK_DATA/SEEK_HOLE; none when the file system cannot tell).
+func holesOf(fd int, size int64) [][2]int64 {
+	var holes [][2]int64
+	for pos := int64(0); pos < size; {
+		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if err != nil {
+			if errors.Is(err, unix.ENXIO) {
+				holes = append(holes, [2]int64{pos, size})
+			}
+			break
+		}
+		if data > pos {
+			holes = append(holes, [2]int64{pos, min(data, size)})
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			break
+		}
+		pos = hole
+	}
+	return holes
 }
 
 // openDevice opens a block device exclusively, locks it and checks its
@@ -212,7 +337,7 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 			who := "mounted, or held by another program"
 			if g, gerr := os.Open(p); gerr == nil {
 				if pid := lockHolder(g); pid > 0 {
-					who = fmt.Sprintf("another pbsdirect run (PID %d) is writing it", pid)
+					who = pidWords(pid)
 				}
 				g.Close()
 			}
@@ -225,6 +350,22 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 		t.release()
 		return nil, err
 	}
+	if err := checkNoRecordLocks(f, t.path); err != nil {
+		t.release()
+		return nil, err
+	}
+	// A loop device's backing file is locked too: a restore into the file
+	// and one into the device over it must not run at once.
+	if err := t.lockLoopBacking(); err != nil {
+		t.release()
+		return nil, err
+	}
+	// A read-only device (losetup -r, a write-protected disk) opens for
+	// writing but refuses every write (EPERM): found here, before the work.
+	if ro, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKROGET); err == nil && ro != 0 {
+		t.release()
+		return nil, fmt.Errorf("%s: block device is read-only (BLKROGET; e.g. losetup -r, blockdev --setro); nothing was written: %w", t.path, unix.EROFS)
+	}
 	devSize, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
 	if err != nil {
 		t.release()
@@ -232,11 +373,17 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 	}
 	if int64(devSize) < t.size {
 		t.release()
-		return nil, fmt.Errorf("%s: block device has %d bytes, image needs %d", t.path, devSize, t.size)
+		return nil, unusable(fmt.Errorf("%s: block device has %d bytes, image needs %d", t.path, devSize, t.size))
 	}
 	if err := checkFormat(f, t.path, int64(devSize), true); err != nil {
 		t.release()
 		return nil, err
+	}
+	if opts.Locked != nil {
+		if err := opts.Locked(); err != nil {
+			t.release()
+			return nil, err
+		}
 	}
 	t.openDirect(opts)
 	return t, nil
@@ -263,26 +410,44 @@ func (t *FileTarget) openDirect(opts TargetOptions) {
 // release closes every descriptor, removing an uncommitted partial output
 // first (while the lock is still held).
 func (t *FileTarget) release() error {
-	if t.created && !t.committed && t.place != nil && t.buffered != nil {
+	if t.created && !t.committed && !t.keep && t.place != nil && t.buffered != nil {
 		t.place.removePartial()
 	}
 	var first error
-	for _, f := range []*os.File{t.direct, t.buffered} {
+	for _, f := range []*os.File{t.direct, t.buffered, t.backing} {
 		if f != nil {
 			if err := f.Close(); err != nil && first == nil {
 				first = err
 			}
 		}
 	}
-	t.direct, t.buffered = nil, nil
+	t.direct, t.buffered, t.backing = nil, nil, nil
 	if t.place != nil {
 		t.place.close()
 	}
 	return first
 }
 
+// KeepPartial makes Close keep the partial output of a new file that was
+// not completed, under its hidden name, for a resume (its journal records
+// what is durable in it).
+func (t *FileTarget) KeepPartial() { t.keep = true }
+
+// PartialPath returns the path of the partial output a new file target
+// is written as ("" for other targets).
+func (t *FileTarget) PartialPath() string {
+	if !t.created || t.place == nil {
+		return ""
+	}
+	return filepath.Join(t.place.dirName(), t.place.partial)
+}
+
 // Direct reports whether O_DIRECT writes are in use.
 func (t *FileTarget) Direct() bool { return t.directOK.Load() }
+
+// File returns the target's open descriptor (nil after Close), for a
+// read-back of the very file written (ReadBackFile).
+func (t *FileTarget) File() *os.File { return t.buffered }
 
 // Created reports whether OpenTarget created the target file.
 func (t *FileTarget) Created() bool { return t.created }
@@ -312,10 +477,10 @@ func (t *FileTarget) ZeroHandling() string {
 // Alignment multiples, buffered otherwise. An O_DIRECT write the filesystem
 // refuses (EINVAL) switches the target to buffered writes for good.
 func (t *FileTarget) WriteAt(p []byte, off int64) error {
-	t.modified.Store(true)
 	if t.directOK.Load() && off%Alignment == 0 && len(p)%Alignment == 0 {
 		_, err := t.direct.WriteAt(p, off)
 		if err == nil {
+			t.modified.Store(true)
 			return nil
 		}
 		if !errors.Is(err, unix.EINVAL) {
@@ -323,9 +488,13 @@ func (t *FileTarget) WriteAt(p []byte, off int64) error {
 		}
 		t.directOK.Store(false)
 	}
-	if _, err := t.buffered.WriteAt(p, off); err != nil {
+	if n, err := t.buffered.WriteAt(p, off); err != nil {
+		if n > 0 {
+			t.modified.Store(true)
+		}
 		return fmt.Errorf("%s: write %d bytes at offset %d: %w", t.path, len(p), off, causeOf(err))
 	}
+	t.modified.Store(true)
 	return nil
 }
 
@@ -340,6 +509,8 @@ func (t *FileTarget) Zero(off, length int64) error {
 	if !t.zeroNeeds || length <= 0 {
 		return nil
 	}
+	// Changed unless every way of zeroing fails (a device refusing
+	// writes): a failed zeroing may still have cleared part of the range.
 	t.modified.Store(true)
 	fd := int(t.buffered.Fd())
 	if t.device {
@@ -490,8 +661,11 @@ func (t *FileTarget) Close(abort bool) error {
 // directory synced. The symlink policy of OpenTarget applies
 // (opts.FollowSymlinks), and so does the lock: a run writing the same target
 // fails this one at once (ErrTargetBusy). An existing path must be a
-// regular file and needs opts.Force (ErrTargetExists otherwise); devices,
-// FIFOs and directories are refused. Other options are ignored.
+// regular file and needs opts.Force (ErrTargetExists otherwise), and gets
+// the checks of an image target: writable by this user, not a disk image
+// container (ErrTargetFormat), not in use (ErrTargetInUse), not part of
+// opts.StoreDir (ErrTargetInStore); devices, FIFOs and directories are
+// refused. Other options are ignored.
 func WriteFile(path string, data []byte, opts TargetOptions) error {
 	p, st, err := resolveTarget(path, opts.FollowSymlinks)
 	if err != nil {
@@ -499,7 +673,7 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 	}
 	if st != nil {
 		if !st.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file: a blob is restored to a file", path)
+			return unusable(fmt.Errorf("%s: not a regular file: a blob is restored to a file", path))
 		}
 		if !opts.Force {
 			return fmt.Errorf("%s: %w", path, ErrTargetExists)
@@ -510,7 +684,10 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 		return err
 	}
 	defer pl.close()
-	f, err := pl.createPartial()
+	if err := checkNotInStore(opts.StoreDir, pl.dir, nil, path); err != nil {
+		return err
+	}
+	f, err := pl.createPartial(false)
 	if err != nil {
 		return err
 	}
@@ -523,14 +700,34 @@ func WriteFile(path string, data []byte, opts TargetOptions) error {
 	}()
 	if st != nil {
 		// The file being replaced may be an image restored in place now.
-		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		// It gets the checks of an image target: writable by this user
+		// (opened for writing, as an image restore does, so a file the
+		// user may not write is not replaced by a rename), not a disk
+		// image container, not in use, not part of the store.
+		fd, err := unix.Openat(int(pl.dir.Fd()), pl.name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		old := os.NewFile(uintptr(fd), path)
+		err = lockFile(old, path)
 		if err == nil {
-			old := os.NewFile(uintptr(fd), path)
-			err = lockFile(old, path)
-			old.Close()
-			if err != nil {
-				return err
+			err = checkNotInStore(opts.StoreDir, pl.dir, old, path)
+		}
+		if err == nil {
+			err = checkNoRecordLocks(old, path)
+		}
+		var ost unix.Stat_t
+		if err == nil {
+			if err = unix.Fstat(fd, &ost); err == nil {
+				err = checkNotLoopBacked(&ost, path)
 			}
+		}
+		if err == nil {
+			err = checkFormat(old, path, ost.Size, false)
+		}
+		old.Close()
+		if err != nil {
+			return err
 		}
 	} else if there, err := pl.lstatName(); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,9 @@ import (
 var ErrTargetFormat = errors.New("target holds a disk image format")
 
 // ErrTargetInUse is wrapped by OpenTarget errors for a regular file that
-// backs a loop device (a mounted file system image, or an attached disk).
+// backs a loop device (a mounted file system image, or an attached disk),
+// and for a target another program holds byte-range (fcntl/OFD) locks on,
+// as QEMU does on the disks of a running guest.
 var ErrTargetInUse = errors.New("target file is in use as a loop device's backing file")
 
 // ErrNoSpace is wrapped by OpenTarget errors when the target's file system
@@ -78,9 +81,13 @@ func checkFormat(f *os.File, user string, size int64, device bool) error {
 		return fmt.Errorf("%s: %w: it starts with a LUKS header, and raw data written over it destroys the encrypted volume; "+
 			"to restore into the volume, open it (cryptsetup open) and restore to /dev/mapper/NAME; if it is a plain disk whose guest uses LUKS, %s", user, ErrTargetFormat, what)
 	}
+	replace := "remove " + user + " first"
+	if device {
+		replace = "clear its signature first (wipefs -a " + user + ")"
+	}
 	return fmt.Errorf("%s: %w: it is a %s image, and the raw disk written over it would destroy the container; "+
-		"restore to a raw file and convert it, e.g. qemu-img convert -f raw -O qcow2 disk.raw %s (or remove %s first to replace it with a raw image)",
-		user, ErrTargetFormat, found, user, user)
+		"restore to a raw file and convert it, e.g. qemu-img convert -f raw -O qcow2 disk.raw %s (or %s to replace it with a raw image)",
+		user, ErrTargetFormat, found, user, replace)
 }
 
 // checkNotLoopBacked refuses a regular file that backs a loop device: it is
@@ -139,4 +146,67 @@ func checkSpace(fd int, user string, dataBytes, reused int64) error {
 		msg += fmt.Sprintf(" and the existing file %d bytes allocated", reused)
 	}
 	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, ErrNoSpace, msg, unix.ENOSPC)
+}
+
+// lockLoopBacking takes the lock of a loop device target's backing file
+// (found by LOOP_GET_STATUS64 and /sys/block/loopN/loop/backing_file, and
+// checked to be that inode) for the run, as a restore into the file itself
+// would: a run writing the file makes this one fail with ErrTargetBusy. A
+// device that is not a loop device, or whose backing file cannot be
+// opened, is left alone.
+func (t *FileTarget) lockLoopBacking() error {
+	info, err := unix.IoctlLoopGetStatus64(int(t.buffered.Fd()))
+	if err != nil {
+		return nil // not a loop device (or not attached)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(t.buffered.Fd()), &st); err != nil {
+		return nil
+	}
+	sys := fmt.Sprintf("/sys/dev/block/%d:%d/loop/backing_file", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	name, err := os.ReadFile(sys)
+	if err != nil {
+		return nil
+	}
+	p := strings.TrimSuffix(string(name), "\n")
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	var bst unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &bst) != nil || bst.Ino != info.Inode || uint64(bst.Dev) != info.Device {
+		f.Close()
+		return nil
+	}
+	if err := lockFile(f, t.path); err != nil {
+		f.Close()
+		return fmt.Errorf("%w (through its backing file %s)", err, p)
+	}
+	t.backing = f
+	return nil
+}
+
+// checkNoRecordLocks refuses a target on which another open file holds a
+// byte-range lock (OFD or POSIX, fcntl): QEMU and qemu-nbd lock the images
+// they have open that way, and writing under a running guest destroys its
+// disk. F_OFD_GETLK for a write lock over the whole file finds any such
+// lock of another open file description.
+func checkNoRecordLocks(f *os.File, user string) error {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err != nil || lk.Type == unix.F_UNLCK {
+		return nil
+	}
+	who := "another program (QEMU, qemu-nbd?)"
+	if lk.Pid > 0 {
+		who = fmt.Sprintf("PID %d", lk.Pid)
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", lk.Pid)); err == nil {
+			who += " (" + strings.TrimSpace(string(comm)) + ")"
+		}
+	}
+	kind := "read"
+	if lk.Type == unix.F_WRLCK {
+		kind = "write"
+	}
+	return fmt.Errorf("%s: %w: %s holds a %s lock on bytes from %d (fcntl/OFD, as QEMU takes on the images it runs): stop it first",
+		user, ErrTargetInUse, who, kind, lk.Start)
 }

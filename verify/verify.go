@@ -59,6 +59,10 @@ type Report struct {
 	Bytes     uint64           `json:"bytes"`             // archive bytes covered
 	ExitCode  int              `json:"exit-code"`         // the process exit code, set by the command
 	Skipped   []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
+	// Stores says, with several stores (a chunkstore.Chain), how many
+	// chunks each served and how many copies fell through; set by the
+	// command.
+	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
 }
 
 // Add appends r to the report and updates OK and Bytes; a skipped

@@ -7,7 +7,6 @@ package backends
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
@@ -47,11 +46,9 @@ type Options struct {
 	GCS gcsstore.Options
 	// Layout forces a bucket layout (LayoutAuto: detect).
 	Layout Layout
-	// RequestTimeout, MaxRetries, MinBackoff and MaxBackoff, when non-zero,
-	// apply to both bucket backends (see s3store.Options).
-	RequestTimeout         time.Duration
-	MaxRetries             int
-	MinBackoff, MaxBackoff time.Duration
+	// Policy is the request policy of both bucket backends (--io-timeout,
+	// --retry-for, backoff); zero fields take bucket's defaults.
+	Policy bucket.Options
 }
 
 // IsRemote reports whether spec names a bucket ("s3://…" or "gs://…")
@@ -65,13 +62,13 @@ func IsRemote(spec string) bool {
 // chunkstore.OpenLocal(spec, opts.Create). Errors wrap chunkstore.ErrNotFound
 // or chunkstore.ErrDenied where that is the cause (missing bucket or
 // directory, refused credentials). The bucket stores also implement
-// Layout() Layout and Retries() int64.
+// Layout() Layout, Retries() int64 and PolicyStats() bucket.Stats.
 func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, error) {
 	switch {
 	case strings.HasPrefix(spec, "s3://"):
 		o := opts.S3
 		o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
-		setCommon(&o.RequestTimeout, &o.MaxRetries, &o.MinBackoff, &o.MaxBackoff, opts)
+		o.Policy = opts.Policy
 		s, err := s3store.OpenURL(ctx, spec, o)
 		if err != nil {
 			return nil, err
@@ -80,7 +77,7 @@ func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, err
 	case strings.HasPrefix(spec, "gs://"):
 		o := opts.GCS
 		o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
-		setCommon(&o.RequestTimeout, &o.MaxRetries, &o.MinBackoff, &o.MaxBackoff, opts)
+		o.Policy = opts.Policy
 		s, err := gcsstore.OpenURL(ctx, spec, o)
 		if err != nil {
 			return nil, err
@@ -94,24 +91,36 @@ func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, err
 	return l, nil
 }
 
-func setCommon(timeout *time.Duration, retries *int, minB, maxB *time.Duration, o Options) {
-	if o.RequestTimeout != 0 {
-		*timeout = o.RequestTimeout
+// OpenChain opens every spec (see Open) and returns them as a
+// chunkstore.Chain in the order given, the order of preference. If one
+// fails to open, those opened are closed and the error names it.
+func OpenChain(ctx context.Context, specs []string, opts Options) (*chunkstore.Chain, error) {
+	var members []chunkstore.Store
+	for _, spec := range specs {
+		s, err := Open(ctx, spec, opts)
+		if err != nil {
+			for _, m := range members {
+				m.Close()
+			}
+			return nil, err
+		}
+		members = append(members, s)
 	}
-	if o.MaxRetries != 0 {
-		*retries = o.MaxRetries
-	}
-	if o.MinBackoff != 0 {
-		*minB = o.MinBackoff
-	}
-	if o.MaxBackoff != 0 {
-		*maxB = o.MaxBackoff
-	}
+	return chunkstore.NewChain(members...)
 }
 
 // LayoutOf returns the bucket layout of s, and false for stores without one
 // (local directories).
 func LayoutOf(s chunkstore.Store) (Layout, bool) {
+	if c, ok := s.(*chunkstore.Chain); ok {
+		// A chain: the layout of its first bucket.
+		for _, m := range c.Members() {
+			if l, ok := LayoutOf(m); ok {
+				return l, true
+			}
+		}
+		return LayoutAuto, false
+	}
 	if l, ok := s.(interface{ Layout() Layout }); ok {
 		return l.Layout(), true
 	}
@@ -121,8 +130,22 @@ func LayoutOf(s chunkstore.Store) (Layout, bool) {
 // RetriesOf returns how many request retries s has made (0 for stores that
 // do not retry).
 func RetriesOf(s chunkstore.Store) int64 {
-	if r, ok := s.(interface{ Retries() int64 }); ok {
-		return r.Retries()
+	return PolicyStatsOf(s).Retries
+}
+
+// PolicyStatsOf returns the request policy's counts of a bucket store, or
+// of a store that forwards them (a chain sums its members'); zero for
+// stores without one (directories).
+func PolicyStatsOf(s chunkstore.Store) bucket.Stats {
+	if c, ok := s.(*chunkstore.Chain); ok {
+		var sum bucket.Stats
+		for _, m := range c.Members() {
+			sum = sum.Add(PolicyStatsOf(m))
+		}
+		return sum
 	}
-	return 0
+	if r, ok := s.(interface{ PolicyStats() bucket.Stats }); ok {
+		return r.PolicyStats()
+	}
+	return bucket.Stats{}
 }

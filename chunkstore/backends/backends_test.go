@@ -13,6 +13,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/gcsstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/internal/storetest"
@@ -53,7 +54,7 @@ func TestOpen(t *testing.T) {
 	gcs.Server.CreateObject(fakeObject("gbucket", "x/.chunks/"+chunkstore.ChunkRelPath(d)[len(".chunks/"):], blob))
 	gcs.Server.CreateObject(fakeObject("gbucket", "x/.cnt/vm/1/owner", []byte("root@pam\n")))
 
-	common := backends.Options{Concurrency: 8, MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	common := backends.Options{Concurrency: 8, Policy: bucket.Options{RetryFor: 200 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}}
 	for _, tc := range []struct {
 		spec   string
 		opts   func(o *backends.Options)
@@ -82,7 +83,7 @@ func TestOpen(t *testing.T) {
 			if l, ok := backends.LayoutOf(s); ok != tc.remote || l != tc.layout {
 				t.Errorf("LayoutOf = %v, %v", l, ok)
 			}
-			got, err := s.ReadChunk(ctx, d, nil)
+			got, err := s.ReadChunk(ctx, d, nil, 0)
 			if err != nil || string(got) != string(blob) {
 				t.Fatalf("ReadChunk: %v", err)
 			}

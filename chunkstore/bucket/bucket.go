@@ -1,7 +1,9 @@
 // Package bucket holds what the bucket backends (chunkstore/s3store,
 // chunkstore/gcsstore) share: store URL parsing, the two datastore layouts
 // in a bucket and their key mapping (FORMAT.md §1, §8.1), content-path
-// validation and the retry backoff.
+// validation, and the request policy: the stall watchdog (Transport),
+// retries judged by time (Options.RetryFor) with Retry-After honoured, and
+// the adaptive limit on GETs in flight (Policy).
 package bucket
 
 import (
@@ -220,44 +222,6 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// Default retry policy of the bucket backends.
-const (
-	DefaultRequestTimeout = 60 * time.Second       // per attempt
-	DefaultMaxRetries     = 7                      // after the first attempt
-	DefaultMinBackoff     = 100 * time.Millisecond // first retry delay
-	DefaultMaxBackoff     = 10 * time.Second       // delay cap
-)
-
-// Policy is a bucket backend's retry policy: how many retries after the
-// first attempt, the per-attempt timeout and the backoff between attempts.
-type Policy struct {
-	MaxRetries int
-	Timeout    time.Duration
-	Backoff    Backoff
-}
-
-// NewPolicy applies the defaults to zero values: maxRetries 0 means
-// DefaultMaxRetries and < 0 means none; zero durations mean the defaults.
-func NewPolicy(maxRetries int, timeout, minBackoff, maxBackoff time.Duration) Policy {
-	p := Policy{MaxRetries: maxRetries, Timeout: timeout, Backoff: Backoff{Min: minBackoff, Max: maxBackoff}}
-	switch {
-	case p.MaxRetries == 0:
-		p.MaxRetries = DefaultMaxRetries
-	case p.MaxRetries < 0:
-		p.MaxRetries = 0
-	}
-	if p.Timeout == 0 {
-		p.Timeout = DefaultRequestTimeout
-	}
-	if p.Backoff.Min <= 0 {
-		p.Backoff.Min = DefaultMinBackoff
-	}
-	if p.Backoff.Max <= 0 {
-		p.Backoff.Max = max(DefaultMaxBackoff, p.Backoff.Min)
-	}
-	return p
 }
 
 // Unreachable reports whether err says the endpoint cannot be reached as

@@ -8,10 +8,13 @@
 // never uses the gRPC transport.
 //
 // Layouts, retries and error mapping are those of package s3store: PBS 4
-// (".cnt/") or plain-copy layout detected at Open; 5xx, 429, 408, timeouts
-// and connection resets (also mid-body) retried with exponential backoff and
-// jitter; 404 → chunkstore.ErrNotFound and 403 → chunkstore.ErrDenied, never
-// retried.
+// (".cnt/") or plain-copy layout detected at Open; the library makes one
+// attempt per call and the bucket request policy (bucket.Policy) retries:
+// 5xx, 408, connection resets (also mid-body) and stalled transfers with
+// exponential backoff and jitter, throttling (429, 503, rateLimitExceeded)
+// after its Retry-After with fewer chunk GETs in flight, until the same
+// request has failed for the retry window; 404 → chunkstore.ErrNotFound and
+// 403 → chunkstore.ErrDenied, never retried.
 package gcsstore
 
 import (
@@ -27,11 +30,8 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"cloud.google.com/go/storage"
-	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
@@ -54,11 +54,7 @@ const (
 
 // Defaults used for zero Options fields.
 const (
-	DefaultConcurrency    = 32
-	DefaultRequestTimeout = bucket.DefaultRequestTimeout
-	DefaultMaxRetries     = bucket.DefaultMaxRetries
-	DefaultMinBackoff     = bucket.DefaultMinBackoff
-	DefaultMaxBackoff     = bucket.DefaultMaxBackoff
+	DefaultConcurrency = bucket.DefaultConcurrency
 )
 
 // Options configures Open. The zero value uses Application Default
@@ -77,17 +73,9 @@ type Options struct {
 	// flight; the connection pool keeps at least that many idle connections
 	// per host. 0 means DefaultConcurrency.
 	Concurrency int
-	// RequestTimeout bounds the wait for response headers of one attempt,
-	// and for ReadChunk the whole download of one attempt. 0 means
-	// DefaultRequestTimeout, negative disables it. Timed-out attempts are
-	// retried.
-	RequestTimeout time.Duration
-	// MaxRetries is the number of retries after the first attempt. 0 means
-	// DefaultMaxRetries, negative means none.
-	MaxRetries int
-	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// retries. 0 means the defaults above.
-	MinBackoff, MaxBackoff time.Duration
+	// Policy is the request policy (--io-timeout, --retry-for, backoff);
+	// its Concurrency, when 0, is Concurrency.
+	Policy bucket.Options
 	// ListPageSize is the number of objects asked for per listing page
 	// (maxResults); 0 means 1000, the GCS maximum.
 	ListPageSize int
@@ -101,16 +89,13 @@ type Options struct {
 // Store is a datastore in a GCS bucket. It implements chunkstore.Store and
 // is safe for concurrent use.
 type Store struct {
-	client     *storage.Client
-	bucket     *storage.BucketHandle
-	name       string
-	keys       bucket.Keys
-	url        string
-	maxRetries int
-	pageSize   int
-	timeout    time.Duration
-	backoff    bucket.Backoff
-	retries    atomic.Int64
+	client   *storage.Client
+	bucket   *storage.BucketHandle
+	name     string
+	keys     bucket.Keys
+	url      string
+	pol      *bucket.Policy
+	pageSize int
 }
 
 var _ chunkstore.Store = (*Store)(nil)
@@ -138,20 +123,22 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		pageSize: max(0, opts.ListPageSize),
 	}
 	s.url = s.keys.URL("gs", bkt)
-	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
-	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
+	po := opts.Policy
+	if po.Concurrency <= 0 {
+		po.Concurrency = conc
+	}
+	s.pol = bucket.NewPolicy(po)
 
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConns = max(100, 2*conc)
 	base.MaxIdleConnsPerHost = conc + conc/4 + 2
 	base.MaxConnsPerHost = 0
-	if s.timeout > 0 {
-		base.ResponseHeaderTimeout = s.timeout
-	}
+	// The stall watchdog judges transfers by progress; no total timeout.
+	watched := s.pol.Transport(base)
 	var copts []option.ClientOption
 	if opts.Endpoint != "" {
 		ep, err := jsonEndpoint(opts.Endpoint)
@@ -161,9 +148,9 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		copts = append(copts, option.WithEndpoint(ep))
 	}
 	if opts.NoAuth || os.Getenv("STORAGE_EMULATOR_HOST") != "" {
-		copts = append(copts, option.WithoutAuthentication(), option.WithHTTPClient(&http.Client{Transport: base}))
+		copts = append(copts, option.WithoutAuthentication(), option.WithHTTPClient(&http.Client{Transport: watched}))
 	} else {
-		rt, err := htransport.NewTransport(ctx, base, option.WithScopes(storage.ScopeReadWrite))
+		rt, err := htransport.NewTransport(ctx, watched, option.WithScopes(storage.ScopeReadWrite))
 		if err != nil {
 			return nil, fmt.Errorf("%s: Google Application Default Credentials: %w (set GOOGLE_APPLICATION_CREDENTIALS, run 'gcloud auth application-default login', or use STORAGE_EMULATOR_HOST for an emulator)", s.url, err)
 		}
@@ -173,20 +160,8 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.url, err)
 	}
-	client.SetRetry(
-		storage.WithBackoff(gax.Backoff{Initial: s.backoff.Min, Max: s.backoff.Max, Multiplier: 2}),
-		storage.WithMaxAttempts(s.maxRetries+1),
-		// All our operations are idempotent: reads, and writes of
-		// content-addressed chunks or whole files.
-		storage.WithPolicy(storage.RetryAlways),
-		storage.WithErrorFunc(func(err error) bool {
-			r := shouldRetry(err)
-			if r {
-				s.retries.Add(1)
-			}
-			return r
-		}),
-	)
+	// One attempt per call: the bucket policy retries (s.do).
+	client.SetRetry(storage.WithPolicy(storage.RetryNever))
 	s.client = client
 	s.bucket = client.Bucket(bkt)
 	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
@@ -216,13 +191,8 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	if s.keys.Prefix != "" {
 		root = s.keys.Prefix + "/"
 	}
-	q := &storage.Query{Prefix: root + bucket.ContentDir + "/"}
-	q.SetAttrSelection([]string{"Name"})
-	it := s.bucket.Objects(ctx, q)
-	it.PageInfo().MaxSize = 1
-	_, err := it.Next()
-	hasCnt := err == nil
-	if err != nil && err != iterator.Done {
+	hasCnt, err := s.anyObject(ctx, root+bucket.ContentDir+"/")
+	if err != nil {
 		return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 	}
 	switch {
@@ -232,15 +202,13 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		s.keys.Layout = LayoutPBS4
 	case !create:
 		// A plain copy of a datastore has chunks; anything else is not a datastore.
-		q := &storage.Query{Prefix: root + ".chunks/"}
-		q.SetAttrSelection([]string{"Name"})
-		it := s.bucket.Objects(ctx, q)
-		it.PageInfo().MaxSize = 1
-		if _, err := it.Next(); err == iterator.Done {
+		hasChunks, err := s.anyObject(ctx, root+".chunks/")
+		if err != nil {
+			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		}
+		if !hasChunks {
 			return fmt.Errorf("%s: %w: no PBS datastore at this prefix (neither %s.cnt/ nor %s.chunks/ holds objects); --store must name the datastore's prefix",
 				s.url, chunkstore.ErrNotFound, root, root)
-		} else if err != nil {
-			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
 		}
 		s.keys.Layout = LayoutPlain
 	default:
@@ -248,28 +216,68 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		s.keys.Layout = LayoutPBS4
 		q := &storage.Query{Prefix: root, Delimiter: "/"}
 		q.SetAttrSelection([]string{"Name"})
-		it := s.bucket.Objects(ctx, q)
-		for {
-			a, err := it.Next()
-			if err == iterator.Done {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
-			}
+		pbs4 := false
+		err := s.list(ctx, q, func(a *storage.ObjectAttrs) {
 			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p == bucket.ContentDir+"/" {
-				// Written since the first listing (a concurrent writer).
-				s.keys.Layout = LayoutPBS4
-				return nil
+				pbs4 = true // written since the first listing (a concurrent writer)
 			} else if a.Prefix != "" && p != ".chunks/" {
 				s.keys.Layout = LayoutPlain
 			}
 			if n := strings.TrimPrefix(a.Name, root); a.Name != "" && (n == ".lock" || n == ".gc-status") {
 				s.keys.Layout = LayoutPlain
 			}
+		})
+		if err != nil {
+			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		}
+		if pbs4 {
+			s.keys.Layout = LayoutPBS4
 		}
 	}
 	return nil
+}
+
+// anyObject reports whether any object's name starts with prefix.
+func (s *Store) anyObject(ctx context.Context, prefix string) (bool, error) {
+	var found bool
+	err := s.do(ctx, func(ctx context.Context) error {
+		q := &storage.Query{Prefix: prefix}
+		q.SetAttrSelection([]string{"Name"})
+		it := s.bucket.Objects(ctx, q)
+		it.PageInfo().MaxSize = 1
+		_, err := it.Next()
+		found = err == nil
+		if err == iterator.Done {
+			return nil
+		}
+		return err
+	})
+	return found, err
+}
+
+// list calls fn for every object (and, with a delimiter, prefix) q lists;
+// a listing that fails part way is retried from its start under the
+// policy, after fn has seen the objects listed until then again, so fn must
+// not mind seeing one twice.
+func (s *Store) list(ctx context.Context, q *storage.Query, fn func(*storage.ObjectAttrs)) error {
+	return s.do(ctx, func(ctx context.Context) error {
+		it := s.bucket.Objects(ctx, q)
+		for {
+			a, err := it.Next()
+			if err == iterator.Done {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fn(a)
+		}
+	})
+}
+
+// do runs one request under the bucket policy.
+func (s *Store) do(ctx context.Context, fn func(context.Context) error) error {
+	return s.pol.Do(ctx, false, fn, classifyErr)
 }
 
 // Layout returns the layout in use (never LayoutAuto).
@@ -282,7 +290,11 @@ func (s *Store) Bucket() string { return s.name }
 func (s *Store) Prefix() string { return s.keys.Prefix }
 
 // Retries returns how many retries (of any request) the store made so far.
-func (s *Store) Retries() int64 { return s.retries.Load() }
+func (s *Store) Retries() int64 { return s.pol.Stats().Retries }
+
+// PolicyStats returns the request policy's counts: retries, throttled
+// answers, stalls, and the changes of the GETs in flight.
+func (s *Store) PolicyStats() bucket.Stats { return s.pol.Stats() }
 
 // String returns "gs://bucket[/prefix]".
 func (s *Store) String() string { return s.url }
@@ -293,58 +305,32 @@ func (s *Store) objURL(key string) string { return "gs://" + s.name + "/" + key 
 func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
 
 // ReadChunk downloads the chunk object for d into buf (see
-// chunkstore.Store.ReadChunk). A failure while reading the body retries the
-// whole download; partial data is never returned.
-func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+// chunkstore.Store.ReadChunk) under the bucket policy: an object larger
+// than limit is refused by its size before its body is read. A failure while
+// reading the body retries the whole download; partial data is never
+// returned.
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	key := s.keys.Chunk(d)
-	for attempt := 0; ; attempt++ {
-		out, retryable, err := s.readChunkOnce(ctx, key, buf)
-		if err == nil {
-			return out, nil
+	var out []byte
+	err := s.pol.Do(ctx, true, func(ctx context.Context) error {
+		r, err := s.bucket.Object(key).NewReader(ctx)
+		if err != nil {
+			return err
 		}
-		if !retryable || attempt >= s.maxRetries || ctx.Err() != nil {
-			if retryable && attempt > 0 {
-				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
-		}
-		s.retries.Add(1)
-		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
-			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
-		}
-	}
-}
-
-func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, bool, error) {
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r, err := s.bucket.Object(key).NewReader(actx)
-	if err != nil {
-		return nil, false, mapErr(err)
-	}
-	defer r.Close()
-	var fired atomic.Bool
-	if s.timeout > 0 {
-		t := time.AfterFunc(s.timeout, func() { fired.Store(true); cancel() })
-		defer t.Stop()
-	}
-	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
-	// Size is -1 for a body without Content-Length or one decoded on the
-	// way (an object stored with Content-Encoding gzip): read to its end,
-	// bounded by limit.
-	buf, err = bucket.ReadBody(r, r.Attrs.Size, limit, buf)
-	if err != nil {
-		if errors.Is(err, chunkstore.ErrTooLarge) || errors.Is(err, chunkstore.ErrEmpty) {
-			return nil, false, err
-		}
-		if fired.Load() && ctx.Err() == nil {
-			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
-		} else {
+		defer r.Close()
+		// Size is -1 for a body without Content-Length or one decoded on
+		// the way (an object stored with Content-Encoding gzip): read to
+		// its end, bounded by the limit.
+		out, err = bucket.ReadBody(r, r.Attrs.Size, chunkstore.ReadLimit(limit), buf)
+		if err != nil && !errors.Is(err, chunkstore.ErrTooLarge) && !errors.Is(err, chunkstore.ErrEmpty) {
 			err = fmt.Errorf("reading body: %w", err)
 		}
-		return nil, ctx.Err() == nil, err
+		return err
+	}, classifyErr)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
 	}
-	return buf, false, nil
+	return out, nil
 }
 
 // OpenFile starts downloading the content file rel and returns its reader
@@ -355,7 +341,11 @@ func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := s.bucket.Object(key).NewReader(ctx)
+	var r *storage.Reader
+	err = s.do(ctx, func(ctx context.Context) (err error) {
+		r, err = s.bucket.Object(key).NewReader(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
 	}
@@ -409,7 +399,12 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		}
 		q.SetAttrSelection([]string{"Name", "Size"})
 		var page []*storage.ObjectAttrs
-		next, err := iterator.NewPager(s.bucket.Objects(ctx, q), s.listPageSize(), token).NextPage(&page)
+		var next string
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			page = page[:0]
+			next, err = iterator.NewPager(s.bucket.Objects(ctx, q), s.listPageSize(), token).NextPage(&page)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
@@ -448,7 +443,11 @@ func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (b
 	if status(err) != http.StatusPreconditionFailed {
 		return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
 	}
-	attrs, err := obj.Attrs(ctx)
+	var attrs *storage.ObjectAttrs
+	err = s.do(ctx, func(ctx context.Context) (err error) {
+		attrs, err = obj.Attrs(ctx)
+		return err
+	})
 	switch {
 	case err == nil && attrs.Size > 0:
 		return true, nil
@@ -478,10 +477,10 @@ func (s *Store) WriteFile(ctx context.Context, rel string, data []byte) error {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // upload writes data in one request (no resumable session, no extra
-// buffer), retrying transient failures itself.
+// buffer) under the bucket policy.
 func (s *Store) upload(ctx context.Context, obj *storage.ObjectHandle, data []byte) error {
 	sum := crc32.Checksum(data, castagnoli)
-	for attempt := 0; ; attempt++ {
+	return s.do(ctx, func(ctx context.Context) error {
 		w := obj.NewWriter(ctx)
 		w.ChunkSize = 0
 		w.ContentType = "application/octet-stream"
@@ -490,17 +489,8 @@ func (s *Store) upload(ctx context.Context, obj *storage.ObjectHandle, data []by
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil {
-			return nil
-		}
-		if !shouldRetry(err) || attempt >= s.maxRetries || ctx.Err() != nil {
-			return err
-		}
-		s.retries.Add(1)
-		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // Close releases the client's connections.
@@ -523,10 +513,35 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
 	case st == http.StatusForbidden || st == http.StatusUnauthorized:
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
-	case bucket.Unreachable(err) || shouldRetry(err):
+	case bucket.Unreachable(err) || classifyErr(err) != bucket.Fatal:
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err
+}
+
+// classifyErr judges a failed attempt for the bucket policy: Fatal for an
+// empty or too large chunk object and what shouldRetry refuses, Throttle
+// for 429 and rateLimitExceeded (also sent as 403), Transient otherwise.
+func classifyErr(err error) bucket.Class {
+	if errors.Is(err, chunkstore.ErrEmpty) || errors.Is(err, chunkstore.ErrTooLarge) {
+		return bucket.Fatal
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		for _, e := range ge.Errors {
+			if e.Reason == "rateLimitExceeded" || e.Reason == "userRateLimitExceeded" {
+				return bucket.Throttle
+			}
+		}
+	}
+	if status(err) == http.StatusTooManyRequests {
+		return bucket.Throttle
+	}
+	var se *bucket.StallError
+	if errors.As(err, &se) || shouldRetry(err) {
+		return bucket.Transient
+	}
+	return bucket.Fatal
 }
 
 // shouldRetry retries what storage.ShouldRetry does (408, 429, 5xx,
@@ -567,7 +582,7 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 	mine := chunkstore.NewClaimMarker()
 	obj := s.bucket.Object(key)
 	release := func() error {
-		if err := obj.Delete(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
+		if err := s.do(context.WithoutCancel(ctx), obj.Delete); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
 			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
 		}
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/gcsstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
@@ -38,13 +39,10 @@ func put(srv *testenv.GCSServer, bucket, key string, data []byte) {
 
 func testOptions(endpoint string) gcsstore.Options {
 	return gcsstore.Options{
-		Endpoint:       endpoint,
-		NoAuth:         true,
-		MaxRetries:     3,
-		MinBackoff:     time.Millisecond,
-		MaxBackoff:     5 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		Concurrency:    16,
+		Endpoint:    endpoint,
+		NoAuth:      true,
+		Policy:      bucket.Options{RetryFor: 300 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, IOTimeout: 10 * time.Second},
+		Concurrency: 16,
 	}
 }
 
@@ -118,7 +116,7 @@ func TestFaults(t *testing.T) {
 	srv := testenv.StartGCS(t)
 	type op func(t *testing.T, f *fixture, s *gcsstore.Store) error
 	readChunk := func(t *testing.T, f *fixture, s *gcsstore.Store) error {
-		got, err := s.ReadChunk(context.Background(), f.digest, nil)
+		got, err := s.ReadChunk(context.Background(), f.digest, nil, 0)
 		if err == nil && !bytes.Equal(got, f.blob) {
 			t.Fatalf("ReadChunk returned wrong bytes")
 		}
@@ -163,7 +161,7 @@ func TestFaults(t *testing.T) {
 		{"read/503 twice", faultproxy.Rule{Method: "GET", PathContains: chunkGet, Times: 2, Status: 503}, readChunk, nil, "", 3},
 		{"read/429", faultproxy.Rule{Method: "GET", PathContains: chunkGet, Times: 1, Status: 429}, readChunk, nil, "", 2},
 		{"read/reset mid-body twice", faultproxy.Rule{Method: "GET", PathContains: chunkGet, Times: 2, Reset: true, ResetAfter: 1000}, readChunk, nil, "", 0},
-		{"read/persistent 503", faultproxy.Rule{Method: "GET", PathContains: chunkGet, Status: 503}, readChunk, nil, "503", 4},
+		{"read/persistent 503", faultproxy.Rule{Method: "GET", PathContains: chunkGet, Status: 503}, readChunk, chunkstore.ErrUnavailable, "", 0},
 		{"read/403 not retried", faultproxy.Rule{Method: "GET", PathContains: chunkGet, Status: 403}, readChunk, chunkstore.ErrDenied, "", 1},
 		{"file/503", faultproxy.Rule{Method: "GET", PathContains: ".cnt", Times: 2, Status: 503}, readFile, nil, "", 3},
 		{"file/reset mid-body", faultproxy.Rule{Method: "GET", PathContains: ".cnt", Times: 2, Reset: true, ResetAfter: 1 << 20}, readFile, nil, "", 0},
@@ -171,7 +169,7 @@ func TestFaults(t *testing.T) {
 		{"list/reset", faultproxy.Rule{Method: "GET", PathContains: listGet, Times: 1, Reset: true, ResetAfter: 20}, list, nil, "", 2},
 		{"put/503", faultproxy.Rule{Method: "POST", PathContains: upload, Times: 2, Status: 503}, writeChunk, nil, "", 3},
 		{"put/429", faultproxy.Rule{Method: "POST", PathContains: upload, Times: 1, Status: 429}, writeChunk, nil, "", 2},
-		{"put/persistent 503", faultproxy.Rule{Method: "POST", PathContains: upload, Status: 503}, writeChunk, nil, "503", 4},
+		{"put/persistent 503", faultproxy.Rule{Method: "POST", PathContains: upload, Status: 503}, writeChunk, chunkstore.ErrUnavailable, "", 0},
 		{"put/403", faultproxy.Rule{Method: "POST", PathContains: upload, Status: 403}, writeChunk, chunkstore.ErrDenied, "", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,7 +207,7 @@ func TestNotFoundNotRetried(t *testing.T) {
 	f := newFixture(t, srv)
 	s := open(t, f.bucket, "store", testOptions(f.proxy.URL))
 	f.proxy.SetRules(faultproxy.Rule{PathContains: crypto.Digest{1}.String()})
-	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil)
+	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil, 0)
 	if !errors.Is(err, chunkstore.ErrNotFound) || !strings.Contains(err.Error(), s.ChunkLocation([32]byte{1})) {
 		t.Fatalf("err = %v", err)
 	}
@@ -231,7 +229,7 @@ func TestEmulatorHostWithoutCredentials(t *testing.T) {
 	f := newFixture(t, srv)
 	t.Setenv("STORAGE_EMULATOR_HOST", srv.Host)
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/credentials.json")
-	s, err := gcsstore.OpenURL(context.Background(), "gs://"+f.bucket+"/store", gcsstore.Options{MaxRetries: -1})
+	s, err := gcsstore.OpenURL(context.Background(), "gs://"+f.bucket+"/store", gcsstore.Options{Policy: bucket.Options{RetryFor: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +237,7 @@ func TestEmulatorHostWithoutCredentials(t *testing.T) {
 	if s.Layout() != gcsstore.LayoutPBS4 {
 		t.Errorf("layout %v", s.Layout())
 	}
-	if got, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil || !bytes.Equal(got, f.blob) {
+	if got, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || !bytes.Equal(got, f.blob) {
 		t.Fatalf("ReadChunk: %v", err)
 	}
 }
@@ -248,11 +246,11 @@ func TestRequestTimeout(t *testing.T) {
 	srv := testenv.StartGCS(t)
 	f := newFixture(t, srv)
 	o := testOptions(f.proxy.URL)
-	o.RequestTimeout = 200 * time.Millisecond
+	o.Policy.IOTimeout = 200 * time.Millisecond
 	s := open(t, f.bucket, "store", o)
 	f.proxy.SetRules(faultproxy.Rule{Method: "GET", PathContains: ".chunks", Times: 1, Delay: 3 * time.Second})
 	start := time.Now()
-	if got, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil || !bytes.Equal(got, f.blob) {
+	if got, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || !bytes.Equal(got, f.blob) {
 		t.Fatalf("ReadChunk: %v", err)
 	}
 	if el := time.Since(start); el > 2500*time.Millisecond {

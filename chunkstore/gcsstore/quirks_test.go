@@ -61,7 +61,7 @@ func TestQuirks(t *testing.T) {
 				t.Errorf("%d listing requests", n)
 			}
 			for d, want := range map[[32]byte][]byte{f.digest: f.blob, d2: blob2} {
-				got, err := s.ReadChunk(ctx, d, nil)
+				got, err := s.ReadChunk(ctx, d, nil, 0)
 				if err != nil || !bytes.Equal(got, want) {
 					t.Fatalf("ReadChunk: %d bytes, %v; want %d bytes", len(got), err, len(want))
 				}

@@ -6,9 +6,13 @@
 // S3 datastore layout (FORMAT.md §8.1) or a plain copy of a datastore
 // directory (§1). Open detects which one.
 //
-// Transient failures (HTTP 5xx except 501, 429, 409, timeouts, connection
-// resets, also while reading a response body) are retried with exponential
-// backoff and jitter; 404 is reported as chunkstore.ErrNotFound and 403 as
+// Requests follow the bucket request policy (bucket.Policy): the SDK makes
+// one attempt, and the policy retries transient failures (HTTP 5xx except
+// 501, 409, connection resets, also while reading a response body, and
+// transfers stalled for the I/O timeout) with exponential backoff and
+// jitter, and throttling (429, 503 SlowDown) after its Retry-After while
+// lowering the chunk GETs in flight, until the same request has failed for
+// the retry window; 404 is reported as chunkstore.ErrNotFound and 403 as
 // chunkstore.ErrDenied, both without retrying.
 package s3store
 
@@ -34,7 +38,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -42,7 +45,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
@@ -100,11 +102,7 @@ func ParsePathStyle(s string) (PathStyle, error) {
 
 // Defaults used for zero Options fields.
 const (
-	DefaultConcurrency    = 32
-	DefaultRequestTimeout = bucket.DefaultRequestTimeout
-	DefaultMaxRetries     = bucket.DefaultMaxRetries
-	DefaultMinBackoff     = bucket.DefaultMinBackoff
-	DefaultMaxBackoff     = bucket.DefaultMaxBackoff
+	DefaultConcurrency = bucket.DefaultConcurrency
 	// DefaultRegion is the SigV4 region used when neither Options.Region nor
 	// the AWS configuration (AWS_REGION, profile) names one.
 	DefaultRegion = "us-east-1"
@@ -129,19 +127,9 @@ type Options struct {
 	// flight; the HTTP connection pool keeps at least that many idle
 	// connections per host. 0 means DefaultConcurrency.
 	Concurrency int
-	// RequestTimeout bounds one attempt of a request: until the response
-	// headers (and, for everything but object downloads, the response) have
-	// arrived; for ReadChunk the whole download. 0 means
-	// DefaultRequestTimeout, negative disables it. A timed-out attempt is
-	// retried.
-	RequestTimeout time.Duration
-	// MaxRetries is the number of retries after the first attempt of a
-	// request. 0 means DefaultMaxRetries, negative means none.
-	MaxRetries int
-	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// retries (the delay doubles per retry, with jitter). 0 means the
-	// defaults above.
-	MinBackoff, MaxBackoff time.Duration
+	// Policy is the request policy (--io-timeout, --retry-for, backoff);
+	// its Concurrency, when 0, is Concurrency.
+	Policy bucket.Options
 	// Layout forces a layout; LayoutAuto detects it (see Open).
 	Layout Layout
 	// Create opens the store for writing (backup): an empty prefix gets the
@@ -180,19 +168,16 @@ func ParseFingerprint(s string) ([sha256.Size]byte, error) {
 // Store is a datastore in an S3 bucket. It implements chunkstore.Store and
 // is safe for concurrent use.
 type Store struct {
-	client     *s3.Client
-	conns      connSet
-	bucket     string
-	keys       bucket.Keys
-	url        string
-	endpoint   string
-	maxRetries int
-	timeout    time.Duration
-	backoff    bucket.Backoff
+	client   *s3.Client
+	conns    connSet
+	bucket   string
+	keys     bucket.Keys
+	url      string
+	endpoint string
+	pol      *bucket.Policy
 	// noCondPut is set once the server answered a conditional PUT with
 	// "not implemented": WriteChunk then uses HEAD + PUT.
 	noCondPut atomic.Bool
-	retries   atomic.Int64
 	// region is the signing region in use; pathStyle the addressing.
 	region    string
 	pathStyle bool
@@ -226,12 +211,15 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		keys:   bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 	}
 	s.url = s.keys.URL("s3", bkt)
-	pol := bucket.NewPolicy(opts.MaxRetries, opts.RequestTimeout, opts.MinBackoff, opts.MaxBackoff)
-	s.maxRetries, s.timeout, s.backoff = pol.MaxRetries, pol.Timeout, pol.Backoff
 	conc := opts.Concurrency
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
+	po := opts.Policy
+	if po.Concurrency <= 0 {
+		po.Concurrency = conc
+	}
+	s.pol = bucket.NewPolicy(po)
 	var pin *[sha256.Size]byte
 	if opts.Fingerprint != "" {
 		fp, err := ParseFingerprint(opts.Fingerprint)
@@ -241,10 +229,6 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		pin = &fp
 	}
 	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc, pin, opts.DialContext) })
-	if s.timeout > 0 {
-		// Also bounds stalls while a body is read (per read, not per body).
-		hc = hc.WithReadTimeout(s.timeout)
-	}
 	lo := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -265,6 +249,16 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	}
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
+	}
+	// The stall watchdog judges transfers by progress; there is no total
+	// timeout. It wraps the transport the configuration built (custom CA
+	// bundle and pinning included), under the SDK's redirect rules.
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		if c, ok := bc.Freeze().(*http.Client); ok {
+			w := *c
+			w.Transport = s.pol.Transport(c.Transport)
+			cfg.HTTPClient = &w
+		}
 	}
 	s.newClient(cfg, opts, cfg.Region, false)
 	err = s.detectLayout(ctx, opts.Layout, opts.Create)
@@ -296,17 +290,6 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 // newClient (re)makes the S3 client for region; forcePath selects path-style
 // addressing whatever opts.PathStyle says.
 func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath bool) {
-	retryer := retry.NewStandard(func(o *retry.StandardOptions) {
-		o.MaxAttempts = s.maxRetries + 1
-		// The SDK's default retry quota fails requests under load; the
-		// backoff alone paces retries here.
-		o.RateLimiter = ratelimit.None
-		o.Backoff = retry.BackoffDelayerFunc(func(attempt int, err error) (time.Duration, error) {
-			s.retries.Add(1)
-			return s.backoff.Delay(attempt), nil
-		})
-		o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(classify)}, o.Retryables...)
-	})
 	s.region = region
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.Region = region
@@ -327,13 +310,11 @@ func (s *Store) newClient(cfg aws.Config, opts Options, region string, forcePath
 			o.UsePathStyle = o.UsePathStyle || isLocalEndpoint(s.endpoint)
 		}
 		s.pathStyle = o.UsePathStyle
-		o.Retryer = retryer
+		// One attempt per call: the bucket policy retries (s.do). The
+		// client still corrects its clock skew from a response's Date, for
+		// the next attempt.
+		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 0
-		if s.timeout > 0 {
-			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-				return st.Finalize.Insert(attemptTimeout{d: s.timeout}, "Retry", middleware.After)
-			})
-		}
 	})
 }
 
@@ -536,10 +517,14 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	if s.keys.Prefix != "" {
 		root = s.keys.Prefix + "/"
 	}
-	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-		Bucket:  &s.bucket,
-		Prefix:  aws.String(root + bucket.ContentDir + "/"),
-		MaxKeys: aws.Int32(1),
+	var out *s3.ListObjectsV2Output
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		out, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket:  &s.bucket,
+			Prefix:  aws.String(root + bucket.ContentDir + "/"),
+			MaxKeys: aws.Int32(1),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
@@ -551,10 +536,14 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		s.keys.Layout = LayoutPBS4
 	case !create:
 		// A plain copy of a datastore has chunks; anything else is not a datastore.
-		chunks, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-			Bucket:  &s.bucket,
-			Prefix:  aws.String(root + ".chunks/"),
-			MaxKeys: aws.Int32(1),
+		var chunks *s3.ListObjectsV2Output
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			chunks, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+				Bucket:  &s.bucket,
+				Prefix:  aws.String(root + ".chunks/"),
+				MaxKeys: aws.Int32(1),
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
@@ -566,10 +555,14 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 		s.keys.Layout = LayoutPlain
 	default:
 		// Writer: keep an existing plain copy plain, else use PBS 4's layout.
-		top, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-			Bucket:    &s.bucket,
-			Prefix:    aws.String(root),
-			Delimiter: aws.String("/"),
+		var top *s3.ListObjectsV2Output
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			top, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+				Bucket:    &s.bucket,
+				Prefix:    aws.String(root),
+				Delimiter: aws.String("/"),
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
@@ -612,7 +605,11 @@ func (s *Store) Prefix() string { return s.keys.Prefix }
 func (s *Store) Endpoint() string { return s.endpoint }
 
 // Retries returns how many retries (of any request) the store made so far.
-func (s *Store) Retries() int64 { return s.retries.Load() }
+func (s *Store) Retries() int64 { return s.pol.Stats().Retries }
+
+// PolicyStats returns the request policy's counts: retries, throttled
+// answers, stalls, and the changes of the GETs in flight.
+func (s *Store) PolicyStats() bucket.Stats { return s.pol.Stats() }
 
 // String returns "s3://bucket[/prefix]".
 func (s *Store) String() string { return s.url }
@@ -623,63 +620,46 @@ func (s *Store) objURL(key string) string { return "s3://" + s.bucket + "/" + ke
 func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.Chunk(d)) }
 
 // ReadChunk downloads the chunk object for d into buf (see
-// chunkstore.Store.ReadChunk). A failure while reading the body (reset,
-// truncation, timeout) retries the whole download; partial data is never
-// returned.
-func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte) ([]byte, error) {
+// chunkstore.Store.ReadChunk) under the bucket policy: an object whose
+// Content-Length exceeds limit is refused before its body is read, and a
+// body without one is read only up to limit bytes. A failure while
+// reading the body (reset, truncation, stall) retries the whole download;
+// partial data is never returned.
+func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	key := s.keys.Chunk(d)
-	for attempt := 0; ; attempt++ {
-		out, retryable, err := s.readChunkOnce(ctx, key, buf)
-		if err == nil {
-			return out, nil
-		}
-		if !retryable || attempt >= s.maxRetries || ctx.Err() != nil {
-			if retryable && attempt > 0 {
-				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
-		}
-		s.retries.Add(1)
-		if serr := bucket.Sleep(ctx, s.backoff.Delay(attempt+1)); serr != nil {
-			return nil, fmt.Errorf("chunk %s: %s: %w (retry aborted: %v)", d, s.objURL(key), err, serr)
-		}
+	var out []byte
+	err := s.pol.Do(ctx, true, func(ctx context.Context) error {
+		var err error
+		out, err = s.readChunkOnce(ctx, key, buf, chunkstore.ReadLimit(limit))
+		return err
+	}, classifyErr)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
 	}
+	return out, nil
 }
 
-// readChunkOnce makes one GetObject call (whose own retries the SDK does)
-// and reads the body; retryable reports a body-read failure.
-func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte) ([]byte, bool, error) {
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out, err := s.client.GetObject(actx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+// readChunkOnce makes one GetObject call and reads the body.
+func (s *Store) readChunkOnce(ctx context.Context, key string, buf []byte, limit int64) ([]byte, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
-		return nil, false, mapErr(err)
+		return nil, err
 	}
 	defer out.Body.Close()
-	// The SDK bounded the wait for the headers; bound the body read too.
-	var fired atomic.Bool
-	if s.timeout > 0 {
-		t := time.AfterFunc(s.timeout, func() { fired.Store(true); cancel() })
-		defer t.Stop()
-	}
-	const limit = chunkstore.MaxBlobSize + chunkstore.EncryptedHeaderSize
 	body, decoded, err := bucket.DecodeBody(out.Body, aws.ToString(out.ContentEncoding))
 	if err != nil {
-		return nil, ctx.Err() == nil, err
+		return nil, err
 	}
 	buf, err = bucket.ReadBody(body, bodySize(out.ContentLength, decoded), limit, buf)
-	if err != nil {
-		if errors.Is(err, chunkstore.ErrTooLarge) || errors.Is(err, chunkstore.ErrEmpty) {
-			return nil, false, err
-		}
-		if fired.Load() && ctx.Err() == nil {
-			err = fmt.Errorf("reading body: request timeout (%v) exceeded", s.timeout)
-		} else {
-			err = fmt.Errorf("reading body: %w", err)
-		}
-		return nil, ctx.Err() == nil, err
+	if err != nil && !errors.Is(err, chunkstore.ErrTooLarge) && !errors.Is(err, chunkstore.ErrEmpty) {
+		err = fmt.Errorf("reading body: %w", err)
 	}
-	return buf, false, nil
+	return buf, err
+}
+
+// do runs one request under the bucket policy.
+func (s *Store) do(ctx context.Context, fn func(context.Context) error) error {
+	return s.pol.Do(ctx, false, fn, classifyErr)
 }
 
 // bodySize is the length of a response body as announced: Content-Length,
@@ -701,7 +681,11 @@ func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	if err != nil {
 		return nil, 0, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	var out *s3.GetObjectOutput
+	err = s.do(ctx, func(ctx context.Context) (err error) {
+		out, err = s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+		return err
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
 	}
@@ -713,7 +697,11 @@ func (s *Store) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	if size < 0 {
 		// No Content-Length (chunked), or a decoded body: the stored size,
 		// if the server tells it, is what the reader must deliver.
-		if head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err == nil &&
+		var head *s3.HeadObjectOutput
+		if err := s.do(ctx, func(ctx context.Context) (err error) {
+			head, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+			return err
+		}); err == nil &&
 			head.ContentLength != nil && *head.ContentLength > 0 && !bucket.IsGzip(aws.ToString(head.ContentEncoding)) {
 			size = *head.ContentLength
 		}
@@ -734,6 +722,7 @@ type resumingReader struct {
 	off     int64
 	body    io.ReadCloser
 	retries int
+	failed  time.Time // first failure since the last byte read
 	err     error
 }
 
@@ -750,6 +739,9 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		}
 		n, err := r.body.Read(p)
 		r.off += int64(n)
+		if n > 0 {
+			r.failed = time.Time{}
+		}
 		long := r.size >= 0 && r.off > r.size
 		if (err == nil && !long) || (err == io.EOF && (r.size < 0 || r.off == r.size)) {
 			return n, err
@@ -759,14 +751,19 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 		}
 		r.body.Close()
 		r.body = nil
-		if long {
+		if r.failed.IsZero() {
+			r.failed = time.Now()
+		}
+		switch {
+		case long:
 			r.err = fmt.Errorf("%s: object longer than its announced %d bytes", r.s.objURL(r.key), r.size)
-		} else if r.etag == "" || r.retries >= r.s.maxRetries || r.ctx.Err() != nil {
+		case r.etag == "" || r.ctx.Err() != nil:
 			r.err = fmt.Errorf("%s: reading at offset %d: %w", r.s.objURL(r.key), r.off, err)
-		} else {
+		case !r.s.pol.MayRetry(r.failed):
+			r.err = fmt.Errorf("%w: %s: reading at offset %d: still failing after %v: %w", chunkstore.ErrUnavailable, r.s.objURL(r.key), r.off, time.Since(r.failed).Round(time.Millisecond), err)
+		default:
 			r.retries++
-			r.s.retries.Add(1)
-			if serr := bucket.Sleep(r.ctx, r.s.backoff.Delay(r.retries)); serr != nil {
+			if serr := r.s.pol.Pause(r.ctx, r.retries); serr != nil {
 				r.err = fmt.Errorf("%s: reading at offset %d: %w (retry aborted: %v)", r.s.objURL(r.key), r.off, err, serr)
 			}
 		}
@@ -777,11 +774,15 @@ func (r *resumingReader) Read(p []byte) (int, error) {
 }
 
 func (r *resumingReader) reopen() error {
-	out, err := r.s.client.GetObject(r.ctx, &s3.GetObjectInput{
-		Bucket:  &r.s.bucket,
-		Key:     &r.key,
-		Range:   aws.String(fmt.Sprintf("bytes=%d-", r.off)),
-		IfMatch: aws.String(r.etag),
+	var out *s3.GetObjectOutput
+	err := r.s.do(r.ctx, func(ctx context.Context) (err error) {
+		out, err = r.s.client.GetObject(ctx, &s3.GetObjectInput{
+			Bucket:  &r.s.bucket,
+			Key:     &r.key,
+			Range:   aws.String(fmt.Sprintf("bytes=%d-", r.off)),
+			IfMatch: aws.String(r.etag),
+		})
+		return err
 	})
 	if err != nil {
 		if httpStatus(err) == http.StatusPreconditionFailed {
@@ -830,7 +831,11 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		if useAfter {
 			in.StartAfter = aws.String(after)
 		}
-		page, err := s.client.ListObjectsV2(ctx, in)
+		var page *s3.ListObjectsV2Output
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			page, err = s.client.ListObjectsV2(ctx, in)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
@@ -865,13 +870,16 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
 	key := s.keys.Chunk(d)
 	if !s.noCondPut.Load() {
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket:        &s.bucket,
-			Key:           &key,
-			Body:          bytes.NewReader(blob),
-			ContentLength: aws.Int64(int64(len(blob))),
-			ContentType:   aws.String("application/octet-stream"),
-			IfNoneMatch:   aws.String("*"),
+		err := s.do(ctx, func(ctx context.Context) error {
+			_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+				Bucket:        &s.bucket,
+				Key:           &key,
+				Body:          bytes.NewReader(blob),
+				ContentLength: aws.Int64(int64(len(blob))),
+				ContentType:   aws.String("application/octet-stream"),
+				IfNoneMatch:   aws.String("*"),
+			})
+			return err
 		})
 		switch {
 		case err == nil:
@@ -885,7 +893,11 @@ func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (b
 			return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
 		}
 	}
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	var head *s3.HeadObjectOutput
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		head, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+		return err
+	})
 	switch {
 	case err == nil && aws.ToInt64(head.ContentLength) > 0:
 		return true, nil
@@ -908,12 +920,15 @@ func (s *Store) WriteFile(ctx context.Context, rel string, data []byte) error {
 }
 
 func (s *Store) put(ctx context.Context, key string, data []byte) error {
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:        &s.bucket,
-		Key:           &key,
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		ContentType:   aws.String("application/octet-stream"),
+	err := s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          bytes.NewReader(data),
+			ContentLength: aws.Int64(int64(len(data))),
+			ContentType:   aws.String("application/octet-stream"),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.objURL(key), mapErr(err))
@@ -966,7 +981,7 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
-	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classify(err) == aws.TrueTernary:
+	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classifyErr(err) != bucket.Fatal:
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	if r := bucketRegion(err); r != "" {
@@ -979,88 +994,42 @@ func mapErr(err error) error {
 // the server's Date header and retries (its clock skew correction).
 var skewCodes = map[string]bool{"RequestTimeTooSkewed": true, "SignatureDoesNotMatch": true, "InvalidSignatureException": true, "AuthFailure": true, "AccessDeniedException": true, "RequestExpired": true}
 
-// classify decides retries ahead of the SDK's default rules: never an
-// unreachable endpoint (bucket.Unreachable), 403 (except one the SDK's
-// clock skew correction can fix), 404, 412 or 501; always 409 (conditional write conflict), 429 and other 5xx,
-// attempt timeouts and truncated responses.
-func classify(err error) aws.Ternary {
+// classifyErr judges a failed attempt for the bucket policy: never an
+// unreachable endpoint (bucket.Unreachable), 403 (except one the client's
+// clock skew correction can fix on the next attempt), 404, 412, 501 or a
+// chunk object that is empty or too large, or a certificate that does not
+// match --s3-fingerprint; throttling for 429 and the SDK's
+// throttle codes (SlowDown, …); a retry for 409 (conditional write
+// conflict), other 5xx, truncated responses, stalls and what the SDK deems
+// retryable (resets, timeouts).
+func classifyErr(err error) bucket.Class {
 	var pe *pinError
-	if bucket.Unreachable(err) || errors.As(err, &pe) {
-		return aws.FalseTernary
+	if errors.Is(err, chunkstore.ErrEmpty) || errors.Is(err, chunkstore.ErrTooLarge) || bucket.Unreachable(err) || errors.As(err, &pe) {
+		return bucket.Fatal
 	}
 	// The SDK marks a 403 it can fix by correcting the clock skew from the
-	// response's Date header as retryable; let it retry that one.
+	// response's Date header as retryable; the next attempt is corrected.
 	var re interface{ RetryableError() bool }
 	if skewCodes[errorCode(err)] && errors.As(err, &re) && re.RetryableError() {
-		return aws.TrueTernary
+		return bucket.Transient
 	}
 	switch st := httpStatus(err); {
 	case st == http.StatusForbidden || st == http.StatusNotFound || st == http.StatusPreconditionFailed || st == http.StatusNotImplemented:
-		return aws.FalseTernary
-	case st == http.StatusConflict || st == http.StatusTooManyRequests || st >= 500:
-		return aws.TrueTernary
+		return bucket.Fatal
+	case st == http.StatusTooManyRequests || retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary:
+		return bucket.Throttle
+	case st == http.StatusConflict || st >= 500:
+		return bucket.Transient
 	}
-	var te *timeoutError
-	if errors.As(err, &te) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return aws.TrueTernary
+	var se *bucket.StallError
+	if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return bucket.Transient
 	}
-	return aws.UnknownTernary
-}
-
-// attemptTimeout is a finalize middleware, placed after the SDK's retry
-// middleware so that it runs per attempt, that cancels an attempt taking
-// longer than d and reports it as a retryable timeout. For GetObject the
-// timer stops once the response headers are in; the body then lives until
-// it is closed.
-type attemptTimeout struct{ d time.Duration }
-
-func (attemptTimeout) ID() string { return "PbsdirectAttemptTimeout" }
-
-func (m attemptTimeout) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-	actx, cancel := context.WithCancel(ctx)
-	var fired atomic.Bool
-	t := time.AfterFunc(m.d, func() { fired.Store(true); cancel() })
-	out, md, err := next.HandleFinalize(actx, in)
-	t.Stop()
-	if err != nil {
-		cancel()
-		if fired.Load() && ctx.Err() == nil {
-			return out, md, &timeoutError{d: m.d, msg: err.Error()}
-		}
-		return out, md, err
+	if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary {
+		return bucket.Transient
 	}
-	if g, ok := out.Result.(*s3.GetObjectOutput); ok && g.Body != nil {
-		g.Body = &cancelOnClose{ReadCloser: g.Body, cancel: cancel}
-		return out, md, nil
-	}
-	cancel()
-	return out, md, nil
+	return bucket.Fatal
 }
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
-}
-
-// timeoutError is an attempt that exceeded Options.RequestTimeout. It does
-// not wrap the cancellation error, which the SDK would refuse to retry.
-type timeoutError struct {
-	d   time.Duration
-	msg string
-}
-
-func (e *timeoutError) Error() string {
-	return fmt.Sprintf("request timeout (%v) exceeded: %s", e.d, e.msg)
-}
-
-func (e *timeoutError) Timeout() bool        { return true }
-func (e *timeoutError) RetryableError() bool { return true }
 
 // ClaimSnapshot creates the snapshot's claim marker with a conditional PUT
 // (If-None-Match: *); release deletes it (see chunkstore.SnapshotClaimer).
@@ -1076,7 +1045,10 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 	}
 	mine := chunkstore.NewClaimMarker()
 	release := func() error {
-		if _, err := s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+		if err := s.do(context.WithoutCancel(ctx), func(ctx context.Context) error {
+			_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
+			return err
+		}); err != nil {
 			return fmt.Errorf("remove claim %s: %w", s.objURL(key), mapErr(err))
 		}
 		return nil
@@ -1093,13 +1065,16 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		return chunkstore.ClaimBusyError(snapDir, s.objURL(key), held)
 	}
 	if !s.noCondPut.Load() {
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket:        &s.bucket,
-			Key:           &key,
-			Body:          bytes.NewReader(mine),
-			ContentLength: aws.Int64(int64(len(mine))),
-			ContentType:   aws.String("application/json"),
-			IfNoneMatch:   aws.String("*"),
+		err := s.do(ctx, func(ctx context.Context) error {
+			_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+				Bucket:        &s.bucket,
+				Key:           &key,
+				Body:          bytes.NewReader(mine),
+				ContentLength: aws.Int64(int64(len(mine))),
+				ContentType:   aws.String("application/json"),
+				IfNoneMatch:   aws.String("*"),
+			})
+			return err
 		})
 		switch {
 		case err == nil:
@@ -1121,7 +1096,10 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 			return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
 		}
 	}
-	if _, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err == nil {
+	if err := s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+		return err
+	}); err == nil {
 		return nil, busy()
 	} else if !errors.Is(mapErr(err), chunkstore.ErrNotFound) {
 		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))

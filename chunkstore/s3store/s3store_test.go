@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/storetest"
@@ -34,14 +35,11 @@ func newBucket(t testing.TB, srv *testenv.S3Server) string {
 // testOptions keeps retries fast.
 func testOptions(srv *testenv.S3Server, endpoint string) s3store.Options {
 	return s3store.Options{
-		Endpoint:       endpoint,
-		Region:         srv.Region,
-		Credentials:    credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
-		MaxRetries:     3,
-		MinBackoff:     time.Millisecond,
-		MaxBackoff:     5 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		Concurrency:    16,
+		Endpoint:    endpoint,
+		Region:      srv.Region,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
+		Policy:      bucket.Options{RetryFor: 300 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, IOTimeout: 10 * time.Second},
+		Concurrency: 16,
 	}
 }
 
@@ -123,7 +121,7 @@ func TestFaults(t *testing.T) {
 	chunkPath := "/.chunks/"
 	type check func(t *testing.T, f *fixture, s *s3store.Store) error
 	readChunk := func(t *testing.T, f *fixture, s *s3store.Store) error {
-		got, err := s.ReadChunk(context.Background(), f.digest, nil)
+		got, err := s.ReadChunk(context.Background(), f.digest, nil, 0)
 		if err == nil && !bytes.Equal(got, f.blob) {
 			t.Fatalf("ReadChunk returned wrong bytes (%d, want %d)", len(got), len(f.blob))
 		}
@@ -172,8 +170,8 @@ func TestFaults(t *testing.T) {
 		{"read/500", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Times: 1, Status: 500}, readChunk, nil, "", 2},
 		{"read/reset mid-body twice", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Times: 2, Reset: true, ResetAfter: 1000}, readChunk, nil, "", 3},
 		{"read/reset before body", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Times: 1, Reset: true}, readChunk, nil, "", 2},
-		{"read/persistent 503", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Status: 503}, readChunk, nil, "ServiceUnavailable", 4},
-		{"read/persistent reset", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Reset: true, ResetAfter: 10}, readChunk, nil, "attempts", 4},
+		{"read/persistent 503", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Status: 503}, readChunk, chunkstore.ErrUnavailable, "", 0},
+		{"read/persistent reset", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Reset: true, ResetAfter: 10}, readChunk, chunkstore.ErrUnavailable, "", 0},
 		{"read/403 not retried", faultproxy.Rule{Method: "GET", PathContains: chunkPath, Status: 403}, readChunk, chunkstore.ErrDenied, "", 1},
 		{"file/503", faultproxy.Rule{Method: "GET", PathContains: "/.cnt/", Times: 2, Status: 503}, readFile, nil, "", 3},
 		{"file/reset mid-body resumes", faultproxy.Rule{Method: "GET", PathContains: "/.cnt/", Times: 2, Reset: true, ResetAfter: 1 << 20}, readFile, nil, "", 3},
@@ -183,7 +181,7 @@ func TestFaults(t *testing.T) {
 		{"putchunk/409 conflict", faultproxy.Rule{Method: "PUT", Times: 1, Status: 409}, writeChunk, nil, "", 2},
 		{"putchunk/429", faultproxy.Rule{Method: "PUT", Times: 1, Status: 429}, writeChunk, nil, "", 2},
 		{"putfile/503", faultproxy.Rule{Method: "PUT", Times: 3, Status: 503}, writeFile, nil, "", 4},
-		{"putfile/persistent 503", faultproxy.Rule{Method: "PUT", Status: 503}, writeFile, nil, "ServiceUnavailable", 4},
+		{"putfile/persistent 503", faultproxy.Rule{Method: "PUT", Status: 503}, writeFile, chunkstore.ErrUnavailable, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -225,7 +223,7 @@ func TestNotFoundNotRetried(t *testing.T) {
 	f := newFixture(t, srv)
 	s := f.open(t)
 	f.proxy.SetRules(faultproxy.Rule{PathContains: chunkstore.ChunkRelPath([32]byte{1})})
-	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil)
+	_, err := s.ReadChunk(context.Background(), [32]byte{1}, nil, 0)
 	if !errors.Is(err, chunkstore.ErrNotFound) {
 		t.Fatalf("err = %v", err)
 	}
@@ -272,7 +270,7 @@ func TestConditionalPutFallback(t *testing.T) {
 	if n := f.proxy.Matched()[0]; n != 1 {
 		t.Errorf("conditional PUT sent %d times, want once before falling back", n)
 	}
-	if got, err := s.ReadChunk(ctx, d, nil); err != nil || !bytes.Equal(got, blob) {
+	if got, err := s.ReadChunk(ctx, d, nil, 0); err != nil || !bytes.Equal(got, blob) {
 		t.Fatalf("read back: %v", err)
 	}
 }
@@ -281,7 +279,7 @@ func TestRequestTimeout(t *testing.T) {
 	srv := testenv.StartS3(t)
 	f := newFixture(t, srv)
 	o := testOptions(srv, f.proxy.URL)
-	o.RequestTimeout = 200 * time.Millisecond
+	o.Policy.IOTimeout = 200 * time.Millisecond
 	s := open(t, f.bucket, "store", o)
 	for _, tc := range []struct {
 		name string
@@ -289,7 +287,7 @@ func TestRequestTimeout(t *testing.T) {
 		op   func() error
 	}{
 		{"get", faultproxy.Rule{Method: "GET", PathContains: "/.chunks/", Times: 1, Delay: 3 * time.Second}, func() error {
-			_, err := s.ReadChunk(context.Background(), f.digest, nil)
+			_, err := s.ReadChunk(context.Background(), f.digest, nil, 0)
 			return err
 		}},
 		{"list", faultproxy.Rule{Method: "GET", QueryContains: "list-type=2", Times: 1, Delay: 3 * time.Second}, func() error {
@@ -332,7 +330,7 @@ func TestConcurrencyWithLatency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil {
+			if _, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil {
 				errs <- err
 			}
 		}()
@@ -368,7 +366,7 @@ func TestEnvironmentConfig(t *testing.T) {
 	if s.Endpoint() != srv.Endpoint || s.Layout() != s3store.LayoutPBS4 || s.String() != "s3://"+f.bucket+"/store" {
 		t.Fatalf("endpoint %q layout %v name %q", s.Endpoint(), s.Layout(), s)
 	}
-	if got, err := s.ReadChunk(context.Background(), f.digest, nil); err != nil || !bytes.Equal(got, f.blob) {
+	if got, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || !bytes.Equal(got, f.blob) {
 		t.Fatalf("ReadChunk via env config: %v", err)
 	}
 	// A flag (option) overrides the environment.
@@ -378,7 +376,7 @@ func TestEnvironmentConfig(t *testing.T) {
 		t.Fatalf("endpoint %q", s2.Endpoint())
 	}
 	before := f.proxy.Requests()
-	if _, err := s2.ReadChunk(context.Background(), f.digest, nil); err != nil || f.proxy.Requests() == before {
+	if _, err := s2.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || f.proxy.Requests() == before {
 		t.Fatalf("option endpoint not used: %v", err)
 	}
 }
@@ -425,7 +423,7 @@ func BenchmarkReadChunk(b *testing.B) {
 				buf := make([]byte, 0, len(blob))
 				for pb.Next() {
 					var err error
-					if buf, err = s.ReadChunk(context.Background(), d, buf); err != nil {
+					if buf, err = s.ReadChunk(context.Background(), d, buf, 0); err != nil {
 						b.Error(err)
 						return
 					}

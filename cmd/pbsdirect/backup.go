@@ -121,7 +121,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			return err
 		}
 	}
-	if *jobs == 0 && isRemote(sf.store) {
+	if *jobs == 0 && sf.remote {
 		*jobs = 8 * max(1, runtimeCPUs())
 	}
 	for _, s := range sources {

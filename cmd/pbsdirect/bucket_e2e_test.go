@@ -509,6 +509,10 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		}
 		target := filepath.Join(t.TempDir(), "restored.raw")
 		args := append(append([]string{"restore", "--output-format", "json", "--store", c.store}, flags...), e.keyArgs(c.snap)...)
+		if strings.Contains(c.name, "persistent") {
+			// A store that keeps failing is given up on after --retry-for.
+			args = append(args, "--retry-for", "3s")
+		}
 		args = append(args, c.snap, "drive-scsi0", target)
 		acted0, matched0 := e.gproxy.Acted(), e.gproxy.Matched()
 		start := time.Now()
@@ -649,7 +653,7 @@ func (e *bucketEnv) failingBackup(t *testing.T, name string, rules []faultproxy.
 	store := "s3://bkt/" + prefix
 	p := bktProxy(t, e.s3.Endpoint, 0, rules...)
 	start := time.Now()
-	r := mustFail(t, 3, []string{"no snapshot written", "503"}, "backup", "--store", store, "--s3-endpoint", p.URL,
+	r := mustFail(t, 3, []string{"no snapshot written", "503"}, "backup", "--retry-for", "2s", "--store", store, "--s3-endpoint", p.URL,
 		"--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "--chunk-size", bktChunkKiB, "drive-scsi0.img:"+e.img)
 	el := time.Since(start)
 	t.Logf("failed as wanted in %v", el.Round(time.Millisecond))

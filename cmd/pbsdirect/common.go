@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -21,7 +22,9 @@ import (
 // storeFlags are the flags shared by every command that reads or writes a
 // store: they mean the same everywhere.
 type storeFlags struct {
-	store        string
+	store        string   // the first --store (set by check)
+	stores       []string // every --store, in order of preference
+	remote       bool     // some --store is a bucket (set by check)
 	ns           string
 	keyfile      string
 	outputFormat string
@@ -30,6 +33,8 @@ type storeFlags struct {
 	s3PathStyle  string
 	s3Print      string
 	bucketLayout string
+	ioTimeout    time.Duration
+	retryFor     time.Duration
 	progress     progressFlags // registered by the commands that show progress
 }
 
@@ -47,14 +52,31 @@ func (s *storeFlags) registerOutput(fs *flag.FlagSet) {
 // registerLocation adds the flags that name a store and a namespace in it
 // (no key, no output format).
 func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
-	fs.StringVar(&s.store, "store", os.Getenv("PBSDIRECT_STORE"), "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE)")
+	var def []string
+	if env := os.Getenv("PBSDIRECT_STORE"); env != "" {
+		def = []string{env}
+	}
+	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
 	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace: prod/db, prod/db/ or ns/prod/ns/db as listings print it (env PBS_NAMESPACE; default: the root namespace)")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
 	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
 	fs.StringVar(&s.s3Print, "s3-fingerprint", "", "pin the S3 endpoint's TLS certificate by its SHA-256 fingerprint (aa:bb:…, as in PBS's S3 endpoint config; self-signed and CN-only certificates included)")
 	fs.Lookup("s3-path-style").NoOptDefVal = "true"
+	fs.DurationVar(&s.ioTimeout, "io-timeout", bucket.DefaultIOTimeout, "bucket requests: cut and retry a transfer that moved no byte for this long (the wait for the first byte included); a transfer that keeps moving is never cut")
+	fs.DurationVar(&s.retryFor, "retry-for", bucket.DefaultRetryFor, "bucket requests: keep retrying the same failing or throttled request for this long (Retry-After honoured, fewer GETs in flight while throttled), then give up with exit code 3")
 	fs.StringVar(&s.bucketLayout, "bucket-layout", "auto", "bucket layout: auto (detect; new prefixes get pbs4-s3), pbs4-s3 (<prefix>/.cnt/…) or plain (copy of a datastore directory)")
+}
+
+// fetchSpec returns the store spec that sizes the pipeline: a bucket among
+// the stores if there is one (it needs reads in flight), else the first.
+func (s *storeFlags) fetchSpec() string {
+	for _, st := range s.stores {
+		if isRemote(st) {
+			return st
+		}
+	}
+	return s.store
 }
 
 // pathStyle parses --s3-path-style.
@@ -67,11 +89,23 @@ func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
 }
 
 func (s *storeFlags) check() error {
-	if s.store == "" {
+	if len(s.stores) == 0 || s.stores[0] == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
 	}
-	if err := checkStoreSpec(s.store); err != nil {
-		return err
+	for _, st := range s.stores {
+		if err := checkStoreSpec(st); err != nil {
+			return err
+		}
+		if isRemote(st) {
+			s.remote = true
+		}
+	}
+	s.store = s.stores[0]
+	if s.ioTimeout <= 0 {
+		return usagef("--io-timeout must be positive, not %v", s.ioTimeout)
+	}
+	if s.retryFor < 0 {
+		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
 	if s.progress.mode != "" {
 		if err := s.progress.check(); err != nil {

@@ -92,7 +92,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bar := startProgress(stderr, rc.sf.progress, "read back", int64(r.plan.Size), func() int64 {
 		return int64(rb.Bytes.Load() + rb.HoleBytes.Load())
 	})
-	err = restore.ReadBack(ctx, targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)
+	err = restore.ReadBackFile(ctx, r.target.File(), targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)
 	bar.done()
 	el := time.Since(rbStart)
 	rep.ReadBackSeconds = el.Seconds()

@@ -452,7 +452,7 @@ func TestForce(t *testing.T) {
 		if noDirect {
 			args = append([]string{"--no-direct"}, args...)
 		}
-		mustFail(t, 1, []string{target, "--force"}, append([]string{"restore"}, args...)...)
+		mustFail(t, 2, []string{target, "--force"}, append([]string{"restore"}, args...)...)
 		fixture.Equal(t, target, garbage) // untouched, not removed
 		s := restoreJSON(t, append([]string{"--force"}, args...)...)
 		fixture.Equal(t, target, data)
@@ -511,7 +511,7 @@ func TestBlockDevice(t *testing.T) {
 	})
 	t.Run("too-small", func(t *testing.T) {
 		dev, _ := fixture.LoopDevice(t, 1<<20, garbage)
-		mustFail(t, 1, []string{dev, "block device"}, "restore", "--store", store, snap0, "drive-scsi0", dev)
+		mustFail(t, 2, []string{dev, "block device"}, "restore", "--store", store, snap0, "drive-scsi0", dev)
 	})
 	// A device that is mounted, or held open exclusively by another
 	// program, is refused (even with --force) and left as it was.
@@ -680,7 +680,7 @@ func TestBlobArchive(t *testing.T) {
 			target := filepath.Join(dir, "restored.conf")
 			mustOK(t, append(append([]string{"restore", "--store", store}, kf...), snap0, "qemu-server.conf.blob", target)...)
 			fixture.Equal(t, target, conf)
-			mustFail(t, 1, []string{target}, append(append([]string{"restore", "--store", store}, kf...), snap0, "qemu-server.conf.blob", target)...)
+			mustFail(t, 2, []string{target}, append(append([]string{"restore", "--store", store}, kf...), snap0, "qemu-server.conf.blob", target)...)
 			mustOK(t, append(append([]string{"restore", "--force", "--store", store}, kf...), snap0, "qemu-server.conf.blob", target)...)
 			fixture.Equal(t, target, conf)
 			mustOK(t, append(append([]string{"verify", "--store", store}, kf...), snap0)...)

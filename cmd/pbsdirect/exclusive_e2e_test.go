@@ -255,7 +255,7 @@ func TestTargetRefusedBeforeWork(t *testing.T) {
 			if c.force {
 				args = append(args[:1], append([]string{"--force"}, args[1:]...)...)
 			}
-			r := mustFail(t, 1, c.words, args...)
+			r := mustFail(t, 2, c.words, args...)
 			for _, bad := range []string{"partial", "chunk", "appeared"} {
 				if strings.Contains(r.err, bad) {
 					t.Errorf("message says %q: %v", bad, r)

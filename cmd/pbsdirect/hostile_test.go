@@ -182,8 +182,8 @@ func TestBlobTargets(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
 	for _, target := range []string{"/dev/null", filepath.Join(dir, "fifo"), filepath.Join(dir, "adir")} {
 		r := pbsWithin(t, 10*time.Second, "restore", "--force", "--store", b.store, snap0, "qemu-server.conf", target)
-		if r.code != 1 || !strings.Contains(r.err, "not a regular file") {
-			t.Errorf("%s: want exit 1, not a regular file: %v", target, r)
+		if r.code != 2 || !strings.Contains(r.err, "not a regular file") {
+			t.Errorf("%s: want exit 2 (usage), not a regular file: %v", target, r)
 		}
 	}
 }

@@ -95,7 +95,7 @@ type blobArchive struct {
 // logged to stderr as reads meet them.
 func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bool, stderr io.Writer, cmd string) (*snapshotAccess, error) {
 	sf := &a.sf
-	fetchers := a.pf.fetchersFor(sf.store)
+	fetchers := a.pf.fetchersFor(sf.fetchSpec())
 	ns, keys, store, err := sf.openAll(ctx, stderr, "", false, fetchers)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ func raiseFetchProcs(store string, fetchers int) (restoreProcs func()) {
 func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, stdout, stderr io.Writer) error {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
-	fetchers := pf.fetchersFor(sf.store)
+	fetchers := pf.fetchersFor(sf.fetchSpec())
 	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, fetchers)
 	if err != nil {
 		return err

@@ -274,7 +274,8 @@ func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stder
 		wantFP *crypto.Fingerprint
 		err    error
 	)
-	if sf.store != "" {
+	if len(sf.stores) > 0 {
+		sf.store = sf.stores[0]
 		ct, wantFP, err = readRSAKeyBlob(ctx, &sf, fs.Arg(0))
 	} else {
 		ct, err = readRSAKeyFile(fs.Arg(0))

@@ -16,10 +16,12 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"syscall"
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fusefs"
@@ -53,11 +55,14 @@ Exit codes:
   0    success
   1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
        a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
-  2    usage error (also: a key file or source path that is not there, key create onto a file,
-       no passphrase source and no terminal, backup --backup-time not after the last snapshot)
+  2    usage error, or a TARGET refused as named (exists without --force, a symbolic link, a
+       directory or FIFO, a missing directory, a disk-image format, too small, inside the store);
+       also a key file or source path that is not there, key create onto a file, no passphrase
+       source and no terminal, backup --backup-time not after the group's last snapshot
   3    the run could not complete for a reason outside the data: store unreachable or not there
        (disk not mounted, no such bucket), credentials refused, throttled past --retry-for,
-       target I/O error, no space: retrying later can help
+       target I/O error, permission, no space, target busy or in use, snapshot exists or group
+       locked (backup): retrying later can help
   130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd: 0, that is how they stop)
 JSON reports (--output-format json) carry the same code as "exit-code".
 `
@@ -119,12 +124,16 @@ func main() {
 
 // exitCode maps a command's error to the process exit code: 0 for nil (and
 // --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
-// a usage error, and for a key that needs a passphrase when no source of
-// one was given (crypto.ErrPassphraseNeeded); 3 when the cause lies outside
-// the data (chunkstore.Outside: unreachable store, refused credentials,
-// throttled past --retry-for, target I/O error, no space; a busy target or
-// snapshot; FUSE unavailable for mount; a --store that is not there,
-// storeMissingError); 1 for everything else, which is damaged or missing data.
+// a usage error, a key that needs a passphrase when no source of one was
+// given (crypto.ErrPassphraseNeeded), and a target refused as named (exists
+// without --force, a symbolic link, a disk-image container, part of the
+// datastore, a missing directory, not a file or block device, a device too
+// small); 3 when the cause lies outside the data (chunkstore.Outside:
+// unreachable store, refused credentials, throttled past --retry-for,
+// target I/O error, permission, no space; a busy or in-use target, a locked
+// group, a snapshot that already exists; FUSE unavailable for mount; a
+// --store that is not there, storeMissingError); 1 for everything else,
+// which is damaged or missing data.
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
@@ -134,9 +143,13 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ie):
 		return 128 + int(ie.sig)
-	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded):
+	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
+		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable):
+		// A target that cannot take the restore as named: the command
+		// line must change, not the data or the machine.
 		return exitUsage
-	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, chunkstore.ErrSnapshotBusy),
+	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, restore.ErrTargetInUse),
+		errors.Is(err, restore.ErrNoSpace), errors.Is(err, chunkstore.ErrSnapshotBusy), errors.Is(err, backup.ErrSnapshotExists),
 		errors.Is(err, fusefs.ErrUnavailable), errors.As(err, &sm):
 		// Busy: another run holds the target or the snapshot; a retry
 		// after it may succeed. No FUSE: the machine, not the data.
@@ -150,6 +163,11 @@ func exitCode(err error) int {
 func interrupted(ctx context.Context, err error) error {
 	var ie *interruptedError
 	if err != nil && errors.As(context.Cause(ctx), &ie) {
+		// Keep what the command said about the interrupted work (e.g. how
+		// to resume), with "interrupted" for the cancellation.
+		if detail := strings.ReplaceAll(err.Error(), context.Canceled.Error(), "interrupted"); detail != "interrupted" {
+			return fmt.Errorf("%w: %s", ie, detail)
+		}
 		return ie
 	}
 	return err

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -33,6 +37,24 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// pbsProcess runs pbsdirect with args in a child process (the test binary
+// itself, see runAsCLI) and returns its result and its peak resident set
+// size in bytes, for memory bounds that an in-process run cannot show.
+func pbsProcess(t *testing.T, args ...string) (result, int64) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	return result{code: cmd.ProcessState.ExitCode(), out: out.String(), err: errb.String(), args: args}, rss
 }
 
 // TestRaiseProcs: GOMAXPROCS rises to jobs + writers for a restore (never

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -41,8 +44,23 @@ type restoreSummary struct {
 	Fetchers      int     `json:"fetchers"`
 	Layout        string  `json:"bucket-layout,omitempty"`
 	Retries       int64   `json:"retries"`
-	ZeroRanges    string  `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
-	ExitCode      int     `json:"exit-code"`   // the process exit code (0: restored, verified and synced)
+	// Requests counts what the bucket request policy did: throttled
+	// answers, stalled transfers, and the changes of the GETs in flight.
+	Requests   *bucket.Stats `json:"bucket-requests,omitempty"`
+	ZeroRanges string        `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	// ResumedChunks are the chunks an interrupted restore had made durable
+	// (its journal), not fetched again by this --resume.
+	ResumedChunks int `json:"resumed-chunks,omitempty"`
+	// Stores says, with several --store, how many chunks and bytes came
+	// from each and how many copies fell through (missing, damaged).
+	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
+	// DamagedRanges are the image's byte ranges written as zeros because
+	// their chunk was missing or damaged in every store (--on-missing,
+	// --on-corrupt zero), adjacent ranges merged; DamagedChunks counts
+	// those chunks. The image is then "restored with damage" (exit 1).
+	DamagedRanges []restore.Range `json:"damaged-ranges,omitempty"`
+	DamagedChunks int             `json:"damaged-chunks,omitempty"`
+	ExitCode      int             `json:"exit-code"` // the process exit code (0: restored, verified and synced)
 }
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
@@ -54,8 +72,19 @@ type restoreCmd struct {
 	noDirect     *bool
 	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 	follow       *bool
+	resume       *bool
 	cryptMode    *string
 	resolved     string // the snapshot run resolved SNAPSHOT to, once it has
+	requireSig   *bool
+	onMissing    *string // nil for drill: a drill never writes zeros for data
+	onCorrupt    *string
+	damage       [2]restore.Damage // parsed --on-missing, --on-corrupt
+}
+
+// registerDamageFlags adds --on-missing and --on-corrupt (restore only).
+func (rc *restoreCmd) registerDamageFlags(fs *flag.FlagSet) {
+	rc.onMissing = fs.String("on-missing", "fail", "a chunk that no store has (missing, 0-byte): fail, or zero: write zeros for exactly its byte ranges, list them, and exit 1 \"restored with damage\"")
+	rc.onCorrupt = fs.String("on-corrupt", "fail", "a chunk whose every copy fails its check (CRC, decryption, digest): fail, or zero (as --on-missing)")
 }
 
 // registerRestoreFlags adds the store, pipeline and target flags to fs.
@@ -67,8 +96,10 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
+	rc.resume = fs.Bool("resume", false, "continue an interrupted restore of the same snapshot, archive and target, fetching no chunk its journal records as durable (the journal is beside the partial output, or under the user's cache directory for a block device)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
+	rc.requireSig = registerRequireSignature(fs)
 	return rc
 }
 
@@ -110,17 +141,28 @@ type restored struct {
 	// target is committed (synced, renamed into place) and still open and
 	// locked, for a read-back; the caller closes it.
 	target *restore.FileTarget
+	// damage lists the chunks written as zeros (--on-missing/--on-corrupt
+	// zero); nil for a clean restore.
+	damage *restore.DamagedError
 }
 
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stdout, stderr)
 	rc := registerRestoreFlags(fs)
+	rc.registerDamageFlags(fs)
 	rc.stdoutOK = true
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := rc.check(fs); err != nil {
 		return err
+	}
+	for i, f := range []*string{rc.onMissing, rc.onCorrupt} {
+		d, err := restore.ParseDamage(*f)
+		if err != nil {
+			return usagef("--%s: %v", []string{"on-missing", "on-corrupt"}[i], err)
+		}
+		rc.damage[i] = d
 	}
 	if fs.Arg(2) == "-" {
 		return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
@@ -133,8 +175,15 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return err
 	}
 	sum := r.summary
+	var damaged error
+	if r.damage != nil {
+		damaged = fmt.Errorf("restored with damage: %w", r.damage)
+	}
 	if rc.sf.json() {
-		return writeJSON(stdout, sum)
+		if err := writeJSON(stdout, sum); err != nil {
+			return err
+		}
+		return damaged
 	}
 	fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
 		sum.Snapshot, sum.Archive, sum.Target, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
@@ -143,7 +192,33 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if sum.Layout != "" {
 		fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 	}
-	return nil
+	if q := sum.Requests; q != nil && (q.Throttled > 0 || q.Stalls > 0 || q.LimitDecreases > 0) {
+		fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
+			q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
+	}
+	printStores(stdout, sum.Stores)
+	if len(sum.DamagedRanges) > 0 {
+		var n uint64
+		for _, r := range sum.DamagedRanges {
+			n += r.Length
+		}
+		fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(n))
+		for _, r := range sum.DamagedRanges {
+			fmt.Fprintf(stdout, "    [%d,%d)\n", r.Offset, r.Offset+r.Length)
+		}
+	}
+	return damaged
+}
+
+// printStores prints what each store of several --store contributed.
+func printStores(w io.Writer, stores []chunkstore.MemberStats) {
+	for i, m := range stores {
+		fmt.Fprintf(w, "  store %d %s: %d chunks (%s)", i+1, m.Store, m.Chunks, humanBytes(uint64(m.Bytes)))
+		if m.Missing > 0 || m.Damaged > 0 {
+			fmt.Fprintf(w, "; fell through for %d missing and %d damaged copies", m.Missing, m.Damaged)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // run restores archive of snapshot ref to targetPath and returns its
@@ -151,7 +226,7 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (*restored, error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
-	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +240,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
+	if err := checkSigned(m, snap, cc, *rc.requireSig, stderr); err != nil {
+		return nil, err
+	}
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
 			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
@@ -175,15 +253,39 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	target, err := restore.OpenTarget(targetPath, int64(plan.Size), rc.targetOptions(int64(plan.DataBytes())))
+	journal, resumed, err := rc.journal(snap, archive, fi, plan, targetPath)
 	if err != nil {
 		return nil, err
 	}
+	topts := rc.targetOptions(int64(plan.DataBytes()))
+	topts.Reserve = plan.DataRanges()
+	topts.Resume = *rc.resume
+	if !*rc.resume {
+		// Once the target is ours: an earlier interrupted restore is
+		// started over, and its journal would no longer tell the truth.
+		topts.Locked = func() error { return startOver(targetPath, stderr) }
+	}
+	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
+	if err != nil {
+		if journal != nil {
+			journal.Close()
+		}
+		return nil, err
+	}
+	if journal == nil {
+		journal, err = restore.CreateJournal(journalPathOf(targetPath), journalHeader(snap, archive, fi, plan))
+		if err != nil {
+			target.Close(true)
+			return nil, err
+		}
+	}
 	var stats restore.Stats
-	opts := pf.options(sf.store)
+	opts := pf.options(sf.fetchSpec())
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
 	opts.Key = cc
 	opts.Archive = path.Join(snap.Dir(), archive)
+	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
+	opts.Journal = journal
 	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
@@ -192,16 +294,31 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	})
 	err = restore.Run(ctx, store, plan, target, opts, &stats)
 	bar.done()
+	var damage *restore.DamagedError
+	if de := (*restore.DamagedError)(nil); errors.As(err, &de) && de.Zeroed {
+		// Every other byte is restored, verified and synced.
+		damage, err = de, nil
+	}
 	if err == nil {
 		err = target.Commit()
 	}
 	if err != nil {
 		partial := target.Partial()
+		if n := journal.Recorded(); n > 0 && (chunkstore.Outside(err) || ctx.Err() != nil) {
+			// Keep what is durable for a resume.
+			target.KeepPartial()
+			journal.Close()
+			target.Close(true)
+			return nil, fmt.Errorf("restore of %s to %s stopped: %d of %d chunks are durable and kept (journal %s); run the same restore with --resume to continue: %w",
+				opts.Archive, targetPath, n, resumed+len(plan.Chunks), journal.Path(), err)
+		}
+		journal.Remove()
 		target.Close(true)
 		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
+	journal.Remove()
 	el := time.Since(start) - keys.openingTime() // the clock runs from the key opened
-	r := &restored{plan: plan, created: target.Created(), target: target}
+	r := &restored{plan: plan, created: target.Created(), target: target, damage: damage}
 	if opts.Encrypted {
 		r.key = cc
 	}
@@ -213,7 +330,76 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		Direct: target.Direct(), Encrypted: opts.Encrypted, Jobs: opts.Jobs, Writers: opts.Writers, Fetchers: opts.Fetchers,
 		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: target.ZeroHandling(),
 	}
+	if r.summary.Layout != "" {
+		q := backends.PolicyStatsOf(store)
+		r.summary.Requests = &q
+	}
+	r.summary.Stores = storeCounts(store)
+	r.summary.ResumedChunks = resumed
+	if damage != nil {
+		r.summary.DamagedRanges = damage.Ranges()
+		r.summary.DamagedChunks = len(damage.Chunks)
+		r.summary.ExitCode = exitData
+	}
 	return r, nil
+}
+
+// journalHeader names what a restore's journal belongs to.
+func journalHeader(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan) restore.JournalHeader {
+	return restore.JournalHeader{Snapshot: snap.String(), Archive: archive, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
+}
+
+// journalPathOf is restore.JournalPath, or "" when it cannot be told.
+func journalPathOf(target string) string {
+	p, _ := restore.JournalPath(target)
+	return p
+}
+
+// startOver says what an earlier interrupted restore to targetPath left,
+// if anything, and discards its journal: the restore starts over. It runs
+// with the target locked, before anything in it changes.
+func startOver(targetPath string, stderr io.Writer) error {
+	jpath, err := restore.JournalPath(targetPath)
+	if err != nil {
+		return err
+	}
+	h, done, jerr := restore.ReadJournal(jpath)
+	_, perr := os.Lstat(restore.PartialPath(targetPath))
+	switch {
+	case jerr == nil:
+		fmt.Fprintf(stderr, "pbsdirect: note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)\n",
+			h.Snapshot, h.Archive, targetPath, len(done))
+	case perr == nil:
+		fmt.Fprintf(stderr, "pbsdirect: note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded\n", targetPath)
+	}
+	return restore.RemoveJournal(jpath)
+}
+
+// journal opens the resume journal for --resume: that of the interrupted
+// restore, refusing one of another snapshot, archive or index; it drops the
+// chunks the journal records from plan and returns how many. Without
+// --resume it returns a nil journal (the caller creates a new one once the
+// target is open and startOver has run).
+func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string) (*restore.Journal, int, error) {
+	if !*rc.resume {
+		return nil, 0, nil
+	}
+	jpath, err := restore.JournalPath(targetPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	hdr := journalHeader(snap, archive, fi, plan)
+	j, err := restore.ResumeJournal(jpath, hdr)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, 0, usagef("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume", targetPath, jpath)
+	case errors.Is(err, restore.ErrJournalMismatch):
+		return nil, 0, usagef("--resume refused for %s: %v", targetPath, err)
+	case err != nil:
+		return nil, 0, err
+	}
+	done := j.Done()
+	return j, plan.Drop(func(c *restore.Chunk) bool { return done[c.Digest] }), nil
 }
 
 // loadManifest reads the snapshot's manifest, takes the key it needs from
@@ -242,20 +428,45 @@ func loadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
-// free-space check.
+// free-space check and a directory store to keep targets out of.
 func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
-	return restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
+	o := restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
 		FollowSymlinks: *rc.follow, DataBytes: dataBytes}
+	if !strings.Contains(rc.sf.store, "://") {
+		o.StoreDir = rc.sf.store // never write into the datastore being read
+	}
+	return o
 }
 
 // restoreFailed says what a failed restore left: an existing target that
 // was written to now holds a partial image; a new file was removed.
 func restoreFailed(archive, targetPath string, partial bool, err error) error {
 	if partial {
-		return fmt.Errorf("restore of %s to %s failed after writing started: %s now holds a partial image, not a usable disk (restore again to repair it): %w", archive, targetPath, targetPath, err)
+		return &partialError{archive: archive, target: targetPath, err: err}
 	}
 	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetPath, err)
 }
+
+// partialError is a restore that failed (or was interrupted) after it
+// changed an existing target: the target now holds a partial image.
+type partialError struct {
+	archive, target string
+	err             error
+}
+
+// words says what the target holds now.
+func (e *partialError) words() string {
+	return fmt.Sprintf("%s now holds a partial image, not a usable disk (restore again to repair it)", e.target)
+}
+
+// Error says that the restore failed after writing started, what the
+// target holds now, and why.
+func (e *partialError) Error() string {
+	return fmt.Sprintf("restore of %s to %s failed after writing started: %s: %v", e.archive, e.target, e.words(), e.err)
+}
+
+// Unwrap returns the cause.
+func (e *partialError) Unwrap() error { return e.err }
 
 // zeroWords explains restoreSummary.ZeroRanges in the text summary.
 var zeroWords = map[string]string{

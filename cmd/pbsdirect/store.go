@@ -9,6 +9,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/index"
 )
@@ -73,6 +74,16 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 		Concurrency: concurrency,
 		Layout:      layout,
 		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps, Fingerprint: sf.s3Print},
+		Policy:      bucket.Options{IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor},
+	}
+	if sf.retryFor == 0 {
+		opts.Policy.RetryFor = -1 // --retry-for 0: no retries
+	}
+	if len(sf.stores) > 1 {
+		if create {
+			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
+		}
+		return backends.OpenChain(ctx, sf.stores, opts)
 	}
 	s, err := backends.Open(ctx, sf.store, opts)
 	if errors.Is(err, chunkstore.ErrNotFound) {
@@ -94,6 +105,15 @@ func (e *storeMissingError) Error() string {
 
 // Unwrap returns the opening error (it wraps chunkstore.ErrNotFound).
 func (e *storeMissingError) Unwrap() error { return e.err }
+
+// storeCounts returns what each store of a chain (several --store)
+// contributed, or nil for one store.
+func storeCounts(s chunkstore.Store) []chunkstore.MemberStats {
+	if c, ok := s.(*chunkstore.Chain); ok {
+		return c.Stats()
+	}
+	return nil
+}
 
 // storeLayout names a bucket store's layout ("pbs4-s3" or "plain"), or "" for a directory.
 func storeLayout(s chunkstore.Store) string {

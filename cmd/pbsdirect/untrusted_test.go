@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
 
 // TestSignatureOracle: whoever can write a store and read pbsdirect's output
@@ -155,5 +157,302 @@ func TestChunkSizeOne(t *testing.T) {
 		if d := time.Since(start); d > 2*time.Second || len(r.out)+len(r.err) > 4096 {
 			t.Errorf("%s: took %v and printed %d bytes", args[0], d, len(r.out)+len(r.err))
 		}
+	}
+}
+
+// TestStoreSymlinks: links PBS never makes inside a datastore are not
+// followed: a snapshot file linked to a file outside is refused without
+// echoing its bytes, and backup never writes through a linked group or
+// chunk prefix directory. Links a user makes to move the whole datastore,
+// or its .chunks directory, to another disk keep working.
+func TestStoreSymlinks(t *testing.T) {
+	b := newBase(t, false)
+	outside := t.TempDir()
+	foreign := filepath.Join(outside, "foreign")
+	os.WriteFile(foreign, []byte("FOREIGN!-secret-bytes-of-another-file"), 0o600)
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", b.data)
+	backupArgs := func(store, btime string) []string {
+		return []string{"backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", btime, "--chunk-size", "64", "drive-scsi0.img:" + img}
+	}
+
+	for _, name := range []string{"index.json.blob", "drive-scsi0.img.fidx"} {
+		c := b.clone(t)
+		p := fixture.SnapPath(c.store, c.snap, name)
+		os.Remove(p)
+		os.Symlink(foreign, p)
+		for _, args := range [][]string{
+			{"verify", "--store", c.store, snap0},
+			{"verify", "--output-format", "json", "--store", c.store, snap0},
+			{"restore", "--store", c.store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "out")},
+		} {
+			r := pbsWithin(t, 20*time.Second, args...)
+			if r.code != 1 || !strings.Contains(r.out+r.err, "symbolic link") {
+				t.Errorf("%s linked outside: want exit 1 and a refused link: %v", name, r)
+			}
+			if strings.Contains(r.out+r.err, "FOREIGN") || strings.Contains(r.out+r.err, hex.EncodeToString([]byte("FOREIGN!"))) {
+				t.Errorf("output echoes the linked file's bytes: %v", r)
+			}
+		}
+	}
+
+	// Backup through a linked group directory or chunk prefix directory.
+	for _, c := range []struct {
+		name string
+		link func(store string) string // returns the link made
+	}{
+		{"group directory", func(store string) string { return filepath.Join(store, "vm", "100") }},
+		{"chunk prefix directory", func(store string) string { return filepath.Dir(fixture.ChunkPath(store, b.digests[0])) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := b.clone(t)
+			victim := t.TempDir()
+			p := c.link(s.store)
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+			os.Symlink(victim, p)
+			r := pbsWithin(t, 20*time.Second, backupArgs(s.store, "2026-11-30T10:00:00Z")...)
+			if r.code != 1 || !strings.Contains(r.err, "symbolic link") {
+				t.Errorf("backup through a linked %s: want exit 1, refused link: %v", c.name, r)
+			}
+			if ents, _ := os.ReadDir(victim); len(ents) != 0 {
+				t.Errorf("backup wrote outside the datastore: %v", ents)
+			}
+		})
+	}
+
+	// A datastore reached through a link, with its .chunks directory moved
+	// to another disk and linked back: backup, verify and restore work.
+	s := b.clone(t)
+	moved := filepath.Join(t.TempDir(), "chunks")
+	if err := os.Rename(filepath.Join(s.store, ".chunks"), moved); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(moved, filepath.Join(s.store, ".chunks"))
+	link := filepath.Join(t.TempDir(), "datastore")
+	os.Symlink(s.store, link)
+	mustOK(t, backupArgs(link, "2026-11-30T10:00:00Z")...)
+	mustOK(t, "verify", "--store", link)
+	target := filepath.Join(t.TempDir(), "out.raw")
+	mustOK(t, "restore", "--store", link, "vm/100", "drive-scsi0", target)
+	fixture.Equal(t, target, b.data)
+}
+
+// TestRequireSignature: --require-signature refuses an unsigned manifest,
+// and a signed one it cannot check for want of the key, in restore, verify
+// and drill; with a key but without the flag, an unsigned manifest gets a
+// warning on stderr (PBS accepts it silently) and a signed one none.
+func TestRequireSignature(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := fixture.Key(t, 5)
+	keyfile := fixture.KeyFile(t, dir, "key.json", key, crypto.KDFNone, "")
+	data := fixture.Mixed(192<<10, 9)
+	unsigned, signed := fixture.NewStore(t), fixture.NewStore(t)
+	backupImage(t, unsigned, data, "--chunk-size", "64")
+	backupImage(t, signed, data, "--chunk-size", "64", "--crypt-mode", "sign-only", "--keyfile", keyfile)
+	target := filepath.Join(t.TempDir(), "out.raw")
+	cmds := func(store string, extra ...string) [][]string {
+		return [][]string{
+			append([]string{"restore", "--store", store, snap0, "drive-scsi0", target}, extra...),
+			append([]string{"verify", "--store", store, snap0}, extra...),
+			append([]string{"verify", "--output-format", "json", "--store", store}, extra...),
+			append([]string{"drill", "--remove", "--store", store, snap0, "drive-scsi0", target}, extra...),
+		}
+	}
+	const warning = "is not signed"
+	for _, c := range []struct {
+		name   string
+		store  string
+		extra  []string
+		code   int
+		output string // in stdout or stderr
+	}{
+		{"unsigned, required, key", unsigned, []string{"--require-signature", "--keyfile", keyfile}, 1, "has no signature (--require-signature)"},
+		{"unsigned, required, no key", unsigned, []string{"--require-signature"}, 1, "has no signature"},
+		{"signed, required, no key", signed, []string{"--require-signature"}, 1, "key"}, // "missing key" or "give --keyfile"
+		{"unsigned, key given", unsigned, []string{"--keyfile", keyfile}, 0, warning},
+		{"signed, required, key", signed, []string{"--require-signature", "--keyfile", keyfile}, 0, ""},
+		{"unsigned, no key", unsigned, nil, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, args := range cmds(c.store, c.extra...) {
+				r := pbs(t, args...)
+				if r.code != c.code || !strings.Contains(r.out+r.err, c.output) {
+					t.Errorf("want exit %d and %q: %v", c.code, c.output, r)
+				}
+				if c.output != warning && strings.Contains(r.err, warning) {
+					t.Errorf("unexpected warning: %v", r)
+				}
+				if c.output == warning && strings.Contains(r.out, warning) {
+					t.Errorf("warning on stdout, not stderr: %v", r)
+				}
+				if c.code != 0 {
+					noFile(t, target)
+				}
+				os.Remove(target)
+			}
+		})
+	}
+}
+
+// TestOversizedChunkMemory: chunk files and objects far larger than the
+// index allows (128 MiB sparse files for 64 KiB chunks) are refused by their
+// size, unread, so that verify and restore with 32 fetchers stay within the
+// pipeline's bound: peak RSS no more than a healthy run's plus a few MiB
+// (it was 4.5 GiB locally, 2.2 GiB from a bucket).
+func TestOversizedChunkMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and versitygw")
+	}
+	store := fixture.NewStore(t)
+	data := fixture.Mixed(4<<20, 31) // 64 chunks of 64 KiB
+	backupImage(t, store, data, "--chunk-size", "64")
+	root := t.TempDir()
+	bucketStore := fixture.CopyDir(t, store, filepath.Join(root, "bkt", "ds"))
+	s3 := testenv.StartS3Dir(t, root)
+	bktSetEnv(t, "127.0.0.1:1")
+
+	// The healthy runs first: their peak is the baseline.
+	places := []struct {
+		name, dir string
+		args      []string
+	}{
+		{"local", store, []string{"--store", store}},
+		{"bucket", bucketStore, []string{"--store", "s3://bkt/ds", "--s3-endpoint", s3.Endpoint}},
+	}
+	base := map[string]int64{}
+	for _, p := range places {
+		r, rss := pbsProcess(t, append([]string{"verify", "--fetchers", "32"}, append(p.args, snap0)...)...)
+		if r.code != 0 {
+			t.Fatalf("healthy %s verify: %v", p.name, r)
+		}
+		base[p.name] = rss
+	}
+	hdr, digests := fixture.Digests(t, fixture.SnapPath(store, fixture.Snap(t, "", "vm", "100", fixture.T0), "drive-scsi0.img.fidx"))
+	zero := fixture.ZeroDigest(int(hdr.ChunkSize), nil)
+	n := 0
+	for _, p := range places {
+		for _, d := range digests {
+			if d != zero {
+				if err := os.Truncate(fixture.ChunkPath(p.dir, d), 128<<20); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}
+	}
+	if n < 2*60 {
+		t.Fatalf("only %d data chunks made oversized", n)
+	}
+	for _, p := range places {
+		for _, cmd := range [][]string{
+			append(append([]string{"verify", "--fetchers", "32"}, p.args...), snap0),
+			append(append([]string{"restore", "--fetchers", "32"}, p.args...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "out")),
+		} {
+			r, rss := pbsProcess(t, cmd...)
+			if r.code != 1 || !strings.Contains(r.out+r.err, "blob larger than allowed") || !strings.Contains(r.out+r.err, "134217728 bytes") {
+				t.Errorf("%s %s: want exit 1, chunk refused by its size: %v", p.name, cmd[0], r)
+			}
+			t.Logf("%s %s: peak RSS %d MiB (healthy verify %d MiB)", p.name, cmd[0], rss>>20, base[p.name]>>20)
+			if rss > base[p.name]+32<<20 {
+				t.Errorf("%s %s: peak RSS %d MiB, healthy verify %d MiB", p.name, cmd[0], rss>>20, base[p.name]>>20)
+			}
+		}
+	}
+}
+
+// TestKeyDerivationInterrupt: Ctrl-C (SIGINT) stops a key derivation at
+// once; it used to be ignored until the KDF finished.
+func TestKeyDerivationInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := fixture.Key(t, 6)
+	pbk := fixture.KeyFile(t, dir, "pbkdf2.json", key, crypto.KDFPBKDF2, "hunter22")
+	raw, _ := os.ReadFile(pbk)
+	var kf map[string]any
+	if err := json.Unmarshal(raw, &kf); err != nil {
+		t.Fatal(err)
+	}
+	kf["kdf"].(map[string]any)["PBKDF2"].(map[string]any)["iter"] = crypto.PBKDF2MaxIter
+	raw, _ = json.Marshal(kf)
+	slow := filepath.Join(dir, "slow.json")
+	os.WriteFile(slow, raw, 0o600)
+
+	cmd := exec.Command(os.Args[0], "key", "show", "--verify", slow)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1", "PBS_ENCRYPTION_PASSWORD=hunter22")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		t.Skip("the derivation finished before the signal: machine too fast to tell")
+	case <-time.After(300 * time.Millisecond):
+	}
+	sent := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+		if d := time.Since(sent); d > time.Second {
+			t.Errorf("exited %v after SIGINT", d)
+		}
+		if cmd.ProcessState.ExitCode() == 0 {
+			t.Errorf("interrupted key show exited 0")
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still deriving 10 s after SIGINT")
+	}
+}
+
+// TestPlanningInterrupt: Ctrl-C (SIGINT) stops the planning of a large
+// index at once (a 1 GiB index, here a sparse one, used to take seconds to
+// react).
+func TestPlanningInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans a 1 GiB index in a child process")
+	}
+	b := newBase(t, false).clone(t)
+	const n = 1 << 25 // entries: a 1 GiB index
+	raw, err := os.ReadFile(b.fidx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := uint64(n) * index.MinChunkSize
+	binary.LittleEndian.PutUint64(raw[0x40:], size)
+	binary.LittleEndian.PutUint64(raw[0x48:], index.MinChunkSize)
+	writeFile(t, b.fidx(), raw[:index.HeaderSize])
+	if err := os.Truncate(b.fidx(), index.HeaderSize+32*n); err != nil {
+		t.Fatal(err)
+	}
+	fixture.RewriteManifest(t, b.store, b.snap, func(m *index.Manifest) {
+		for i := range m.Files {
+			if m.Files[i].Filename == "drive-scsi0.img.fidx" {
+				m.Files[i].Size = size
+			}
+		}
+	})
+	cmd := exec.Command(os.Args[0], "verify", "--store", b.store, snap0)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		t.Skip("planning finished before the signal: machine too fast to tell")
+	case <-time.After(700 * time.Millisecond):
+	}
+	sent := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+		if d := time.Since(sent); d > time.Second {
+			t.Errorf("exited %v after SIGINT", d)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still planning 20 s after SIGINT")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -20,6 +21,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	pf := registerPipelineFlags(fs, false)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
 	cryptMode := registerCryptMode(fs)
+	requireSig := registerRequireSignature(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -38,7 +40,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	start := time.Now()
-	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.store))
+	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return err
 	}
@@ -64,7 +66,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	rep := verify.Report{OK: true}
 	v := verify.New(store, verify.Options{
-		KeyFor: keys.forManifest, CRCOnly: *crcOnly, Pipeline: pf.options(sf.store),
+		KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
+			cc, err := keys.forManifest(m)
+			if err == nil {
+				err = checkSigned(m, m.Snapshot(ns), cc, *requireSig, stderr)
+			}
+			return cc, err
+		},
+		CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()),
 		Progress: func(name string, total int64, done func() int64) func() {
 			return startProgress(stderr, sf.progress, "verify "+name, total, done).done
 		},
@@ -98,12 +107,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	rep.ExitCode = codeFor(ctx, verr)
+	rep.Stores = storeCounts(store)
 	if sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		printStores(stdout, rep.Stores)
 		if len(rep.Skipped) > 0 {
 			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
 		}

@@ -2,8 +2,11 @@
 // and benchmarks of the bucket backends: it forwards requests to a target
 // server (keeping the Host header, so signed S3 requests stay valid) and,
 // according to rules, adds latency, answers with an error status instead of
-// forwarding, or resets the connection in the middle of the response body.
-// It counts requests and injected faults.
+// forwarding (for a while: a throttling window, with Retry-After), resets
+// the connection in the middle of the response body, or stalls it (headers
+// and some bytes sent, then silence). It can cap the bandwidth of all
+// response bodies together (a slow link). It counts requests and injected
+// faults.
 package faultproxy
 
 import (
@@ -25,8 +28,11 @@ import (
 // Rule selects requests and says what to do with them. Matching requests
 // are numbered 1, 2, … per rule; the rule acts on number n when n > After,
 // (n-After) is a multiple of Every (Every ≤ 1: every one), and it has acted
-// fewer than Times times (0: unlimited). Acting means adding Delay and, for
-// the first acting rule with a Status or Reset, that fault.
+// fewer than Times times (0: unlimited) and, with For, less than For has
+// passed since it first acted (a window: the rule then acts on every
+// matching request until the window closes, and never again). Acting means
+// adding Delay and, for the first acting rule with a Status, Reset or
+// Stall, that fault.
 type Rule struct {
 	// Method matches the HTTP method ("" any).
 	Method string
@@ -50,11 +56,25 @@ type Rule struct {
 	// ResetAfter bytes of the body, then resets the TCP connection.
 	Reset      bool
 	ResetAfter int64
+	// Code replaces the S3 error code of a Status answer (e.g. "SlowDown").
+	Code string
+	// RetryAfter, when non-zero, is sent as Retry-After (whole seconds)
+	// with a Status answer.
+	RetryAfter time.Duration
+	// Stall forwards the request, sends the response headers and the first
+	// StallAfter bytes of the body, then sends nothing more until the client
+	// goes away.
+	Stall      bool
+	StallAfter int64
+	// For makes the rule a window: from its first action it acts on every
+	// matching request for this long, then never again.
+	For time.Duration
 }
 
 type ruleState struct {
 	Rule
 	seen, acted int
+	opened      time.Time // first action of a For window
 }
 
 // Proxy is a running fault-injecting proxy. Its methods are safe for
@@ -72,8 +92,81 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	rules []*ruleState
+	link  *link // nil: no bandwidth cap
 
 	requests, faults atomic.Int64
+}
+
+// SetBandwidth caps the bytes per second of all response bodies together
+// (0: no cap), like a slow link shared by every connection.
+func (p *Proxy) SetBandwidth(bytesPerSecond int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if bytesPerSecond <= 0 {
+		p.link = nil
+		return
+	}
+	p.link = &link{rate: bytesPerSecond}
+}
+
+// link paces writes to a shared byte rate.
+type link struct {
+	rate int64
+	mu   sync.Mutex
+	next time.Time // when the link is free again
+}
+
+// wait blocks until n more bytes may pass, or ctx ends.
+func (l *link) wait(ctx context.Context, n int) error {
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	l.next = l.next.Add(time.Duration(int64(n) * int64(time.Second) / l.rate))
+	at := l.next
+	l.mu.Unlock()
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pacedWriter writes a response body through the link in small pieces.
+type pacedWriter struct {
+	http.ResponseWriter
+	l   *link
+	ctx context.Context
+}
+
+func (w *pacedWriter) Write(b []byte) (int, error) {
+	const piece = 16 << 10
+	done := 0
+	for done < len(b) {
+		n := min(piece, len(b)-done)
+		if err := w.l.wait(w.ctx, n); err != nil {
+			return done, err
+		}
+		k, err := w.ResponseWriter.Write(b[done : done+n])
+		done += k
+		if err != nil {
+			return done, err
+		}
+		if f, ok := w.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	return done, nil
+}
+
+func (w *pacedWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // Start listens on listen (e.g. "127.0.0.1:0") and forwards to target (a
@@ -190,10 +283,18 @@ func (p *Proxy) pick(req *http.Request) (*Rule, time.Duration) {
 		}
 		r.seen++
 		n := r.seen - r.After
-		if n <= 0 || (r.Every > 1 && n%r.Every != 0) || (r.Times > 0 && r.acted >= r.Times) {
+		switch {
+		case r.For > 0 && !r.opened.IsZero():
+			if time.Since(r.opened) >= r.For {
+				continue // the window has closed
+			}
+		case n <= 0 || (r.Every > 1 && n%r.Every != 0) || (r.Times > 0 && r.acted >= r.Times):
 			continue
 		}
-		fault := r.Status != 0 || r.Reset
+		if r.For > 0 && r.opened.IsZero() {
+			r.opened = time.Now()
+		}
+		fault := r.Status != 0 || r.Reset || r.Stall
 		if r.Delay == 0 && (!fault || act != nil) {
 			continue
 		}
@@ -220,20 +321,55 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
+	p.mu.Lock()
+	l := p.link
+	p.mu.Unlock()
 	switch {
+	case act == nil && l != nil:
+		p.rp.ServeHTTP(&pacedWriter{ResponseWriter: w, l: l, ctx: req.Context()}, req)
 	case act == nil:
 		p.rp.ServeHTTP(w, req)
 	case act.Status != 0:
 		p.faults.Add(1)
 		io.Copy(io.Discard, req.Body)
-		writeError(w, act.Status)
+		if act.RetryAfter > 0 {
+			w.Header().Set("Retry-After", fmt.Sprint(int64((act.RetryAfter+time.Second-1)/time.Second)))
+		}
+		writeError(w, act.Status, act.Code)
+	case act.Stall:
+		p.faults.Add(1)
+		p.stallMidBody(w, req, act.StallAfter)
 	default:
 		p.faults.Add(1)
 		p.resetMidBody(w, req, act.ResetAfter)
 	}
 }
 
-func writeError(w http.ResponseWriter, status int) {
+// stallMidBody forwards req, writes the response head and the first n body
+// bytes, then holds the connection silent until the client or the proxy
+// closes it.
+func (p *Proxy) stallMidBody(w http.ResponseWriter, req *http.Request, n int64) {
+	out := req.Clone(req.Context())
+	out.RequestURI = ""
+	out.URL.Scheme = p.target.Scheme
+	out.URL.Host = p.target.Host
+	out.Host = req.Host
+	resp, err := p.transport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.CopyN(w, resp.Body, n)
+	http.NewResponseController(w).Flush()
+	<-req.Context().Done()
+}
+
+func writeError(w http.ResponseWriter, status int, c string) {
 	code := map[int]string{
 		http.StatusServiceUnavailable:  "ServiceUnavailable",
 		http.StatusTooManyRequests:     "TooManyRequests",
@@ -242,6 +378,9 @@ func writeError(w http.ResponseWriter, status int) {
 		http.StatusForbidden:           "AccessDenied",
 		http.StatusConflict:            "ConditionalRequestConflict",
 	}[status]
+	if c != "" {
+		code = c
+	}
 	if code == "" {
 		code = strings.ReplaceAll(http.StatusText(status), " ", "")
 	}

@@ -184,7 +184,7 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 	}
 	buf := make([]byte, 0, 1<<20)
 	for _, d := range chunks {
-		got, err := s.ReadChunk(ctx, d, buf)
+		got, err := s.ReadChunk(ctx, d, buf, 0)
 		if err != nil {
 			t.Fatalf("ReadChunk: %v", err)
 		}
@@ -246,7 +246,7 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 
 	// Missing chunk and file: ErrNotFound naming the key and digest.
 	missing, _ := Chunk(t, []byte("never stored"))
-	_, err = s.ReadChunk(ctx, missing, nil)
+	_, err = s.ReadChunk(ctx, missing, nil, 0)
 	if !errors.Is(err, chunkstore.ErrNotFound) {
 		t.Fatalf("missing chunk: err %v, want ErrNotFound", err)
 	}
@@ -257,16 +257,27 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 		t.Errorf("missing file: %v", err)
 	}
 
+	// A chunk larger than the read's limit is refused by its size, naming
+	// the object and the size; at the limit it is read.
+	n := len(blobs[chunks[0]])
+	if _, err := s.ReadChunk(ctx, chunks[0], nil, n-1); !errors.Is(err, chunkstore.ErrTooLarge) ||
+		!strings.Contains(err.Error(), s.ChunkLocation(chunks[0])) || !strings.Contains(err.Error(), fmt.Sprintf("%d bytes", n)) {
+		t.Errorf("chunk over the limit: %v, want ErrTooLarge naming the object and its %d bytes", err, n)
+	}
+	if got, err := s.ReadChunk(ctx, chunks[0], nil, n); err != nil || !bytes.Equal(got, blobs[chunks[0]]) {
+		t.Errorf("chunk at the limit: %v", err)
+	}
+
 	// A 0-byte chunk object is not data; writing the chunk replaces it.
 	empty, emptyBlob := Chunk(t, []byte("evicted"))
 	h.Put(t, bkt, join(prefix, chunkstore.ChunkRelPath(empty)), nil)
-	if _, err := s.ReadChunk(ctx, empty, buf); !errors.Is(err, chunkstore.ErrEmpty) {
+	if _, err := s.ReadChunk(ctx, empty, buf, 0); !errors.Is(err, chunkstore.ErrEmpty) {
 		t.Errorf("0-byte chunk: err %v, want ErrEmpty", err)
 	}
 	if existed, err := s.WriteChunk(ctx, empty, emptyBlob); err != nil || existed {
 		t.Errorf("WriteChunk over 0-byte object: existed=%v err=%v", existed, err)
 	}
-	if got, err := s.ReadChunk(ctx, empty, buf); err != nil || !bytes.Equal(got, emptyBlob) {
+	if got, err := s.ReadChunk(ctx, empty, buf, 0); err != nil || !bytes.Equal(got, emptyBlob) {
 		t.Errorf("chunk after replacing 0-byte object: %v", err)
 	}
 
@@ -278,7 +289,7 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 			t.Fatalf("WriteChunk existing: existed=%v err=%v", existed, err)
 		}
 	}
-	if got, err := s.ReadChunk(ctx, chunks[0], nil); err != nil || !bytes.Equal(got, blobs[chunks[0]]) {
+	if got, err := s.ReadChunk(ctx, chunks[0], nil, 0); err != nil || !bytes.Equal(got, blobs[chunks[0]]) {
 		t.Fatalf("existing chunk was modified: %v", err)
 	}
 	if err := s.WriteFile(ctx, "vm/100/owner", []byte("user@pbs\n")); err != nil {

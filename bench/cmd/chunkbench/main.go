@@ -119,7 +119,7 @@ func run(cmd, root, keyfile, ref, archive string, maxMiB int, minSecs float64) e
 		if encBytes >= int64(maxMiB)<<20 {
 			break
 		}
-		raw, err := store.ReadChunk(ctx, c.Digest, nil)
+		raw, err := store.ReadChunk(ctx, c.Digest, nil, chunkstore.ChunkLimit(c.Length))
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 )
@@ -25,6 +26,10 @@ func main() {
 	failStatus := flag.Int("fail-status", 503, "HTTP status for -fail-every")
 	resetEvery := flag.Int("reset-every", 0, "reset every N-th GET mid-body (0: never)")
 	resetAfter := flag.Int64("reset-after", 1024, "body bytes sent before a reset")
+	bandwidth := flag.Int64("bandwidth", 0, "cap all response bodies together at this many bytes per second (0: no cap)")
+	slowAfter := flag.Int("slowdown-after", 0, "open a throttling window after this many chunk GETs (with -slowdown-for)")
+	slowFor := flag.Duration("slowdown-for", 0, "throttling window: answer every request 503 SlowDown for this long (0: none)")
+	retryAfter := flag.Duration("retry-after", 5*time.Second, "Retry-After sent with the throttling window's answers")
 	flag.Parse()
 	if *target == "" {
 		fmt.Fprintln(os.Stderr, "faultproxy: -target is required")
@@ -37,11 +42,16 @@ func main() {
 	if *resetEvery > 0 {
 		rules = append(rules, faultproxy.Rule{Method: "GET", Every: *resetEvery, Reset: true, ResetAfter: *resetAfter})
 	}
+	if *slowFor > 0 {
+		// -slowdown-after counts every request; the window then answers them all.
+		rules = append([]faultproxy.Rule{{PathContains: "", After: *slowAfter, For: *slowFor, Status: 503, Code: "SlowDown", RetryAfter: *retryAfter}}, rules...)
+	}
 	p, err := faultproxy.Start(*listen, *target, *latency, rules...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	p.SetBandwidth(*bandwidth)
 	fmt.Printf("faultproxy listening on %s\n", p.URL)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

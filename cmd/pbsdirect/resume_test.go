@@ -1,0 +1,144 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/restore"
+)
+
+// TestResumeAfterSIGKILL: a restore from S3 (versitygw, through a 20 ms
+// proxy) is SIGKILLed at 20 random points, each time resumed with
+// --resume; the result is byte-exact, and no resumed run fetches a chunk
+// that the journal recorded before it started. A resume against another
+// snapshot is refused, and a run without --resume says it starts over.
+func TestResumeAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and kills it 20 times")
+	}
+	bin := filepath.Join(t.TempDir(), "pbsdirect")
+	if out, err := exec.Command("go", "build", "-tags", "disable_grpc_modules", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	data := fixture.Build(21, fixture.Region{Kind: fixture.Random, Len: 96 << 16}) // 96 chunks of 64 KiB
+	s3 := testenv.StartS3(t)
+	s3.Bucket(t, "bkt")
+	bktSetEnv(t, "127.0.0.1:1")
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+	for _, bt := range []string{t0str, "2026-11-29T12:00:00Z"} {
+		mustOK(t, "backup", "--store", "s3://bkt/store", "--s3-endpoint", s3.Endpoint, "--backup-type", "vm", "--backup-id", "100",
+			"--backup-time", bt, "--chunk-size", "64", "drive-scsi0.img:"+img)
+	}
+	p := bktProxy(t, s3.Endpoint, 20*time.Millisecond)
+	target := filepath.Join(t.TempDir(), "disk.img")
+	jpath, err := restore.JournalPath(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func(extra ...string) []string {
+		return append(append([]string{"restore", "--store", "s3://bkt/store", "--s3-endpoint", p.URL, "--fetchers", "2", "--jobs", "1"}, extra...),
+			snap0, "drive-scsi0", target)
+	}
+	// journaled returns the chunks the journal records now.
+	journaled := func() map[crypto.Digest]bool {
+		_, done, err := restore.ReadJournal(jpath)
+		if err != nil {
+			return nil
+		}
+		return done
+	}
+	// watch makes the proxy count the GETs of every journaled chunk.
+	watch := func(done map[crypto.Digest]bool) []crypto.Digest {
+		var ds []crypto.Digest
+		var rules []faultproxy.Rule
+		for d := range done {
+			ds = append(ds, d)
+			rules = append(rules, faultproxy.Rule{Method: "GET", PathContains: chunkstore.ChunkRelPath(d)})
+		}
+		p.SetRules(rules...)
+		return ds
+	}
+	// An undisturbed run sets the scale of the kill points: uniformly
+	// random in [5 %, 95 %] of its time, whatever the machine's load.
+	start := time.Now()
+	if out, err := exec.Command(bin, append(args()[:len(args())-1], filepath.Join(t.TempDir(), "full.img"))...).CombinedOutput(); err != nil {
+		t.Fatalf("undisturbed run: %v\n%s", err, out)
+	}
+	full := time.Since(start)
+	rng := rand.New(rand.NewPCG(7, 10))
+	kills := 0
+	// 20 kills, and on until the journal holds something to resume.
+	for i := 0; kills < 20 || len(journaled()) == 0; i++ {
+		if i == 60 {
+			t.Fatalf("only %d of 60 runs were still running when killed", kills)
+		}
+		done := journaled()
+		var extra []string
+		if done != nil {
+			extra = []string{"--resume"}
+		}
+		ds := watch(done)
+		cmd := exec.Command(bin, args(extra...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(full/20 + time.Duration(rng.Int64N(int64(full*9/10))))
+		cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		if err == nil {
+			// It finished before the kill: start that round again.
+			os.Remove(target)
+			continue
+		}
+		kills++
+		for j, n := range p.Matched() {
+			if n != 0 {
+				t.Fatalf("kill %d: the resumed run fetched journaled chunk %s %d times", kills, ds[j], n)
+			}
+		}
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("run %d: %v, want killed: %s", i, err, stderr.String())
+		}
+		if _, err := os.Stat(target); err == nil {
+			t.Fatalf("kill %d: the target appeared under its name before it was complete", kills)
+		}
+	}
+	done := journaled()
+	if len(done) == 0 {
+		t.Fatalf("after %d kills, nothing was journaled", kills)
+	}
+	// Another snapshot: refused, and the journal is left alone.
+	other := append([]string{"restore", "--resume", "--store", "s3://bkt/store", "--s3-endpoint", p.URL}, "vm/100/2026-11-29T12:00:00Z", "drive-scsi0", target)
+	mustFail(t, 2, []string{"--resume refused", "2026-11-29T10:00:00Z"}, other...)
+	if n := len(journaled()); n != len(done) {
+		t.Fatalf("a refused resume changed the journal: %d chunks, had %d", n, len(done))
+	}
+	ds := watch(done)
+	s := restoreJSON(t, args("--resume")[1:]...)
+	for j, n := range p.Matched() {
+		if n != 0 {
+			t.Fatalf("the last resume fetched journaled chunk %s %d times", ds[j], n)
+		}
+	}
+	fixture.Equal(t, target, data)
+	if s.ResumedChunks != len(done) || s.ChunksFetched+uint64(s.ResumedChunks) != 96 {
+		t.Errorf("summary: %d resumed, %d fetched; want %d resumed, %d in all", s.ResumedChunks, s.ChunksFetched, len(done), 96)
+	}
+	if _, err := os.Stat(jpath); err == nil {
+		t.Errorf("journal %s left after the restore completed", jpath)
+	}
+	t.Logf("%d kills (undisturbed run %v), %d chunks journaled before the last resume", kills, full.Round(time.Millisecond), len(done))
+}
