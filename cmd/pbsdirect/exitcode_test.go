@@ -41,6 +41,7 @@ func TestExitCode(t *testing.T) {
 		{"help", flag.ErrHelp, 0},
 		{"usage", usagef("want SNAPSHOT"), 2},
 		{"no passphrase source", fmt.Errorf("key file k.json: %w", crypto.ErrPassphraseNeeded), 2},
+		{"new passphrase too short", fmt.Errorf("key create: %w", crypto.ErrPassphraseTooShort), 2},
 		{"file named not there", fmt.Errorf("key file: %w", usageOf(&fs.PathError{Op: "open", Path: "k.json", Err: syscall.ENOENT})), 2},
 		{"store not there", fmt.Errorf("open: %w", &storeMissingError{fmt.Errorf("datastore /mnt/ds: %w", chunkstore.ErrNotFound)}), 3},
 		{"snapshot not there", fmt.Errorf("vm/100: %w", chunkstore.ErrNotFound), 1},
@@ -156,6 +157,9 @@ func TestJSONExitCode(t *testing.T) {
 	var rep verify.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || rep.OK || rep.ExitCode != 1 {
 		t.Errorf("verify report: %+v, %v: %v", rep, err, r)
+	}
+	if strings.Contains(r.out, "see above") || !strings.Contains(r.out, `(see \"snapshots\")`) {
+		t.Errorf("the JSON error should point at the report's snapshots, not \"above\": %s", r.out)
 	}
 }
 

@@ -125,7 +125,7 @@ func main() {
 // exitCode maps a command's error to the process exit code: 0 for nil (and
 // --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
 // a usage error, a key that needs a passphrase when no source of one was
-// given (crypto.ErrPassphraseNeeded), and a target refused as named (exists
+// given (crypto.ErrPassphraseNeeded) or a new one too short, and a target refused as named (exists
 // without --force, a symbolic link, a disk-image container, part of the
 // datastore, a missing directory, not a file or block device, a device too
 // small); 3 when the cause lies outside the data (chunkstore.Outside:
@@ -143,7 +143,7 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ie):
 		return 128 + int(ie.sig)
-	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
+	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, crypto.ErrPassphraseTooShort), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
 		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable):
 		// A target that cannot take the restore as named: the command
 		// line must change, not the data or the machine.

@@ -100,7 +100,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	rep.Seconds = time.Since(start).Seconds()
 	var verr error
 	if !rep.OK {
-		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above)", rep.Failed(), len(rep.Snapshots))
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable%s", rep.Failed(), len(rep.Snapshots), map[bool]string{false: " (see above)", true: " (see \"snapshots\")"}[sf.json()])
 		if out := v.Outside(); out != nil {
 			// Some archive could not be checked for a reason outside the data.
 			verr = fmt.Errorf("%w; %w", verr, out)
