@@ -488,7 +488,7 @@ func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapsho
 	if sf.json() {
 		return writeJSON(stdout, map[string]any{"snapshot": snap.String(), "archive": archive, "target": targetPath, "size": len(data)})
 	}
-	fmt.Fprintf(stdout, "restored %s/%s to %s: %d bytes, verified and synced\n", snap.String(), archive, targetPath, len(data))
+	fmt.Fprintf(stdout, "restored %s/%s to %s: %s, verified and synced\n", snap.String(), archive, targetPath, humanBytes(uint64(len(data))))
 	return nil
 }
 
