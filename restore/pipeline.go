@@ -46,6 +46,18 @@ type Options struct {
 	// KeepGoing records damaged chunks and continues (verify); otherwise the
 	// first failure stops the run.
 	KeepGoing bool
+	// Damaged, with KeepGoing, receives each damaged chunk as it is found,
+	// one call at a time, instead of the DamagedError collecting them (it
+	// then only counts them): memory stays bounded however many chunks are
+	// damaged.
+	Damaged func(*ChunkError)
+	// Checked, when set, is called by the jobs, concurrently, for every
+	// chunk that passed its check (before it is written).
+	Checked func(*Chunk)
+	// Skip, when set, is called by a fetcher before it reads a chunk, from
+	// several goroutines at once; true leaves the chunk out (not read, not
+	// written: for verify, whose target is Discard).
+	Skip func(*Chunk) bool
 	// CRCOnly checks encrypted chunks without their key, as PBS's own verify
 	// does: blob structure, encrypted magic and CRC, no decryption and no
 	// digest (verify with Discard only; nothing is written).
@@ -160,7 +172,8 @@ func (e *ChunkError) Unwrap() error { return e.Err }
 // rest of the image is restored, verified and synced).
 type DamagedError struct {
 	Archive string
-	Chunks  []*ChunkError
+	Chunks  []*ChunkError // empty when Options.Damaged took them
+	Count   int           // damaged chunks
 	Zeroed  bool
 }
 
@@ -191,7 +204,7 @@ func MergeRanges(rs []Range) []Range {
 	return out
 }
 
-// Error lists every damaged chunk, one per line.
+// Error lists every damaged chunk it holds, one per line.
 func (e *DamagedError) Error() string {
 	var b strings.Builder
 	if e.Zeroed {
@@ -201,7 +214,7 @@ func (e *DamagedError) Error() string {
 		}
 		fmt.Fprintf(&b, "%s: restored with damage: %d chunk(s), %d bytes written as zeros", e.Archive, len(e.Chunks), n)
 	} else {
-		fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, len(e.Chunks))
+		fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, max(e.Count, len(e.Chunks)))
 	}
 	for _, c := range e.Chunks {
 		b.WriteString("\n  ")
@@ -253,6 +266,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		errMu   sync.Mutex
 		first   error
 		damaged []*ChunkError
+		nDamage int
 		zeroed  []*ChunkError
 	)
 	chain, _ := store.(*chunkstore.Chain)
@@ -261,7 +275,12 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		errMu.Lock()
 		defer errMu.Unlock()
 		if opts.KeepGoing && errors.As(err, &ce) {
-			damaged = append(damaged, ce)
+			if opts.Damaged != nil {
+				opts.Damaged(ce)
+			} else {
+				damaged = append(damaged, ce)
+			}
+			nDamage++
 			stats.Failed.Add(1)
 			return
 		}
@@ -382,6 +401,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	for range opts.Fetchers {
 		fetchWG.Go(func() {
 			for c := range work {
+				if opts.Skip != nil && opts.Skip(c) {
+					continue
+				}
 				buf := rawPool.get(done)
 				if buf == nil {
 					return
@@ -470,6 +492,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					data, err = nextCopies(ctx, chain, dec, out, &f, data, err, opts, stats)
 				}
 				rawPool.put(f.buf)
+				if err == nil && opts.Checked != nil {
+					opts.Checked(f.chunk)
+				}
 				switch {
 				case err != nil:
 					if ctx.Err() == nil {
@@ -504,12 +529,12 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(damaged) > 0 {
-		return &DamagedError{Archive: opts.Archive, Chunks: damaged}
+	if nDamage > 0 {
+		return &DamagedError{Archive: opts.Archive, Chunks: damaged, Count: nDamage}
 	}
 	// Backstop: every byte of the image is either written data, a zero
 	// range, or a damaged chunk written as zeros.
-	if !opts.CRCOnly && !plan.dropped {
+	if !opts.CRCOnly && !plan.dropped && opts.Skip == nil {
 		if got := stats.DataBytes.Load() + stats.ZeroBytes.Load() + stats.DamagedBytes.Load(); got != plan.Size {
 			return fmt.Errorf("%s: internal error: %d of %d bytes accounted for; nothing is claimed restored", opts.Archive, got, plan.Size)
 		}
@@ -518,7 +543,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		return err
 	}
 	if len(zeroed) > 0 {
-		return &DamagedError{Archive: opts.Archive, Chunks: zeroed, Zeroed: true}
+		return &DamagedError{Archive: opts.Archive, Chunks: zeroed, Count: len(zeroed), Zeroed: true}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package restore
 import (
 	"crypto/sha256"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"math"
 
@@ -42,21 +43,20 @@ type Plan struct {
 	Zero       []Range // runs of consecutive full-size zero-chunk positions
 	ZeroBytes  uint64  // bytes covered by Zero
 
-	noZero   bool                    // zero chunks are not recognized (encrypted archive checked without key)
-	dropped  bool                    // Drop removed chunks: the plan no longer covers the whole image
-	byDigest map[crypto.Digest]int32 // while planning
-	offs     []uint64                // chunk offsets in bytes
-	next     []int32                 // next offset of the same chunk, -1 ends
-	last     []int32                 // per chunk: tail of its list, while planning
-	finished bool                    // Finish was called: nothing more is added
+	noZero   bool        // zero chunks are not recognized (encrypted archive checked without key)
+	dropped  bool        // Drop removed chunks: the plan no longer covers the whole image
+	byDigest digestTable // chunk index by digest, while planning
+	offs     []uint64    // chunk offsets in bytes
+	next     []int32     // next offset of the same chunk, -1 ends
+	last     []int32     // per chunk: tail of its list, while planning
+	finished bool        // Finish was called: nothing more is added
 }
 
 // Finish ends planning: it releases what only adding entries needs (the
-// digest map and list tails, about 90 of the 150 bytes a unique chunk
-// costs), after which Add and AddRange fail. LoadPlan returns finished
-// plans.
+// digest table and list tails), after which Add and AddRange fail.
+// LoadPlan returns finished plans.
 func (p *Plan) Finish() {
-	p.byDigest, p.last, p.finished = nil, nil, true
+	p.byDigest, p.last, p.finished = digestTable{}, nil, true
 }
 
 // ZeroChunkDigest returns the digest of chunkSize zero bytes: SHA256(zeros)
@@ -83,7 +83,6 @@ func NewPlan(size, chunkSize uint64, cc *crypto.Config) *Plan {
 		Size:       size,
 		ChunkSize:  chunkSize,
 		ZeroDigest: zeroDigestIf(chunkSize, cc),
-		byDigest:   make(map[crypto.Digest]int32),
 	}
 }
 
@@ -127,10 +126,10 @@ func (p *Plan) AddRange(off, length uint64, d crypto.Digest) error {
 	pi := int32(len(p.offs))
 	p.offs = append(p.offs, off)
 	p.next = append(p.next, -1)
-	ci, ok := p.byDigest[d]
+	ci, ok := p.byDigest.find(p.Chunks, d)
 	if !ok {
 		ci = int32(len(p.Chunks))
-		p.byDigest[d] = ci
+		p.byDigest.insert(p.Chunks, ci, d)
 		p.Chunks = append(p.Chunks, Chunk{Digest: d, Length: int(length), first: pi, count: 1})
 		p.last = append(p.last, pi)
 		return nil
@@ -214,4 +213,63 @@ func (p *Plan) Drop(known func(*Chunk) bool) int {
 		p.dropped = true
 	}
 	return n
+}
+
+// digestTable finds a plan's chunks by digest: an open-addressing hash
+// table of chunk indexes (4 bytes a slot, at most half full) over the
+// plan's Chunks, which hold the digests; a Go map would store every digest
+// a second time, at about 42 bytes an entry. Digests come from the index,
+// which a hostile store chooses: slots are picked with a per-process seeded
+// hash, not from the digest's bytes.
+type digestTable struct {
+	slots []int32 // chunk index + 1; 0 is empty
+	seed  maphash.Seed
+	used  int
+}
+
+func (t *digestTable) slot(d crypto.Digest) int {
+	return int(maphash.Comparable(t.seed, d) & uint64(len(t.slots)-1))
+}
+
+// find returns the index in chunks of the chunk with digest d.
+func (t *digestTable) find(chunks []Chunk, d crypto.Digest) (int32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	for i := t.slot(d); ; i = (i + 1) & (len(t.slots) - 1) {
+		ci := t.slots[i]
+		if ci == 0 {
+			return 0, false
+		}
+		if chunks[ci-1].Digest == d {
+			return ci - 1, true
+		}
+	}
+}
+
+// insert adds chunk index ci with digest d, which find did not find.
+func (t *digestTable) insert(chunks []Chunk, ci int32, d crypto.Digest) {
+	if 2*(t.used+1) > len(t.slots) {
+		old := t.slots
+		if len(old) == 0 {
+			t.seed = maphash.MakeSeed()
+		}
+		t.slots = make([]int32, max(64, 2*len(old)))
+		t.used = 0
+		for _, c := range old {
+			if c != 0 {
+				t.put(c, chunks[c-1].Digest)
+			}
+		}
+	}
+	t.put(ci+1, d)
+}
+
+func (t *digestTable) put(c int32, d crypto.Digest) {
+	i := t.slot(d)
+	for t.slots[i] != 0 {
+		i = (i + 1) & (len(t.slots) - 1)
+	}
+	t.slots[i] = c
+	t.used++
 }

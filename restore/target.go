@@ -162,6 +162,8 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 		return nil, err
 	}
 	t.place = pl
+	// A refused resume keeps the partial output it was to continue.
+	t.keep = opts.Resume
 	if err := checkNotInStore(opts.StoreDir, pl.dir, nil, path); err != nil {
 		t.release()
 		return nil, err
@@ -170,6 +172,7 @@ func OpenTarget(path string, size int64, opts TargetOptions) (*FileTarget, error
 		t.release()
 		return nil, err
 	}
+	t.keep = false
 	return t, nil
 }
 
@@ -185,9 +188,15 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		}
 		t.buffered = f
 		if opts.Resume {
-			if st, err := f.Stat(); err != nil || st.Size() != t.size {
+			var st unix.Stat_t
+			if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Size != t.size {
 				return fmt.Errorf("%s: nothing to resume: the partial output of an interrupted restore is not there (or not of the image's size)", t.path)
 			}
+			// What the interrupted restore wrote is kept, and counts as
+			// space already held; its zero ranges may hold anything, so
+			// they are made zero as in an existing file.
+			reused = st.Blocks * 512
+			t.zeroNeeds = true
 		}
 		// Locked: a file that appeared at the name meanwhile is not ours.
 		if there, err := pl.lstatName(); err != nil {

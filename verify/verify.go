@@ -6,12 +6,17 @@
 package verify
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -19,76 +24,6 @@ import (
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
-
-// DamagedChunk is one chunk that failed verification.
-type DamagedChunk struct {
-	Digest   string   `json:"digest"`
-	Offsets  []uint64 `json:"offsets"`  // byte offsets in the archive
-	Length   int      `json:"length"`   // bytes
-	Location string   `json:"location"` // chunk file or object
-	Error    string   `json:"error"`
-}
-
-// ArchiveResult is the verification result of one archive.
-type ArchiveResult struct {
-	Archive       string         `json:"archive"`
-	OK            bool           `json:"ok"`
-	Error         string         `json:"error,omitempty"`
-	Size          uint64         `json:"size"`
-	ChunksChecked uint64         `json:"chunks-checked,omitempty"`
-	ChunksKnown   int            `json:"chunks-already-verified,omitempty"` // shared with an archive verified before
-	CRCOnly       bool           `json:"crc-only,omitempty"`                // encrypted, no key: structure and CRC checked, not content
-	Damaged       []DamagedChunk `json:"damaged-chunks,omitempty"`
-}
-
-// SnapshotResult is the verification result of one snapshot.
-type SnapshotResult struct {
-	Snapshot string          `json:"snapshot"`
-	OK       bool            `json:"ok"`
-	Error    string          `json:"error,omitempty"`
-	Note     string          `json:"note,omitempty"`
-	Skipped  bool            `json:"skipped,omitempty"` // removed while running (pruned since listed): no damage, not verified
-	Archives []ArchiveResult `json:"archives"`
-}
-
-// Report is the result of a verify run.
-type Report struct {
-	OK        bool             `json:"ok"`
-	Snapshots []SnapshotResult `json:"snapshots"`
-	Seconds   float64          `json:"seconds"`
-	Bytes     uint64           `json:"bytes"`             // archive bytes covered
-	ExitCode  int              `json:"exit-code"`         // the process exit code, set by the command
-	Skipped   []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
-	// Stores says, with several stores (a chunkstore.Chain), how many
-	// chunks each served and how many copies fell through; set by the
-	// command.
-	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
-}
-
-// Add appends r to the report and updates OK and Bytes; a skipped
-// snapshot (removed while running) is only listed in Skipped.
-func (rep *Report) Add(r SnapshotResult) {
-	if r.Skipped {
-		rep.Skipped = append(rep.Skipped, r.Snapshot)
-		return
-	}
-	rep.OK = rep.OK && r.OK
-	for _, a := range r.Archives {
-		rep.Bytes += a.Size
-	}
-	rep.Snapshots = append(rep.Snapshots, r)
-}
-
-// Failed returns the number of snapshots that are not OK.
-func (rep *Report) Failed() int {
-	n := 0
-	for _, sr := range rep.Snapshots {
-		if !sr.OK {
-			n++
-		}
-	}
-	return n
-}
 
 // Options configure a Verifier.
 type Options struct {
@@ -105,34 +40,87 @@ type Options struct {
 	// as PBS's own verify job does (no decryption, no digest check).
 	CRCOnly bool
 	// Pipeline tunes the restore pipeline (Jobs, Fetchers); Encrypted, Key,
-	// KeepGoing, CRCOnly and Archive are set per archive.
+	// KeepGoing, CRCOnly and Archive are set per archive. Run divides the
+	// Fetchers among the snapshots it checks at once.
 	Pipeline restore.Options
+	// Parallel is the number of snapshots Run checks at once (manifests,
+	// indexes, blobs and chunks of all of them in flight together); 0
+	// means DefaultParallel.
+	Parallel int
+	// SkipRemoved reports a snapshot that failed because it was removed
+	// while running (pruned since it was listed, snapshot.Gone) as skipped,
+	// not damaged; otherwise it fails with snapshot.ErrRemoved.
+	SkipRemoved bool
+	// Shard, when Count > 1, checks only the chunks of shard Index.
+	Shard Shard
+	// State, when set, skips chunks it says were verified recently and
+	// records the chunks verified now.
+	State *State
 	// Progress, when set, is called when an index archive's check starts
 	// with its name, its data bytes and a function returning the bytes done
 	// so far; the function it returns is called when the check ends.
 	Progress func(name string, total int64, done func() int64) (finish func())
+	// MaxDamaged is the number of damaged chunks the run lists in full in
+	// its results; the rest are counted (ArchiveResult.DamagedCount). 0
+	// means DefaultMaxDamaged, negative lists none.
+	MaxDamaged int
+	// DamagedList, when set, receives every damaged chunk as one JSON line
+	// (a DamagedChunk with Snapshot and Archive), as it is found.
+	DamagedList io.Writer
 }
 
-// verifiedKey identifies a chunk that passed verification: digests of
-// encrypted and plain archives live in different spaces.
-type verifiedKey struct {
+// DefaultParallel is the default number of snapshots checked at once.
+const DefaultParallel = 16
+
+// chunkKey identifies a chunk: digests of encrypted and plain archives live
+// in different spaces, and a digest verified at one length proves nothing
+// at another.
+type chunkKey struct {
 	digest    crypto.Digest
-	length    int // a digest verified at one length proves nothing at another
+	length    int32
 	encrypted bool
 }
 
+func keyOf(c *restore.Chunk, encrypted bool) chunkKey {
+	return chunkKey{c.Digest, int32(c.Length), encrypted}
+}
+
+// Chunk states in Verifier.chunks; a chunk not in the map is unchecked (or
+// was found damaged: every archive using it checks it again, so that each
+// reports it with its own byte ranges).
+const (
+	inFlight uint8 = iota + 1 // claimed by an archive being checked
+	verified                  // passed its check in this run
+)
+
 // Verifier checks snapshots of one store, remembering verified chunks so
 // that chunks shared between archives and snapshots are read and checked
-// once. It is safe for concurrent use.
+// once. It is safe for concurrent use. Its memory grows with the distinct
+// chunks verified: about 64 bytes each (a 100 TB store of 4 MiB chunks, 24 M
+// chunks: 1.5 GiB; with Shard, 1/N of that per shard).
 type Verifier struct {
 	store chunkstore.Store
 	opts  Options
 
-	mu       sync.Mutex
-	verified map[verifiedKey]bool
+	mu      sync.Mutex
+	changed *sync.Cond // a chunk left the inFlight state
+	chunks  map[chunkKey]uint8
+	listed  int   // damaged chunks listed in full so far
+	listErr error // first error writing DamagedList
 	// outside is the first failure whose cause lies outside the data
 	// (chunkstore.Outside): an archive was not checked, not found damaged.
 	outside error
+	// removed is the first snapshot removed while running when
+	// SkipRemoved is off (it was named: the run fails with it).
+	removed error
+}
+
+// Removed returns the error for a snapshot that was removed while running
+// (wrapping snapshot.ErrRemoved) when Options.SkipRemoved is off, or nil.
+func (v *Verifier) Removed() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.removed
 }
 
 // note records an archive or snapshot failure and returns its message: the
@@ -159,14 +147,123 @@ func (v *Verifier) Outside() error {
 
 // New returns a Verifier for store.
 func New(store chunkstore.Store, opts Options) *Verifier {
-	return &Verifier{store: store, opts: opts, verified: map[verifiedKey]bool{}}
+	if opts.MaxDamaged == 0 {
+		opts.MaxDamaged = DefaultMaxDamaged
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallel
+	}
+	v := &Verifier{store: store, opts: opts, chunks: map[chunkKey]uint8{}}
+	v.changed = sync.NewCond(&v.mu)
+	return v
+}
+
+// Err returns the first error writing Options.DamagedList, if any.
+func (v *Verifier) Err() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.listErr
+}
+
+// Run checks snaps, Options.Parallel at a time, and returns the report
+// (Version, counts, Snapshots, Started, Finished, Seconds, OK and ExitCode
+// set; Store, Namespaces, Shard and Host are the caller's). each, when set,
+// is called with every snapshot's result in the order of snaps, from one
+// goroutine at a time. When ctx ends, Run returns what it has and ctx's
+// error.
+func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(SnapshotResult)) (Report, error) {
+	start := time.Now()
+	rep := Report{Version: ReportVersion, OK: true, Started: start.UTC().Format(time.RFC3339), Snapshots: []SnapshotResult{}}
+	par := min(v.opts.Parallel, max(len(snaps), 1))
+	if par > 1 && v.opts.Pipeline.Fetchers > par {
+		// The reads in flight are shared by the snapshots checked at once.
+		v.opts.Pipeline.Fetchers = (v.opts.Pipeline.Fetchers + par - 1) / par
+	}
+	results := make([]*SnapshotResult, len(snaps))
+	var (
+		mu   sync.Mutex
+		next int
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, par)
+	for i, s := range snaps {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := v.Snapshot(ctx, s)
+			switch gone := !r.OK && snapshot.Gone(ctx, v.store, s); {
+			case gone && v.opts.SkipRemoved:
+				r = SnapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped", Archives: []ArchiveResult{}}
+			case gone:
+				err := fmt.Errorf("snapshot %s in %s: %w", s, v.store, snapshot.ErrRemoved)
+				r = SnapshotResult{Snapshot: r.Snapshot, Error: err.Error(), Archives: []ArchiveResult{}}
+				v.mu.Lock()
+				v.removed = cmp.Or(v.removed, err)
+				v.mu.Unlock()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			results[i] = &r
+			for next < len(results) && results[next] != nil {
+				rep.Add(*results[next])
+				if each != nil {
+					each(*results[next])
+				}
+				results[next] = nil
+				next++
+			}
+		})
+	}
+	wg.Wait()
+	end := time.Now()
+	rep.Finished, rep.Seconds = end.UTC().Format(time.RFC3339), end.Sub(start).Seconds()
+	if !rep.OK {
+		rep.ExitCode = 1
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// damaged records one damaged chunk of archive a of snapshot s: listed in
+// full while the run's MaxDamaged allows, counted always, streamed to
+// DamagedList when set.
+func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError) {
+	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause()}
+	v.note(c.Err)
+	if len(d.Offsets) > MaxOffsets {
+		d.OffsetCount = len(d.Offsets)
+		d.Offsets = d.Offsets[:MaxOffsets:MaxOffsets]
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a.DamagedCount++
+	if v.listed < v.opts.MaxDamaged {
+		v.listed++
+		a.Damaged = append(a.Damaged, d)
+	}
+	if v.opts.DamagedList != nil && v.listErr == nil {
+		d.Snapshot, d.Archive = s.String(), a.Archive
+		b, err := json.Marshal(d)
+		if err == nil {
+			_, err = v.opts.DamagedList.Write(append(b, '\n'))
+		}
+		v.listErr = err
+	}
 }
 
 // Snapshot checks the manifest of s and every archive listed in it. A
 // failing archive does not stop the others; errors are reported in the
 // result, never returned.
 func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResult {
-	res := SnapshotResult{Snapshot: s.String(), OK: true}
+	res := SnapshotResult{Snapshot: s.String(), OK: true, Archives: []ArchiveResult{}}
 	cc := v.opts.Key
 	m, err := snapshot.ReadManifest(ctx, v.store, s)
 	if err == nil && v.opts.KeyFor != nil {
@@ -214,7 +311,10 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 }
 
 // index runs the restore pipeline for one index archive into a discard
-// target, recording every damaged chunk.
+// target, recording every damaged chunk. Chunks verified for another
+// archive of the run, left to other shards or fresh in the state are not
+// read; chunks another archive is checking right now are waited for
+// afterwards, and checked here if they did not pass there.
 func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, cc *crypto.Config, unkeyed bool, a *ArchiveResult) {
 	load := restore.LoadPlan
 	if unkeyed {
@@ -234,41 +334,148 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	opts.CRCOnly = unkeyed
 	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)
+	opts.Damaged = func(c *restore.ChunkError) { v.damaged(s, a, c) }
+	var (
+		waitFor []restore.Chunk       // being checked for another archive
+		claimed = map[chunkKey]bool{} // claimed here and not resolved: as many as reads in flight
+	)
+	now := time.Now()
 	if !unkeyed {
+		// A CRC check is no proof of content: only keyed checks count, and
+		// CRC-only archives check all their chunks.
 		v.mu.Lock()
-		a.ChunksKnown = plan.Drop(func(c *restore.Chunk) bool { return v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] })
+		plan.Drop(func(c *restore.Chunk) bool {
+			switch {
+			case !v.opts.Shard.Has(c.Digest):
+				a.ChunksOther++
+			case v.chunks[keyOf(c, opts.Encrypted)] == verified:
+				a.ChunksKnown++
+			case v.opts.State.Fresh(c.Digest, c.Length, opts.Encrypted, now):
+				a.ChunksFresh++
+			default:
+				return false
+			}
+			return true
+		})
 		v.mu.Unlock()
+		// A chunk is claimed when it is about to be read, so that the
+		// claims are as many as the reads in flight, not the chunks.
+		opts.Skip = func(c *restore.Chunk) bool {
+			k := keyOf(c, opts.Encrypted)
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			switch v.chunks[k] {
+			case verified:
+				a.ChunksKnown++
+				return true
+			case inFlight:
+				if !claimed[k] {
+					waitFor = append(waitFor, *c)
+					return true
+				}
+			}
+			v.chunks[k] = inFlight
+			claimed[k] = true
+			return false
+		}
+		opts.Checked = func(c *restore.Chunk) {
+			k := keyOf(c, opts.Encrypted)
+			v.mu.Lock()
+			v.chunks[k] = verified
+			delete(claimed, k)
+			v.mu.Unlock()
+			v.changed.Broadcast()
+			v.opts.State.Verified(c.Digest, c.Length, opts.Encrypted, now)
+		}
+		opts.Damaged = func(c *restore.ChunkError) {
+			k := chunkKey{c.Digest, int32(c.Length), opts.Encrypted}
+			v.mu.Lock()
+			if claimed[k] {
+				delete(v.chunks, k)
+				delete(claimed, k)
+			}
+			v.mu.Unlock()
+			v.changed.Broadcast()
+			v.damaged(s, a, c)
+		}
 	}
 	var stats restore.Stats
 	finish := func() {}
 	if v.opts.Progress != nil {
 		finish = v.opts.Progress(name, int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
 	}
-	err = restore.Run(ctx, v.store, plan, restore.Discard{}, opts, &stats)
+	err = v.run(ctx, plan, opts, &stats, claimed)
+	if ctx.Err() == nil && len(waitFor) > 0 {
+		// What others were checking: count it if it passed, check it here
+		// if it did not (damaged chunks are reported by every archive that
+		// uses them, with its own ranges).
+		v.mu.Lock()
+		// Wait, holding no claim (so two archives never wait for each
+		// other), until none of them is in flight, then take them in one
+		// pass under the lock.
+		for busy := true; busy; {
+			busy = false
+			for i := range waitFor {
+				if v.chunks[keyOf(&waitFor[i], opts.Encrypted)] == inFlight {
+					busy = true
+					v.changed.Wait()
+					break
+				}
+			}
+		}
+		plan.Chunks = plan.Chunks[:0]
+		for _, c := range waitFor {
+			k := keyOf(&c, opts.Encrypted)
+			if v.chunks[k] == verified {
+				a.ChunksKnown++
+				continue
+			}
+			v.chunks[k] = inFlight
+			claimed[k] = true
+			plan.Chunks = append(plan.Chunks, c)
+		}
+		waitFor = nil
+		v.mu.Unlock()
+		if len(plan.Chunks) > 0 {
+			var de *restore.DamagedError
+			if err2 := v.run(ctx, plan, opts, &stats, claimed); err == nil || (err2 != nil && errors.As(err, &de)) {
+				err = err2 // an error that is not damage wins over damage
+			}
+		}
+	}
 	finish()
 	a.ChunksChecked = stats.Fetched.Load()
-	bad := map[crypto.Digest]bool{}
+	slices.SortFunc(a.Damaged, func(x, y DamagedChunk) int {
+		return cmp.Or(cmp.Compare(first(x.Offsets), first(y.Offsets)), cmp.Compare(x.Digest, y.Digest))
+	})
 	var de *restore.DamagedError
 	switch {
 	case errors.As(err, &de):
-		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", len(de.Chunks))
-		for _, c := range de.Chunks {
-			bad[c.Digest] = true
-			v.note(c.Err)
-			a.Damaged = append(a.Damaged, DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause()})
-		}
+		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", a.DamagedCount)
 	case err != nil:
 		a.OK, a.Error = false, v.note(err)
-		return
 	}
-	if unkeyed {
-		return // a CRC check is no proof of content
-	}
+}
+
+// run runs plan and then gives up the claims it left unresolved (a run
+// that stopped early), waking archives waiting for them.
+func (v *Verifier) run(ctx context.Context, plan *restore.Plan, opts restore.Options, stats *restore.Stats, claimed map[chunkKey]bool) error {
+	err := restore.Run(ctx, v.store, plan, restore.Discard{}, opts, stats)
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, c := range plan.Chunks {
-		if !bad[c.Digest] {
-			v.verified[verifiedKey{c.Digest, c.Length, opts.Encrypted}] = true
+	for k := range claimed {
+		if v.chunks[k] == inFlight {
+			delete(v.chunks, k)
 		}
+		delete(claimed, k)
 	}
+	v.mu.Unlock()
+	v.changed.Broadcast()
+	return err
+}
+
+func first(offs []uint64) uint64 {
+	if len(offs) == 0 {
+		return 0
+	}
+	return offs[0]
 }

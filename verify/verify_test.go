@@ -1,10 +1,13 @@
 package verify_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -98,5 +101,33 @@ func TestDamagedShared(t *testing.T) {
 		if r.OK || !slices.Equal(got, want) {
 			t.Errorf("%s: ok %v, damaged %v, want %v", s, r.OK, got, want)
 		}
+	}
+}
+
+// TestDamagedBounded: past MaxDamaged, damaged chunks are counted, not
+// listed; DamagedList still gets every one of them, one JSON line each.
+func TestDamagedBounded(t *testing.T) {
+	store, snaps, ds := sharedStore(t, nil)
+	for _, d := range ds[snaps[2].String()][4:] {
+		if err := os.Remove(fixture.ChunkPath(store, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list bytes.Buffer
+	v := verify.New(fixture.OpenStore(t, store), verify.Options{MaxDamaged: 2, DamagedList: &list})
+	rep := verify.Report{OK: true}
+	rep.Add(v.Snapshot(context.Background(), snaps[2]))
+	if rep.OK || rep.DamagedChunks != 3 || rep.DamagedUnlisted != 1 || len(rep.Snapshots[0].Archives[0].Damaged) != 2 {
+		t.Errorf("report: %+v", rep)
+	}
+	lines := strings.Split(strings.TrimSpace(list.String()), "\n")
+	for _, l := range lines {
+		var d verify.DamagedChunk
+		if err := json.Unmarshal([]byte(l), &d); err != nil || d.Snapshot != snaps[2].String() || d.Archive != "drive-scsi0.img.fidx" {
+			t.Errorf("list line %q: %v", l, err)
+		}
+	}
+	if len(lines) != 3 || v.Err() != nil {
+		t.Errorf("list: %d lines, want 3 (%v)", len(lines), v.Err())
 	}
 }

@@ -92,12 +92,26 @@ func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, err
 }
 
 // OpenChain opens every spec (see Open) and returns them as a
-// chunkstore.Chain in the order given, the order of preference. If one
-// fails to open, those opened are closed and the error names it.
-func OpenChain(ctx context.Context, specs []string, opts Options) (*chunkstore.Chain, error) {
+// chunkstore.Chain in the order given, the order of preference. A store
+// that cannot be opened for a reason outside the data (chunkstore.Outside:
+// unreachable, credentials refused) is left out of the chain and reported
+// to skipped, so that the others still serve; if that leaves none, its
+// error is returned. Any other failure (not a datastore, a bad URL) closes
+// those opened and is returned, naming the store.
+func OpenChain(ctx context.Context, specs []string, opts Options, skipped func(spec string, err error)) (*chunkstore.Chain, error) {
 	var members []chunkstore.Store
+	var firstOutside error
 	for _, spec := range specs {
 		s, err := Open(ctx, spec, opts)
+		if err != nil && chunkstore.Outside(err) && ctx.Err() == nil {
+			if firstOutside == nil {
+				firstOutside = err
+			}
+			if skipped != nil {
+				skipped(spec, err)
+			}
+			continue
+		}
 		if err != nil {
 			for _, m := range members {
 				m.Close()
@@ -105,6 +119,9 @@ func OpenChain(ctx context.Context, specs []string, opts Options) (*chunkstore.C
 			return nil, err
 		}
 		members = append(members, s)
+	}
+	if len(members) == 0 {
+		return nil, firstOutside
 	}
 	return chunkstore.NewChain(members...)
 }

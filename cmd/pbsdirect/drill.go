@@ -38,47 +38,73 @@ type readBackReport struct {
 }
 
 func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET", stdout, stderr)
+	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]", stdout, stderr)
 	rc := registerRestoreFlags(fs)
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
+	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
+	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
+	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once")
+	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *scratch != "" || *list != "" {
+		return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
+	}
+	if fs.Changed("parallel") {
+		return usagef("--parallel is for a fleet drill (--scratch)")
 	}
 	if err := rc.check(fs); err != nil {
 		return err
 	}
 	archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
-	start := time.Now()
-	rep := drillReport{Snapshot: fs.Arg(0), Archive: archive, Target: targetPath, Started: start.UTC().Format(time.RFC3339)}
-	finish := func(err error) error {
-		rep.OK = err == nil
-		if err != nil {
-			rep.Error = err.Error()
-		}
-		if rc.resolved != "" {
-			rep.Snapshot = rc.resolved // TYPE/ID resolved to the snapshot drilled, also on failure
-		}
-		rep.TotalSeconds = time.Since(start).Seconds()
-		rep.ExitCode = codeFor(ctx, err)
-		if rc.sf.json() {
-			if werr := writeJSON(stdout, rep); werr != nil {
-				return werr
-			}
-		} else {
-			printDrill(stdout, rep)
-		}
-		if err != nil {
-			return fmt.Errorf("drill failed: %w", err)
-		}
-		return nil
-	}
-
-	r, err := rc.run(ctx, fs.Arg(0), archive, targetPath, false, stdout, stderr)
+	rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, stdout, stderr)
 	if err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return err
 		}
+	}
+	rep.ExitCode = codeFor(ctx, err)
+	if *metrics != "" {
+		if merr := writeDrillMetrics(*metrics, []drillReport{rep}); merr != nil {
+			return fmt.Errorf("--metrics-textfile: %w", merr)
+		}
+	}
+	if rc.sf.json() {
+		if werr := writeJSON(stdout, rep); werr != nil {
+			return werr
+		}
+	} else {
+		printDrill(stdout, rep)
+	}
+	if err != nil {
+		return fmt.Errorf("drill failed: %w", err)
+	}
+	return nil
+}
+
+// drillOne restores archive of snapshot ref to targetPath, reads it back
+// re-checking every chunk and, with remove, removes a target it created
+// after success. The report says what happened; the error is why it failed
+// (a usage error: nothing was done).
+func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath string, remove bool, stdout, stderr io.Writer) (drillReport, error) {
+	start := time.Now()
+	rep := drillReport{Snapshot: ref, Archive: archive, Target: targetPath, Started: start.UTC().Format(time.RFC3339)}
+	finish := func(err error) (drillReport, error) {
+		rep.OK = err == nil
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		var re *resolvedError
+		if errors.As(err, &re) {
+			rep.Snapshot = re.snap // TYPE/ID resolved to the snapshot drilled, also on failure
+		}
+		rep.TotalSeconds = time.Since(start).Seconds()
+		return rep, err
+	}
+	r, err := rc.run(ctx, ref, archive, targetPath, false, stdout, stderr)
+	if err != nil {
 		return finish(err)
 	}
 	rep.RestoreSeconds = r.summary.Seconds // from the key opened: a KDF or a prompt is no restore time
@@ -100,7 +126,7 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Bytes: rb.Bytes.Load(), ChunksChecked: rb.Chunks.Load(), ZeroBytesChecked: rb.ZeroChecked.Load(),
 		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), el),
 	}
-	if err == nil && *remove && r.created {
+	if err == nil && remove && r.created {
 		if rerr := r.target.Remove(); rerr != nil {
 			err = rerr
 		} else {

@@ -168,3 +168,21 @@ func TestDegradedRestore(t *testing.T) {
 	fixture.Equal(t, old, want)
 	mustFail(t, 2, []string{"--on-corrupt"}, "restore", "--on-corrupt", "maybe", "--store", store, snap0, "drive-scsi0", target)
 }
+
+// TestChainMemberUnreachable: a store of a chain that cannot be reached is
+// left out with a warning and the others serve; a chain of nothing
+// reachable fails with exit 3.
+func TestChainMemberUnreachable(t *testing.T) {
+	store := fixture.NewStore(t)
+	data := zeroMiddle(31)
+	backupImage(t, store, data)
+	bktSetEnv(t, "127.0.0.1:1")
+	down := "s3://bkt/store"
+	target := filepath.Join(t.TempDir(), "out.img")
+	r := mustOK(t, "restore", "--store", store, "--store", down, "--s3-endpoint", "http://127.0.0.1:1", snap0, "drive-scsi0", target)
+	if !strings.Contains(r.err, "--store "+down+" left out") {
+		t.Errorf("no warning for the unreachable store: %v", r)
+	}
+	fixture.Equal(t, target, data)
+	mustFail(t, 3, []string{down}, "verify", "--store", down, "--store", "gs://bkt/store", "--s3-endpoint", "http://127.0.0.1:1", snap0)
+}

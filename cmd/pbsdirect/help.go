@@ -1,5 +1,7 @@
 package main
 
+import "strings"
+
 // commandHelp is what a command's --help says besides its flags: a
 // description (what it does, the forms its arguments take, the environment
 // it reads) and examples. name is the command as newFlags gets it
@@ -32,9 +34,14 @@ SNAPSHOT, ARCHIVE and TARGET are as for restore.`,
 			`  pbsdirect drill --store /mnt/ds vm/100 drive-scsi0 /var/tmp/drill.raw --remove
   pbsdirect drill --store s3://backups/pbs --output-format json vm/100 drive-scsi0 /var/tmp/drill.raw`
 	case "verify":
-		return `Verify a snapshot, or every snapshot of the namespace: every chunk is read and checked (CRC, digest; AES-GCM with --keyfile) and
-the indexes against the manifest. Nothing is written to the store (PBS's
-"verified" state is not updated). Exits 1 when anything is damaged or missing.`,
+		return `Verify one snapshot, every snapshot of a group (TYPE/ID; --latest: the newest),
+or every snapshot of the namespace (--max-depth N: and its children;
+--all-namespaces: the whole store): every chunk is read and checked (CRC,
+digest; AES-GCM with --keyfile) and the indexes against the manifest. PBS's
+"verified" state in the store is not updated. Exits 1 when anything is damaged
+or missing.
+
+` + strings.TrimSuffix(verifyHelp, "\n"),
 			`  pbsdirect verify --store /mnt/ds vm/100/2026-11-29T10:00:00Z
   pbsdirect verify --store s3://backups/pbs --keyfile enc.key --output-format json`
 	case "snapshots":
@@ -70,6 +77,11 @@ as the archive without .img.fidx) on a Unix socket or, with --listen, TCP. Stops
 SIGTERM (exit 0).`,
 			`  pbsdirect serve-nbd --store /mnt/ds vm/100 &
   qemu-img info "nbd+unix:///drive-scsi0?socket=$XDG_RUNTIME_DIR/pbsdirect-nbd.sock"`
+	case "report merge":
+		return `Merge the JSON reports of verify shards (verify --shard I/N --report FILE) into
+one report, ok only when every shard's is.`,
+			`  pbsdirect report merge --output-format json-pretty shard-*.json
+  pbsdirect report merge --report s3://reports/all.json s3://reports/shard-1.json s3://reports/shard-2.json`
 	case "version":
 		return `Print the version, VCS revision and Go version of this build.`,
 			`  pbsdirect version --output-format json`

@@ -25,6 +25,7 @@ func TestHelpOnStdout(t *testing.T) {
 		{[]string{"mount"}, []string{"exit 0"}},
 		{[]string{"serve-nbd"}, []string{"exit 0"}},
 		{[]string{"version"}, nil},
+		{[]string{"report", "merge"}, nil},
 		{[]string{"key", "create"}, nil},
 		{[]string{"key", "show"}, nil},
 		{[]string{"key", "change-passphrase"}, nil},

@@ -34,7 +34,8 @@ Usage:
   pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device (- for standard output)
   pbsdirect mount     [flags] SNAPSHOT MOUNTPOINT       mount a snapshot's archives as read-only files (FUSE), no restore needed
   pbsdirect serve-nbd [flags] SNAPSHOT                  serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)
-  pbsdirect verify    [flags] [SNAPSHOT]                verify a snapshot, or every snapshot of the namespace
+  pbsdirect verify    [flags] [SNAPSHOT | TYPE/ID]      verify a snapshot, a group, a namespace (tree) or the whole store
+  pbsdirect report merge [flags] FILE...                merge the JSON reports of verify shards into one
   pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
   pbsdirect snapshots [flags]                           list the finished snapshots of a namespace (--max-depth for those below)
   pbsdirect groups    [flags]                           list the backup groups of a namespace
@@ -217,6 +218,7 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		"mount":      cmdMount,
 		"serve-nbd":  cmdServeNBD,
 		"version":    cmdVersion,
+		"report":     cmdReport,
 	}
 	name := args[0]
 	switch name {

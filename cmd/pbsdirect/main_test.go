@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -24,6 +25,12 @@ const runAsCLI = "PBSDIRECT_TEST_AS_CLI"
 // arguments after the program name).
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsCLI) == "1" {
+		if p := os.Getenv(peakRSSEnv); p != "" {
+			// Measured: the peak resident set size is written at the end.
+			code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+			writePeakRSS(p)
+			os.Exit(code)
+		}
 		// Re-executed by a test as the command itself (as another user, or
 		// to be signalled): main, with its signal handling and exit code.
 		main()

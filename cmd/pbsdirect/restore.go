@@ -74,7 +74,6 @@ type restoreCmd struct {
 	follow       *bool
 	resume       *bool
 	cryptMode    *string
-	resolved     string // the snapshot run resolved SNAPSHOT to, once it has
 	requireSig   *bool
 	onMissing    *string // nil for drill: a drill never writes zeros for data
 	onCorrupt    *string
@@ -223,7 +222,9 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 
 // run restores archive of snapshot ref to targetPath and returns its
 // summary. Blob archives are written whole (allowBlob) and return nil.
-func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (*restored, error) {
+// An error after SNAPSHOT was resolved is a resolvedError naming the
+// snapshot.
+func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (_ *restored, err error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
 	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, pf.fetchersFor(sf.fetchSpec()))
@@ -235,7 +236,11 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, err
 	}
-	rc.resolved = snap.String()
+	defer func() {
+		if err != nil {
+			err = &resolvedError{snap: snap.String(), err: err}
+		}
+	}()
 	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
@@ -253,7 +258,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	journal, resumed, err := rc.journal(snap, archive, fi, plan, targetPath)
+	journal, durable, err := rc.journal(snap, archive, fi, plan, targetPath)
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +282,28 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		if err != nil {
 			target.Close(true)
 			return nil, err
+		}
+	}
+	resumed := 0
+	if durable != nil {
+		// The journal says which chunks were written and synced; the
+		// target's own bytes must say so too (a partial output changed
+		// since, another device at the same path): what they do not hold
+		// is fetched again.
+		var key *crypto.Config
+		if fi.CryptMode == index.CryptEncrypt {
+			key = cc
+		}
+		held, err := restore.CheckDurable(ctx, target.File(), plan, durable, key, pf.options(sf.fetchSpec()).Jobs)
+		if err != nil {
+			journal.Close()
+			target.KeepPartial()
+			target.Close(true)
+			return nil, err
+		}
+		resumed = plan.Drop(func(c *restore.Chunk) bool { return held[c.Digest] })
+		if n := len(durable) - resumed; n > 0 {
+			fmt.Fprintf(stderr, "pbsdirect: note: %d chunk(s) the journal records are not on %s as written: they are fetched again\n", n, targetPath)
 		}
 	}
 	var stats restore.Stats
@@ -364,7 +391,12 @@ func startOver(targetPath string, stderr io.Writer) error {
 		return err
 	}
 	h, done, jerr := restore.ReadJournal(jpath)
-	_, perr := os.Lstat(restore.PartialPath(targetPath))
+	// This run's own partial output is there already, empty: only one
+	// with content is an earlier restore's.
+	pst, perr := os.Lstat(restore.PartialPath(targetPath))
+	if perr == nil && pst.Size() == 0 {
+		perr = os.ErrNotExist
+	}
 	switch {
 	case jerr == nil:
 		fmt.Fprintf(stderr, "pbsdirect: note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)\n",
@@ -376,30 +408,30 @@ func startOver(targetPath string, stderr io.Writer) error {
 }
 
 // journal opens the resume journal for --resume: that of the interrupted
-// restore, refusing one of another snapshot, archive or index; it drops the
-// chunks the journal records from plan and returns how many. Without
+// restore, refusing one of another snapshot, archive or index; it returns
+// the chunks the journal records as durable, which the caller checks on
+// the target (restore.CheckDurable) before dropping them from plan. Without
 // --resume it returns a nil journal (the caller creates a new one once the
 // target is open and startOver has run).
-func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string) (*restore.Journal, int, error) {
+func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string) (*restore.Journal, map[crypto.Digest]bool, error) {
 	if !*rc.resume {
-		return nil, 0, nil
+		return nil, nil, nil
 	}
 	jpath, err := restore.JournalPath(targetPath)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	hdr := journalHeader(snap, archive, fi, plan)
 	j, err := restore.ResumeJournal(jpath, hdr)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, 0, usagef("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume", targetPath, jpath)
+		return nil, nil, usagef("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume", targetPath, jpath)
 	case errors.Is(err, restore.ErrJournalMismatch):
-		return nil, 0, usagef("--resume refused for %s: %v", targetPath, err)
+		return nil, nil, usagef("--resume refused for %s: %v", targetPath, err)
 	case err != nil:
-		return nil, 0, err
+		return nil, nil, err
 	}
-	done := j.Done()
-	return j, plan.Drop(func(c *restore.Chunk) bool { return done[c.Digest] }), nil
+	return j, j.Done(), nil
 }
 
 // loadManifest reads the snapshot's manifest, takes the key it needs from
@@ -505,3 +537,16 @@ func humanBytes(n uint64) string {
 	}
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// resolvedError is a restore's error once SNAPSHOT (TYPE/ID) was resolved:
+// it carries the snapshot for reports (drill) and says what err says.
+type resolvedError struct {
+	snap string // TYPE/ID/TIME
+	err  error
+}
+
+// Error is the error's own message.
+func (e *resolvedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the error.
+func (e *resolvedError) Unwrap() error { return e.err }

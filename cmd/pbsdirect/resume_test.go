@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -141,4 +142,79 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 		t.Errorf("journal %s left after the restore completed", jpath)
 	}
 	t.Logf("%d kills (undisturbed run %v), %d chunks journaled before the last resume", kills, full.Round(time.Millisecond), len(done))
+}
+
+// TestResumeChecksTarget: a resume trusts the target's bytes, not the
+// journal. A restore from S3 stops with exit 3 (its last chunk answers 503
+// past --retry-for) and keeps its partial output and journal; then a
+// journaled chunk is changed in the partial output, and the journal is made
+// to name the chunk that was never written, and the file system is filled
+// so that only what is left to write still fits. The resume fetches both
+// chunks again and the result is byte-exact.
+func TestResumeChecksTarget(t *testing.T) {
+	fixture.SkipIfShort(t)
+	const chunk = 64 << 10
+	data := fixture.Build(22, fixture.Region{Kind: fixture.Random, Len: 16 * chunk})
+	s3 := testenv.StartS3(t)
+	s3.Bucket(t, "bkt")
+	bktSetEnv(t, "127.0.0.1:1")
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+	mustOK(t, "backup", "--store", "s3://bkt/store", "--s3-endpoint", s3.Endpoint, "--backup-type", "vm", "--backup-id", "100",
+		"--backup-time", t0str, "--chunk-size", "64", "drive-scsi0.img:"+img)
+	last := crypto.Digest(sha256.Sum256(data[15*chunk:]))
+	p := bktProxy(t, s3.Endpoint, 0, faultproxy.Rule{Method: "GET", PathContains: chunkstore.ChunkRelPath(last), Status: 503})
+	// The target's file system is a 2 MiB tmpfs, filled before the resume
+	// so that the image's data (1 MiB) no longer fits beside other files,
+	// though what is left to write does.
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		fixture.SkipOrFail(t, "mount tmpfs (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	target := filepath.Join(mnt, "disk.img")
+	args := func(extra ...string) []string {
+		return append(append([]string{"restore", "--store", "s3://bkt/store", "--s3-endpoint", p.URL, "--retry-for", "1s", "--jobs", "1"}, extra...),
+			snap0, "drive-scsi0", target)
+	}
+	mustFail(t, 3, []string{"--resume"}, args()...)
+	jpath, err := restore.JournalPath(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, done, err := restore.ReadJournal(jpath)
+	if err != nil || len(done) != 15 || done[last] {
+		t.Fatalf("journal after the stop: %d chunks (last one: %v), %v; want the 15 others", len(done), done[last], err)
+	}
+	// The partial output changed since: 8 bytes of the first chunk.
+	f, err := os.OpenFile(restore.PartialPath(target), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("XXXXXXXX"), 100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// A forged journal: it names the chunk that was never written.
+	j, err := restore.ResumeJournal(jpath, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Add(last)
+	if err := j.Flush(restore.Discard{}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	var sf syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &sf); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(sf.Bavail) * sf.Bsize; free > 2*chunk {
+		fixture.WriteFile(t, mnt, "other", make([]byte, free-2*chunk))
+	}
+	p.SetRules()
+	r := mustOK(t, args("--resume")...)
+	if !strings.Contains(r.err, "2 chunk(s) the journal records are not on") {
+		t.Errorf("resume does not say it fetches the 2 chunks again: %v", r)
+	}
+	fixture.Equal(t, target, data)
 }

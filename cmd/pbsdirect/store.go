@@ -31,6 +31,9 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode s
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	for _, w := range sf.skipped {
+		fmt.Fprintln(stderr, w)
+	}
 	noteFollowed(stderr, store)
 	return ns, keys, store, nil
 }
@@ -83,7 +86,9 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 		if create {
 			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
 		}
-		return backends.OpenChain(ctx, sf.stores, opts)
+		return backends.OpenChain(ctx, sf.stores, opts, func(spec string, err error) {
+			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", spec, err))
+		})
 	}
 	s, err := backends.Open(ctx, sf.store, opts)
 	if errors.Is(err, chunkstore.ErrNotFound) {

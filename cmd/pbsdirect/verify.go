@@ -1,20 +1,38 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
-	"github.com/pbsdirect/pbsdirect/snapshot"
+	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("verify", "[flags] [SNAPSHOT]", stdout, stderr)
+// verifyHelp is the memory note of verify --help.
+const verifyHelp = `Memory: the chunks verified in a run are remembered so that shared chunks are
+checked once, about 64 bytes per distinct chunk, plus the plan of the archive
+being checked (about 70 bytes per chunk of it) and --state's entries (about 64
+bytes per chunk of this shard); the garbage collector's headroom roughly doubles
+the peak. Measured: 1 M distinct chunks in one archive, 274 MiB peak unsharded,
+213 MiB for one shard of 8. A store with 10 M distinct chunks needs about
+1.3 GiB unsharded; with --shard I/N each process remembers only 1/N of them.
+`
+
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", "[flags] [SNAPSHOT | TYPE/ID]", stdout, stderr)
 	var sf storeFlags
 	sf.register(fs)
 	sf.progress.register(fs)
@@ -22,6 +40,17 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
 	cryptMode := registerCryptMode(fs)
 	requireSig := registerRequireSignature(fs)
+	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
+	maxDepth := fs.Int("max-depth", 0, "also verify child namespaces down to this many levels below --ns (as proxmox-backup-client)")
+	allNS := fs.Bool("all-namespaces", false, "verify the whole store: every namespace at any depth")
+	parallel := fs.Int("parallel", verify.DefaultParallel, "snapshots checked at once (manifests, indexes, blobs and chunks in flight together)")
+	shard := fs.String("shard", "", "check only shard I of N of the chunks (I/N, 0 <= I < N), or auto/N with I from JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX or BATCH_TASK_INDEX; a chunk's shard is the first 8 bytes of its digest, big endian, modulo N")
+	statePath := fs.String("state", "", "incremental verify: read and write the record of verified chunks here (PATH, s3://bucket/key or gs://bucket/key; never inside the datastore unless named there)")
+	reverify := fs.String("reverify-after", "30d", "with --state: chunks verified less than this long ago are skipped (e.g. 30d, 12h; 0: check all, still recording)")
+	reportLoc := fs.String("report", "", "also write the JSON report here (PATH, s3://bucket/key or gs://bucket/key)")
+	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
+	maxDamaged := fs.Int("max-damaged", verify.DefaultMaxDamaged, "damaged chunks reported in full (digest, byte ranges, location, error); the rest are counted (0: none)")
+	damagedList := fs.String("damaged-list", "", "write every damaged chunk to this file, one JSON object per line, as it is found")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -39,32 +68,67 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := pf.check(); err != nil {
 		return err
 	}
-	start := time.Now()
+	if *maxDamaged < 0 {
+		return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
+	}
+	if *maxDepth < 0 || *maxDepth > 7 {
+		return usagef("--max-depth must be 0..7, not %d", *maxDepth)
+	}
+	if *parallel < 1 || *parallel > 1024 {
+		return usagef("--parallel must be 1..1024, not %d", *parallel)
+	}
+	if *allNS && (fs.NArg() == 1 || sf.ns != "" || fs.Changed("max-depth")) {
+		return usagef("--all-namespaces verifies the whole store: no SNAPSHOT, --ns or --max-depth with it")
+	}
+	if fs.NArg() == 1 && fs.Changed("max-depth") {
+		return usagef("--max-depth is for namespaces, not with a SNAPSHOT or group")
+	}
+	var sh verify.Shard
+	if *shard != "" {
+		var err error
+		if sh, err = verify.ParseShard(*shard, os.Getenv); err != nil {
+			return usagef("--shard: %v", err)
+		}
+	}
+	window, err := parseAge(*reverify)
+	if err != nil {
+		return usagef("--reverify-after: %v", err)
+	}
+	var list *bufio.Writer
+	if *damagedList != "" {
+		f, err := os.Create(*damagedList)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		list = bufio.NewWriter(f)
+	}
 	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	var snaps []index.Snapshot
-	if fs.NArg() == 1 {
-		s, err := snapshot.Resolve(ctx, store, ns, fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		snaps = append(snaps, s)
-	} else {
-		all, err := snapshot.List(ctx, store, ns)
-		if err != nil {
-			return err
-		}
-		for _, i := range all {
-			snaps = append(snaps, i.Snapshot)
-		}
-		if len(snaps) == 0 {
-			return fmt.Errorf("%w: no finished snapshot in %s of %s", snapshot.ErrNoSnapshot, snapshot.NamespaceName(ns), store)
-		}
+	sc := verify.Scope{NS: ns, MaxDepth: *maxDepth, Latest: *latest}
+	if *allNS {
+		sc.MaxDepth = -1
 	}
-	rep := verify.Report{OK: true}
+	if fs.NArg() == 1 {
+		sc.Ref = fs.Arg(0)
+	}
+	sel, err := verify.Select(ctx, store, sc)
+	if err != nil {
+		return err
+	}
+	var state *verify.State
+	if *statePath != "" {
+		state = loadState(ctx, &sf, *statePath, store.String(), window, stderr)
+	}
+	// One progress bar for one snapshot; snapshots checked at once would
+	// draw over each other.
+	prog := sf.progress
+	if len(sel.Snapshots) > 1 {
+		prog.mode = progressNone
+	}
 	v := verify.New(store, verify.Options{
 		KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
 			cc, err := keys.forManifest(m)
@@ -73,53 +137,166 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			}
 			return cc, err
 		},
-		CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()),
+		CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
+		Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
+		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 		Progress: func(name string, total int64, done func() int64) func() {
-			return startProgress(stderr, sf.progress, "verify "+name, total, done).done
+			return startProgress(stderr, prog, "verify "+name, total, done).done
 		},
 	})
-	for _, s := range snaps {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	// As a restore: a P for every job and for as many readers as a restore
+	// has writers, so that reads blocked in the kernel never hold the
+	// jobs' Ps (measured: bench/README.md, fleet verify).
+	defer raiseProcs(restore.Options{Jobs: pf.jobs, Writers: restore.DefaultWriters(pf.jobs)})()
+	rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
+		if r.Skipped {
+			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", r.Snapshot)
 		}
-		r := v.Snapshot(ctx, s)
-		// A snapshot pruned while a namespace is verified is skipped, not
-		// damaged; an explicitly named one is reported as removed.
-		switch gone := !r.OK && snapshot.Gone(ctx, store, s); {
-		case gone && fs.NArg() == 0:
-			r = verify.SnapshotResult{Snapshot: r.Snapshot, OK: true, Skipped: true, Note: "removed while running (pruned since it was listed): skipped"}
-			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", s)
-		case gone:
-			return fmt.Errorf("snapshot %s in %s: %w", s, store, snapshot.ErrRemoved)
-		}
-		rep.Add(r)
 		if !sf.json() {
 			printSnapshotResult(stdout, r)
 		}
+	})
+	rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
+	rep.Stores = storeCounts(store)
+	for _, n := range sel.Namespaces {
+		rep.Namespaces = append(rep.Namespaces, n.String())
 	}
-	rep.Seconds = time.Since(start).Seconds()
+	if runErr != nil {
+		return runErr
+	}
+	if err := v.Removed(); err != nil {
+		return err
+	}
+	if list != nil {
+		if err := cmp.Or(v.Err(), list.Flush()); err != nil {
+			return fmt.Errorf("--damaged-list %s: %w", *damagedList, err)
+		}
+	}
+	if state != nil {
+		var b bytes.Buffer
+		if _, err := state.WriteTo(&b, time.Now()); err != nil {
+			return err
+		}
+		if err := writeLocation(ctx, &sf, *statePath, b.Bytes()); err != nil {
+			return fmt.Errorf("--state: %w", err)
+		}
+	}
+	return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
+		if *metrics != "" {
+			if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
+				return fmt.Errorf("--metrics-textfile: %w", err)
+			}
+		}
+		if *reportLoc != "" {
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := writeLocation(ctx, &sf, *reportLoc, append(b, '\n')); err != nil {
+				return fmt.Errorf("--report: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// isSnapshotRef reports whether ref names one snapshot (TYPE/ID/TIME), not a group.
+func isSnapshotRef(ref string) bool {
+	s, err := index.ParseSnapshotRef(ref)
+	return err == nil && !s.IsGroup()
+}
+
+// printVerifyReport sets the report's exit code (outside: the first failure
+// outside the data, or nil), calls save (to write it elsewhere), prints its
+// end (JSON: all of it) and returns the error for a failed run.
+func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report, asJSON bool, outside error, save func() error) error {
 	var verr error
 	if !rep.OK {
-		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable%s", rep.Failed(), len(rep.Snapshots), map[bool]string{false: " (see above)", true: " (see \"snapshots\")"}[sf.json()])
-		if out := v.Outside(); out != nil {
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable%s", rep.Failed(), len(rep.Snapshots), map[bool]string{false: " (see above)", true: " (see \"snapshots\")"}[asJSON])
+		if outside != nil {
 			// Some archive could not be checked for a reason outside the data.
-			verr = fmt.Errorf("%w; %w", verr, out)
+			verr = fmt.Errorf("%w; %w", verr, outside)
 		}
 	}
 	rep.ExitCode = codeFor(ctx, verr)
-	rep.Stores = storeCounts(store)
-	if sf.json() {
+	if err := save(); err != nil {
+		return err
+	}
+	if asJSON {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "verified %d snapshot(s), %s in %.2fs: %s\n", len(rep.Snapshots), humanBytes(rep.Bytes), rep.Seconds, okWord(rep.OK))
+		what := ""
+		if rep.Shard != "" {
+			what = " (shard " + rep.Shard + ")"
+		}
+		fmt.Fprintf(stdout, "verified %d snapshot(s)%s, %s, %d chunks checked in %.2fs: %s\n", len(rep.Snapshots), what, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)
+		if rep.DamagedUnlisted > 0 {
+			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
+		}
 		if len(rep.Skipped) > 0 {
 			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
 		}
 	}
 	return verr
+}
+
+// maxStateSize bounds a state file read: 48 bytes a chunk, 100 M chunks.
+const maxStateSize = 48 << 30 / 10
+
+// loadState reads the verify state at loc for store. A missing state
+// starts empty; a damaged or foreign one is ignored with a warning.
+func loadState(ctx context.Context, sf *storeFlags, loc, store string, window time.Duration, stderr io.Writer) *verify.State {
+	b, err := readLocation(ctx, sf, loc, maxStateSize)
+	if err == nil {
+		var st *verify.State
+		if st, err = verify.ReadState(bytes.NewReader(b), int64(len(b)), store, window); err == nil {
+			return st
+		}
+	}
+	if !errors.Is(err, chunkstore.ErrNotFound) {
+		fmt.Fprintf(stderr, "pbsdirect verify: warning: --state %s ignored, every chunk is checked: %v\n", loc, err)
+	}
+	return verify.NewState(store, window)
+}
+
+// parseAge parses a duration with a day unit too: "30d", "12h", "1d12h", "0".
+func parseAge(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	var d time.Duration
+	if i := strings.Index(s, "d"); i >= 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("%q: want a number of days before d", s)
+		}
+		d, s = time.Duration(n)*24*time.Hour, s[i+1:]
+		if s == "" {
+			return d, nil
+		}
+	}
+	r, err := time.ParseDuration(s)
+	if err != nil || r < 0 {
+		return 0, fmt.Errorf("%q: want e.g. 30d, 12h or 1d12h", s)
+	}
+	return d + r, nil
+}
+
+// hostname returns the host's name, or "" when it is unknown.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// writerOrNil returns w as an io.Writer, or nil for a nil w.
+func writerOrNil(w *bufio.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return w
 }
 
 func okWord(ok bool) string {
@@ -162,7 +339,13 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 			for _, o := range d.Offsets {
 				offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
 			}
+			if d.OffsetCount > len(d.Offsets) {
+				offs = append(offs, fmt.Sprintf("… (%d offsets)", d.OffsetCount))
+			}
 			fmt.Fprintf(w, "    damaged chunk %s at %s: %s\n", d.Digest, strings.Join(offs, " "), d.Error)
+		}
+		if n := a.DamagedCount - len(a.Damaged); n > 0 {
+			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
 		}
 	}
 }

@@ -1,0 +1,417 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/verify"
+)
+
+const fleetCS = 64 << 10
+
+// fleet is a datastore with namespaces whose snapshots share chunks.
+type fleet struct {
+	store   string
+	snaps   []index.Snapshot
+	digests map[string][]crypto.Digest // by snapshot: drive-scsi0.img.fidx digests
+}
+
+// newFleet backs up, in the root namespace, prod and prod/db, images that
+// all start with the same 4 chunks and end with 3 of their own.
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	f := &fleet{store: fixture.NewStore(t), digests: map[string][]crypto.Digest{}}
+	dir := t.TempDir()
+	common := fixture.Build(1, fixture.Region{Kind: fixture.Random, Len: 4 * fleetCS})
+	for i, s := range []struct{ ns, typ, id string }{
+		{"", "vm", "100"}, {"", "vm", "100"}, {"", "ct", "200"}, {"prod", "vm", "100"}, {"prod/db", "vm", "300"},
+	} {
+		snap := fixture.Snap(t, s.ns, s.typ, s.id, fixture.T0+int64(i)*3600)
+		f.add(t, dir, snap, common, uint64(10+i))
+	}
+	return f
+}
+
+// add backs up common plus 3 chunks of its own (seed) as snap.
+func (f *fleet) add(t *testing.T, dir string, snap index.Snapshot, common []byte, seed uint64) {
+	t.Helper()
+	img := append(slices.Clone(common), fixture.Build(seed, fixture.Region{Kind: fixture.Random, Len: 3 * fleetCS})...)
+	p := fixture.WriteFile(t, dir, fmt.Sprintf("%d.raw", seed), img)
+	fixture.Backup(t, f.store, snap, backup.Options{ChunkSize: fleetCS}, backup.Source{Name: "drive-scsi0.img", Path: p})
+	_, f.digests[snap.String()] = fixture.Digests(t, fixture.SnapPath(f.store, snap, "drive-scsi0.img.fidx"))
+	f.snaps = append(f.snaps, snap)
+}
+
+// damage lists, per snapshot, "digest@offsets" for every chunk of bad.
+func (f *fleet) damage(in func(index.Snapshot) bool, bad ...crypto.Digest) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range f.snaps {
+		if !in(s) {
+			continue
+		}
+		for _, d := range bad {
+			var offs []uint64
+			for i, x := range f.digests[s.String()] {
+				if x == d {
+					offs = append(offs, uint64(i)*fleetCS)
+				}
+			}
+			if offs != nil {
+				out[s.String()] = append(out[s.String()], fmt.Sprintf("%s@%v", d, offs))
+			}
+		}
+		slices.Sort(out[s.String()])
+	}
+	return out
+}
+
+// reportDamage lists, per snapshot of rep, "digest@offsets" of its damaged chunks.
+func reportDamage(rep verify.Report) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range rep.Snapshots {
+		for _, a := range s.Archives {
+			for _, d := range a.Damaged {
+				out[s.Snapshot] = append(out[s.Snapshot], fmt.Sprintf("%s@%v", d.Digest, d.Offsets))
+			}
+		}
+		slices.Sort(out[s.Snapshot])
+	}
+	return out
+}
+
+func verifyReport(t *testing.T, wantCode int, args ...string) verify.Report {
+	t.Helper()
+	r := pbs(t, append([]string{"verify", "--output-format", "json"}, args...)...)
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || r.code != wantCode {
+		t.Fatalf("want exit %d and a report (%v): %v", wantCode, err, r)
+	}
+	return rep
+}
+
+// TestVerifyScopeDamage: two deleted chunks (one shared by every snapshot)
+// and one corrupted are reported with exactly the snapshots and byte
+// ranges they break, for the whole store and for each namespace scope.
+func TestVerifyScopeDamage(t *testing.T) {
+	f := newFleet(t)
+	shared := f.digests[f.snaps[0].String()][1]
+	gone := f.digests[f.snaps[4].String()][5]    // prod/db only
+	flipped := f.digests[f.snaps[1].String()][6] // root vm/100, second snapshot
+	remove(t, fixture.ChunkPath(f.store, shared))
+	remove(t, fixture.ChunkPath(f.store, gone))
+	fixture.FlipByte(t, fixture.ChunkPath(f.store, flipped), -1)
+	nsIs := func(names ...string) func(index.Snapshot) bool {
+		return func(s index.Snapshot) bool { return slices.Contains(names, s.NS.String()) }
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		in    func(index.Snapshot) bool
+		snaps int
+	}{
+		{"whole-store", []string{"--all-namespaces"}, nsIs("", "prod", "prod/db"), 5},
+		{"root", nil, nsIs(""), 3},
+		{"prod", []string{"--ns", "prod"}, nsIs("prod"), 1},
+		{"prod-depth-1", []string{"--ns", "prod", "--max-depth", "1"}, nsIs("prod", "prod/db"), 2},
+		{"root-depth-1", []string{"--max-depth", "1"}, nsIs("", "prod"), 4},
+		{"group", []string{"vm/100"}, func(s index.Snapshot) bool { return s.NS.IsRoot() && s.ID == "100" }, 2},
+		{"group-latest", []string{"vm/100", "--latest"}, func(s index.Snapshot) bool { return s.String() == f.snaps[1].String() }, 1},
+		{"latest", []string{"--latest", "--all-namespaces"}, func(s index.Snapshot) bool { return s.String() != f.snaps[0].String() }, 4},
+		{"sequential", []string{"--all-namespaces", "--parallel", "1"}, nsIs("", "prod", "prod/db"), 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := verifyReport(t, 1, append([]string{"--store", f.store}, c.args...)...)
+			want := f.damage(c.in, shared, gone, flipped)
+			if got := reportDamage(rep); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("damage:\n got %v\nwant %v", got, want)
+			}
+			if len(rep.Snapshots) != c.snaps || rep.OK || rep.ExitCode != 1 {
+				t.Errorf("%d snapshots (want %d), ok %v, exit code %d", len(rep.Snapshots), c.snaps, rep.OK, rep.ExitCode)
+			}
+			// Shared chunks are read once per run: the distinct chunks in scope.
+			distinct := map[crypto.Digest]bool{}
+			for _, s := range f.snaps {
+				if c.in(s) {
+					for _, d := range f.digests[s.String()] {
+						distinct[d] = true
+					}
+				}
+			}
+			// Damaged chunks are not counted as checked.
+			bad := 0
+			for _, d := range []crypto.Digest{shared, gone, flipped} {
+				if distinct[d] {
+					bad++
+				}
+			}
+			if rep.ChunksChecked != uint64(len(distinct)-bad) {
+				t.Errorf("%d chunks checked, want the %d distinct good ones", rep.ChunksChecked, len(distinct)-bad)
+			}
+		})
+	}
+}
+
+// normalize clears what differs between runs of the same verify.
+func normalize(r verify.Report) verify.Report {
+	r.Seconds, r.Started, r.Finished, r.Host = 0, "", "", ""
+	return r
+}
+
+// TestVerifyShardsMerge: shards n = 1, 3 and 8, each its own process with
+// JOB_COMPLETION_INDEX set as a Kubernetes Indexed Job sets it, together
+// check every chunk once, and report merge of their reports equals the
+// unsharded report.
+func TestVerifyShardsMerge(t *testing.T) {
+	f := newFleet(t)
+	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[0].String()][1]))
+	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[4].String()][5]))
+	fixture.FlipByte(t, fixture.ChunkPath(f.store, f.digests[f.snaps[1].String()][6]), -1)
+	dir := t.TempDir()
+	whole := normalize(verifyReport(t, 1, "--store", f.store, "--all-namespaces", "--parallel", "1"))
+	for _, n := range []int{1, 3, 8} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var files []string
+			for i := range n {
+				rp := filepath.Join(dir, fmt.Sprintf("shard-%d-of-%d.json", i, n))
+				r := pbsProc(t, []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)},
+					"verify", "--store", f.store, "--all-namespaces", "--parallel", "1", "--shard", fmt.Sprintf("auto/%d", n), "--report", rp)
+				if r.code != 0 && r.code != 1 {
+					t.Fatalf("shard %d/%d: %v", i, n, r.result)
+				}
+				var rep verify.Report
+				b, err := os.ReadFile(rp)
+				if err == nil {
+					err = json.Unmarshal(b, &rep)
+				}
+				if err != nil || rep.Shard != fmt.Sprintf("%d/%d", i, n) && n > 1 {
+					t.Fatalf("shard %d/%d report: %v %+v", i, n, err, rep)
+				}
+				if want := map[bool]int{true: 0, false: 1}[rep.OK]; r.code != want {
+					t.Errorf("shard %d/%d: exit %d, report ok %v", i, n, r.code, rep.OK)
+				}
+				files = append(files, rp)
+			}
+			r := pbs(t, append([]string{"report", "merge", "--output-format", "json"}, files...)...)
+			var merged verify.Report
+			if err := json.Unmarshal([]byte(r.out), &merged); err != nil || r.code != 1 {
+				t.Fatalf("report merge: %v: %v", err, r)
+			}
+			got, _ := json.MarshalIndent(normalize(merged), "", " ")
+			want, _ := json.MarshalIndent(whole, "", " ")
+			if string(got) != string(want) {
+				t.Errorf("merged report differs from the unsharded one:\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+	// The same shard twice, or shards of different counts, are refused.
+	mustFail(t, 1, []string{"twice"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-0-of-3.json"))
+	mustFail(t, 1, []string{"not one of"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-1-of-8.json"))
+}
+
+// TestShardSplit: the shard function splits digests evenly.
+func TestShardSplit(t *testing.T) {
+	f := newFleet(t)
+	for _, bad := range []string{"3/3", "-1/3", "x/3", "1/0", "auto/3", "1"} {
+		mustFail(t, 2, []string{"--shard"}, "verify", "--store", f.store, "--shard", bad)
+	}
+	t.Setenv("BATCH_TASK_INDEX", "2")
+	r := mustOK(t, "verify", "--store", f.store, "--shard", "auto/3")
+	if !strings.Contains(r.out, "(shard 2/3)") {
+		t.Errorf("auto/3 with BATCH_TASK_INDEX=2: %s", r.out)
+	}
+}
+
+// TestVerifyIncremental: with --state, a second run skips exactly the chunks
+// verified within --reverify-after, checks those verified before it and a
+// new snapshot's new chunks; a damaged or foreign state is ignored with a
+// warning.
+func TestVerifyIncremental(t *testing.T) {
+	f := newFleet(t)
+	state := filepath.Join(t.TempDir(), "state")
+	args := []string{"--store", f.store, "--all-namespaces", "--state", state}
+	distinct := map[crypto.Digest]bool{}
+	for _, ds := range f.digests {
+		for _, d := range ds {
+			distinct[d] = true
+		}
+	}
+	rep := verifyReport(t, 0, args...)
+	if rep.ChunksChecked != uint64(len(distinct)) {
+		t.Fatalf("first run: %d chunks checked, want %d", rep.ChunksChecked, len(distinct))
+	}
+	if rep = verifyReport(t, 0, args...); rep.ChunksChecked != 0 {
+		t.Errorf("second run: %d chunks checked, want 0", rep.ChunksChecked)
+	}
+	// A new snapshot: only its 3 new chunks are read.
+	common := fixture.Build(1, fixture.Region{Kind: fixture.Random, Len: 4 * fleetCS})
+	f.add(t, t.TempDir(), fixture.Snap(t, "prod", "vm", "100", fixture.T0+86400), common, 99)
+	if rep = verifyReport(t, 0, args...); rep.ChunksChecked != 3 {
+		t.Errorf("after a new snapshot: %d chunks checked, want 3", rep.ChunksChecked)
+	}
+	// Entries older than the window are checked again, exactly those.
+	st := verify.NewState(f.store, 0)
+	old := f.digests[f.snaps[0].String()]
+	for i, d := range old {
+		at := time.Now().Add(-time.Hour)
+		if i < 2 {
+			at = time.Now().Add(-31 * 24 * time.Hour)
+		}
+		st.Verified(d, fleetCS, false, at)
+	}
+	writeState(t, state, st)
+	rep = verifyReport(t, 0, "--store", f.store, "--state", state, "--reverify-after", "30d", f.snaps[0].String())
+	if a := rep.Snapshots[0].Archives[0]; rep.ChunksChecked != 2 || a.ChunksFresh != len(old)-2 {
+		t.Errorf("old entries: %d checked, %+v; want 2 checked, %d fresh", rep.ChunksChecked, a, len(old)-2)
+	}
+	// --reverify-after 0 checks everything.
+	if rep = verifyReport(t, 0, "--store", f.store, "--state", state, "--reverify-after", "0", f.snaps[0].String()); rep.ChunksChecked != uint64(len(old)) {
+		t.Errorf("--reverify-after 0: %d chunks checked, want %d", rep.ChunksChecked, len(old))
+	}
+	// Damaged, foreign: warned about, not trusted.
+	writeState(t, state, st)
+	fixture.FlipByte(t, state, 60)
+	foreign := filepath.Join(t.TempDir(), "foreign")
+	writeState(t, foreign, func() *verify.State {
+		s := verify.NewState("/some/other/store", 0)
+		for _, d := range old {
+			s.Verified(d, fleetCS, false, time.Now())
+		}
+		return s
+	}())
+	for _, p := range []string{state, foreign} {
+		r := pbs(t, "verify", "--store", f.store, "--state", p, f.snaps[0].String())
+		if r.code != 0 || !strings.Contains(r.err, "warning: --state") || !strings.Contains(r.out, fmt.Sprintf("%d chunks checked", len(old))) {
+			t.Errorf("state %s: %v", p, r)
+		}
+	}
+}
+
+func writeState(t *testing.T, p string, st *verify.State) {
+	t.Helper()
+	fh, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.WriteTo(fh, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyMetricsTextfile: --metrics-textfile writes metrics the
+// Prometheus text parser reads, with the run's values; a failed run keeps
+// the last success time of the run before it.
+func TestVerifyMetricsTextfile(t *testing.T) {
+	f := newFleet(t)
+	prom := filepath.Join(t.TempDir(), "pbsdirect.prom")
+	read := func() map[string]float64 {
+		fh, err := os.Open(prom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		fams, err := p.TextToMetricFamilies(fh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for name, fam := range fams {
+			m := fam.GetMetric()[0]
+			out[name] = m.GetGauge().GetValue()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "store" && l.GetValue() != f.store {
+					t.Errorf("%s: store label %q", name, l.GetValue())
+				}
+			}
+		}
+		return out
+	}
+	mustOK(t, "verify", "--store", f.store, "--all-namespaces", "--metrics-textfile", prom)
+	m := read()
+	if m["pbsdirect_verify_success"] != 1 || m["pbsdirect_verify_snapshots"] != 5 || m["pbsdirect_verify_chunks_checked"] == 0 || m["pbsdirect_verify_last_success_timestamp_seconds"] == 0 {
+		t.Errorf("metrics after success: %v", m)
+	}
+	success := m["pbsdirect_verify_last_success_timestamp_seconds"]
+	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[0].String()][1]))
+	pbs(t, "verify", "--store", f.store, "--all-namespaces", "--metrics-textfile", prom)
+	m = read()
+	if m["pbsdirect_verify_success"] != 0 || m["pbsdirect_verify_damaged_chunks"] != 5 || m["pbsdirect_verify_last_success_timestamp_seconds"] != success {
+		t.Errorf("metrics after a failure: %v", m)
+	}
+}
+
+// TestDrillFleet: a fleet drill of every group's newest snapshot restores
+// each disk image into the scratch directory, prints one JSON line per
+// archive and a final table, and leaves nothing behind; from a list, a
+// damaged archive fails the run (exit 1) and is named, the others pass; the
+// metrics textfile parses.
+func TestDrillFleet(t *testing.T) {
+	f := newFleet(t)
+	scratch := t.TempDir()
+	prom := filepath.Join(t.TempDir(), "drill.prom")
+	r := mustOK(t, "drill", "--store", f.store, "--scratch", scratch, "--parallel", "2", "--metrics-textfile", prom)
+	lines := strings.Split(r.out, "\n")
+	var reps []drillReport
+	for _, l := range lines {
+		if strings.HasPrefix(l, "{") {
+			var d drillReport
+			if err := json.Unmarshal([]byte(l), &d); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			reps = append(reps, d)
+		}
+	}
+	got := []string{}
+	for _, d := range reps {
+		if !d.OK || !d.Removed || d.ReadBack == nil || d.Restore == nil {
+			t.Errorf("drill %+v", d)
+		}
+		got = append(got, d.Snapshot)
+	}
+	slices.Sort(got)
+	if want := []string{f.snaps[2].String(), f.snaps[1].String()}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("drilled %v, want the newest of each root group %v", got, want)
+	}
+	if !strings.Contains(r.out, "time to restore") || !strings.Contains(r.out, "slowest:") {
+		t.Errorf("no final table:\n%s", r.out)
+	}
+	if left, _ := os.ReadDir(scratch); len(left) != 0 {
+		t.Errorf("scratch not empty: %v", left)
+	}
+	fh, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(fh)
+	fh.Close()
+	if err != nil || fams["pbsdirect_drill_archives"].GetMetric()[0].GetGauge().GetValue() != 2 || len(fams["pbsdirect_drill_time_to_restore_seconds"].GetMetric()) != 2 {
+		t.Errorf("metrics: %v %v", err, fams)
+	}
+
+	// From a list, with one damaged archive.
+	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[4].String()][5]))
+	list := fixture.WriteFile(t, t.TempDir(), "list", []byte("# drills\n"+
+		f.snaps[3].String()+" drive-scsi0\n\n"+f.snaps[4].String()+" drive-scsi0.img.fidx\n"))
+	r = pbs(t, "drill", "--store", f.store, "--scratch", scratch, "--list", list)
+	if r.code != 1 || strings.Count(r.out, `"ok":true`) != 1 || strings.Count(r.out, `"ok":false`) != 1 || !strings.Contains(r.err, f.snaps[4].String()) {
+		t.Errorf("drill from a list with a damaged archive: %v", r)
+	}
+	mustFail(t, 2, []string{"--list"}, "drill", "--store", f.store, "--scratch", scratch, "--list", fixture.WriteFile(t, t.TempDir(), "bad", []byte("vm/100\n")))
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+)
+
+// A location is where a command keeps a file of its own (verify state,
+// reports): a local path, s3://bucket/key or gs://bucket/key, reached with
+// the same --s3-* settings as the store.
+
+// openLocationDir opens the bucket "directory" of a remote location as a
+// plain-layout store and returns it with the object's name in it.
+func openLocationDir(ctx context.Context, sf *storeFlags, loc string) (chunkstore.Store, string, error) {
+	scheme, rest, _ := strings.Cut(loc, "://")
+	dir, name := path.Split(rest)
+	dir = strings.TrimSuffix(dir, "/")
+	if name == "" || dir == "" {
+		return nil, "", usagef("%s: want %s://bucket/[prefix/]name", loc, scheme)
+	}
+	ps, err := sf.pathStyle()
+	if err != nil {
+		return nil, "", err
+	}
+	layout, _ := backends.ParseLayout("plain")
+	s, err := backends.Open(ctx, scheme+"://"+dir, backends.Options{
+		Layout: layout,
+		S3:     s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps},
+	})
+	return s, name, err
+}
+
+// readLocation reads the whole file at loc, at most limit bytes. A missing
+// file returns an error wrapping chunkstore.ErrNotFound.
+func readLocation(ctx context.Context, sf *storeFlags, loc string, limit int64) ([]byte, error) {
+	var (
+		r    io.ReadCloser
+		size int64
+	)
+	if backends.IsRemote(loc) {
+		s, name, err := openLocationDir(ctx, sf, loc)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		if r, size, err = s.OpenFile(ctx, name); err != nil {
+			return nil, err
+		}
+	} else {
+		f, err := os.Open(loc)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil, fmt.Errorf("%s: %w", loc, chunkstore.ErrNotFound)
+			}
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			f.Close()
+			return nil, fmt.Errorf("%s: not a regular file", loc)
+		}
+		r, size = f, fi.Size()
+	}
+	defer r.Close()
+	if size > limit {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d this file may have", loc, size, limit)
+	}
+	var b bytes.Buffer
+	b.Grow(int(size))
+	if _, err := io.Copy(&b, io.LimitReader(r, limit)); err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	return b.Bytes(), nil
+}
+
+// writeLocation replaces the file at loc with data atomically: a local
+// file through a synced temporary file renamed over it (and the directory
+// synced), a bucket object by one PUT.
+func writeLocation(ctx context.Context, sf *storeFlags, loc string, data []byte) error {
+	if backends.IsRemote(loc) {
+		s, name, err := openLocationDir(ctx, sf, loc)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return s.WriteFile(ctx, name, data)
+	}
+	dir := filepath.Dir(loc)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(loc)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, loc)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

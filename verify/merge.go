@@ -1,0 +1,155 @@
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var damageError = regexp.MustCompile(`^[0-9]+ damaged chunk\(s\)$`)
+
+// Merge merges the reports of the shards of one run (the same store and
+// scope, each with --shard I/N of the same N) into the report one unsharded
+// run would have written: per archive the chunk counts added up and the
+// damaged chunks of all shards, counts and OK recomputed, Started the
+// earliest, Finished the latest, Seconds the longest shard's, Host every
+// host. Reports of another version, another store or another shard count,
+// or the same shard twice, are refused. A merge of only some of the N
+// shards keeps Shard as the list of those merged ("0,2/3").
+func Merge(reports []Report) (Report, error) {
+	if len(reports) == 0 {
+		return Report{}, fmt.Errorf("no reports to merge")
+	}
+	out := Report{Version: ReportVersion, OK: true, Store: reports[0].Store, Snapshots: []SnapshotResult{}}
+	n := -1
+	seen := map[int]bool{}
+	var hosts, nss []string
+	var started, finished time.Time
+	for i, r := range reports {
+		if r.Version != ReportVersion {
+			return out, fmt.Errorf("report %d: version %d, want %d", i+1, r.Version, ReportVersion)
+		}
+		if r.Store != out.Store {
+			return out, fmt.Errorf("report %d: store %q, not %q", i+1, r.Store, out.Store)
+		}
+		idx, cnt := 0, 1
+		if r.Shard != "" {
+			sh, err := ParseShard(r.Shard, func(string) string { return "" })
+			if err != nil {
+				return out, fmt.Errorf("report %d: %w", i+1, err)
+			}
+			idx, cnt = sh.Index, sh.Count
+		}
+		if n >= 0 && cnt != n {
+			return out, fmt.Errorf("report %d: shard %s is not one of %d shards", i+1, r.Shard, n)
+		}
+		n = cnt
+		if seen[idx] {
+			return out, fmt.Errorf("report %d: shard %d/%d given twice", i+1, idx, cnt)
+		}
+		seen[idx] = true
+		if r.Host != "" && !slices.Contains(hosts, r.Host) {
+			hosts = append(hosts, r.Host)
+		}
+		for _, ns := range r.Namespaces {
+			if !slices.Contains(nss, ns) {
+				nss = append(nss, ns)
+			}
+		}
+		if t, err := time.Parse(time.RFC3339, r.Started); err == nil && (started.IsZero() || t.Before(started)) {
+			started = t
+		}
+		if t, err := time.Parse(time.RFC3339, r.Finished); err == nil && t.After(finished) {
+			finished = t
+		}
+		out.Seconds = max(out.Seconds, r.Seconds)
+	}
+	complete := len(seen) == n
+	if !complete {
+		var idx []string
+		for i := range n {
+			if seen[i] {
+				idx = append(idx, strconv.Itoa(i))
+			}
+		}
+		out.Shard = strings.Join(idx, ",") + "/" + strconv.Itoa(n)
+	}
+	out.Host = strings.Join(hosts, ",")
+	slices.Sort(nss)
+	out.Namespaces = nss
+	if !started.IsZero() {
+		out.Started = started.UTC().Format(time.RFC3339)
+	}
+	if !finished.IsZero() {
+		out.Finished = finished.UTC().Format(time.RFC3339)
+	}
+
+	var order []string
+	snaps := map[string]*SnapshotResult{}
+	for _, r := range reports {
+		for _, s := range r.Snapshots {
+			m := snaps[s.Snapshot]
+			if m == nil {
+				c := s
+				c.Archives = nil
+				m = &c
+				snaps[s.Snapshot] = m
+				order = append(order, s.Snapshot)
+			}
+			m.OK = m.OK && s.OK
+			m.Error = cmp.Or(m.Error, s.Error)
+			m.Note = cmp.Or(m.Note, s.Note)
+			for _, a := range s.Archives {
+				j := slices.IndexFunc(m.Archives, func(x ArchiveResult) bool { return x.Archive == a.Archive })
+				if j < 0 {
+					c := a
+					c.Damaged = slices.Clone(a.Damaged)
+					if damageError.MatchString(c.Error) {
+						c.Error = ""
+					}
+					m.Archives = append(m.Archives, c)
+					continue
+				}
+				x := &m.Archives[j]
+				x.OK = x.OK && a.OK
+				if !damageError.MatchString(a.Error) {
+					x.Error = cmp.Or(x.Error, a.Error)
+				}
+				x.ChunksChecked += a.ChunksChecked
+				x.ChunksKnown += a.ChunksKnown
+				x.ChunksFresh += a.ChunksFresh
+				x.ChunksOther += a.ChunksOther
+				x.CRCOnly = x.CRCOnly || a.CRCOnly
+				x.DamagedCount += a.DamagedCount
+				x.Damaged = append(x.Damaged, a.Damaged...)
+			}
+		}
+	}
+	for _, name := range order {
+		s := snaps[name]
+		for i := range s.Archives {
+			a := &s.Archives[i]
+			if complete {
+				a.ChunksOther = 0
+			}
+			if a.Error == "" && a.DamagedCount > 0 {
+				a.Error = fmt.Sprintf("%d damaged chunk(s)", a.DamagedCount)
+			}
+			slices.SortFunc(a.Damaged, func(x, y DamagedChunk) int {
+				return cmp.Or(cmp.Compare(first(x.Offsets), first(y.Offsets)), cmp.Compare(x.Digest, y.Digest))
+			})
+		}
+		if s.Archives == nil {
+			s.Archives = []ArchiveResult{}
+		}
+		out.Add(*s)
+	}
+	if !out.OK {
+		out.ExitCode = 1
+	}
+	return out, nil
+}

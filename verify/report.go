@@ -1,0 +1,108 @@
+package verify
+
+import "github.com/pbsdirect/pbsdirect/chunkstore"
+
+// ReportVersion is the version of the Report JSON schema.
+const ReportVersion = 1
+
+// DamagedChunk is one chunk that failed verification.
+type DamagedChunk struct {
+	Snapshot    string   `json:"snapshot,omitempty"` // only in the damaged-chunk list (Options.DamagedList)
+	Archive     string   `json:"archive,omitempty"`  // only in the damaged-chunk list
+	Digest      string   `json:"digest"`
+	Offsets     []uint64 `json:"offsets"`                // byte offsets in the archive, the first MaxOffsets
+	OffsetCount int      `json:"offset-count,omitempty"` // all offsets, when more than MaxOffsets
+	Length      int      `json:"length"`                 // bytes
+	Location    string   `json:"location"`               // chunk file or object
+	Error       string   `json:"error"`
+}
+
+// MaxOffsets is the most offsets a DamagedChunk lists (as ChunkError's
+// message); OffsetCount gives the number of all of them.
+const MaxOffsets = 8
+
+// DefaultMaxDamaged is the default number of damaged chunks a run reports
+// in full; the others are counted (Options.MaxDamaged).
+const DefaultMaxDamaged = 100
+
+// ArchiveResult is the verification result of one archive.
+type ArchiveResult struct {
+	Archive       string `json:"archive"`
+	OK            bool   `json:"ok"`
+	Error         string `json:"error,omitempty"`
+	Size          uint64 `json:"size"`
+	ChunksChecked uint64 `json:"chunks-checked,omitempty"`          // read and checked here
+	ChunksKnown   int    `json:"chunks-already-verified,omitempty"` // checked for another archive of the run
+	ChunksFresh   int    `json:"chunks-fresh,omitempty"`            // verified recently by an earlier run (Options.State)
+	ChunksOther   int    `json:"chunks-other-shards,omitempty"`     // left to the other shards (Options.Shard)
+	CRCOnly       bool   `json:"crc-only,omitempty"`                // encrypted, no key: structure and CRC checked, not content
+	DamagedCount  int    `json:"damaged-count,omitempty"`           // damaged chunks, listed or not
+	// Damaged lists the damaged chunks, by offset: those among the first
+	// Options.MaxDamaged of the run.
+	Damaged []DamagedChunk `json:"damaged-chunks,omitempty"`
+}
+
+// SnapshotResult is the verification result of one snapshot.
+type SnapshotResult struct {
+	Snapshot string          `json:"snapshot"`
+	OK       bool            `json:"ok"`
+	Error    string          `json:"error,omitempty"`
+	Note     string          `json:"note,omitempty"`
+	Skipped  bool            `json:"skipped,omitempty"` // removed while running (pruned since listed): no damage, not verified
+	Archives []ArchiveResult `json:"archives"`
+}
+
+// Report is the result of a verify run, or of shard runs merged (Merge).
+type Report struct {
+	Version    int      `json:"version"`              // ReportVersion
+	Store      string   `json:"store,omitempty"`      // the store as given
+	Namespaces []string `json:"namespaces,omitempty"` // looked at; "" is the root
+	Shard      string   `json:"shard,omitempty"`      // "I/N" for a shard's report; "" for a whole run
+	Host       string   `json:"host,omitempty"`       // hostnames of the runs, comma separated after a merge
+	Started    string   `json:"started,omitempty"`    // RFC 3339, UTC
+	Finished   string   `json:"finished,omitempty"`   // RFC 3339, UTC
+	OK         bool     `json:"ok"`
+	ExitCode   int      `json:"exit-code"` // the command's exit code: 0 ok, 1 damaged, 3 not checked for a cause outside the data
+	Seconds    float64  `json:"seconds"`
+	Bytes      uint64   `json:"bytes"` // archive bytes covered
+	// ChunksChecked counts the chunks read and checked; DamagedChunks the
+	// damaged ones (per archive that uses them); DamagedUnlisted those of
+	// them not listed in full (Options.MaxDamaged).
+	ChunksChecked   uint64           `json:"chunks-checked"`
+	DamagedChunks   int              `json:"damaged-chunks"`
+	DamagedUnlisted int              `json:"damaged-chunks-unlisted,omitempty"`
+	Snapshots       []SnapshotResult `json:"snapshots"`
+	Skipped         []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
+	// Stores says, with several stores (a chunkstore.Chain), how many
+	// chunks each served and how many copies fell through; set by the
+	// command.
+	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
+}
+
+// Add appends r to the report and updates its counts and OK; a skipped
+// snapshot (removed while running) is only listed in Skipped.
+func (rep *Report) Add(r SnapshotResult) {
+	if r.Skipped {
+		rep.Skipped = append(rep.Skipped, r.Snapshot)
+		return
+	}
+	rep.OK = rep.OK && r.OK
+	for _, a := range r.Archives {
+		rep.Bytes += a.Size
+		rep.ChunksChecked += a.ChunksChecked
+		rep.DamagedChunks += a.DamagedCount
+		rep.DamagedUnlisted += a.DamagedCount - len(a.Damaged)
+	}
+	rep.Snapshots = append(rep.Snapshots, r)
+}
+
+// Failed returns the number of snapshots that are not OK.
+func (rep *Report) Failed() int {
+	n := 0
+	for _, sr := range rep.Snapshots {
+		if !sr.OK {
+			n++
+		}
+	}
+	return n
+}
