@@ -161,6 +161,10 @@ func TestJSONExitCode(t *testing.T) {
 	if strings.Contains(r.out, "see above") || !strings.Contains(r.out, `(see \"snapshots\")`) {
 		t.Errorf("the JSON error should point at the report's snapshots, not \"above\": %s", r.out)
 	}
+	r = mustFail(t, 1, nil, "verify", "--store", store)
+	if !strings.Contains(r.out, "checked 1 snapshot(s), 1 failed") || strings.Contains(r.out, "verified 1 snapshot(s)") {
+		t.Errorf("a failed verify's summary should say \"checked 1 snapshot(s), 1 failed\": %s", r.out)
+	}
 }
 
 // damageOneChunk flips a byte in the middle of the largest chunk file of store.

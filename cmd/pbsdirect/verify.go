@@ -231,7 +231,11 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if rep.Shard != "" {
 			what = " (shard " + rep.Shard + ")"
 		}
-		fmt.Fprintf(stdout, "verified %d snapshot(s)%s, %s, %d chunks checked in %.2fs: %s\n", len(rep.Snapshots), what, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
+		head := fmt.Sprintf("verified %d snapshot(s)%s", len(rep.Snapshots), what)
+		if !rep.OK {
+			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Failed())
+		}
+		fmt.Fprintf(stdout, "%s, %s, %d chunks checked in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
