@@ -25,6 +25,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // Extent is a byte range of an export, [Offset, Offset+Length), that either
@@ -89,12 +90,29 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		}
 		wg.Go(func() {
 			if err := s.ServeConn(ctx, c); err != nil {
-				s.logf("%s: %v", c.RemoteAddr(), err)
+				s.logf("%s", connError(c.RemoteAddr(), err))
 			}
 		})
 	}
 	wg.Wait()
 	return err
+}
+
+// connError is the one log line for a connection that ended with err: a
+// client that went away without NBD_CMD_DISC (broken pipe, reset) is said
+// as a disconnect, other errors as they are; remote names the client, or
+// "client" for an unnamed Unix socket peer ("@" or "").
+func connError(remote net.Addr, err error) string {
+	who := "client"
+	if remote != nil {
+		if a := remote.String(); a != "" && a != "@" {
+			who = "client " + a
+		}
+	}
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return who + " disconnected without NBD_CMD_DISC"
+	}
+	return fmt.Sprintf("%s: %v", who, err)
 }
 
 func (s *Server) logf(format string, args ...any) {

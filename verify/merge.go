@@ -12,14 +12,21 @@ import (
 
 var damageError = regexp.MustCompile(`^[0-9]+ damaged chunk\(s\)$`)
 
+// MaxShardSpread is how far apart the start times of the reports Merge
+// takes may be: shards of one nightly run start within it, last night's
+// report left beside tonight's does not.
+const MaxShardSpread = 12 * time.Hour
+
 // Merge merges the reports of the shards of one run (the same store and
 // scope, each with --shard I/N of the same N) into the report one unsharded
 // run would have written: per archive the chunk counts added up and the
 // damaged chunks of all shards, counts and OK recomputed, Started the
 // earliest, Finished the latest, Seconds the longest shard's, Host every
-// host. Reports of another version, another store or another shard count,
-// or the same shard twice, are refused. A merge of only some of the N
-// shards keeps Shard as the list of those merged ("0,2/3").
+// host. Reports of another version, another store, other namespaces or
+// another shard count, the same shard twice, or reports started more than
+// MaxShardSpread apart, are refused. A merge of only some of the N shards
+// keeps Shard as the list of those merged ("0,2/3") and is not OK: the
+// missing shards' chunks were not checked.
 func Merge(reports []Report) (Report, error) {
 	if len(reports) == 0 {
 		return Report{}, fmt.Errorf("no reports to merge")
@@ -35,6 +42,14 @@ func Merge(reports []Report) (Report, error) {
 		}
 		if r.Store != out.Store {
 			return out, fmt.Errorf("report %d: store %q, not %q", i+1, r.Store, out.Store)
+		}
+		if !slices.Equal(r.Namespaces, reports[0].Namespaces) {
+			return out, fmt.Errorf("report %d: namespaces %q, not %q: not a shard of the same run", i+1, r.Namespaces, reports[0].Namespaces)
+		}
+		if t0, err0 := time.Parse(time.RFC3339, reports[0].Started); err0 == nil {
+			if t, err := time.Parse(time.RFC3339, r.Started); err == nil && (t.Sub(t0) > MaxShardSpread || t0.Sub(t) > MaxShardSpread) {
+				return out, fmt.Errorf("report %d: started %s, more than %v from report 1 (%s): not a shard of the same run", i+1, r.Started, MaxShardSpread, reports[0].Started)
+			}
 		}
 		idx, cnt := 0, 1
 		if r.Shard != "" {
@@ -70,6 +85,7 @@ func Merge(reports []Report) (Report, error) {
 	}
 	complete := len(seen) == n
 	if !complete {
+		out.OK = false
 		var idx []string
 		for i := range n {
 			if seen[i] {

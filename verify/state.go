@@ -74,6 +74,17 @@ func (s *State) Verified(d crypto.Digest, length int, encrypted bool, at time.Ti
 	s.mu.Unlock()
 }
 
+// Forget drops the chunk's record: it was found damaged, so the next run
+// checks it again whatever ReverifyAfter says.
+func (s *State) Forget(d crypto.Digest, length int, encrypted bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.entries, chunkKey{d, int32(length), encrypted})
+	s.mu.Unlock()
+}
+
 // ErrBadState is wrapped by ReadState's errors for a damaged or foreign
 // state file.
 var ErrBadState = errors.New("unusable verify state")

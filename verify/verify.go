@@ -396,6 +396,7 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 			}
 			v.mu.Unlock()
 			v.changed.Broadcast()
+			v.opts.State.Forget(c.Digest, c.Length, opts.Encrypted)
 			v.damaged(s, a, c)
 		}
 	}

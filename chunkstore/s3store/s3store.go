@@ -34,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -340,9 +341,33 @@ func (s *Store) explain(err error) error {
 	case errors.As(err, &hostname), errors.As(err, &unknown), errors.As(err, &cert),
 		strings.Contains(err.Error(), "x509: certificate"):
 		return fmt.Errorf("%w (for a self-signed endpoint certificate, give its SHA-256 fingerprint with --s3-fingerprint, as in PBS's S3 endpoint configuration: openssl x509 -noout -fingerprint -sha256 -in CERT)", err)
+	case strings.Contains(err.Error(), "first record does not look like a TLS handshake"),
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return &hinted{err, fmt.Sprintf("the endpoint %s speaks plain HTTP, not HTTPS: write --s3-endpoint http://HOST:PORT; an endpoint without a scheme is https", s.endpoint)}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &hinted{err, fmt.Sprintf("nothing listens at %s: check the host, port and scheme of --s3-endpoint", s.endpoint)}
 	}
 	return err
 }
+
+// sdkNoise is what the AWS SDK puts in the message of a request that got
+// no HTTP answer at all (refused, TLS failed): empty status and IDs.
+const sdkNoise = "https response error StatusCode: 0, RequestID: , HostID: , request send failed, "
+
+// hinted is an opening error whose message drops sdkNoise and ends with a
+// hint at the likely mistake; it wraps the error unchanged.
+type hinted struct {
+	err  error
+	hint string
+}
+
+// Error is the error's message without sdkNoise, then the hint.
+func (h *hinted) Error() string {
+	return strings.Replace(h.err.Error(), sdkNoise, "", 1) + " (" + h.hint + ")"
+}
+
+// Unwrap returns the error.
+func (h *hinted) Unwrap() error { return h.err }
 
 // noSuchHost reports whether err is a host name that does not resolve.
 func noSuchHost(err error) bool {

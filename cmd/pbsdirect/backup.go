@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +36,7 @@ type backupSummary struct {
 }
 
 func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stderr)
+	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stdout, stderr)
 	var sf storeFlags
 	sf.register(fs)
 	sf.progress.register(fs)
@@ -125,7 +126,11 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	for _, s := range sources {
 		if _, err := os.Stat(s.Path); err != nil {
-			return fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
+			err = fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
+			if errors.Is(err, os.ErrNotExist) {
+				err = usageOf(err) // a path mistyped, not data missing
+			}
+			return err
 		}
 	}
 	store, err := openStore(ctx, &sf, true, max(*jobs, 8))
@@ -139,10 +144,14 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		if err != nil {
 			return err
 		}
-		for _, e := range existing {
-			if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && e.Snapshot.Time >= snap.Time {
-				return fmt.Errorf("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), e.Snapshot)
+		var last *index.Snapshot
+		for i, e := range existing {
+			if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && (last == nil || e.Snapshot.Time > last.Time) {
+				last = &existing[i].Snapshot
 			}
+		}
+		if last != nil && last.Time >= snap.Time {
+			return usagef("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), last)
 		}
 	}
 	start := time.Now()

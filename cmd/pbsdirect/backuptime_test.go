@@ -9,8 +9,9 @@ import (
 
 // TestBackupTimeOrder: like PBS, a backup's --backup-time must follow the
 // last snapshot of its group (same namespace, type and ID): an earlier or
-// equal time is refused before anything is written, naming both; another
-// group or namespace is independent.
+// equal time is refused (usage, exit 2) before anything is written, naming
+// both, the group's last snapshot being the latest one, not the first;
+// another group or namespace is independent.
 func TestBackupTimeOrder(t *testing.T) {
 	store := fixture.NewStore(t)
 	img := fixture.WriteFile(t, t.TempDir(), "d.raw", fixture.Mixed(200<<10, 7))
@@ -35,7 +36,7 @@ func TestBackupTimeOrder(t *testing.T) {
 	before := list("")
 	for _, btime := range []string{t1, t2} {
 		r := backup("", "100", btime)
-		if r.code == 0 || !strings.Contains(r.err, "--backup-time "+btime+" is not after the group's last snapshot vm/100/"+t2) {
+		if r.code != 2 || !strings.Contains(r.err, "--backup-time "+btime+" is not after the group's last snapshot vm/100/"+t2) {
 			t.Errorf("--backup-time %s after vm/100/%s: want a refusal naming both: %v", btime, t2, r)
 		}
 	}
@@ -50,5 +51,9 @@ func TestBackupTimeOrder(t *testing.T) {
 		if r := backup(c.ns, c.id, c.btime); r.code != 0 {
 			t.Errorf("ns %q vm/%s at %s: %v", c.ns, c.id, c.btime, r)
 		}
+	}
+	// vm/100 now has t2 and t3: the refusal names t3, the last.
+	if r := backup("", "100", t1); r.code != 2 || !strings.Contains(r.err, "the group's last snapshot vm/100/"+t3+":") {
+		t.Errorf("--backup-time %s with vm/100/%s and vm/100/%s: want exit 2 naming the last, %s: %v", t1, t2, t3, t3, r)
 	}
 }

@@ -196,8 +196,6 @@ func TestBadInput(t *testing.T) {
 			}
 			return []string{"--keyfile", fixture.WriteFile(t, t.TempDir(), "liar.json", js)}
 		}, want: func(*base) []string { return []string{"liar.json", "fingerprint"} }},
-		{name: "key-file-missing", enc: true, keyArgs: func(b *base) []string { return []string{"--keyfile", b.keyfile + ".nope"} },
-			want: func(b *base) []string { return []string{b.keyfile + ".nope"} }},
 		// Indexes and the manifest.
 		{name: "archive-not-in-manifest", archive: "drive-scsi1", verifyOK: true, want: func(*base) []string {
 			return []string{"not in manifest", "drive-scsi1.img.fidx", "drive-scsi0.img.fidx"}

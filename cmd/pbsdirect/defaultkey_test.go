@@ -98,7 +98,7 @@ func TestDefaultKeyOnlyWhenNeeded(t *testing.T) {
 		mustFail(t, 2, []string{"--crypt-mode none"}, "restore", "--crypt-mode", "none", "--keyfile", def, "--store", store, snap0, "drive-scsi0", filepath.Join(dir, "e.raw"))
 	})
 	t.Run("encrypted-needs-passphrase", func(t *testing.T) {
-		mustFail(t, 1, []string{"default key file", "PBS_ENCRYPTION_PASSWORD"}, "restore", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "f.raw"))
+		mustFail(t, 2, []string{"default key file", "PBS_ENCRYPTION_PASSWORD"}, "restore", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "f.raw"))
 		noFile(t, filepath.Join(dir, "f.raw"))
 		t.Setenv("PBS_ENCRYPTION_PASSWORD", "s3cret")
 		r := mustOK(t, "restore", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "f.raw"))

@@ -19,12 +19,12 @@ type drillReport struct {
 	Archive         string          `json:"archive"`
 	Target          string          `json:"target"`
 	Started         string          `json:"started"`                           // RFC 3339, UTC
-	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // manifest to synced target; absent when the restore failed
+	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // store opened to synced target, less the time opening the key; absent when the restore failed
 	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"`       // re-check of every chunk from the target
 	TotalSeconds    float64         `json:"total-seconds"`
 	Restore         *restoreSummary `json:"restore,omitempty"`
 	ReadBack        *readBackReport `json:"read-back,omitempty"`
-	Removed         bool            `json:"target-removed"`
+	Removed         bool            `json:"target-removed,omitempty"`
 	ExitCode        int             `json:"exit-code"` // the process exit code
 }
 
@@ -38,7 +38,7 @@ type readBackReport struct {
 }
 
 func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]", stderr)
+	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]", stdout, stderr)
 	rc := registerRestoreFlags(fs)
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
 	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
@@ -96,6 +96,10 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 		if err != nil {
 			rep.Error = err.Error()
 		}
+		var re *resolvedError
+		if errors.As(err, &re) {
+			rep.Snapshot = re.snap // TYPE/ID resolved to the snapshot drilled, also on failure
+		}
 		rep.TotalSeconds = time.Since(start).Seconds()
 		return rep, err
 	}
@@ -103,8 +107,7 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 	if err != nil {
 		return finish(err)
 	}
-	rep.RestoreSeconds = time.Since(start).Seconds()
-	rep.RestoreSeconds = time.Since(start).Seconds()
+	rep.RestoreSeconds = r.summary.Seconds // from the key opened: a KDF or a prompt is no restore time
 	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
 	// The target stays open and locked until the read-back (and --remove)
 	// are done: no other run can write it meanwhile.

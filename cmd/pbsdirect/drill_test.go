@@ -68,7 +68,9 @@ func TestDrillFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := filepath.Join(t.TempDir(), "drill.raw")
-	r := pbs(t, "drill", "--output-format", "json", "--store", store, snap0, "drive-scsi0", target)
+	// Given as TYPE/ID: the report names the snapshot it resolved to, also
+	// on failure, and says nothing of a removal that did not happen.
+	r := pbs(t, "drill", "--output-format", "json", "--store", store, "vm/100", "drive-scsi0", target)
 	if r.code != 1 {
 		t.Fatalf("want exit 1: %v", r)
 	}
@@ -79,7 +81,14 @@ func TestDrillFails(t *testing.T) {
 	if rep.OK || !strings.Contains(rep.Error, filepath.Base(victim)) {
 		t.Errorf("report should fail naming digest %s: %+v", filepath.Base(victim), rep)
 	}
+	if rep.Snapshot != snap0 || strings.Contains(r.out, "target-removed") {
+		t.Errorf("report names snapshot %q (want %s, resolved from vm/100) or says target-removed: %s", rep.Snapshot, snap0, r.out)
+	}
 	noFile(t, target)
+	r = pbs(t, "drill", "--store", store, "vm/100", "drive-scsi0", target)
+	if r.code != 1 || !strings.Contains(r.out, "drill "+snap0+"/drive-scsi0") {
+		t.Errorf("text report should name %s: %v", snap0, r)
+	}
 }
 
 // TestVerifyCRCOnly: an encrypted snapshot verified without its key fails

@@ -18,8 +18,10 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
@@ -38,6 +40,11 @@ func TestExitCode(t *testing.T) {
 		{"success", nil, 0},
 		{"help", flag.ErrHelp, 0},
 		{"usage", usagef("want SNAPSHOT"), 2},
+		{"no passphrase source", fmt.Errorf("key file k.json: %w", crypto.ErrPassphraseNeeded), 2},
+		{"new passphrase too short", fmt.Errorf("key create: %w", crypto.ErrPassphraseTooShort), 2},
+		{"file named not there", fmt.Errorf("key file: %w", usageOf(&fs.PathError{Op: "open", Path: "k.json", Err: syscall.ENOENT})), 2},
+		{"store not there", fmt.Errorf("open: %w", &storeMissingError{fmt.Errorf("datastore /mnt/ds: %w", chunkstore.ErrNotFound)}), 3},
+		{"snapshot not there", fmt.Errorf("vm/100: %w", chunkstore.ErrNotFound), 1},
 		{"missing chunk", chunk(chunkstore.ErrNotFound), 1},
 		{"damaged chunk", chunk(chunkstore.ErrDigestMismatch), 1},
 		{"empty chunk", chunk(chunkstore.ErrEmpty), 1},
@@ -151,6 +158,13 @@ func TestJSONExitCode(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || rep.OK || rep.ExitCode != 1 {
 		t.Errorf("verify report: %+v, %v: %v", rep, err, r)
 	}
+	if strings.Contains(r.out, "see above") || !strings.Contains(r.out, `(see \"snapshots\")`) {
+		t.Errorf("the JSON error should point at the report's snapshots, not \"above\": %s", r.out)
+	}
+	r = mustFail(t, 1, nil, "verify", "--store", store)
+	if !strings.Contains(r.out, "checked 1 snapshot(s), 1 failed") || strings.Contains(r.out, "verified 1 snapshot(s)") {
+		t.Errorf("a failed verify's summary should say \"checked 1 snapshot(s), 1 failed\": %s", r.out)
+	}
 }
 
 // damageOneChunk flips a byte in the middle of the largest chunk file of store.
@@ -173,5 +187,44 @@ func damageOneChunk(t *testing.T, store string) {
 	data[len(data)/2] ^= 0xff
 	if err := os.WriteFile(biggest, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommandExitCodes: usage mistakes found while running exit 2 (a key
+// file that exists or is not there, a backup source path that is not
+// there, a --backup-time not after the group's last snapshot), and a
+// --store that is not there (no directory, a directory without a
+// datastore as an unmounted disk leaves, a bucket that does not exist)
+// exits 3, as README's exit-code table says.
+func TestCommandExitCodes(t *testing.T) {
+	t.Setenv("PBS_ENCRYPTION_PASSWORD", "pw")
+	dir := t.TempDir()
+	keyfile := filepath.Join(dir, "k.json")
+	mustOK(t, "key", "create", "--kdf", "none", keyfile)
+	store := fixture.NewStore(t)
+	backupImage(t, store, zeroMiddle(3))
+	img := fixture.WriteFile(t, dir, "d.raw", zeroMiddle(3))
+	s3 := testenv.StartS3(t)
+	s3.Bucket(t, "present")
+	bktSetEnv(t, "")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"key create onto a file", []string{"key", "create", "--kdf", "none", keyfile}, 2, "refusing to overwrite"},
+		{"key show, no file", []string{"key", "show", filepath.Join(dir, "nosuch.json")}, 2, "no such file"},
+		{"restore, key file not there", []string{"restore", "--store", store, "--keyfile", filepath.Join(dir, "nosuch.json"), snap0, "drive-scsi0", filepath.Join(dir, "o1.raw")}, 2, "nosuch.json"},
+		{"verify, key file not there", []string{"verify", "--store", store, "--keyfile", filepath.Join(dir, "nosuch.json")}, 2, "nosuch.json"},
+		{"backup source not there", []string{"backup", "--store", store, "drive-scsi0.img:" + filepath.Join(dir, "nosuch.raw")}, 2, "backup source drive-scsi0.img"},
+		{"backup-time before the last", []string{"backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", "2020-01-01T00:00:00Z", "drive-scsi0.img:" + img}, 2, "is not after the group's last snapshot " + snap0},
+		{"store directory not there", []string{"verify", "--store", filepath.Join(dir, "nosuch")}, 3, "not found"},
+		{"store directory empty (not mounted)", []string{"snapshots", "--store", t.TempDir()}, 3, "not a PBS datastore"},
+		{"bucket not there", []string{"restore", "--store", "s3://nosuchbucket/ds", "--s3-endpoint", s3.Endpoint, snap0, "drive-scsi0", filepath.Join(dir, "o2.raw")}, 3, "nosuchbucket"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mustFail(t, c.code, []string{c.want}, c.args...)
+		})
 	}
 }

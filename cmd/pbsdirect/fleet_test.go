@@ -219,6 +219,25 @@ func TestVerifyShardsMerge(t *testing.T) {
 	// The same shard twice, or shards of different counts, are refused.
 	mustFail(t, 1, []string{"twice"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-0-of-3.json"))
 	mustFail(t, 1, []string{"not one of"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-1-of-8.json"))
+	// Some shards missing: the rest is not checked, never ok.
+	r := mustFail(t, 3, []string{"only shards 0,2/3 merged"}, "report", "merge", "--output-format", "json", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-2-of-3.json"))
+	if !strings.Contains(r.out, `"ok":false`) {
+		t.Errorf("an incomplete merge is reported ok: %v", r)
+	}
+	// Last night's shard beside tonight's: refused.
+	b, err := os.ReadFile(filepath.Join(dir, "shard-1-of-3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old verify.Report
+	if err := json.Unmarshal(b, &old); err != nil {
+		t.Fatal(err)
+	}
+	old.Started = time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+	b, _ = json.Marshal(old)
+	stale := filepath.Join(dir, "stale-1-of-3.json")
+	os.WriteFile(stale, b, 0o644)
+	mustFail(t, 1, []string{"not a shard of the same run"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), stale, filepath.Join(dir, "shard-2-of-3.json"))
 }
 
 // TestShardSplit: the shard function splits digests evenly.
@@ -296,6 +315,15 @@ func TestVerifyIncremental(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.err, "warning: --state") || !strings.Contains(r.out, fmt.Sprintf("%d chunks checked", len(old))) {
 			t.Errorf("state %s: %v", p, r)
 		}
+	}
+	// A chunk a run found damaged is checked again by the next run, even
+	// within the window.
+	os.Remove(state)
+	verifyReport(t, 0, "--store", f.store, "--state", state, f.snaps[0].String())
+	fixture.FlipByte(t, fixture.ChunkPath(f.store, old[1]), -1)
+	verifyReport(t, 1, "--store", f.store, "--state", state, "--reverify-after", "0", f.snaps[0].String())
+	if rep = verifyReport(t, 1, "--store", f.store, "--state", state, f.snaps[0].String()); rep.ChunksChecked != 0 || rep.DamagedChunks != 1 {
+		t.Errorf("run after damage was found: %d checked, %d damaged; want the damaged chunk checked again", rep.ChunksChecked, rep.DamagedChunks)
 	}
 }
 

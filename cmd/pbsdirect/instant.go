@@ -253,7 +253,11 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 		}
 	}
 	el := time.Since(start)
-	if !sf.json() {
+	switch {
+	case sf.json():
+	case strings.HasSuffix(name, ".blob"): // a few KiB: a rate would say nothing
+		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s, verified\n", snap, name, humanBytes(uint64(n)))
+	default:
 		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s in %.2fs (%.1f MiB/s), verified\n",
 			snap, name, humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
 	}

@@ -65,7 +65,7 @@ func cmdKey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key create", "[flags] [PATH]", stderr)
+	fs := newFlags("key create", "[flags] [PATH]", stdout, stderr)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
@@ -86,14 +86,14 @@ func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
 		path = fs.Arg(0)
 	}
 	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("key file %s already exists: refusing to overwrite", path)
+		return usagef("key file %s already exists: refusing to overwrite", path)
 	}
 	var pass []byte
 	if *kdf != crypto.KDFNone {
 		var err error
 		pass, err = passphrase("Encryption Key Password: ", true, stderr)
 		if errors.Is(err, crypto.ErrPassphraseNeeded) {
-			return fmt.Errorf("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
+			return usagef("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
 		}
 		if err != nil {
 			return err
@@ -148,7 +148,7 @@ type keyInfo struct {
 }
 
 func cmdKeyShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key show", "[flags] [PATH]", stderr)
+	fs := newFlags("key show", "[flags] [PATH]", stdout, stderr)
 	verify := fs.Bool("verify", false, "decrypt the key (passphrase needed) and check the stored fingerprint")
 	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
 	if err := parse(fs, args); err != nil {

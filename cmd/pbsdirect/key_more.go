@@ -25,7 +25,14 @@ const (
 
 // readSmallFile reads a key, paper key or PEM file: a regular file of at
 // most crypto.MaxSecretFileSize bytes (crypto.ReadSecretFile).
-func readSmallFile(path string) ([]byte, error) { return crypto.ReadSecretFile(path) }
+// A file that is not there is a usage mistake (exit 2).
+func readSmallFile(path string) ([]byte, error) {
+	data, err := crypto.ReadSecretFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, usageOf(err)
+	}
+	return data, err
+}
 
 // newPassphrase returns the new passphrase for a key: the first line of
 // file when given, else asked twice on the terminal (prompt). Without
@@ -63,7 +70,7 @@ func writeKeyFile(path string, data []byte, replace bool) error {
 	}
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) && !replace {
-		return fmt.Errorf("%s already exists: refusing to overwrite", path)
+		return usagef("%s already exists: refusing to overwrite", path)
 	}
 	if err != nil {
 		return err
@@ -99,7 +106,7 @@ func sealKey(key [crypto.KeySize]byte, kdf string, pass []byte, created, hint st
 }
 
 func cmdKeyChangePassphrase(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key change-passphrase", "[flags] [PATH]", stderr)
+	fs := newFlags("key change-passphrase", "[flags] [PATH]", stdout, stderr)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the new passphrase: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	newFile := fs.String("new-passphrase-file", "", "read the new passphrase from the first line of this file (default: asked twice on the terminal)")
@@ -160,7 +167,7 @@ func printKeyResult(stdout io.Writer, what, path, kdf string, fp crypto.Fingerpr
 }
 
 func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key paperkey", "[flags] [PATH]", stderr)
+	fs := newFlags("key paperkey", "[flags] [PATH]", stdout, stderr)
 	subject := fs.String("subject", "", "title printed above the key (e.g. the host name)")
 	format := fs.String("output-format", "text", "paper key format: text (the QR code and html of proxmox-backup-client are not made)")
 	if err := parse(fs, args); err != nil {
@@ -199,7 +206,7 @@ func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key create-master-key", "[flags]", stderr)
+	fs := newFlags("key create-master-key", "[flags]", stdout, stderr)
 	bits := fs.Int("bits", crypto.MasterKeyBits, fmt.Sprintf("RSA key size in bits (at least %d)", crypto.MinMasterKeyBits))
 	passFile := fs.String("master-passphrase-file", "", "read the master key passphrase from the first line of this file (default: asked twice on the terminal)")
 	if err := parse(fs, args); err != nil {
@@ -213,7 +220,7 @@ func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, name := range []string{masterPublicName, masterPrivateName} {
 		if _, err := os.Stat(name); err == nil {
-			return fmt.Errorf("%s already exists: refusing to overwrite", name)
+			return usagef("%s already exists: refusing to overwrite", name)
 		}
 	}
 	pass, err := newPassphrase("--master-passphrase-file", *passFile, "Master Key Password: ", "")
@@ -240,7 +247,7 @@ func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key import-with-master-key", "[flags] ENCRYPTED-KEY MASTER-KEY [PATH]", stderr)
+	fs := newFlags("key import-with-master-key", "[flags] ENCRYPTED-KEY MASTER-KEY [PATH]", stdout, stderr)
 	var sf storeFlags
 	sf.registerLocation(fs)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the imported key file: scrypt, pbkdf2 or none (none stores the key unprotected)")
@@ -260,7 +267,7 @@ func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stder
 		path = fs.Arg(2)
 	}
 	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("key file %s already exists: refusing to overwrite", path)
+		return usagef("key file %s already exists: refusing to overwrite", path)
 	}
 	var (
 		ct     []byte

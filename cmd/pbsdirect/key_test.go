@@ -96,7 +96,7 @@ func TestPassphraseSources(t *testing.T) {
 	mustOK(t, "key", "create", "--kdf", "pbkdf2", key)
 	os.Unsetenv("PBS_ENCRYPTION_PASSWORD")
 
-	mustFail(t, 1, []string{"PBS_ENCRYPTION_PASSWORD_FILE"}, "key", "show", "--verify", key)
+	mustFail(t, 2, []string{"PBS_ENCRYPTION_PASSWORD_FILE"}, "key", "show", "--verify", key)
 
 	// Raw descriptors: the command closes the one it reads, as its owner.
 	var p [2]int
@@ -136,7 +136,7 @@ func TestMasterKeyRecovery(t *testing.T) {
 			switch maker {
 			case "pbsdirect":
 				mustOK(t, "key", "create-master-key", "--bits", "3072", "--master-passphrase-file", mpass)
-				mustFail(t, 1, []string{"already exists"}, "key", "create-master-key", "--master-passphrase-file", mpass)
+				mustFail(t, 2, []string{"already exists"}, "key", "create-master-key", "--master-passphrase-file", mpass)
 			case "openssl":
 				if opensslErr != nil {
 					fixture.SkipOrFail(t, "openssl not installed (.ci/run installs it)")

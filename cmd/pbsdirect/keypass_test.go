@@ -60,7 +60,7 @@ func TestPassphraseFile(t *testing.T) {
 // terminal (the real process in a new session, without a controlling
 // terminal), key create with a KDF fails naming the ways to give one and
 // creates nothing, and a restore with a protected key fails without
-// touching the target.
+// touching the target; both are usage mistakes (exit 2).
 func TestNoTerminalForPassphrase(t *testing.T) {
 	unsetPassphraseEnv(t)
 	dir := t.TempDir()
@@ -87,14 +87,14 @@ func TestNoTerminalForPassphrase(t *testing.T) {
 	}
 	newKey := filepath.Join(dir, "new.json")
 	code, stderr := detached("key", "create", "--kdf", "scrypt", newKey)
-	if code == 0 || !strings.Contains(stderr, "there is no terminal to ask on") || !strings.Contains(stderr, "PBS_ENCRYPTION_PASSWORD_FILE") {
+	if code != 2 || !strings.Contains(stderr, "there is no terminal to ask on") || !strings.Contains(stderr, "PBS_ENCRYPTION_PASSWORD_FILE") {
 		t.Errorf("key create without a terminal: exit %d, stderr %q", code, stderr)
 	}
 	noFile(t, newKey)
 
 	target := filepath.Join(t.TempDir(), "out.raw")
 	code, stderr = detached("restore", "--store", store, "--keyfile", keyfile, snap0, "drive-scsi0", target)
-	if code == 0 || !strings.Contains(stderr, keyfile) || !strings.Contains(stderr, "passphrase-protected") {
+	if code != 2 || !strings.Contains(stderr, keyfile) || !strings.Contains(stderr, "passphrase-protected") {
 		t.Errorf("restore with a protected key without a terminal: exit %d, stderr %q", code, stderr)
 	}
 	noFile(t, target)

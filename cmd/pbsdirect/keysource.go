@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	flag "github.com/spf13/pflag"
 
@@ -29,7 +30,17 @@ type keySource struct {
 	noDefault bool // never open the default key file
 	loaded    bool
 	cc        *crypto.Config
-	err       error // opening the default key failed: said once, not asked again
+	err       error         // opening the default key failed: said once, not asked again
+	opening   time.Duration // spent opening key files (KDF, prompt): not part of a restore's time
+}
+
+// openingTime returns the time spent so far opening key files (the
+// passphrase's key derivation, a prompt), which timings of the work leave
+// out.
+func (k *keySource) openingTime() time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.opening
 }
 
 // registerCryptMode adds --crypt-mode (restore, drill, verify).
@@ -61,7 +72,9 @@ func newKeySource(ctx context.Context, sf *storeFlags, cryptMode string, noDefau
 		return nil, usagef("--crypt-mode must be none, encrypt or sign-only, not %q", cryptMode)
 	}
 	if sf.keyfile != "" {
+		t0 := time.Now()
 		cc, err := openKeyFile(ctx, sf.keyfile, stderr)
+		k.opening = time.Since(t0)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +115,9 @@ func (k *keySource) forManifest(m *index.Manifest) (*crypto.Config, error) {
 		return nil, nil
 	}
 	fmt.Fprintf(k.stderr, "pbsdirect: using the default key file %s (give --keyfile to choose another, --crypt-mode none for no key)\n", def)
+	t0 := time.Now()
 	cc, err := openKeyFile(k.ctx, def, k.stderr)
+	k.opening += time.Since(t0)
 	if err != nil {
 		if errors.Is(err, crypto.ErrPassphraseNeeded) {
 			err = fmt.Errorf("%w (or give --keyfile for another key, or --crypt-mode none for no key)", err)

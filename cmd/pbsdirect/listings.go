@@ -23,7 +23,7 @@ type groupEntry struct {
 }
 
 func cmdGroups(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("groups", "[flags]", stderr)
+	fs := newFlags("groups", "[flags]", stdout, stderr)
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
@@ -94,7 +94,7 @@ type namespaceEntry struct {
 }
 
 func cmdNamespaces(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("namespaces", "[flags]", stderr)
+	fs := newFlags("namespaces", "[flags]", stdout, stderr)
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
@@ -56,11 +57,14 @@ Exit codes:
   1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
        a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
   2    usage error, or a TARGET refused as named (exists without --force, a symbolic link, a
-       directory or FIFO, a missing directory, a disk-image format, too small, inside the store)
-  3    the run could not complete for a reason outside the data: store unreachable, credentials
-       refused, throttled past --retry-for, target I/O error, permission, no space, target busy
-       or in use, snapshot exists or group locked (backup): retrying later can help
-  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM
+       directory or FIFO, a missing directory, a disk-image format, too small, inside the store);
+       also a key file or source path that is not there, key create onto a file, no passphrase
+       source and no terminal, backup --backup-time not after the group's last snapshot
+  3    the run could not complete for a reason outside the data: store unreachable or not there
+       (disk not mounted, no such bucket), credentials refused, throttled past --retry-for,
+       target I/O error, permission, no space, target busy or in use, snapshot exists or group
+       locked (backup): retrying later can help
+  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd: 0, that is how they stop)
 JSON reports (--output-format json) carry the same code as "exit-code".
 `
 
@@ -68,12 +72,22 @@ JSON reports (--output-format json) carry the same code as "exit-code".
 // empty, the version comes from the build information (see buildVersion).
 var version string
 
-// usageError marks errors that exit with code 2.
-type usageError struct{ msg string }
+// usageError marks errors that exit with code 2; err, when set, is the
+// cause it was made from (usageOf).
+type usageError struct {
+	msg string
+	err error
+}
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+// Unwrap returns the cause, or nil.
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageOf marks err as a usage mistake (exit 2), keeping its text and cause.
+func usageOf(err error) error { return &usageError{msg: err.Error(), err: err} }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
 // Exit codes (see exitCode).
 const (
@@ -111,30 +125,33 @@ func main() {
 
 // exitCode maps a command's error to the process exit code: 0 for nil (and
 // --help); 130 or 143 for an interruptedError (128 + signal number); 2 for
-// a usage error, and a target refused as named (exists without --force, a
-// symbolic link, a disk-image container, part of the datastore, a missing
-// directory, not a file or block device, a device too small); 3 when the
-// cause lies outside the data (chunkstore.Outside: unreachable store,
-// refused credentials, throttled past --retry-for, target I/O error,
-// permission, no space; a busy or in-use target, a locked group, a
-// snapshot that already exists; FUSE unavailable for mount); 1 for
-// everything else, which is damaged or missing data.
+// a usage error, a key that needs a passphrase when no source of one was
+// given (crypto.ErrPassphraseNeeded) or a new one too short, and a target refused as named (exists
+// without --force, a symbolic link, a disk-image container, part of the
+// datastore, a missing directory, not a file or block device, a device too
+// small); 3 when the cause lies outside the data (chunkstore.Outside:
+// unreachable store, refused credentials, throttled past --retry-for,
+// target I/O error, permission, no space; a busy or in-use target, a locked
+// group, a snapshot that already exists; FUSE unavailable for mount; a
+// --store that is not there, storeMissingError); 1 for everything else,
+// which is damaged or missing data.
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
+	var sm *storeMissingError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ie):
 		return 128 + int(ie.sig)
-	case errors.As(err, &ue), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
+	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, crypto.ErrPassphraseTooShort), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
 		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable):
 		// A target that cannot take the restore as named: the command
 		// line must change, not the data or the machine.
 		return exitUsage
 	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, restore.ErrTargetInUse),
 		errors.Is(err, restore.ErrNoSpace), errors.Is(err, chunkstore.ErrSnapshotBusy), errors.Is(err, backup.ErrSnapshotExists),
-		errors.Is(err, fusefs.ErrUnavailable):
+		errors.Is(err, fusefs.ErrUnavailable), errors.As(err, &sm):
 		// Busy: another run holds the target or the snapshot; a retry
 		// after it may succeed. No FUSE: the machine, not the data.
 		return exitOutside
@@ -246,13 +263,24 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 	return code, err
 }
 
-// newFlags returns a flag set for a command that reports parse errors as usage errors.
-func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a flag set for a command that reports parse errors as
+// usage errors. Its --help prints to stdout (so that it can be paged): the
+// usage line, the command's description, its flags and examples (see
+// commandHelp); pflag's own messages go to stderr.
+func newFlags(name, args string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pbsdirect %s %s\n\nFlags:\n%s", name, args, fs.FlagUsages())
+		about, examples := commandHelp(name)
+		fmt.Fprintf(stdout, "Usage: pbsdirect %s %s\n\n", name, args)
+		if about != "" {
+			fmt.Fprintf(stdout, "%s\n\n", about)
+		}
+		fmt.Fprintf(stdout, "Flags:\n%s", fs.FlagUsages())
+		if examples != "" {
+			fmt.Fprintf(stdout, "\nExamples:\n%s\n", examples)
+		}
 	}
 	return fs
 }

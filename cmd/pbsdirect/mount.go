@@ -16,7 +16,7 @@ import (
 // cmdMount mounts a snapshot's archives as read-only files with FUSE until
 // interrupted (Ctrl-C, SIGTERM) or unmounted from outside.
 func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("mount", "[flags] SNAPSHOT MOUNTPOINT", stderr)
+	fs := newFlags("mount", "[flags] SNAPSHOT MOUNTPOINT", stdout, stderr)
 	var af accessFlags
 	af.register(fs)
 	allowOther := fs.Bool("allow-other", false, "let other users read the mount (non-root users need user_allow_other in /etc/fuse.conf)")

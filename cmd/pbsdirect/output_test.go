@@ -90,16 +90,16 @@ func TestJSONOnFailure(t *testing.T) {
 		code int
 		args []string
 	}{
-		{"restore-no-store", 1, []string{"restore", "--store", missing, snap0, "drive-scsi0", out}},
+		{"restore-no-store", 3, []string{"restore", "--store", missing, snap0, "drive-scsi0", out}},
 		{"restore-no-archive", 1, []string{"restore", "--store", store, snap0, "drive-nosuch", out}},
 		{"restore-usage", 2, []string{"restore", "--store", store, snap0}},
-		{"verify-no-store", 1, []string{"verify", "--store", missing}},
+		{"verify-no-store", 3, []string{"verify", "--store", missing}},
 		{"verify-usage", 2, []string{"verify"}},
 		{"drill-no-snapshot", 1, []string{"drill", "--store", store, "vm/999", "drive-scsi0", out}},
-		{"snapshots-no-store", 1, []string{"snapshots", "--store", missing}},
+		{"snapshots-no-store", 3, []string{"snapshots", "--store", missing}},
 		{"snapshots-bad-flag", 2, []string{"snapshots", "--store", store, "--nosuch"}},
-		{"backup-no-source", 1, []string{"backup", "--store", store, "drive-scsi0.img:" + missing}},
-		{"key-show-missing", 1, []string{"key", "show", missing}},
+		{"backup-no-source", 2, []string{"backup", "--store", store, "drive-scsi0.img:" + missing}},
+		{"key-show-missing", 2, []string{"key", "show", missing}},
 		{"key-unknown", 2, []string{"key", "nosuch"}},
 		{"version-args", 2, []string{"version", "extra"}},
 		{"unknown-command", 2, []string{"nosuch"}},

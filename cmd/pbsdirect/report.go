@@ -22,7 +22,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return usagef("want 'report merge FILE...'")
 	}
-	fs := newFlags("report merge", "[flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)", stderr)
+	fs := newFlags("report merge", "[flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)", stdout, stderr)
 	var sf storeFlags
 	sf.registerOutput(fs)
 	fs.StringVar(&sf.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for s3:// reports")
@@ -58,13 +58,13 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, s := range rep.Snapshots {
 			printSnapshotResult(stdout, s)
 		}
-		if rep.Shard != "" {
-			fmt.Fprintf(stderr, "pbsdirect report merge: warning: only shards %s merged\n", rep.Shard)
-		}
 	}
 	// Exit like the single run would have: the merged reports' worst code
 	// outside the data (3) stays, damage is 1.
 	var outside error
+	if rep.Shard != "" {
+		outside = fmt.Errorf("%w: only shards %s merged: the chunks of the missing shards are not checked", chunkstore.ErrUnavailable, rep.Shard)
+	}
 	for _, r := range reps {
 		if r.ExitCode == exitOutside {
 			outside = fmt.Errorf("%w: shard %s could not check everything (exit code %d)", chunkstore.ErrUnavailable, cmp.Or(r.Shard, "0/1"), r.ExitCode)

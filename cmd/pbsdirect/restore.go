@@ -117,7 +117,7 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 		return usagef("a drill restores to a file or block device, not to standard output")
 	}
 	if fs.Arg(2) == "-" && rc.sf.json() {
-		return usagef("--output-format json writes to standard output: not with TARGET -")
+		return usagef("--output-format %s writes to standard output: not with TARGET -", rc.sf.outputFormat)
 	}
 	return checkSnapshotRef(fs.Arg(0))
 }
@@ -146,7 +146,7 @@ type restored struct {
 }
 
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stderr)
+	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stdout, stderr)
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
 	rc.stdoutOK = true
@@ -222,7 +222,9 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 
 // run restores archive of snapshot ref to targetPath and returns its
 // summary. Blob archives are written whole (allowBlob) and return nil.
-func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (*restored, error) {
+// An error after SNAPSHOT was resolved is a resolvedError naming the
+// snapshot.
+func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (_ *restored, err error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
 	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, pf.fetchersFor(sf.fetchSpec()))
@@ -234,6 +236,11 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			err = &resolvedError{snap: snap.String(), err: err}
+		}
+	}()
 	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
@@ -337,7 +344,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
 	journal.Remove()
-	el := time.Since(start)
+	el := time.Since(start) - keys.openingTime() // the clock runs from the key opened
 	r := &restored{plan: plan, created: target.Created(), target: target, damage: damage}
 	if opts.Encrypted {
 		r.key = cc
@@ -513,7 +520,7 @@ func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapsho
 	if sf.json() {
 		return writeJSON(stdout, map[string]any{"snapshot": snap.String(), "archive": archive, "target": targetPath, "size": len(data)})
 	}
-	fmt.Fprintf(stdout, "restored %s/%s to %s: %d bytes, verified and synced\n", snap.String(), archive, targetPath, len(data))
+	fmt.Fprintf(stdout, "restored %s/%s to %s: %s, verified and synced\n", snap.String(), archive, targetPath, humanBytes(uint64(len(data))))
 	return nil
 }
 
@@ -530,3 +537,16 @@ func humanBytes(n uint64) string {
 	}
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// resolvedError is a restore's error once SNAPSHOT (TYPE/ID) was resolved:
+// it carries the snapshot for reports (drill) and says what err says.
+type resolvedError struct {
+	snap string // TYPE/ID/TIME
+	err  error
+}
+
+// Error is the error's own message.
+func (e *resolvedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the error.
+func (e *resolvedError) Unwrap() error { return e.err }

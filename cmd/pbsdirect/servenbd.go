@@ -18,7 +18,7 @@ import (
 // cmdServeNBD serves a snapshot's disk images read-only over NBD until
 // interrupted.
 func cmdServeNBD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve-nbd", "[flags] SNAPSHOT", stderr)
+	fs := newFlags("serve-nbd", "[flags] SNAPSHOT", stdout, stderr)
 	var af accessFlags
 	af.register(fs)
 	socket := fs.String("socket", "", "Unix socket to listen on (default: $XDG_RUNTIME_DIR/pbsdirect-nbd.sock, else /tmp/pbsdirect-nbd-UID.sock)")

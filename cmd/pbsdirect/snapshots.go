@@ -41,7 +41,7 @@ type snapshotFile struct {
 const manifestReads = 16
 
 func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("snapshots", "[flags]", stderr)
+	fs := newFlags("snapshots", "[flags]", stdout, stderr)
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)

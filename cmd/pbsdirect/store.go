@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -89,8 +90,26 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", spec, err))
 		})
 	}
-	return backends.Open(ctx, sf.store, opts)
+	s, err := backends.Open(ctx, sf.store, opts)
+	if errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, &storeMissingError{err}
+	}
+	return s, err
 }
+
+// storeMissingError marks a --store that is not there: a directory that
+// does not exist or holds no datastore (an unmounted disk leaves an empty
+// mount point), a bucket that does not exist. It exits 3, a cause outside
+// the data: mounting the disk or creating the bucket and retrying can help.
+type storeMissingError struct{ err error }
+
+// Error is the opening error with a hint at the usual causes.
+func (e *storeMissingError) Error() string {
+	return e.err.Error() + " (a disk not mounted? a bucket or prefix not created yet?)"
+}
+
+// Unwrap returns the opening error (it wraps chunkstore.ErrNotFound).
+func (e *storeMissingError) Unwrap() error { return e.err }
 
 // storeCounts returns what each store of a chain (several --store)
 // contributed, or nil for one store.

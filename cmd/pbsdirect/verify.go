@@ -32,13 +32,7 @@ the peak. Measured: 1 M distinct chunks in one archive, 274 MiB peak unsharded,
 `
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "[flags] [SNAPSHOT | TYPE/ID]", stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pbsdirect verify [flags] [SNAPSHOT | TYPE/ID]\n\n"+
-			"Verify one snapshot, every snapshot of a group (TYPE/ID; --latest: the newest),\n"+
-			"or every snapshot of the namespace (--max-depth N: and its children; --all-namespaces:\n"+
-			"the whole store).\n\n%s\nFlags:\n%s", verifyHelp, fs.FlagUsages())
-	}
+	fs := newFlags("verify", "[flags] [SNAPSHOT | TYPE/ID]", stdout, stderr)
 	var sf storeFlags
 	sf.register(fs)
 	sf.progress.register(fs)
@@ -218,7 +212,7 @@ func isSnapshotRef(ref string) bool {
 func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report, asJSON bool, outside error, save func() error) error {
 	var verr error
 	if !rep.OK {
-		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable (see above)", rep.Failed(), len(rep.Snapshots))
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable%s", rep.Failed(), len(rep.Snapshots), map[bool]string{false: " (see above)", true: " (see \"snapshots\")"}[asJSON])
 		if outside != nil {
 			// Some archive could not be checked for a reason outside the data.
 			verr = fmt.Errorf("%w; %w", verr, outside)
@@ -237,7 +231,11 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if rep.Shard != "" {
 			what = " (shard " + rep.Shard + ")"
 		}
-		fmt.Fprintf(stdout, "verified %d snapshot(s)%s, %s, %d chunks checked in %.2fs: %s\n", len(rep.Snapshots), what, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
+		head := fmt.Sprintf("verified %d snapshot(s)%s", len(rep.Snapshots), what)
+		if !rep.OK {
+			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Failed())
+		}
+		fmt.Fprintf(stdout, "%s, %s, %d chunks checked in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)

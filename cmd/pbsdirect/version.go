@@ -53,7 +53,7 @@ func buildVersion() versionInfo {
 }
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", "[flags]", stderr)
+	fs := newFlags("version", "[flags]", stdout, stderr)
 	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
 	if err := parse(fs, args); err != nil {
 		return err

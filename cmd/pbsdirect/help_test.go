@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHelpOnStdout: every command's --help (and "help COMMAND") prints its
+// usage line, description, flags and examples on stdout, nothing on stderr,
+// and exits 0, also under PROXMOX_OUTPUT_FORMAT=json; import-with-master-key
+// says what ENCRYPTED-KEY is and create-master-key where it writes.
+func TestHelpOnStdout(t *testing.T) {
+	t.Setenv("PROXMOX_OUTPUT_FORMAT", "json")
+	for _, c := range []struct {
+		args []string
+		want []string // besides "Usage: pbsdirect <command>", "Flags:" and "Examples:"
+	}{
+		{[]string{"restore"}, []string{"TARGET is", "PBS_ENCRYPTION_PASSWORD_FD"}},
+		{[]string{"drill"}, nil},
+		{[]string{"verify"}, nil},
+		{[]string{"snapshots"}, nil},
+		{[]string{"groups"}, nil},
+		{[]string{"namespaces"}, nil},
+		{[]string{"backup"}, []string{"--master-pubkey-file"}},
+		{[]string{"mount"}, []string{"exit 0"}},
+		{[]string{"serve-nbd"}, []string{"exit 0"}},
+		{[]string{"version"}, nil},
+		{[]string{"report", "merge"}, nil},
+		{[]string{"key", "create"}, nil},
+		{[]string{"key", "show"}, nil},
+		{[]string{"key", "change-passphrase"}, nil},
+		{[]string{"key", "paperkey"}, nil},
+		{[]string{"key", "create-master-key"}, []string{"current directory", "master-public.pem", "master-private.pem"}},
+		{[]string{"key", "import-with-master-key"}, []string{"ENCRYPTED-KEY is", "rsa-encrypted.key.blob", "snapshot"}},
+	} {
+		name := strings.Join(c.args, " ")
+		for _, args := range [][]string{append(append([]string{}, c.args...), "--help"), append([]string{"help"}, c.args...)} {
+			r := pbs(t, args...)
+			if r.code != 0 || r.err != "" {
+				t.Errorf("%s: exit %d, stderr %q; want 0 and nothing on stderr", strings.Join(args, " "), r.code, r.err)
+			}
+			for _, w := range append([]string{"Usage: pbsdirect " + name + " ", "Flags:\n", "Examples:\n  pbsdirect " + c.args[0]}, c.want...) {
+				if !strings.Contains(r.out, w) {
+					t.Errorf("%s: stdout lacks %q:\n%s", strings.Join(args, " "), w, r.out)
+				}
+			}
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"help"}, {"key", "--help"}} {
+		if r := pbs(t, args...); r.code != 0 || r.err != "" || !strings.Contains(r.out, "Usage:") {
+			t.Errorf("%s: %v; want usage on stdout, exit 0", strings.Join(args, " "), r)
+		}
+	}
+}
