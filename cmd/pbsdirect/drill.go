@@ -48,6 +48,9 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
+		return err
+	}
 	if *scratch != "" || *list != "" {
 		return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
 	}

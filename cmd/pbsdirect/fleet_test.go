@@ -443,3 +443,27 @@ func TestDrillFleet(t *testing.T) {
 	}
 	mustFail(t, 2, []string{"--list"}, "drill", "--store", f.store, "--scratch", scratch, "--list", fixture.WriteFile(t, t.TempDir(), "bad", []byte("vm/100\n")))
 }
+
+// TestOutputPathsCheckedFirst: a report, state or metrics file that cannot
+// be written where it is named is a usage error found before any work.
+func TestOutputPathsCheckedFirst(t *testing.T) {
+	f := newFleet(t)
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"verify", "--store", f.store, "--state", filepath.Join(dir, "no", "state")},
+		{"verify", "--store", f.store, "--report", dir},
+		{"verify", "--store", f.store, "--metrics-textfile", filepath.Join(dir, "no", "m.prom")},
+		{"drill", "--store", f.store, "--metrics-textfile", filepath.Join(dir, "no", "m.prom"), f.snaps[0].String(), "drive-scsi0", filepath.Join(dir, "d.img")},
+	} {
+		r := mustFail(t, 2, nil, args...)
+		if !strings.Contains(r.err, "does not exist") && !strings.Contains(r.err, "is a directory") {
+			t.Errorf("%v: %v", args, r)
+		}
+		if strings.Contains(r.out+r.err, "chunks checked") || strings.Contains(r.err, ".tmp") {
+			t.Errorf("%v: worked before refusing, or names a temporary file: %v", args, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d.img")); err == nil {
+		t.Error("drill restored before refusing its metrics file")
+	}
+}

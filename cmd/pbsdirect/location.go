@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
@@ -102,7 +105,7 @@ func writeLocation(ctx context.Context, sf *storeFlags, loc string, data []byte)
 	dir := filepath.Dir(loc)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(loc)+".tmp*")
 	if err != nil {
-		return err
+		return localWriteError(loc, err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
@@ -117,11 +120,43 @@ func writeLocation(ctx context.Context, sf *storeFlags, loc string, data []byte)
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", loc, err)
+		return localWriteError(loc, err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()
+	}
+	return nil
+}
+
+// localWriteError names loc in a failed write of an output file (a report,
+// a state, metrics): a path that cannot be one (missing directory, a
+// directory in the way) is a usage error (exit 2); no space, no permission
+// and I/O errors stay what they are (exit 3, chunkstore.Outside).
+func localWriteError(loc string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the temporary name is ours, not the user's
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrExist) {
+		return usagef("%s: cannot write a file there: %v", loc, err)
+	}
+	return fmt.Errorf("%s: %w", loc, err)
+}
+
+// checkOutputPath checks, before any work, that a local output file given
+// with flag (a report, a state, metrics) can be written where loc says: its
+// directory exists and loc is not a directory. Bucket locations and ""
+// pass.
+func checkOutputPath(flag, loc string) error {
+	if loc == "" || backends.IsRemote(loc) {
+		return nil
+	}
+	if st, err := os.Stat(filepath.Dir(loc)); err != nil || !st.IsDir() {
+		return usagef("%s %s: the directory %s does not exist", flag, loc, filepath.Dir(loc))
+	}
+	if st, err := os.Stat(loc); err == nil && st.IsDir() {
+		return usagef("%s %s: is a directory", flag, loc)
 	}
 	return nil
 }

@@ -69,7 +69,10 @@ func writeVerifyMetrics(path string, rep verify.Report, store chunkstore.Store) 
 	gauge(reg, l, "pbsdirect_verify_chunks_checked", "Chunks read and checked by the last verify run.", float64(rep.ChunksChecked))
 	gauge(reg, l, "pbsdirect_verify_damaged_chunks", "Damaged chunks found by the last verify run (per archive using them).", float64(rep.DamagedChunks))
 	gauge(reg, l, "pbsdirect_verify_retries", "Bucket requests retried during the last verify run.", float64(backends.RetriesOf(store)))
-	return prometheus.WriteToTextfile(path, reg)
+	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+		return localWriteError(path, err)
+	}
+	return nil
 }
 
 // writeDrillMetrics writes the metrics of a drill run (one archive or a
@@ -107,5 +110,8 @@ func writeDrillMetrics(path string, reps []drillReport) error {
 	for _, r := range reps {
 		ttr.WithLabelValues(r.Snapshot, r.Archive).Set(r.RestoreSeconds)
 	}
-	return prometheus.WriteToTextfile(path, reg)
+	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+		return localWriteError(path, err)
+	}
+	return nil
 }

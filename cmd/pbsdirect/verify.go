@@ -68,6 +68,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := pf.check(); err != nil {
 		return err
 	}
+	for flag, loc := range map[string]string{"--state": *statePath, "--report": *reportLoc, "--metrics-textfile": *metrics} {
+		if err := checkOutputPath(flag, loc); err != nil {
+			return err
+		}
+	}
 	if *maxDamaged < 0 {
 		return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
 	}
