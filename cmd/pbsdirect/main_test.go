@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -46,22 +42,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// pbsProcess runs pbsdirect with args in a child process (the test binary
-// itself, see runAsCLI) and returns its result and its peak resident set
-// size in bytes, for memory bounds that an in-process run cannot show.
+// pbsProcess runs pbsdirect with args in a child process (pbsProc) and
+// returns its result and its own peak resident set size in bytes (VmHWM,
+// not the wait status's maxrss, which starts from the test binary's own
+// memory), for memory bounds that an in-process run cannot show.
 func pbsProcess(t *testing.T, args ...string) (result, int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runAsCLI+"=1")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
+	r := pbsProc(t, nil, args...)
+	if r.maxRSS == 0 {
+		t.Fatalf("no peak memory reported by %v", r.result)
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
-	return result{code: cmd.ProcessState.ExitCode(), out: out.String(), err: errb.String(), args: args}, rss
+	return r.result, r.maxRSS
 }
 
 // TestRaiseProcs: GOMAXPROCS rises to jobs + writers for a restore (never
