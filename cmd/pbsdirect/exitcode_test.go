@@ -40,6 +40,8 @@ func TestExitCode(t *testing.T) {
 		{"success", nil, 0},
 		{"help", flag.ErrHelp, 0},
 		{"usage", usagef("want SNAPSHOT"), 2},
+		{"key file not a regular file", fmt.Errorf("--keyfile: %w", crypto.ErrNotSecretFile), 2},
+		{"key file KDF out of bounds", fmt.Errorf("key file: %w", crypto.ErrUnsupportedKDF), 2},
 		{"no passphrase source", fmt.Errorf("key file k.json: %w", crypto.ErrPassphraseNeeded), 2},
 		{"new passphrase too short", fmt.Errorf("key create: %w", crypto.ErrPassphraseTooShort), 2},
 		{"file named not there", fmt.Errorf("key file: %w", usageOf(&fs.PathError{Op: "open", Path: "k.json", Err: syscall.ENOENT})), 2},

@@ -144,7 +144,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ie):
 		return 128 + int(ie.sig)
-	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, crypto.ErrPassphraseTooShort), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
+	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, crypto.ErrPassphraseTooShort),
+		errors.Is(err, crypto.ErrNotSecretFile), errors.Is(err, crypto.ErrUnsupportedKDF), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
 		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable):
 		// A target that cannot take the restore as named: the command
 		// line must change, not the data or the machine.

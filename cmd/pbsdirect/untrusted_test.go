@@ -116,8 +116,10 @@ func TestKeyMaterialBounds(t *testing.T) {
 				{"key", "show", "--verify", c.keyfile},
 			} {
 				r := pbsWithin(t, 5*time.Second, args...)
-				if r.code != 1 || !strings.Contains(r.err, c.want) {
-					t.Errorf("want exit 1 and %q: %v", c.want, r)
+				// A key or passphrase file that cannot be one is a
+				// command-line mistake.
+				if r.code != 2 || !strings.Contains(r.err, c.want) {
+					t.Errorf("want exit 2 and %q: %v", c.want, r)
 				}
 				noFile(t, target)
 			}
