@@ -6,6 +6,9 @@ import (
 	"io"
 	"text/tabwriter"
 
+	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -27,20 +30,7 @@ func cmdGroups(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("groups takes no arguments (use --ns for a namespace)")
-	}
-	if err := sf.check(); err != nil {
-		return err
-	}
-	ns, err := sf.namespace()
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, &sf, false, manifestReads)
+	ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
 	if err != nil {
 		return err
 	}
@@ -99,20 +89,7 @@ func cmdNamespaces(ctx context.Context, args []string, stdout, stderr io.Writer)
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", -1, "list namespaces at most this many levels below --ns (-1: all)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("namespaces takes no arguments (use --ns for where to start)")
-	}
-	if err := sf.check(); err != nil {
-		return err
-	}
-	ns, err := sf.namespace()
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, &sf, false, manifestReads)
+	ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start")
 	if err != nil {
 		return err
 	}
@@ -136,4 +113,28 @@ func cmdNamespaces(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintln(stdout, name)
 	}
 	return nil
+}
+
+// openListing parses the arguments of a listing command (groups,
+// namespaces, snapshots: flags only; hint says what to use instead of an
+// argument), checks the flags and opens the store and namespace to list.
+func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, hint string) (index.Namespace, chunkstore.Store, error) {
+	if err := parse(fs, args); err != nil {
+		return nil, nil, err
+	}
+	if fs.NArg() != 0 {
+		return nil, nil, usagef("%s takes no arguments (%s)", fs.Name(), hint)
+	}
+	if err := sf.check(); err != nil {
+		return nil, nil, err
+	}
+	ns, err := sf.namespace()
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openStore(ctx, sf, false, manifestReads)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ns, store, nil
 }

@@ -46,20 +46,7 @@ func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (-1: all)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("snapshots takes no arguments (use --ns for a namespace)")
-	}
-	if err := sf.check(); err != nil {
-		return err
-	}
-	ns, err := sf.namespace()
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, &sf, false, manifestReads)
+	ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
 	if err != nil {
 		return err
 	}
