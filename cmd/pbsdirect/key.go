@@ -81,10 +81,7 @@ func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
 	if err := checkOutputFormat(*format); err != nil {
 		return err
 	}
-	path := defaultKeyPath()
-	if fs.NArg() == 1 {
-		path = fs.Arg(0)
-	}
+	path := keyPathArg(fs.Args(), 0)
 	if _, err := os.Stat(path); err == nil {
 		return usagef("key file %s already exists: refusing to overwrite", path)
 	}
@@ -160,17 +157,10 @@ func cmdKeyShow(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkOutputFormat(*format); err != nil {
 		return err
 	}
-	path := defaultKeyPath()
-	if fs.NArg() == 1 {
-		path = fs.Arg(0)
-	}
-	data, err := readSmallFile(path)
+	path := keyPathArg(fs.Args(), 0)
+	kf, err := readKeyFile(path)
 	if err != nil {
-		return fmt.Errorf("key file: %w", err)
-	}
-	kf, err := crypto.ParseKeyFile(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	info := keyInfo{Path: path, KDF: crypto.KDFNone, Created: kf.Created, Modified: kf.Modified, Fingerprint: kf.Fingerprint, Hint: kf.Hint}
 	switch {

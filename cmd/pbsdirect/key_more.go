@@ -23,6 +23,29 @@ const (
 	masterPrivateName = "master-private.pem"
 )
 
+// keyPathArg returns the key file PATH argument at position i of args, or
+// the default key file when it is not given.
+func keyPathArg(args []string, i int) string {
+	if len(args) > i {
+		return args[i]
+	}
+	return defaultKeyPath()
+}
+
+// readKeyFile reads and parses the key file (or paper key) at path. Read
+// errors say "key file: …" with the path; parse errors name the path.
+func readKeyFile(path string) (*crypto.KeyFile, error) {
+	data, err := readSmallFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	kf, err := crypto.ParseKeyFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return kf, nil
+}
+
 // readSmallFile reads a key, paper key or PEM file: a regular file of at
 // most crypto.MaxSecretFileSize bytes (crypto.ReadSecretFile).
 // A file that is not there is a usage mistake (exit 2).
@@ -119,17 +142,10 @@ func cmdKeyChangePassphrase(ctx context.Context, args []string, stdout, stderr i
 	if err := parseKDF(*kdf); err != nil {
 		return err
 	}
-	path := defaultKeyPath()
-	if fs.NArg() == 1 {
-		path = fs.Arg(0)
-	}
-	data, err := readSmallFile(path)
+	path := keyPathArg(fs.Args(), 0)
+	kf, err := readKeyFile(path)
 	if err != nil {
 		return err
-	}
-	kf, err := crypto.ParseKeyFile(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	var old []byte
 	if kf.NeedsPassphrase() {
@@ -180,10 +196,7 @@ func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
 		return usagef("--output-format for a paper key must be text, not %q", *format)
 	}
 	textOnly(stdout)
-	path := defaultKeyPath()
-	if fs.NArg() == 1 {
-		path = fs.Arg(0)
-	}
+	path := keyPathArg(fs.Args(), 0)
 	data, err := readSmallFile(path)
 	if err != nil {
 		return err
@@ -262,10 +275,7 @@ func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stder
 	if err := parseKDF(*kdf); err != nil {
 		return err
 	}
-	path := defaultKeyPath()
-	if fs.NArg() == 3 {
-		path = fs.Arg(2)
-	}
+	path := keyPathArg(fs.Args(), 2)
 	if _, err := os.Stat(path); err == nil {
 		return usagef("key file %s already exists: refusing to overwrite", path)
 	}
