@@ -345,10 +345,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// stallMidBody forwards req, writes the response head and the first n body
-// bytes, then holds the connection silent until the client or the proxy
-// closes it.
-func (p *Proxy) stallMidBody(w http.ResponseWriter, req *http.Request, n int64) {
+// forward sends req to the target and returns its response; on failure it
+// answers 502 itself and returns false.
+func (p *Proxy) forward(w http.ResponseWriter, req *http.Request) (*http.Response, bool) {
 	out := req.Clone(req.Context())
 	out.RequestURI = ""
 	out.URL.Scheme = p.target.Scheme
@@ -357,6 +356,17 @@ func (p *Proxy) stallMidBody(w http.ResponseWriter, req *http.Request, n int64) 
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
+		return nil, false
+	}
+	return resp, true
+}
+
+// stallMidBody forwards req, writes the response head and the first n body
+// bytes, then holds the connection silent until the client or the proxy
+// closes it.
+func (p *Proxy) stallMidBody(w http.ResponseWriter, req *http.Request, n int64) {
+	resp, ok := p.forward(w, req)
+	if !ok {
 		return
 	}
 	defer resp.Body.Close()
@@ -394,14 +404,8 @@ func writeError(w http.ResponseWriter, status int, c string) {
 // resetMidBody forwards req, writes the response head and the first n body
 // bytes to the client itself, then resets the connection (SO_LINGER 0).
 func (p *Proxy) resetMidBody(w http.ResponseWriter, req *http.Request, n int64) {
-	out := req.Clone(req.Context())
-	out.RequestURI = ""
-	out.URL.Scheme = p.target.Scheme
-	out.URL.Host = p.target.Host
-	out.Host = req.Host
-	resp, err := p.transport.RoundTrip(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+	resp, ok := p.forward(w, req)
+	if !ok {
 		return
 	}
 	defer resp.Body.Close()
