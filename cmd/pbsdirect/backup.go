@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"context"
 	"errors"
 	"fmt"
@@ -35,8 +37,7 @@ type backupSummary struct {
 	Fingerprint   string   `json:"key-fingerprint,omitempty"`
 }
 
-func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("backup", "[flags] NAME.img:PATH [NAME.conf:PATH ...]", stdout, stderr)
+func cmdBackup(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.register(fs)
 	sf.progress.register(fs)
@@ -48,147 +49,146 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
 	masterPub := fs.String("master-pubkey-file", "", "RSA master public key (PEM, key create-master-key): store the encryption key encrypted under it as rsa-encrypted.key.blob, for recovery with key import-with-master-key")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usagef("want at least one NAME.img:PATH")
-	}
-	if cs := *chunkSize; cs < 64 || cs > 4096 || cs&(cs-1) != 0 {
-		return usagef("--chunk-size must be 64, 128, 256, 512, 1024, 2048 or 4096 (KiB), not %d", cs)
-	}
-	if err := sf.check(); err != nil {
-		return err
-	}
-	var sources []backup.Source
-	seen := map[string]bool{}
-	for _, a := range fs.Args() {
-		s, err := backup.ParseSpec(a)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+		if fs.NArg() == 0 {
+			return usagef("want at least one NAME.img:PATH")
+		}
+		if cs := *chunkSize; cs < 64 || cs > 4096 || cs&(cs-1) != 0 {
+			return usagef("--chunk-size must be 64, 128, 256, 512, 1024, 2048 or 4096 (KiB), not %d", cs)
+		}
+		if err := sf.check(); err != nil {
+			return err
+		}
+		var sources []backup.Source
+		seen := map[string]bool{}
+		for _, a := range fs.Args() {
+			s, err := backup.ParseSpec(a)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if seen[s.Name] {
+				return usagef("archive %s given twice", s.Name)
+			}
+			seen[s.Name] = true
+			sources = append(sources, s)
+		}
+		ns, err := sf.namespace()
 		if err != nil {
+			return err
+		}
+		snap := index.Snapshot{NS: ns, Type: *btype, ID: *bid}
+		if *btime != "" {
+			if t, err := strconv.ParseInt(*btime, 10, 64); err == nil {
+				snap.Time = t
+			} else if t, err := time.Parse(time.RFC3339, *btime); err == nil {
+				snap.Time = t.Unix()
+			} else {
+				return usagef("--backup-time %q: want RFC 3339 (2026-11-29T10:00:00Z or with an offset) or epoch seconds", *btime)
+			}
+			if snap.Time <= 0 {
+				return usagef("--backup-time %q: must be after 1970-01-01T00:00:00Z", *btime)
+			}
+		}
+		if _, err := index.ParseSnapshotRef(fmt.Sprintf("%s/%s", snap.Type, snap.ID)); err != nil {
 			return usagef("%v", err)
 		}
-		if seen[s.Name] {
-			return usagef("archive %s given twice", s.Name)
-		}
-		seen[s.Name] = true
-		sources = append(sources, s)
-	}
-	ns, err := sf.namespace()
-	if err != nil {
-		return err
-	}
-	snap := index.Snapshot{NS: ns, Type: *btype, ID: *bid}
-	if *btime != "" {
-		if t, err := strconv.ParseInt(*btime, 10, 64); err == nil {
-			snap.Time = t
-		} else if t, err := time.Parse(time.RFC3339, *btime); err == nil {
-			snap.Time = t.Unix()
-		} else {
-			return usagef("--backup-time %q: want RFC 3339 (2026-11-29T10:00:00Z or with an offset) or epoch seconds", *btime)
-		}
-		if snap.Time <= 0 {
-			return usagef("--backup-time %q: must be after 1970-01-01T00:00:00Z", *btime)
-		}
-	}
-	if _, err := index.ParseSnapshotRef(fmt.Sprintf("%s/%s", snap.Type, snap.ID)); err != nil {
-		return usagef("%v", err)
-	}
-	var cc *crypto.Config
-	if *cryptMode != "none" {
-		if cc, err = sf.loadKey(ctx, stderr); err != nil {
-			return err
-		}
-	}
-	signOnly := false
-	switch *cryptMode {
-	case "":
-	case "none":
-		cc = nil
-	case "encrypt", "sign-only":
-		if cc == nil {
-			return usagef("--crypt-mode %s needs --keyfile", *cryptMode)
-		}
-		signOnly = *cryptMode == "sign-only"
-	default:
-		return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
-	}
-	var rsaKey []byte
-	if *masterPub != "" {
-		if cc == nil || signOnly {
-			return usagef("--master-pubkey-file goes with encryption: give --keyfile (or have a default key) and no --crypt-mode none or sign-only")
-		}
-		if rsaKey, err = rsaEncryptedKey(*masterPub, sf.keyfile, cc); err != nil {
-			return err
-		}
-	}
-	if *jobs == 0 && sf.remote {
-		*jobs = 8 * max(1, runtimeCPUs())
-	}
-	for _, s := range sources {
-		if _, err := os.Stat(s.Path); err != nil {
-			err = fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
-			if errors.Is(err, os.ErrNotExist) {
-				err = usageOf(err) // a path mistyped, not data missing
+		var cc *crypto.Config
+		if *cryptMode != "none" {
+			if cc, err = sf.loadKey(ctx, stderr); err != nil {
+				return err
 			}
-			return err
 		}
-	}
-	store, err := openStore(ctx, &sf, true, max(*jobs, 8))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if snap.Time != 0 {
-		// Like PBS, refuse a snapshot that is not newer than the group's last one.
-		existing, err := snapshot.List(ctx, store, snap.NS)
+		signOnly := false
+		switch *cryptMode {
+		case "":
+		case "none":
+			cc = nil
+		case "encrypt", "sign-only":
+			if cc == nil {
+				return usagef("--crypt-mode %s needs --keyfile", *cryptMode)
+			}
+			signOnly = *cryptMode == "sign-only"
+		default:
+			return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
+		}
+		var rsaKey []byte
+		if *masterPub != "" {
+			if cc == nil || signOnly {
+				return usagef("--master-pubkey-file goes with encryption: give --keyfile (or have a default key) and no --crypt-mode none or sign-only")
+			}
+			if rsaKey, err = rsaEncryptedKey(*masterPub, sf.keyfile, cc); err != nil {
+				return err
+			}
+		}
+		if *jobs == 0 && sf.remote {
+			*jobs = 8 * max(1, runtimeCPUs())
+		}
+		for _, s := range sources {
+			if _, err := os.Stat(s.Path); err != nil {
+				err = fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
+				if errors.Is(err, os.ErrNotExist) {
+					err = usageOf(err) // a path mistyped, not data missing
+				}
+				return err
+			}
+		}
+		store, err := openStore(ctx, &sf, true, max(*jobs, 8))
 		if err != nil {
 			return err
 		}
-		var last *index.Snapshot
-		for i, e := range existing {
-			if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && (last == nil || e.Snapshot.Time > last.Time) {
-				last = &existing[i].Snapshot
+		defer store.Close()
+		if snap.Time != 0 {
+			// Like PBS, refuse a snapshot that is not newer than the group's last one.
+			existing, err := snapshot.List(ctx, store, snap.NS)
+			if err != nil {
+				return err
+			}
+			var last *index.Snapshot
+			for i, e := range existing {
+				if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && (last == nil || e.Snapshot.Time > last.Time) {
+					last = &existing[i].Snapshot
+				}
+			}
+			if last != nil && last.Time >= snap.Time {
+				return usagef("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), last)
 			}
 		}
-		if last != nil && last.Time >= snap.Time {
-			return usagef("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), last)
+		start := time.Now()
+		var stats backup.Stats
+		var total int64
+		for _, s := range sources {
+			if st, err := os.Stat(s.Path); err == nil {
+				total += st.Size()
+			}
 		}
-	}
-	start := time.Now()
-	var stats backup.Stats
-	var total int64
-	for _, s := range sources {
-		if st, err := os.Stat(s.Path); err == nil {
-			total += st.Size()
+		bar := startProgress(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
+		res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
+		bar.done()
+		if err != nil {
+			return fmt.Errorf("backup failed, no snapshot written: %w", err)
 		}
+		el := time.Since(start)
+		sum := backupSummary{
+			Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
+			Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
+			Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Seconds: el.Seconds(),
+			MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
+		}
+		for _, f := range res.Manifest.Files {
+			sum.Archives = append(sum.Archives, f.Filename)
+		}
+		if cc != nil {
+			sum.Fingerprint = cc.Fingerprint().String()
+		}
+		if sf.json() {
+			return writeJSON(stdout, sum)
+		}
+		fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
+		fmt.Fprintf(stdout, "  archives: %s; %d chunks (%s all zeros), %d written to the store (%s), %d already there, %d repeated in this backup\n",
+			strings.Join(sum.Archives, ", "), sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
+		if cc != nil {
+			fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
+		}
+		return nil
 	}
-	bar := startProgress(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
-	res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
-	bar.done()
-	if err != nil {
-		return fmt.Errorf("backup failed, no snapshot written: %w", err)
-	}
-	el := time.Since(start)
-	sum := backupSummary{
-		Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
-		Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
-		Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Seconds: el.Seconds(),
-		MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
-	}
-	for _, f := range res.Manifest.Files {
-		sum.Archives = append(sum.Archives, f.Filename)
-	}
-	if cc != nil {
-		sum.Fingerprint = cc.Fingerprint().String()
-	}
-	if sf.json() {
-		return writeJSON(stdout, sum)
-	}
-	fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
-	fmt.Fprintf(stdout, "  archives: %s; %d chunks (%s all zeros), %d written to the store (%s), %d already there, %d repeated in this backup\n",
-		strings.Join(sum.Archives, ", "), sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
-	if cc != nil {
-		fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
-	}
-	return nil
 }

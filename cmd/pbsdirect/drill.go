@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"context"
 	"errors"
 	"fmt"
@@ -37,54 +39,52 @@ type readBackReport struct {
 	MiBps            float64 `json:"mib-per-second"`
 }
 
-func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("drill", "[flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]", stdout, stderr)
+func cmdDrill(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
 	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
 	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once")
 	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
-		return err
-	}
-	if *scratch != "" || *list != "" {
-		return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
-	}
-	if fs.Changed("parallel") {
-		return usagef("--parallel is for a fleet drill (--scratch)")
-	}
-	if err := rc.check(fs); err != nil {
-		return err
-	}
-	archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
-	rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, stdout, stderr)
-	if err != nil {
-		var ue *usageError
-		if errors.As(err, &ue) {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
 			return err
 		}
-	}
-	rep.ExitCode = codeFor(ctx, err)
-	if *metrics != "" {
-		if merr := writeDrillMetrics(*metrics, []drillReport{rep}); merr != nil {
-			return fmt.Errorf("--metrics-textfile: %w", merr)
+		if *scratch != "" || *list != "" {
+			return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
 		}
-	}
-	if rc.sf.json() {
-		if werr := writeJSON(stdout, rep); werr != nil {
-			return werr
+		if fs.Changed("parallel") {
+			return usagef("--parallel is for a fleet drill (--scratch)")
 		}
-	} else {
-		printDrill(stdout, rep)
+		if err := rc.check(fs); err != nil {
+			return err
+		}
+		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
+		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, stdout, stderr)
+		if err != nil {
+			var ue *usageError
+			if errors.As(err, &ue) {
+				return err
+			}
+		}
+		rep.ExitCode = codeFor(ctx, err)
+		if *metrics != "" {
+			if merr := writeDrillMetrics(*metrics, []drillReport{rep}); merr != nil {
+				return fmt.Errorf("--metrics-textfile: %w", merr)
+			}
+		}
+		if rc.sf.json() {
+			if werr := writeJSON(stdout, rep); werr != nil {
+				return werr
+			}
+		} else {
+			printDrill(stdout, rep)
+		}
+		if err != nil {
+			return fmt.Errorf("drill failed: %w", err)
+		}
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("drill failed: %w", err)
-	}
-	return nil
 }
 
 // drillOne restores archive of snapshot ref to targetPath, reads it back

@@ -8,6 +8,18 @@ import "strings"
 // ("restore", "key create"); an unknown name has neither.
 func commandHelp(name string) (about, examples string) {
 	switch name {
+	case "key":
+		return `Create, show and manage key files as proxmox-backup-client key does. PATH
+defaults to ` + defaultKeyPath() + `, the default key file that restore,
+verify and backup read when a snapshot is encrypted and no --keyfile is
+given. A paper key (the text of 'key paperkey') is accepted wherever a key
+file is.`,
+			`  pbsdirect key create /root/enc.key
+  pbsdirect key show --verify /root/enc.key`
+	case "report":
+		return `Work with the JSON reports that verify writes (--report): merge the reports
+of verify shards into one.`,
+			`  pbsdirect report merge shard-*.json`
 	case "restore":
 		return `Restore one archive of a snapshot: a disk image (.img.fidx) to a file, a block
 device or - (standard output), or a blob (.blob: a VM config, the client log).

@@ -26,111 +26,72 @@ func defaultKeyPath() string {
 	return filepath.Join(dir, "proxmox-backup", "encryption-key.json")
 }
 
-// keyUsage lists the key commands.
-var keyUsage = `Usage:
-  pbsdirect key create [--kdf scrypt|pbkdf2|none] [--hint TEXT] [PATH]
-  pbsdirect key show [--verify] [PATH]
-  pbsdirect key change-passphrase [--kdf K] [--hint TEXT] [--new-passphrase-file F] [PATH]
-  pbsdirect key paperkey [--subject TEXT] [PATH]
-  pbsdirect key create-master-key [--bits N] [--master-passphrase-file F]
-  pbsdirect key import-with-master-key [--store S [--ns NS]] [--kdf K] [--master-passphrase-file F] ENCRYPTED-KEY MASTER-KEY [PATH]
 
-PATH defaults to ` + defaultKeyPath() + `.
-A paper key (the text of 'key paperkey') is accepted wherever a key file is.
-Run 'pbsdirect key COMMAND --help' for a command's flags.
-`
-
-func cmdKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("want a key command: create, show, change-passphrase, paperkey, create-master-key or import-with-master-key")
-	}
-	switch args[0] {
-	case "-h", "--help":
-		fmt.Fprint(stdout, keyUsage)
-		return flag.ErrHelp
-	case "create":
-		return cmdKeyCreate(args[1:], stdout, stderr)
-	case "show":
-		return cmdKeyShow(ctx, args[1:], stdout, stderr)
-	case "change-passphrase":
-		return cmdKeyChangePassphrase(ctx, args[1:], stdout, stderr)
-	case "paperkey":
-		return cmdKeyPaperkey(args[1:], stdout, stderr)
-	case "create-master-key":
-		return cmdKeyCreateMasterKey(args[1:], stdout, stderr)
-	case "import-with-master-key":
-		return cmdKeyImportWithMasterKey(ctx, args[1:], stdout, stderr)
-	}
-	return usagef("unknown key command %q (want create, show, change-passphrase, paperkey, create-master-key or import-with-master-key)", args[0])
-}
-
-func cmdKeyCreate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key create", "[flags] [PATH]", stdout, stderr)
+func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("want at most one PATH")
-	}
-	if err := parseKDF(*kdf); err != nil {
-		return err
-	}
-	if err := checkOutputFormat(*format); err != nil {
-		return err
-	}
-	path := keyPathArg(fs.Args(), 0)
-	if _, err := os.Stat(path); err == nil {
-		return usagef("key file %s already exists: refusing to overwrite", path)
-	}
-	var pass []byte
-	if *kdf != crypto.KDFNone {
-		var err error
-		pass, err = passphrase("Encryption Key Password: ", true, stderr)
-		if errors.Is(err, crypto.ErrPassphraseNeeded) {
-			return usagef("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() > 1 {
+			return usagef("want at most one PATH")
 		}
+		if err := parseKDF(*kdf); err != nil {
+			return err
+		}
+		if err := checkOutputFormat(*format); err != nil {
+			return err
+		}
+		path := keyPathArg(fs.Args(), 0)
+		if _, err := os.Stat(path); err == nil {
+			return usagef("key file %s already exists: refusing to overwrite", path)
+		}
+		var pass []byte
+		if *kdf != crypto.KDFNone {
+			var err error
+			pass, err = passphrase("Encryption Key Password: ", true, stderr)
+			if errors.Is(err, crypto.ErrPassphraseNeeded) {
+				return usagef("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		key, err := crypto.GenerateKey()
 		if err != nil {
 			return err
 		}
+		kf, err := crypto.NewKeyFile(key, *kdf, pass, time.Now())
+		if err != nil {
+			return err
+		}
+		kf.Hint = *hint
+		data, err := kf.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+			return err
+		}
+		if outputJSON(stdout) {
+			return writeJSON(stdout, map[string]string{"path": path, "kdf": *kdf, "fingerprint": kf.Fingerprint})
+		}
+		fmt.Fprintf(stdout, "created key file %s (kdf %s), fingerprint %s\n", path, *kdf, kf.Fingerprint)
+		return nil
 	}
-	key, err := crypto.GenerateKey()
-	if err != nil {
-		return err
-	}
-	kf, err := crypto.NewKeyFile(key, *kdf, pass, time.Now())
-	if err != nil {
-		return err
-	}
-	kf.Hint = *hint
-	data, err := kf.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return err
-	}
-	if outputJSON(stdout) {
-		return writeJSON(stdout, map[string]string{"path": path, "kdf": *kdf, "fingerprint": kf.Fingerprint})
-	}
-	fmt.Fprintf(stdout, "created key file %s (kdf %s), fingerprint %s\n", path, *kdf, kf.Fingerprint)
-	return nil
 }
 
 // keyInfo is what 'key show' prints.
@@ -144,57 +105,55 @@ type keyInfo struct {
 	Verified    bool   `json:"verified"` // the key was decrypted and its fingerprint recomputed
 }
 
-func cmdKeyShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key show", "[flags] [PATH]", stdout, stderr)
+func cmdKeyShow(fs *flag.FlagSet) commandFunc {
 	verify := fs.Bool("verify", false, "decrypt the key (passphrase needed) and check the stored fingerprint")
 	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("want at most one PATH")
-	}
-	if err := checkOutputFormat(*format); err != nil {
-		return err
-	}
-	path := keyPathArg(fs.Args(), 0)
-	kf, err := readKeyFile(path)
-	if err != nil {
-		return err
-	}
-	info := keyInfo{Path: path, KDF: crypto.KDFNone, Created: kf.Created, Modified: kf.Modified, Fingerprint: kf.Fingerprint, Hint: kf.Hint}
-	switch {
-	case kf.KDF != nil && kf.KDF.Scrypt != nil:
-		info.KDF = crypto.KDFScrypt
-	case kf.KDF != nil:
-		info.KDF = crypto.KDFPBKDF2
-	}
-	if *verify || kf.Fingerprint == "" || !kf.NeedsPassphrase() {
-		var pass []byte
-		if kf.NeedsPassphrase() {
-			if pass, err = passphrase("Encryption Key Password: ", false, stderr); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() > 1 {
+			return usagef("want at most one PATH")
 		}
-		_, cfg, err := kf.Open(ctx, pass)
+		if err := checkOutputFormat(*format); err != nil {
+			return err
+		}
+		path := keyPathArg(fs.Args(), 0)
+		kf, err := readKeyFile(path)
 		if err != nil {
-			if errors.Is(err, crypto.ErrKeyFingerprint) || errors.Is(err, crypto.ErrWrongPassphrase) {
+			return err
+		}
+		info := keyInfo{Path: path, KDF: crypto.KDFNone, Created: kf.Created, Modified: kf.Modified, Fingerprint: kf.Fingerprint, Hint: kf.Hint}
+		switch {
+		case kf.KDF != nil && kf.KDF.Scrypt != nil:
+			info.KDF = crypto.KDFScrypt
+		case kf.KDF != nil:
+			info.KDF = crypto.KDFPBKDF2
+		}
+		if *verify || kf.Fingerprint == "" || !kf.NeedsPassphrase() {
+			var pass []byte
+			if kf.NeedsPassphrase() {
+				if pass, err = passphrase("Encryption Key Password: ", false, stderr); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+			}
+			_, cfg, err := kf.Open(ctx, pass)
+			if err != nil {
+				if errors.Is(err, crypto.ErrKeyFingerprint) || errors.Is(err, crypto.ErrWrongPassphrase) {
+					return fmt.Errorf("%s: %w", path, err)
+				}
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			return fmt.Errorf("%s: %w", path, err)
+			info.Fingerprint = cfg.Fingerprint().String()
+			info.Verified = true
 		}
-		info.Fingerprint = cfg.Fingerprint().String()
-		info.Verified = true
+		if outputJSON(stdout) {
+			return writeJSON(stdout, info)
+		}
+		fmt.Fprintf(stdout, "path:        %s\nkdf:         %s\ncreated:     %s\nmodified:    %s\nfingerprint: %s\n", info.Path, info.KDF, info.Created, info.Modified, info.Fingerprint)
+		if info.Hint != "" {
+			fmt.Fprintf(stdout, "hint:        %s\n", info.Hint)
+		}
+		if info.Verified {
+			fmt.Fprintln(stdout, "verified:    key decrypted, fingerprint recomputed")
+		}
+		return nil
 	}
-	if outputJSON(stdout) {
-		return writeJSON(stdout, info)
-	}
-	fmt.Fprintf(stdout, "path:        %s\nkdf:         %s\ncreated:     %s\nmodified:    %s\nfingerprint: %s\n", info.Path, info.KDF, info.Created, info.Modified, info.Fingerprint)
-	if info.Hint != "" {
-		fmt.Fprintf(stdout, "hint:        %s\n", info.Hint)
-	}
-	if info.Verified {
-		fmt.Fprintln(stdout, "verified:    key decrypted, fingerprint recomputed")
-	}
-	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"context"
 	"errors"
 	"fmt"
@@ -128,49 +130,47 @@ func sealKey(key [crypto.KeySize]byte, kdf string, pass []byte, created, hint st
 	return data, kf, err
 }
 
-func cmdKeyChangePassphrase(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key change-passphrase", "[flags] [PATH]", stdout, stderr)
+func cmdKeyChangePassphrase(fs *flag.FlagSet) commandFunc {
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the new passphrase: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	newFile := fs.String("new-passphrase-file", "", "read the new passphrase from the first line of this file (default: asked twice on the terminal)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("want at most one PATH")
-	}
-	if err := parseKDF(*kdf); err != nil {
-		return err
-	}
-	path := keyPathArg(fs.Args(), 0)
-	kf, err := readKeyFile(path)
-	if err != nil {
-		return err
-	}
-	var old []byte
-	if kf.NeedsPassphrase() {
-		if old, err = passphrase("Encryption Key Password: ", false, stderr); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() > 1 {
+			return usagef("want at most one PATH")
 		}
-	}
-	key, cfg, err := kf.Open(ctx, old)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	var pass []byte
-	if *kdf != crypto.KDFNone {
-		if pass, err = newPassphrase("--new-passphrase-file", *newFile, "New Password: ", ", or --kdf none"); err != nil {
+		if err := parseKDF(*kdf); err != nil {
 			return err
 		}
+		path := keyPathArg(fs.Args(), 0)
+		kf, err := readKeyFile(path)
+		if err != nil {
+			return err
+		}
+		var old []byte
+		if kf.NeedsPassphrase() {
+			if old, err = passphrase("Encryption Key Password: ", false, stderr); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		key, cfg, err := kf.Open(ctx, old)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		var pass []byte
+		if *kdf != crypto.KDFNone {
+			if pass, err = newPassphrase("--new-passphrase-file", *newFile, "New Password: ", ", or --kdf none"); err != nil {
+				return err
+			}
+		}
+		out, _, err := sealKey(key, *kdf, pass, kf.Created, *hint)
+		if err != nil {
+			return err
+		}
+		if err := writeKeyFile(path, out, true); err != nil {
+			return err
+		}
+		return printKeyResult(stdout, "changed the passphrase of key file", path, *kdf, cfg.Fingerprint())
 	}
-	out, _, err := sealKey(key, *kdf, pass, kf.Created, *hint)
-	if err != nil {
-		return err
-	}
-	if err := writeKeyFile(path, out, true); err != nil {
-		return err
-	}
-	return printKeyResult(stdout, "changed the passphrase of key file", path, *kdf, cfg.Fingerprint())
 }
 
 // printKeyResult prints what a key command wrote (text or JSON).
@@ -182,165 +182,159 @@ func printKeyResult(stdout io.Writer, what, path, kdf string, fp crypto.Fingerpr
 	return nil
 }
 
-func cmdKeyPaperkey(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key paperkey", "[flags] [PATH]", stdout, stderr)
+func cmdKeyPaperkey(fs *flag.FlagSet) commandFunc {
 	subject := fs.String("subject", "", "title printed above the key (e.g. the host name)")
 	format := fs.String("output-format", "text", "paper key format: text (the QR code and html of proxmox-backup-client are not made)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("want at most one PATH")
-	}
-	if *format != "text" {
-		return usagef("--output-format for a paper key must be text, not %q", *format)
-	}
-	textOnly(stdout)
-	path := keyPathArg(fs.Args(), 0)
-	data, err := readSmallFile(path)
-	if err != nil {
-		return err
-	}
-	var text []byte
-	if _, perr := crypto.ParseMasterPrivateKey(data, nil); perr == nil || errors.Is(perr, crypto.ErrPassphraseNeeded) {
-		text, err = crypto.PaperKeyPrivateText(data, *subject)
-	} else {
-		kf, kerr := crypto.ParseKeyFile(data)
-		if kerr != nil {
-			return fmt.Errorf("%s: neither a PBS key file nor a PEM private master key: %w", path, kerr)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() > 1 {
+			return usagef("want at most one PATH")
 		}
-		text, err = crypto.PaperKeyText(kf, *subject)
+		if *format != "text" {
+			return usagef("--output-format for a paper key must be text, not %q", *format)
+		}
+		textOnly(stdout)
+		path := keyPathArg(fs.Args(), 0)
+		data, err := readSmallFile(path)
+		if err != nil {
+			return err
+		}
+		var text []byte
+		if _, perr := crypto.ParseMasterPrivateKey(data, nil); perr == nil || errors.Is(perr, crypto.ErrPassphraseNeeded) {
+			text, err = crypto.PaperKeyPrivateText(data, *subject)
+		} else {
+			kf, kerr := crypto.ParseKeyFile(data)
+			if kerr != nil {
+				return fmt.Errorf("%s: neither a PBS key file nor a PEM private master key: %w", path, kerr)
+			}
+			text, err = crypto.PaperKeyText(kf, *subject)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		_, err = stdout.Write(text)
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	_, err = stdout.Write(text)
-	return err
 }
 
-func cmdKeyCreateMasterKey(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key create-master-key", "[flags]", stdout, stderr)
+func cmdKeyCreateMasterKey(fs *flag.FlagSet) commandFunc {
 	bits := fs.Int("bits", crypto.MasterKeyBits, fmt.Sprintf("RSA key size in bits (at least %d)", crypto.MinMasterKeyBits))
 	passFile := fs.String("master-passphrase-file", "", "read the master key passphrase from the first line of this file (default: asked twice on the terminal)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("key create-master-key takes no arguments: it writes %s and %s in the current directory", masterPublicName, masterPrivateName)
-	}
-	if *bits < crypto.MinMasterKeyBits {
-		return usagef("--bits must be at least %d, not %d", crypto.MinMasterKeyBits, *bits)
-	}
-	for _, name := range []string{masterPublicName, masterPrivateName} {
-		if _, err := os.Stat(name); err == nil {
-			return usagef("%s already exists: refusing to overwrite", name)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() != 0 {
+			return usagef("key create-master-key takes no arguments: it writes %s and %s in the current directory", masterPublicName, masterPrivateName)
 		}
+		if *bits < crypto.MinMasterKeyBits {
+			return usagef("--bits must be at least %d, not %d", crypto.MinMasterKeyBits, *bits)
+		}
+		for _, name := range []string{masterPublicName, masterPrivateName} {
+			if _, err := os.Stat(name); err == nil {
+				return usagef("%s already exists: refusing to overwrite", name)
+			}
+		}
+		pass, err := newPassphrase("--master-passphrase-file", *passFile, "Master Key Password: ", "")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Generating %d-bit RSA key..\n", *bits)
+		pub, priv, err := crypto.GenerateMasterKey(*bits, pass)
+		if err != nil {
+			return err
+		}
+		if err := writeKeyFile(masterPublicName, pub, false); err != nil {
+			return err
+		}
+		if err := writeKeyFile(masterPrivateName, priv, false); err != nil {
+			os.Remove(masterPublicName)
+			return err
+		}
+		if outputJSON(stdout) {
+			return writeJSON(stdout, map[string]any{"public": masterPublicName, "private": masterPrivateName, "bits": *bits})
+		}
+		fmt.Fprintf(stdout, "wrote the public master key to %s and the private master key (passphrase-protected) to %s: keep %s offline\n", masterPublicName, masterPrivateName, masterPrivateName)
+		return nil
 	}
-	pass, err := newPassphrase("--master-passphrase-file", *passFile, "Master Key Password: ", "")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "Generating %d-bit RSA key..\n", *bits)
-	pub, priv, err := crypto.GenerateMasterKey(*bits, pass)
-	if err != nil {
-		return err
-	}
-	if err := writeKeyFile(masterPublicName, pub, false); err != nil {
-		return err
-	}
-	if err := writeKeyFile(masterPrivateName, priv, false); err != nil {
-		os.Remove(masterPublicName)
-		return err
-	}
-	if outputJSON(stdout) {
-		return writeJSON(stdout, map[string]any{"public": masterPublicName, "private": masterPrivateName, "bits": *bits})
-	}
-	fmt.Fprintf(stdout, "wrote the public master key to %s and the private master key (passphrase-protected) to %s: keep %s offline\n", masterPublicName, masterPrivateName, masterPrivateName)
-	return nil
 }
 
-func cmdKeyImportWithMasterKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("key import-with-master-key", "[flags] ENCRYPTED-KEY MASTER-KEY [PATH]", stdout, stderr)
+func cmdKeyImportWithMasterKey(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the imported key file: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	passFile := fs.String("master-passphrase-file", "", "read the master key passphrase from the first line of this file (default: asked on the terminal)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() < 2 || fs.NArg() > 3 {
-		return usagef("want ENCRYPTED-KEY MASTER-KEY [PATH], got %d argument(s)", fs.NArg())
-	}
-	if err := parseKDF(*kdf); err != nil {
-		return err
-	}
-	path := keyPathArg(fs.Args(), 2)
-	if _, err := os.Stat(path); err == nil {
-		return usagef("key file %s already exists: refusing to overwrite", path)
-	}
-	var (
-		ct     []byte
-		wantFP *crypto.Fingerprint
-		err    error
-	)
-	if len(sf.stores) > 0 {
-		sf.store = sf.stores[0]
-		ct, wantFP, err = readRSAKeyBlob(ctx, &sf, fs.Arg(0))
-	} else {
-		ct, err = readRSAKeyFile(fs.Arg(0))
-	}
-	if err != nil {
-		return err
-	}
-	pem, err := readSmallFile(fs.Arg(1))
-	if err != nil {
-		return err
-	}
-	var mpass []byte
-	if crypto.MasterPrivateKeyEncrypted(pem) {
-		if *passFile != "" {
-			mpass, err = secretFromFile("--master-passphrase-file", *passFile)
-		} else if mpass, err = askPassphrase("Master Key Password: ", false); errors.Is(err, crypto.ErrPassphraseNeeded) {
-			err = usagef("%s is passphrase-protected and there is no terminal to ask on: give --master-passphrase-file", fs.Arg(1))
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() < 2 || fs.NArg() > 3 {
+			return usagef("want ENCRYPTED-KEY MASTER-KEY [PATH], got %d argument(s)", fs.NArg())
+		}
+		if err := parseKDF(*kdf); err != nil {
+			return err
+		}
+		path := keyPathArg(fs.Args(), 2)
+		if _, err := os.Stat(path); err == nil {
+			return usagef("key file %s already exists: refusing to overwrite", path)
+		}
+		var (
+			ct     []byte
+			wantFP *crypto.Fingerprint
+			err    error
+		)
+		if len(sf.stores) > 0 {
+			sf.store = sf.stores[0]
+			ct, wantFP, err = readRSAKeyBlob(ctx, &sf, fs.Arg(0))
+		} else {
+			ct, err = readRSAKeyFile(fs.Arg(0))
 		}
 		if err != nil {
 			return err
 		}
-	}
-	priv, err := crypto.ParseMasterPrivateKey(pem, mpass)
-	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Arg(1), err)
-	}
-	kf, err := crypto.RSADecryptKeyFile(priv, ct)
-	if err != nil {
-		return fmt.Errorf("%s with %s: %w", fs.Arg(0), fs.Arg(1), err)
-	}
-	key, cfg, err := kf.Open(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: recovered key: %w", fs.Arg(0), err)
-	}
-	if wantFP != nil && *wantFP != cfg.Fingerprint() {
-		return fmt.Errorf("%s: recovered key %s, but the snapshot's manifest names key %s", fs.Arg(0), cfg.Fingerprint(), wantFP)
-	}
-	var pass []byte
-	if *kdf != crypto.KDFNone {
-		pass, err = passphrase("New Password: ", true, stderr)
-		if errors.Is(err, crypto.ErrPassphraseNeeded) {
-			return usagef("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
-		}
+		pem, err := readSmallFile(fs.Arg(1))
 		if err != nil {
 			return err
 		}
+		var mpass []byte
+		if crypto.MasterPrivateKeyEncrypted(pem) {
+			if *passFile != "" {
+				mpass, err = secretFromFile("--master-passphrase-file", *passFile)
+			} else if mpass, err = askPassphrase("Master Key Password: ", false); errors.Is(err, crypto.ErrPassphraseNeeded) {
+				err = usagef("%s is passphrase-protected and there is no terminal to ask on: give --master-passphrase-file", fs.Arg(1))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		priv, err := crypto.ParseMasterPrivateKey(pem, mpass)
+		if err != nil {
+			return fmt.Errorf("%s: %w", fs.Arg(1), err)
+		}
+		kf, err := crypto.RSADecryptKeyFile(priv, ct)
+		if err != nil {
+			return fmt.Errorf("%s with %s: %w", fs.Arg(0), fs.Arg(1), err)
+		}
+		key, cfg, err := kf.Open(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("%s: recovered key: %w", fs.Arg(0), err)
+		}
+		if wantFP != nil && *wantFP != cfg.Fingerprint() {
+			return fmt.Errorf("%s: recovered key %s, but the snapshot's manifest names key %s", fs.Arg(0), cfg.Fingerprint(), wantFP)
+		}
+		var pass []byte
+		if *kdf != crypto.KDFNone {
+			pass, err = passphrase("New Password: ", true, stderr)
+			if errors.Is(err, crypto.ErrPassphraseNeeded) {
+				return usagef("a passphrase is needed for --kdf %s and there is no terminal to ask on: set PBS_ENCRYPTION_PASSWORD or PBS_ENCRYPTION_PASSWORD_FILE, or use --kdf none", *kdf)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		out, _, err := sealKey(key, *kdf, pass, kf.Created, *hint)
+		if err != nil {
+			return err
+		}
+		if err := writeKeyFile(path, out, false); err != nil {
+			return err
+		}
+		return printKeyResult(stdout, "imported the key into", path, *kdf, cfg.Fingerprint())
 	}
-	out, _, err := sealKey(key, *kdf, pass, kf.Created, *hint)
-	if err != nil {
-		return err
-	}
-	if err := writeKeyFile(path, out, false); err != nil {
-		return err
-	}
-	return printKeyResult(stdout, "imported the key into", path, *kdf, cfg.Fingerprint())
 }
 
 // readRSAKeyFile reads an RSA-encrypted key from a file: the blob payload

@@ -25,56 +25,57 @@ type groupEntry struct {
 	Comment    string `json:"comment,omitempty"` // first line of the group notes
 }
 
-func cmdGroups(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("groups", "[flags]", stdout, stderr)
+func cmdGroups(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
-	ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	list, err := snapshot.List(ctx, store, ns)
-	if err != nil {
-		return err
-	}
-	if len(list) == 0 {
-		if err := snapshot.Exists(ctx, store, ns); err != nil {
-			return err
-		}
-	}
-	var groups []groupEntry
-	for _, i := range list {
-		s := i.Snapshot
-		if n := len(groups); n > 0 && groups[n-1].BackupType == s.Type && groups[n-1].BackupID == s.ID {
-			groups[n-1].Count++
-			groups[n-1].LastBackup = max(groups[n-1].LastBackup, s.Time)
-			continue
-		}
-		owner, err := snapshot.GroupOwner(ctx, store, s)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
 		if err != nil {
 			return err
 		}
-		comment, err := snapshot.GroupComment(ctx, store, s)
+		defer store.Close()
+		list, err := snapshot.List(ctx, store, ns)
 		if err != nil {
 			return err
 		}
-		groups = append(groups, groupEntry{Group: s.GroupDir(), Namespace: ns.String(), BackupType: s.Type, BackupID: s.ID,
-			LastBackup: s.Time, Count: 1, Owner: owner, Comment: comment})
-	}
-	if sf.json() {
-		if groups == nil {
-			groups = []groupEntry{}
+		if len(list) == 0 {
+			if err := snapshot.Exists(ctx, store, ns); err != nil {
+				return err
+			}
 		}
-		return writeJSON(stdout, groups)
+		var groups []groupEntry
+		for _, i := range list {
+			s := i.Snapshot
+			if n := len(groups); n > 0 && groups[n-1].BackupType == s.Type && groups[n-1].BackupID == s.ID {
+				groups[n-1].Count++
+				groups[n-1].LastBackup = max(groups[n-1].LastBackup, s.Time)
+				continue
+			}
+			owner, err := snapshot.GroupOwner(ctx, store, s)
+			if err != nil {
+				return err
+			}
+			comment, err := snapshot.GroupComment(ctx, store, s)
+			if err != nil {
+				return err
+			}
+			groups = append(groups, groupEntry{Group: s.GroupDir(), Namespace: ns.String(), BackupType: s.Type, BackupID: s.ID,
+				LastBackup: s.Time, Count: 1, Owner: owner, Comment: comment})
+		}
+		if sf.json() {
+			if groups == nil {
+				groups = []groupEntry{}
+			}
+			return writeJSON(stdout, groups)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "group\tlast backup\tsnapshots\towner\tcomment")
+		for _, g := range groups {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(g.Owner), g.Comment)
+		}
+		return tw.Flush()
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "group\tlast backup\tsnapshots\towner\tcomment")
-	for _, g := range groups {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(g.Owner), g.Comment)
-	}
-	return tw.Flush()
 }
 
 // namespaceEntry is one namespace of the 'namespaces' listing.
@@ -83,45 +84,43 @@ type namespaceEntry struct {
 	Path      string `json:"path,omitempty"`
 }
 
-func cmdNamespaces(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("namespaces", "[flags]", stdout, stderr)
+func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", -1, "list namespaces at most this many levels below --ns (-1: all)")
-	ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start")
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	list, err := snapshot.Namespaces(ctx, store, ns, *maxDepth)
-	if err != nil {
-		return err
-	}
-	entries := make([]namespaceEntry, len(list))
-	for i, n := range list {
-		entries[i] = namespaceEntry{Namespace: n.String(), Path: n.Path()}
-	}
-	if sf.json() {
-		return writeJSON(stdout, entries)
-	}
-	for _, e := range entries {
-		name := e.Namespace
-		if name == "" {
-			name = "(root)"
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start")
+		if err != nil {
+			return err
 		}
-		fmt.Fprintln(stdout, name)
+		defer store.Close()
+		list, err := snapshot.Namespaces(ctx, store, ns, *maxDepth)
+		if err != nil {
+			return err
+		}
+		entries := make([]namespaceEntry, len(list))
+		for i, n := range list {
+			entries[i] = namespaceEntry{Namespace: n.String(), Path: n.Path()}
+		}
+		if sf.json() {
+			return writeJSON(stdout, entries)
+		}
+		for _, e := range entries {
+			name := e.Namespace
+			if name == "" {
+				name = "(root)"
+			}
+			fmt.Fprintln(stdout, name)
+		}
+		return nil
 	}
-	return nil
 }
 
-// openListing parses the arguments of a listing command (groups,
+// openListing checks the arguments of a listing command (groups,
 // namespaces, snapshots: flags only; hint says what to use instead of an
 // argument), checks the flags and opens the store and namespace to list.
 func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, hint string) (index.Namespace, chunkstore.Store, error) {
-	if err := parse(fs, args); err != nil {
-		return nil, nil, err
-	}
 	if fs.NArg() != 0 {
 		return nil, nil, usagef("%s takes no arguments (%s)", fs.Name(), hint)
 	}

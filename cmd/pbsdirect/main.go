@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -27,46 +28,6 @@ import (
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
-
-const usage = `pbsdirect - restore, verify and write Proxmox Backup Server archives without a PBS server
-
-Usage:
-  pbsdirect restore   [flags] SNAPSHOT ARCHIVE TARGET   restore a disk image (or blob) to a file or block device (- for standard output)
-  pbsdirect mount     [flags] SNAPSHOT MOUNTPOINT       mount a snapshot's archives as read-only files (FUSE), no restore needed
-  pbsdirect serve-nbd [flags] SNAPSHOT                  serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)
-  pbsdirect verify    [flags] [SNAPSHOT | TYPE/ID]      verify a snapshot, a group, a namespace (tree) or the whole store
-  pbsdirect report merge [flags] FILE...                merge the JSON reports of verify shards into one
-  pbsdirect drill     [flags] SNAPSHOT ARCHIVE TARGET   disaster-recovery rehearsal: restore, read back, re-check, report
-  pbsdirect snapshots [flags]                           list the finished snapshots of a namespace (--max-depth for those below)
-  pbsdirect groups    [flags]                           list the backup groups of a namespace
-  pbsdirect namespaces [flags]                          list the namespaces of a datastore (or below --ns)
-  pbsdirect backup    [flags] NAME.img:PATH...          back up images into a datastore
-  pbsdirect key create [flags] [PATH]                   create a key file (like proxmox-backup-client key create)
-  pbsdirect key show   [flags] [PATH]                   show a key file's fingerprint and KDF
-  pbsdirect key change-passphrase | paperkey | create-master-key | import-with-master-key   (see 'pbsdirect key --help')
-  pbsdirect version
-
-SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest one.
-ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
---store is a datastore directory, s3://bucket/prefix or gs://bucket/prefix.
-
-Run 'pbsdirect COMMAND --help' for a command's flags.
-
-Exit codes:
-  0    success
-  1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
-       a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
-  2    usage error, or a TARGET refused as named (exists without --force, a symbolic link, a
-       directory or FIFO, a missing directory, a disk-image format, too small, inside the store);
-       also a key file or source path that is not there, key create onto a file, no passphrase
-       source and no terminal, backup --backup-time not after the group's last snapshot
-  3    the run could not complete for a reason outside the data: store unreachable or not there
-       (disk not mounted, no such bucket), credentials refused, throttled past --retry-for,
-       target I/O error, permission, no space, target busy or in use, snapshot exists or group
-       locked (backup): retrying later can help
-  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd: 0, that is how they stop)
-JSON reports (--output-format json) carry the same code as "exit-code".
-`
 
 // version is set at build time with -ldflags "-X main.version=..."; when
 // empty, the version comes from the build information (see buildVersion).
@@ -201,61 +162,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runCommand runs one command line with stdout given as run's output and
 // returns the exit code and the error it reported on stderr (nil on
-// success).
+// success; flag.ErrHelp when it printed a help text).
 func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Writer) (int, error) {
+	var st runState
+	root := newRoot(ctx, stdout, stderr, &st)
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2, usagef("no command given")
+		root.SetOut(stderr)
+		root.Help()
+		return exitUsage, usagef("no command given")
 	}
-	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"restore":    cmdRestore,
-		"drill":      cmdDrill,
-		"verify":     cmdVerify,
-		"snapshots":  cmdSnapshots,
-		"groups":     cmdGroups,
-		"namespaces": cmdNamespaces,
-		"backup":     cmdBackup,
-		"key":        cmdKey,
-		"mount":      cmdMount,
-		"serve-nbd":  cmdServeNBD,
-		"version":    cmdVersion,
-		"report":     cmdReport,
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
-	name := args[0]
-	switch name {
-	case "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0, flag.ErrHelp
-	case "help":
-		if len(args) < 2 {
-			fmt.Fprint(stdout, usage)
-			return 0, flag.ErrHelp
+	if c, _, err := root.Find(args); err != nil || c == root && !isHelpFlag(args[0]) {
+		err := unknownCommand(root, args[0])
+		fmt.Fprintf(stderr, "pbsdirect: %v\n", err)
+		return exitUsage, err
+	}
+	root.SetArgs(args)
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
 		}
-		// "help restore" = "restore --help", "help key create" = "key create --help".
-		return runCommand(ctx, append(args[1:], "--help"), stdout, stderr)
-	case "--version":
-		name = "version"
-	}
-	fn, ok := cmds[name]
-	if !ok {
-		fmt.Fprintf(stderr, "pbsdirect: unknown command %q\n\n%s", name, usage)
-		return 2, usagef("unknown command %q", name)
-	}
-	for _, aid := range tuningAids {
-		if path := os.Getenv(aid.env); path != "" {
-			stopRecording, err := startRecording(path, aid.start, aid.stop)
-			if err != nil {
-				fmt.Fprintf(stderr, "pbsdirect: %s: %v\n", aid.env, err)
-				return exitCode(err), fmt.Errorf("%s: %w", aid.env, err)
+	}()
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		for _, aid := range tuningAids {
+			if path := os.Getenv(aid.env); path != "" {
+				stop, err := startRecording(path, aid.start, aid.stop)
+				if err != nil {
+					return fmt.Errorf("%s: %w", aid.env, err)
+				}
+				stops = append(stops, stop)
 			}
-			defer stopRecording()
 		}
+		return nil
 	}
-	err := interrupted(ctx, fn(ctx, args[1:], stdout, stderr))
+	c, err := root.ExecuteContextC(ctx)
+	if isCompletion(c) {
+		// A completion script or candidates: text for the shell only.
+		textOnly(stdout)
+	}
+	err = interrupted(ctx, err)
 	code := exitCode(err)
+	name := strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
 	switch {
+	case code == exitOK && st.help:
+		return code, flag.ErrHelp
 	case code == exitOK:
-		return code, err // nil, or flag.ErrHelp
+		return code, err
 	case code == exitUsage:
 		fmt.Fprintf(stderr, "pbsdirect %s: %v\n", name, err)
 	default:
@@ -264,38 +219,46 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 	return code, err
 }
 
-// newFlags returns a flag set for a command that reports parse errors as
-// usage errors. Its --help prints to stdout (so that it can be paged): the
-// usage line, the command's description, its flags and examples (see
-// commandHelp); pflag's own messages go to stderr.
-func newFlags(name, args string, stdout, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
-	fs.Usage = func() {
-		about, examples := commandHelp(name)
-		fmt.Fprintf(stdout, "Usage: pbsdirect %s %s\n\n", name, args)
-		if about != "" {
-			fmt.Fprintf(stdout, "%s\n\n", about)
-		}
-		fmt.Fprintf(stdout, "Flags:\n%s", fs.FlagUsages())
-		if examples != "" {
-			fmt.Fprintf(stdout, "\nExamples:\n%s\n", examples)
+// isHelpFlag reports whether arg asks the root for its help.
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "--help" }
+
+// isCompletion reports whether c is the completion command, one of its
+// shells, or cobra's hidden command that answers the shell's requests.
+func isCompletion(c *cobra.Command) bool {
+	for ; c != nil; c = c.Parent() {
+		switch c.Name() {
+		case "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+			return true
 		}
 	}
-	return fs
+	return false
 }
 
-// parse parses args and turns flag errors into usage errors.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+// unknownCommand is the usage error for a first argument that names no
+// command, with the nearest command names when there are any.
+func unknownCommand(root *cobra.Command, name string) error {
+	if strings.HasPrefix(name, "-") {
+		return usagef("want a command before %s; run 'pbsdirect --help' for the commands", name)
 	}
-	return nil
+	if near := root.SuggestionsFor(name); len(near) > 0 {
+		return usagef("unknown command %q (did you mean %s?); run 'pbsdirect --help' for the commands", name, joinOr(near))
+	}
+	return usagef("unknown command %q; run 'pbsdirect --help' for the commands", name)
 }
+
+// joinOr joins names as "a, b or c".
+func joinOr(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// joinWords joins command-line words with spaces.
+func joinWords(words []string) string { return strings.Join(words, " ") }
 
 // tuningAids are the environment variables that record a command's run
 // for tuning: a pprof CPU profile, and a runtime execution trace (it shows

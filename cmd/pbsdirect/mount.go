@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"context"
 	"errors"
 	"fmt"
@@ -15,82 +17,80 @@ import (
 
 // cmdMount mounts a snapshot's archives as read-only files with FUSE until
 // interrupted (Ctrl-C, SIGTERM) or unmounted from outside.
-func cmdMount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("mount", "[flags] SNAPSHOT MOUNTPOINT", stdout, stderr)
+func cmdMount(fs *flag.FlagSet) commandFunc {
 	var af accessFlags
 	af.register(fs)
 	allowOther := fs.Bool("allow-other", false, "let other users read the mount (non-root users need user_allow_other in /etc/fuse.conf)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 2 {
-		return usagef("want SNAPSHOT MOUNTPOINT, got %d argument(s)", fs.NArg())
-	}
-	if err := af.check(); err != nil {
-		return err
-	}
-	if err := checkSnapshotRef(fs.Arg(0)); err != nil {
-		return err
-	}
-	dir := fs.Arg(1)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return usagef("MOUNTPOINT %s: not an existing directory", dir)
-	}
-	sa, err := af.open(ctx, fs.Arg(0), false, true, stderr, "mount")
-	if err != nil {
-		return err
-	}
-	defer sa.Close()
-	var files []fusefs.File
-	for i, r := range sa.readers {
-		files = append(files, fusefs.File{Name: mountName(sa.names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
-	}
-	for _, b := range sa.blobs {
-		files = append(files, fusefs.File{Name: mountName(b.name), Size: int64(len(b.data)), Data: strings.NewReader(string(b.data)), ModTime: sa.when})
-	}
-	m, err := fusefs.New(dir, files, fusefs.Options{
-		FsName:     "pbsdirect:" + sa.snap.String(),
-		AllowOther: *allowOther,
-		Log:        func(msg string) { fmt.Fprintf(stderr, "pbsdirect mount: %s\n", msg) },
-	})
-	if err != nil {
-		if errors.Is(err, fusefs.ErrUnavailable) {
-			return fmt.Errorf("%w (apt-get install fuse3; in a container, pass --device /dev/fuse --cap-add SYS_ADMIN)", err)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() != 2 {
+			return usagef("want SNAPSHOT MOUNTPOINT, got %d argument(s)", fs.NArg())
 		}
-		return err
-	}
-	// In a JSON format stdout carries only the JSON result (at the end):
-	// what is served, and how it went, is said on stderr.
-	info := stdout
-	if outputJSON(stdout) {
-		info = stderr
-	}
-	fmt.Fprintf(info, "mounted %s read-only at %s:", sa.snap, dir)
-	for _, f := range files {
-		fmt.Fprintf(info, " %s", f.Name)
-	}
-	fmt.Fprintln(info, "\n  press Ctrl-C (or send SIGTERM) to unmount")
-	unmounted := make(chan struct{})
-	go func() { m.Wait(); close(unmounted) }()
-	select {
-	case <-unmounted:
-		fmt.Fprintf(info, "%s was unmounted\n", dir)
+		if err := af.check(); err != nil {
+			return err
+		}
+		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+			return err
+		}
+		dir := fs.Arg(1)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usagef("MOUNTPOINT %s: not an existing directory", dir)
+		}
+		sa, err := af.open(ctx, fs.Arg(0), false, true, stderr, "mount")
+		if err != nil {
+			return err
+		}
+		defer sa.Close()
+		var files []fusefs.File
+		for i, r := range sa.readers {
+			files = append(files, fusefs.File{Name: mountName(sa.names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
+		}
+		for _, b := range sa.blobs {
+			files = append(files, fusefs.File{Name: mountName(b.name), Size: int64(len(b.data)), Data: strings.NewReader(string(b.data)), ModTime: sa.when})
+		}
+		m, err := fusefs.New(dir, files, fusefs.Options{
+			FsName:     "pbsdirect:" + sa.snap.String(),
+			AllowOther: *allowOther,
+			Log:        func(msg string) { fmt.Fprintf(stderr, "pbsdirect mount: %s\n", msg) },
+		})
+		if err != nil {
+			if errors.Is(err, fusefs.ErrUnavailable) {
+				return fmt.Errorf("%w (apt-get install fuse3; in a container, pass --device /dev/fuse --cap-add SYS_ADMIN)", err)
+			}
+			return err
+		}
+		// In a JSON format stdout carries only the JSON result (at the end):
+		// what is served, and how it went, is said on stderr.
+		info := stdout
+		if outputJSON(stdout) {
+			info = stderr
+		}
+		fmt.Fprintf(info, "mounted %s read-only at %s:", sa.snap, dir)
+		for _, f := range files {
+			fmt.Fprintf(info, " %s", f.Name)
+		}
+		fmt.Fprintln(info, "\n  press Ctrl-C (or send SIGTERM) to unmount")
+		unmounted := make(chan struct{})
+		go func() { m.Wait(); close(unmounted) }()
+		select {
+		case <-unmounted:
+			fmt.Fprintf(info, "%s was unmounted\n", dir)
+			sa.report(info)
+			return nil
+		case <-ctx.Done():
+		}
+		if err := m.Unmount(); err != nil {
+			// Busy (a loop device or a shell still uses it): detach it now; the
+			// kernel frees it when the last user goes.
+			fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %s; detaching it lazily (it goes when its last user does)\n", dir, strings.Join(strings.Fields(err.Error()), " "))
+			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmount %s: %w (run fusermount3 -u -z %s)", dir, err, dir)
+			}
+		}
+		<-unmounted
+		fmt.Fprintf(info, "unmounted %s\n", dir)
 		sa.report(info)
 		return nil
-	case <-ctx.Done():
 	}
-	if err := m.Unmount(); err != nil {
-		// Busy (a loop device or a shell still uses it): detach it now; the
-		// kernel frees it when the last user goes.
-		fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %s; detaching it lazily (it goes when its last user does)\n", dir, strings.Join(strings.Fields(err.Error()), " "))
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("unmount %s: %w (run fusermount3 -u -z %s)", dir, err, dir)
-		}
-	}
-	<-unmounted
-	fmt.Fprintf(info, "unmounted %s\n", dir)
-	sa.report(info)
-	return nil
 }
 
 // mountName is an archive's file name in a mount: the index or blob

@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -14,73 +16,64 @@ import (
 // maxReportSize bounds a report file read by report merge.
 const maxReportSize = 1 << 30
 
-func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "merge" {
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			fmt.Fprint(stdout, "Usage: pbsdirect report merge [flags] FILE...\n")
-			return nil
-		}
-		return usagef("want 'report merge FILE...'")
-	}
-	fs := newFlags("report merge", "[flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)", stdout, stderr)
+func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerOutput(fs)
 	fs.StringVar(&sf.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for s3:// reports")
 	fs.StringVar(&sf.s3Region, "s3-region", "", "S3 region for s3:// reports")
 	fs.StringVar(&sf.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto, true or false")
 	out := fs.String("report", "", "also write the merged JSON report here (PATH, s3://bucket/key or gs://bucket/key)")
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usagef("report merge: want one or more report files")
-	}
-	if err := checkOutputFormat(sf.outputFormat); err != nil {
-		return err
-	}
-	var reps []verify.Report
-	for _, loc := range fs.Args() {
-		b, err := readLocation(ctx, &sf, loc, maxReportSize)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() == 0 {
+			return usagef("report merge: want one or more report files")
+		}
+		if err := checkOutputFormat(sf.outputFormat); err != nil {
+			return err
+		}
+		var reps []verify.Report
+		for _, loc := range fs.Args() {
+			b, err := readLocation(ctx, &sf, loc, maxReportSize)
+			if err != nil {
+				return err
+			}
+			var r verify.Report
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("%s: not a verify report: %w", loc, err)
+			}
+			reps = append(reps, r)
+		}
+		rep, err := verify.Merge(reps)
 		if err != nil {
 			return err
 		}
-		var r verify.Report
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("%s: not a verify report: %w", loc, err)
+		if !sf.json() {
+			for _, s := range rep.Snapshots {
+				printSnapshotResult(stdout, s)
+			}
 		}
-		reps = append(reps, r)
-	}
-	rep, err := verify.Merge(reps)
-	if err != nil {
-		return err
-	}
-	if !sf.json() {
-		for _, s := range rep.Snapshots {
-			printSnapshotResult(stdout, s)
+		// Exit like the single run would have: the merged reports' worst code
+		// outside the data (3) stays, damage is 1.
+		var outside error
+		if rep.Shard != "" {
+			outside = fmt.Errorf("%w: only shards %s merged: the chunks of the missing shards are not checked", chunkstore.ErrUnavailable, rep.Shard)
 		}
-	}
-	// Exit like the single run would have: the merged reports' worst code
-	// outside the data (3) stays, damage is 1.
-	var outside error
-	if rep.Shard != "" {
-		outside = fmt.Errorf("%w: only shards %s merged: the chunks of the missing shards are not checked", chunkstore.ErrUnavailable, rep.Shard)
-	}
-	for _, r := range reps {
-		if r.ExitCode == exitOutside {
-			outside = fmt.Errorf("%w: shard %s could not check everything (exit code %d)", chunkstore.ErrUnavailable, cmp.Or(r.Shard, "0/1"), r.ExitCode)
+		for _, r := range reps {
+			if r.ExitCode == exitOutside {
+				outside = fmt.Errorf("%w: shard %s could not check everything (exit code %d)", chunkstore.ErrUnavailable, cmp.Or(r.Shard, "0/1"), r.ExitCode)
+			}
 		}
-	}
-	return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {
-		if *out == "" {
+		return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {
+			if *out == "" {
+				return nil
+			}
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := writeLocation(ctx, &sf, *out, append(b, '\n')); err != nil {
+				return fmt.Errorf("--report: %w", err)
+			}
 			return nil
-		}
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := writeLocation(ctx, &sf, *out, append(b, '\n')); err != nil {
-			return fmt.Errorf("--report: %w", err)
-		}
-		return nil
-	})
+		})
+	}
 }

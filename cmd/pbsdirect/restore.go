@@ -145,68 +145,66 @@ type restored struct {
 	damage *restore.DamagedError
 }
 
-func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("restore", "[flags] SNAPSHOT ARCHIVE TARGET", stdout, stderr)
+func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
 	rc.stdoutOK = true
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := rc.check(fs); err != nil {
-		return err
-	}
-	for i, f := range []*string{rc.onMissing, rc.onCorrupt} {
-		d, err := restore.ParseDamage(*f)
-		if err != nil {
-			return usagef("--%s: %v", []string{"on-missing", "on-corrupt"}[i], err)
-		}
-		rc.damage[i] = d
-	}
-	if fs.Arg(2) == "-" {
-		return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
-	}
-	r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), true, stdout, stderr)
-	if err != nil || r == nil {
-		return err
-	}
-	if err := r.target.Close(false); err != nil {
-		return err
-	}
-	sum := r.summary
-	var damaged error
-	if r.damage != nil {
-		damaged = fmt.Errorf("restored with damage: %w", r.damage)
-	}
-	if rc.sf.json() {
-		if err := writeJSON(stdout, sum); err != nil {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+		if err := rc.check(fs); err != nil {
 			return err
+		}
+		for i, f := range []*string{rc.onMissing, rc.onCorrupt} {
+			d, err := restore.ParseDamage(*f)
+			if err != nil {
+				return usagef("--%s: %v", []string{"on-missing", "on-corrupt"}[i], err)
+			}
+			rc.damage[i] = d
+		}
+		if fs.Arg(2) == "-" {
+			return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
+		}
+		r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), true, stdout, stderr)
+		if err != nil || r == nil {
+			return err
+		}
+		if err := r.target.Close(false); err != nil {
+			return err
+		}
+		sum := r.summary
+		var damaged error
+		if r.damage != nil {
+			damaged = fmt.Errorf("restored with damage: %w", r.damage)
+		}
+		if rc.sf.json() {
+			if err := writeJSON(stdout, sum); err != nil {
+				return err
+			}
+			return damaged
+		}
+		fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
+			sum.Snapshot, sum.Archive, sum.Target, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
+		fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
+			sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
+		if sum.Layout != "" {
+			fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
+		}
+		if q := sum.Requests; q != nil && (q.Throttled > 0 || q.Stalls > 0 || q.LimitDecreases > 0) {
+			fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
+				q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
+		}
+		printStores(stdout, sum.Stores)
+		if len(sum.DamagedRanges) > 0 {
+			var n uint64
+			for _, r := range sum.DamagedRanges {
+				n += r.Length
+			}
+			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(n))
+			for _, r := range sum.DamagedRanges {
+				fmt.Fprintf(stdout, "    [%d,%d)\n", r.Offset, r.Offset+r.Length)
+			}
 		}
 		return damaged
 	}
-	fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
-		sum.Snapshot, sum.Archive, sum.Target, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
-	fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
-		sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
-	if sum.Layout != "" {
-		fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
-	}
-	if q := sum.Requests; q != nil && (q.Throttled > 0 || q.Stalls > 0 || q.LimitDecreases > 0) {
-		fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
-			q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
-	}
-	printStores(stdout, sum.Stores)
-	if len(sum.DamagedRanges) > 0 {
-		var n uint64
-		for _, r := range sum.DamagedRanges {
-			n += r.Length
-		}
-		fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(n))
-		for _, r := range sum.DamagedRanges {
-			fmt.Fprintf(stdout, "    [%d,%d)\n", r.Offset, r.Offset+r.Length)
-		}
-	}
-	return damaged
 }
 
 // printStores prints what each store of several --store contributed.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"context"
 	"errors"
 	"fmt"
@@ -17,87 +19,85 @@ import (
 
 // cmdServeNBD serves a snapshot's disk images read-only over NBD until
 // interrupted.
-func cmdServeNBD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve-nbd", "[flags] SNAPSHOT", stdout, stderr)
+func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 	var af accessFlags
 	af.register(fs)
 	socket := fs.String("socket", "", "Unix socket to listen on (default: $XDG_RUNTIME_DIR/pbsdirect-nbd.sock, else /tmp/pbsdirect-nbd-UID.sock)")
 	listen := fs.String("listen", "", "TCP address to listen on instead, e.g. 127.0.0.1:10809 (loopback only unless --allow-remote)")
 	allowRemote := fs.Bool("allow-remote", false, "allow a --listen address that is not loopback (NBD has no authentication here: anyone who reaches it reads the images)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want SNAPSHOT, got %d argument(s)", fs.NArg())
-	}
-	if err := af.check(); err != nil {
-		return err
-	}
-	if err := checkSnapshotRef(fs.Arg(0)); err != nil {
-		return err
-	}
-	if *listen != "" && *socket != "" {
-		return usagef("give --socket or --listen, not both")
-	}
-	if *listen != "" && !*allowRemote {
-		if err := checkLoopback(*listen); err != nil {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() != 1 {
+			return usagef("want SNAPSHOT, got %d argument(s)", fs.NArg())
+		}
+		if err := af.check(); err != nil {
 			return err
 		}
-	}
-	sa, err := af.open(ctx, fs.Arg(0), true, false, stderr, "serve-nbd")
-	if err != nil {
+		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+			return err
+		}
+		if *listen != "" && *socket != "" {
+			return usagef("give --socket or --listen, not both")
+		}
+		if *listen != "" && !*allowRemote {
+			if err := checkLoopback(*listen); err != nil {
+				return err
+			}
+		}
+		sa, err := af.open(ctx, fs.Arg(0), true, false, stderr, "serve-nbd")
+		if err != nil {
+			return err
+		}
+		defer sa.Close()
+		if len(sa.readers) == 0 {
+			return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to serve", sa.snap)
+		}
+		srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", msg) }}
+		for i, r := range sa.readers {
+			srv.Exports = append(srv.Exports, nbd.Export{
+				Name:               exportName(sa.names[i]),
+				Description:        sa.snap.String() + "/" + sa.names[i],
+				Size:               r.Size(),
+				Data:               r,
+				Extents:            nbdExtents(r),
+				PreferredBlockSize: uint32(min(max(r.ChunkSize(), 4096), 32<<20)),
+			})
+		}
+		var l net.Listener
+		var uri func(name string) string
+		if *listen != "" {
+			if l, err = net.Listen("tcp", *listen); err != nil {
+				return err
+			}
+			addr := l.Addr().String()
+			uri = func(name string) string { return "nbd://" + addr + "/" + url.PathEscape(name) }
+		} else {
+			path := *socket
+			if path == "" {
+				path = defaultSocket()
+			}
+			if l, err = listenUnix(path); err != nil {
+				return err
+			}
+			uri = func(name string) string { return "nbd+unix:///" + url.PathEscape(name) + "?socket=" + path }
+		}
+		// In a JSON format stdout carries only the JSON result (at the end):
+		// what is served, and how it went, is said on stderr.
+		info := stdout
+		if outputJSON(stdout) {
+			info = stderr
+		}
+		fmt.Fprintf(info, "serving %s read-only over NBD; Ctrl-C (or SIGTERM) stops\n", sa.snap)
+		for _, e := range srv.Exports {
+			fmt.Fprintf(info, "  %s  %s (%s)\n", uri(e.Name), e.Description, humanBytes(uint64(e.Size)))
+		}
+		if f, ok := info.(*os.File); ok {
+			f.Sync()
+		}
+		err = srv.Serve(ctx, l)
+		fmt.Fprintf(info, "stopped serving %s\n", sa.snap)
+		sa.report(info)
 		return err
 	}
-	defer sa.Close()
-	if len(sa.readers) == 0 {
-		return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to serve", sa.snap)
-	}
-	srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", msg) }}
-	for i, r := range sa.readers {
-		srv.Exports = append(srv.Exports, nbd.Export{
-			Name:               exportName(sa.names[i]),
-			Description:        sa.snap.String() + "/" + sa.names[i],
-			Size:               r.Size(),
-			Data:               r,
-			Extents:            nbdExtents(r),
-			PreferredBlockSize: uint32(min(max(r.ChunkSize(), 4096), 32<<20)),
-		})
-	}
-	var l net.Listener
-	var uri func(name string) string
-	if *listen != "" {
-		if l, err = net.Listen("tcp", *listen); err != nil {
-			return err
-		}
-		addr := l.Addr().String()
-		uri = func(name string) string { return "nbd://" + addr + "/" + url.PathEscape(name) }
-	} else {
-		path := *socket
-		if path == "" {
-			path = defaultSocket()
-		}
-		if l, err = listenUnix(path); err != nil {
-			return err
-		}
-		uri = func(name string) string { return "nbd+unix:///" + url.PathEscape(name) + "?socket=" + path }
-	}
-	// In a JSON format stdout carries only the JSON result (at the end):
-	// what is served, and how it went, is said on stderr.
-	info := stdout
-	if outputJSON(stdout) {
-		info = stderr
-	}
-	fmt.Fprintf(info, "serving %s read-only over NBD; Ctrl-C (or SIGTERM) stops\n", sa.snap)
-	for _, e := range srv.Exports {
-		fmt.Fprintf(info, "  %s  %s (%s)\n", uri(e.Name), e.Description, humanBytes(uint64(e.Size)))
-	}
-	if f, ok := info.(*os.File); ok {
-		f.Sync()
-	}
-	err = srv.Serve(ctx, l)
-	fmt.Fprintf(info, "stopped serving %s\n", sa.snap)
-	sa.report(info)
-	return err
 }
 
 // exportName is an image archive's export name: "drive-scsi0.img.fidx" →

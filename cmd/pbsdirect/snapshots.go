@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"context"
 	"errors"
 	"fmt"
@@ -40,102 +42,103 @@ type snapshotFile struct {
 // manifestReads is how many manifests are read at once for a listing.
 const manifestReads = 16
 
-func cmdSnapshots(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("snapshots", "[flags]", stdout, stderr)
+func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (-1: all)")
-	ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
-	if err != nil {
-		return err
-	}
-	noteFollowed(stderr, store)
-	defer store.Close()
-	namespaces := []index.Namespace{ns}
-	if *maxDepth != 0 {
-		if namespaces, err = snapshot.Namespaces(ctx, store, ns, *maxDepth); err != nil {
-			return err
-		}
-	}
-	var list []snapshot.Info
-	for _, n := range namespaces {
-		l, err := snapshot.List(ctx, store, n)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
 		if err != nil {
 			return err
 		}
-		list = append(list, l...)
-	}
-	if len(list) == 0 {
-		if err := snapshot.Exists(ctx, store, ns); err != nil {
+		noteFollowed(stderr, store)
+		defer store.Close()
+		namespaces := []index.Namespace{ns}
+		if *maxDepth != 0 {
+			if namespaces, err = snapshot.Namespaces(ctx, store, ns, *maxDepth); err != nil {
+				return err
+			}
+		}
+		var list []snapshot.Info
+		for _, n := range namespaces {
+			l, err := snapshot.List(ctx, store, n)
+			if err != nil {
+				return err
+			}
+			list = append(list, l...)
+		}
+		if len(list) == 0 {
+			if err := snapshot.Exists(ctx, store, ns); err != nil {
+				return err
+			}
+		}
+		owners := groupOwners(ctx, store, list)
+		entries := make([]snapshotEntry, len(list))
+		idx := make([]int, len(list))
+		for i := range idx {
+			idx[i] = i
+		}
+		err = snapshot.ForEach(idx, manifestReads, func(i int) error {
+			s := list[i].Snapshot
+			e := snapshotEntry{Snapshot: s.String(), Namespace: s.NS.String(), BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{},
+				Protected: snapshot.Protected(list[i].Files), Owner: owners[s.GroupDir()]}
+			m, err := snapshot.ReadManifest(ctx, store, s)
+			switch {
+			case errors.Is(err, snapshot.ErrNoSnapshot):
+				// Listed, then pruned before its manifest was read.
+				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", s)
+				return ctx.Err()
+			case err != nil:
+				e.Error = err.Error()
+			default:
+				for _, f := range m.Files {
+					e.Files = append(e.Files, snapshotFile{Name: f.Filename, CryptMode: string(f.CryptMode), Size: f.Size})
+					e.Size += f.Size
+				}
+				if fp, ok, _ := m.KeyFingerprint(); ok {
+					e.Fingerprint = fp.String()
+				}
+				e.Comment, e.Verified = snapshot.Notes(m), snapshot.VerifyState(m)
+			}
+			entries[i] = e
+			return ctx.Err()
+		})
+		if err != nil {
 			return err
 		}
-	}
-	owners := groupOwners(ctx, store, list)
-	entries := make([]snapshotEntry, len(list))
-	idx := make([]int, len(list))
-	for i := range idx {
-		idx[i] = i
-	}
-	err = snapshot.ForEach(idx, manifestReads, func(i int) error {
-		s := list[i].Snapshot
-		e := snapshotEntry{Snapshot: s.String(), Namespace: s.NS.String(), BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{},
-			Protected: snapshot.Protected(list[i].Files), Owner: owners[s.GroupDir()]}
-		m, err := snapshot.ReadManifest(ctx, store, s)
-		switch {
-		case errors.Is(err, snapshot.ErrNoSnapshot):
-			// Listed, then pruned before its manifest was read.
-			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", s)
-			return ctx.Err()
-		case err != nil:
-			e.Error = err.Error()
-		default:
-			for _, f := range m.Files {
-				e.Files = append(e.Files, snapshotFile{Name: f.Filename, CryptMode: string(f.CryptMode), Size: f.Size})
-				e.Size += f.Size
-			}
-			if fp, ok, _ := m.KeyFingerprint(); ok {
-				e.Fingerprint = fp.String()
-			}
-			e.Comment, e.Verified = snapshot.Notes(m), snapshot.VerifyState(m)
-		}
-		entries[i] = e
-		return ctx.Err()
-	})
-	if err != nil {
-		return err
-	}
-	kept := entries[:0]
-	for _, e := range entries {
-		if e.Snapshot != "" {
-			kept = append(kept, e)
-		}
-	}
-	entries = kept
-	if sf.json() {
-		return writeJSON(stdout, entries)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "snapshot\tsize\tcrypt\tverified\tprotected\tfiles\tcomment")
-	for _, e := range entries {
-		if e.Error != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tmanifest unreadable: %s\t\n", e.Snapshot, e.Error)
-			continue
-		}
-		var names []string
-		crypt := "none"
-		for _, f := range e.Files {
-			names = append(names, f.Name)
-			if f.CryptMode != "none" {
-				crypt = f.CryptMode
+		kept := entries[:0]
+		for _, e := range entries {
+			if e.Snapshot != "" {
+				kept = append(kept, e)
 			}
 		}
-		if e.Fingerprint != "" {
-			crypt += " " + e.Fingerprint[:23]
+		entries = kept
+		if sf.json() {
+			return writeJSON(stdout, entries)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, orDash(e.Verified), yesNo(e.Protected), strings.Join(names, " "), e.Comment)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "snapshot\tsize\tcrypt\tverified\tprotected\tfiles\tcomment")
+		for _, e := range entries {
+			if e.Error != "" {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tmanifest unreadable: %s\t\n", e.Snapshot, e.Error)
+				continue
+			}
+			var names []string
+			crypt := "none"
+			for _, f := range e.Files {
+				names = append(names, f.Name)
+				if f.CryptMode != "none" {
+					crypt = f.CryptMode
+				}
+			}
+			if e.Fingerprint != "" {
+				crypt += " " + e.Fingerprint[:23]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, orDash(e.Verified), yesNo(e.Protected), strings.Join(names, " "), e.Comment)
+		}
+		return tw.Flush()
 	}
-	return tw.Flush()
 }
 
 // groupOwners reads the owner of each group in list once, keyed by group

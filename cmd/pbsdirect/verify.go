@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"bufio"
 	"bytes"
 	"cmp"
@@ -31,8 +33,7 @@ the peak. Measured: 1 M distinct chunks in one archive, 274 MiB peak unsharded,
 1.3 GiB unsharded; with --shard I/N each process remembers only 1/N of them.
 `
 
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "[flags] [SNAPSHOT | TYPE/ID]", stdout, stderr)
+func cmdVerify(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.register(fs)
 	sf.progress.register(fs)
@@ -51,158 +52,157 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
 	maxDamaged := fs.Int("max-damaged", verify.DefaultMaxDamaged, "damaged chunks reported in full (digest, byte ranges, location, error); the rest are counted (0: none)")
 	damagedList := fs.String("damaged-list", "", "write every damaged chunk to this file, one JSON object per line, as it is found")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("want at most one SNAPSHOT, got %d arguments", fs.NArg())
-	}
-	if fs.NArg() == 1 {
-		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() > 1 {
+			return usagef("want at most one SNAPSHOT, got %d arguments", fs.NArg())
+		}
+		if fs.NArg() == 1 {
+			if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+				return err
+			}
+		}
+		if err := sf.check(); err != nil {
 			return err
 		}
-	}
-	if err := sf.check(); err != nil {
-		return err
-	}
-	if err := pf.check(); err != nil {
-		return err
-	}
-	for flag, loc := range map[string]string{"--state": *statePath, "--report": *reportLoc, "--metrics-textfile": *metrics} {
-		if err := checkOutputPath(flag, loc); err != nil {
+		if err := pf.check(); err != nil {
 			return err
 		}
-	}
-	if *maxDamaged < 0 {
-		return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
-	}
-	if *maxDepth < 0 || *maxDepth > 7 {
-		return usagef("--max-depth must be 0..7, not %d", *maxDepth)
-	}
-	if *parallel < 1 || *parallel > 1024 {
-		return usagef("--parallel must be 1..1024, not %d", *parallel)
-	}
-	if *allNS && (fs.NArg() == 1 || sf.ns != "" || fs.Changed("max-depth")) {
-		return usagef("--all-namespaces verifies the whole store: no SNAPSHOT, --ns or --max-depth with it")
-	}
-	if fs.NArg() == 1 && fs.Changed("max-depth") {
-		return usagef("--max-depth is for namespaces, not with a SNAPSHOT or group")
-	}
-	var sh verify.Shard
-	if *shard != "" {
-		var err error
-		if sh, err = verify.ParseShard(*shard, os.Getenv); err != nil {
-			return usagef("--shard: %v", err)
+		for flag, loc := range map[string]string{"--state": *statePath, "--report": *reportLoc, "--metrics-textfile": *metrics} {
+			if err := checkOutputPath(flag, loc); err != nil {
+				return err
+			}
 		}
-	}
-	window, err := parseAge(*reverify)
-	if err != nil {
-		return usagef("--reverify-after: %v", err)
-	}
-	var list *bufio.Writer
-	if *damagedList != "" {
-		f, err := os.Create(*damagedList)
+		if *maxDamaged < 0 {
+			return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
+		}
+		if *maxDepth < 0 || *maxDepth > 7 {
+			return usagef("--max-depth must be 0..7, not %d", *maxDepth)
+		}
+		if *parallel < 1 || *parallel > 1024 {
+			return usagef("--parallel must be 1..1024, not %d", *parallel)
+		}
+		if *allNS && (fs.NArg() == 1 || sf.ns != "" || fs.Changed("max-depth")) {
+			return usagef("--all-namespaces verifies the whole store: no SNAPSHOT, --ns or --max-depth with it")
+		}
+		if fs.NArg() == 1 && fs.Changed("max-depth") {
+			return usagef("--max-depth is for namespaces, not with a SNAPSHOT or group")
+		}
+		var sh verify.Shard
+		if *shard != "" {
+			var err error
+			if sh, err = verify.ParseShard(*shard, os.Getenv); err != nil {
+				return usagef("--shard: %v", err)
+			}
+		}
+		window, err := parseAge(*reverify)
 		if err != nil {
-			return err
+			return usagef("--reverify-after: %v", err)
 		}
-		defer f.Close()
-		list = bufio.NewWriter(f)
-	}
-	ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	sc := verify.Scope{NS: ns, MaxDepth: *maxDepth, Latest: *latest}
-	if *allNS {
-		sc.MaxDepth = -1
-	}
-	if fs.NArg() == 1 {
-		sc.Ref = fs.Arg(0)
-	}
-	sel, err := verify.Select(ctx, store, sc)
-	if err != nil {
-		return err
-	}
-	var state *verify.State
-	if *statePath != "" {
-		state = loadState(ctx, &sf, *statePath, store.String(), window, stderr)
-	}
-	// One progress bar for one snapshot; snapshots checked at once would
-	// draw over each other.
-	prog := sf.progress
-	if len(sel.Snapshots) > 1 {
-		prog.mode = progressNone
-	}
-	v := verify.New(store, verify.Options{
-		KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
-			cc, err := keys.forManifest(m)
-			if err == nil {
-				err = checkSigned(m, m.Snapshot(ns), cc, *requireSig, stderr)
-			}
-			return cc, err
-		},
-		CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
-		Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
-		MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
-		Progress: func(name string, total int64, done func() int64) func() {
-			return startProgress(stderr, prog, "verify "+name, total, done).done
-		},
-	})
-	// As a restore: a P for every job and for as many readers as a restore
-	// has writers, so that reads blocked in the kernel never hold the
-	// jobs' Ps (measured: bench/README.md, fleet verify).
-	defer raiseProcs(restore.Options{Jobs: pf.jobs, Writers: restore.DefaultWriters(pf.jobs)})()
-	rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
-		if r.Skipped {
-			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", r.Snapshot)
-		}
-		if !sf.json() {
-			printSnapshotResult(stdout, r)
-		}
-	})
-	rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
-	rep.Stores = storeCounts(store)
-	for _, n := range sel.Namespaces {
-		rep.Namespaces = append(rep.Namespaces, n.String())
-	}
-	if runErr != nil {
-		return runErr
-	}
-	if err := v.Removed(); err != nil {
-		return err
-	}
-	if list != nil {
-		if err := cmp.Or(v.Err(), list.Flush()); err != nil {
-			return fmt.Errorf("--damaged-list %s: %w", *damagedList, err)
-		}
-	}
-	if state != nil {
-		var b bytes.Buffer
-		if _, err := state.WriteTo(&b, time.Now()); err != nil {
-			return err
-		}
-		if err := writeLocation(ctx, &sf, *statePath, b.Bytes()); err != nil {
-			return fmt.Errorf("--state: %w", err)
-		}
-	}
-	return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
-		if *metrics != "" {
-			if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
-				return fmt.Errorf("--metrics-textfile: %w", err)
-			}
-		}
-		if *reportLoc != "" {
-			b, err := json.MarshalIndent(rep, "", "  ")
+		var list *bufio.Writer
+		if *damagedList != "" {
+			f, err := os.Create(*damagedList)
 			if err != nil {
 				return err
 			}
-			if err := writeLocation(ctx, &sf, *reportLoc, append(b, '\n')); err != nil {
-				return fmt.Errorf("--report: %w", err)
+			defer f.Close()
+			list = bufio.NewWriter(f)
+		}
+		ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		sc := verify.Scope{NS: ns, MaxDepth: *maxDepth, Latest: *latest}
+		if *allNS {
+			sc.MaxDepth = -1
+		}
+		if fs.NArg() == 1 {
+			sc.Ref = fs.Arg(0)
+		}
+		sel, err := verify.Select(ctx, store, sc)
+		if err != nil {
+			return err
+		}
+		var state *verify.State
+		if *statePath != "" {
+			state = loadState(ctx, &sf, *statePath, store.String(), window, stderr)
+		}
+		// One progress bar for one snapshot; snapshots checked at once would
+		// draw over each other.
+		prog := sf.progress
+		if len(sel.Snapshots) > 1 {
+			prog.mode = progressNone
+		}
+		v := verify.New(store, verify.Options{
+			KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
+				cc, err := keys.forManifest(m)
+				if err == nil {
+					err = checkSigned(m, m.Snapshot(ns), cc, *requireSig, stderr)
+				}
+				return cc, err
+			},
+			CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
+			Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
+			MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
+			Progress: func(name string, total int64, done func() int64) func() {
+				return startProgress(stderr, prog, "verify "+name, total, done).done
+			},
+		})
+		// As a restore: a P for every job and for as many readers as a restore
+		// has writers, so that reads blocked in the kernel never hold the
+		// jobs' Ps (measured: bench/README.md, fleet verify).
+		defer raiseProcs(restore.Options{Jobs: pf.jobs, Writers: restore.DefaultWriters(pf.jobs)})()
+		rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
+			if r.Skipped {
+				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", r.Snapshot)
+			}
+			if !sf.json() {
+				printSnapshotResult(stdout, r)
+			}
+		})
+		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
+		rep.Stores = storeCounts(store)
+		for _, n := range sel.Namespaces {
+			rep.Namespaces = append(rep.Namespaces, n.String())
+		}
+		if runErr != nil {
+			return runErr
+		}
+		if err := v.Removed(); err != nil {
+			return err
+		}
+		if list != nil {
+			if err := cmp.Or(v.Err(), list.Flush()); err != nil {
+				return fmt.Errorf("--damaged-list %s: %w", *damagedList, err)
 			}
 		}
-		return nil
-	})
+		if state != nil {
+			var b bytes.Buffer
+			if _, err := state.WriteTo(&b, time.Now()); err != nil {
+				return err
+			}
+			if err := writeLocation(ctx, &sf, *statePath, b.Bytes()); err != nil {
+				return fmt.Errorf("--state: %w", err)
+			}
+		}
+		return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
+			if *metrics != "" {
+				if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
+					return fmt.Errorf("--metrics-textfile: %w", err)
+				}
+			}
+			if *reportLoc != "" {
+				b, err := json.MarshalIndent(rep, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := writeLocation(ctx, &sf, *reportLoc, append(b, '\n')); err != nil {
+					return fmt.Errorf("--report: %w", err)
+				}
+			}
+			return nil
+		})
+	}
 }
 
 // isSnapshotRef reports whether ref names one snapshot (TYPE/ID/TIME), not a group.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
 	"context"
 	"fmt"
 	"io"
@@ -52,30 +54,28 @@ func buildVersion() versionInfo {
 	return v
 }
 
-func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", "[flags]", stdout, stderr)
+func cmdVersion(fs *flag.FlagSet) commandFunc {
 	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("version takes no arguments")
-	}
-	if err := checkOutputFormat(*format); err != nil {
-		return err
-	}
-	v := buildVersion()
-	if outputJSON(stdout) {
-		return writeJSON(stdout, v)
-	}
-	fmt.Fprintf(stdout, "pbsdirect %s\n", v.Version)
-	if v.Revision != "" {
-		mod := ""
-		if v.Modified {
-			mod = " (modified)"
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() != 0 {
+			return usagef("version takes no arguments")
 		}
-		fmt.Fprintf(stdout, "revision: %s%s %s\n", v.Revision, mod, v.Time)
+		if err := checkOutputFormat(*format); err != nil {
+			return err
+		}
+		v := buildVersion()
+		if outputJSON(stdout) {
+			return writeJSON(stdout, v)
+		}
+		fmt.Fprintf(stdout, "pbsdirect %s\n", v.Version)
+		if v.Revision != "" {
+			mod := ""
+			if v.Modified {
+				mod = " (modified)"
+			}
+			fmt.Fprintf(stdout, "revision: %s%s %s\n", v.Revision, mod, v.Time)
+		}
+		fmt.Fprintf(stdout, "go:       %s %s\n", v.GoVersion, v.Platform)
+		return nil
 	}
-	fmt.Fprintf(stdout, "go:       %s %s\n", v.GoVersion, v.Platform)
-	return nil
 }

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
+)
+
+// commandFunc runs a command once its flags are parsed: args are the
+// positional arguments, stdout is run's output (see output), stderr is for
+// messages.
+type commandFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// commandSpec is one command of pbsdirect's tree: use is its usage line
+// without "pbsdirect" ("restore [flags] SNAPSHOT ARCHIVE TARGET"; the first
+// word is its name), short the one-line summary of the command list. A
+// leaf has build, which declares the command's flags on fs and returns what
+// runs it; a group (key, report) has sub. The description and examples
+// come from commandHelp, the completion of positional arguments from
+// complete (nil: file names).
+type commandSpec struct {
+	use      string
+	short    string
+	build    func(fs *flag.FlagSet) commandFunc
+	complete argCompleter
+	sub      []commandSpec
+}
+
+// commandSpecs is the command tree below "pbsdirect", in the order help
+// lists it.
+func commandSpecs() []commandSpec {
+	return []commandSpec{
+		{use: "restore [flags] SNAPSHOT ARCHIVE TARGET", short: "restore a disk image (or blob) to a file or block device (- for standard output)",
+			build: cmdRestore, complete: completeSnapshotArchive},
+		{use: "mount [flags] SNAPSHOT MOUNTPOINT", short: "mount a snapshot's archives as read-only files (FUSE), no restore needed",
+			build: cmdMount, complete: completeSnapshot},
+		{use: "serve-nbd [flags] SNAPSHOT", short: "serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)",
+			build: cmdServeNBD, complete: completeSnapshot},
+		{use: "verify [flags] [SNAPSHOT | TYPE/ID]", short: "verify a snapshot, a group, a namespace (tree) or the whole store",
+			build: cmdVerify, complete: completeSnapshot},
+		{use: "drill [flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]", short: "disaster-recovery rehearsal: restore, read back, re-check, report",
+			build: cmdDrill, complete: completeSnapshotArchive},
+		{use: "snapshots [flags]", short: "list the finished snapshots of a namespace (--max-depth for those below)",
+			build: cmdSnapshots, complete: completeNothing},
+		{use: "groups [flags]", short: "list the backup groups of a namespace",
+			build: cmdGroups, complete: completeNothing},
+		{use: "namespaces [flags]", short: "list the namespaces of a datastore (or below --ns)",
+			build: cmdNamespaces, complete: completeNothing},
+		{use: "backup [flags] NAME.img:PATH [NAME.conf:PATH ...]", short: "back up images (and blobs) into a new snapshot of a datastore",
+			build: cmdBackup},
+		{use: "key COMMAND", short: "create, show and manage key files (as proxmox-backup-client key)", sub: []commandSpec{
+			{use: "create [flags] [PATH]", short: "create a key file", build: cmdKeyCreate},
+			{use: "show [flags] [PATH]", short: "show a key file's fingerprint and KDF", build: cmdKeyShow},
+			{use: "change-passphrase [flags] [PATH]", short: "re-encrypt a key file under a new passphrase", build: cmdKeyChangePassphrase},
+			{use: "paperkey [flags] [PATH]", short: "print a key file as a paper key", build: cmdKeyPaperkey},
+			{use: "create-master-key [flags]", short: "create an RSA master key pair", build: cmdKeyCreateMasterKey, complete: completeNothing},
+			{use: "import-with-master-key [flags] ENCRYPTED-KEY MASTER-KEY [PATH]", short: "recover a key file with the RSA master key",
+				build: cmdKeyImportWithMasterKey},
+		}},
+		{use: "report COMMAND", short: "merge the JSON reports of verify shards", sub: []commandSpec{
+			{use: "merge [flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)", short: "merge the JSON reports of verify shards into one",
+				build: cmdReportMerge},
+		}},
+		{use: "man DIR", short: "write the man pages of every command into DIR (section 1)",
+			build: cmdMan},
+		{use: "version [flags]", short: "print the version, VCS revision and Go version of this build",
+			build: cmdVersion, complete: completeNothing},
+	}
+}
+
+// rootHelp is what 'pbsdirect --help' says besides the command list.
+const rootHelp = `pbsdirect restores, verifies and writes Proxmox Backup Server archives directly
+from a datastore directory or a bucket, with no PBS server.
+
+SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest one.
+ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
+--store is a datastore directory, s3://bucket/prefix or gs://bucket/prefix.
+
+Exit codes:
+  0    success
+  1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
+       a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
+  2    usage error, or a TARGET refused as named (exists without --force, a symbolic link, a
+       directory or FIFO, a missing directory, a disk-image format, too small, inside the store);
+       also a key file or source path that is not there, key create onto a file, no passphrase
+       source and no terminal, backup --backup-time not after the group's last snapshot
+  3    the run could not complete for a reason outside the data: store unreachable or not there
+       (disk not mounted, no such bucket), credentials refused, throttled past --retry-for,
+       target I/O error, permission, no space, target busy or in use, snapshot exists or group
+       locked (backup): retrying later can help
+  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd: 0, that is how they stop)
+JSON reports (--output-format json) carry the same code as "exit-code".
+
+Shell completion: pbsdirect completion bash|zsh|fish --help. Man pages: pbsdirect man DIR.`
+
+// helpTemplate is the layout of every command's --help (cobra template):
+// usage line, description, subcommands, flags, examples.
+const helpTemplate = `Usage: {{.UseLine}}
+{{with .Long}}
+{{. | trimTrailingWhitespaces}}
+{{end}}{{if .HasAvailableSubCommands}}
+Commands:{{range .Commands}}{{if .IsAvailableCommand}}
+  {{rpad .Name .NamePadding}}  {{.Short}}{{end}}{{end}}
+{{end}}{{if .HasAvailableLocalFlags}}
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}
+{{end}}{{if .HasExample}}
+Examples:
+{{.Example}}
+{{end}}{{if .HasAvailableSubCommands}}
+Run '{{.CommandPath}} COMMAND --help' for a command's flags and examples.
+{{end}}`
+
+// runState is what one run learns from the command tree as it executes.
+type runState struct {
+	help bool // a help text was printed (--help, help COMMAND)
+}
+
+// newRoot builds the command tree for one run: commands write to stdout
+// (run's output) and stderr and stop when ctx ends. Parse errors are usage
+// errors (exit 2); nothing is printed by cobra itself but help and
+// completion scripts.
+func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState) *cobra.Command {
+	root := &cobra.Command{
+		Use:                   "pbsdirect COMMAND",
+		Short:                 "restore, verify and write Proxmox Backup Server archives without a PBS server",
+		Long:                  rootHelp,
+		SilenceErrors:         true,
+		SilenceUsage:          true,
+		DisableFlagsInUseLine: true,
+		DisableAutoGenTag:     true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetHelpTemplate(helpTemplate)
+	root.SetUsageTemplate(helpTemplate)
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		st.help = true
+		help(c, args)
+	})
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageOf(err) })
+	root.SetHelpCommand(helpCommand(root))
+	for _, spec := range commandSpecs() {
+		root.AddCommand(newCommand(ctx, spec, "", stdout, stderr))
+	}
+	// Added now rather than when cobra executes, so that runCommand finds
+	// them and help lists them.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Short = "print a shell completion script: bash, zsh, fish or powershell"
+		}
+	}
+	return root
+}
+
+// newCommand builds the cobra command of spec; parent is the path of its
+// group ("key") or "" below the root.
+func newCommand(ctx context.Context, spec commandSpec, parent string, stdout *output, stderr io.Writer) *cobra.Command {
+	c := &cobra.Command{Use: spec.use, Short: spec.short}
+	path := c.Name()
+	if parent != "" {
+		path = parent + " " + path
+	}
+	c.Long, c.Example = commandHelp(path)
+	c.Flags().SortFlags = false
+	if spec.sub != nil {
+		c.DisableFlagsInUseLine = true
+		var names []string
+		for _, s := range spec.sub {
+			sc := newCommand(ctx, s, path, stdout, stderr)
+			names = append(names, sc.Name())
+			c.AddCommand(sc)
+		}
+		// "pbsdirect key" alone or "pbsdirect key nosuch": a usage error
+		// (cobra would print the help and exit 0).
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("want a %s command: %s", path, joinOr(names))
+			}
+			return usagef("unknown %s command %q (want %s)", path, args[0], joinOr(names))
+		}
+		c.ValidArgsFunction = completeNothing
+		return c
+	}
+	run := spec.build(c.Flags())
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(_ *cobra.Command, args []string) error { return run(ctx, args, stdout, stderr) }
+	c.ValidArgsFunction = spec.complete
+	registerFlagCompletions(c)
+	return c
+}
+
+// helpCommand is 'pbsdirect help [COMMAND...]': the help of a command, as
+// its --help; an unknown command is a usage error.
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND...]",
+		Short: "help about any command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, rest, err := root.Find(args)
+			if err != nil || len(rest) != 0 {
+				return usagef("no help for %q: unknown command; run 'pbsdirect --help' for the commands", joinWords(args))
+			}
+			return c.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			parent, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sc := range parent.Commands() {
+				if sc.IsAvailableCommand() {
+					names = append(names, cobra.CompletionWithDesc(sc.Name(), sc.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// argCompleter completes a command's positional arguments for the shell
+// (cobra's ValidArgsFunction): args are the arguments before the one being
+// completed, toComplete its beginning.
+type argCompleter = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective)
+
+// completionTimeout bounds the store reads of one completion request: a
+// shell waiting on a slow bucket is worse than no candidates.
+const completionTimeout = 5 * time.Second
+
+// flagValues are the values the shell offers for the flags that take one
+// of a fixed set (a command that has no such flag offers nothing).
+var flagValues = map[string][]string{
+	"output-format": {formatText, formatJSON, formatJSONPretty},
+	"progress":      {"auto", "bar", "lines", "none"},
+	"on-missing":    {"fail", "zero"},
+	"on-corrupt":    {"fail", "zero"},
+	"kdf":           {"scrypt", "pbkdf2", "none"},
+	"s3-path-style": {"auto", "true", "false"},
+	"bucket-layout": {"auto", "pbs4-s3", "plain"},
+	"crypt-mode":    {"none", "encrypt", "sign-only"},
+	"backup-type":   {"vm", "ct", "host"},
+}
+
+// registerFlagCompletions offers flagValues for those of c's flags that
+// take one of a fixed set.
+func registerFlagCompletions(c *cobra.Command) {
+	c.Flags().VisitAll(func(f *flag.Flag) {
+		values, ok := flagValues[f.Name]
+		if !ok {
+			return
+		}
+		c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	})
+}
+
+// completeNothing is the completer of commands that take no argument.
+func completeNothing(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSnapshot offers the groups (TYPE/ID) and snapshots (TYPE/ID/TIME)
+// of --store and --ns as the first argument; later arguments are file names.
+func completeSnapshot(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return snapshotCandidates(c, toComplete)
+}
+
+// completeSnapshotArchive is completeSnapshot for SNAPSHOT ARCHIVE TARGET:
+// the second argument is one of the snapshot's archives (read from its
+// manifest), the third a file name.
+func completeSnapshotArchive(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	switch len(args) {
+	case 0:
+		return snapshotCandidates(c, toComplete)
+	case 1:
+		return archiveCandidates(c, args[0], toComplete)
+	}
+	return nil, cobra.ShellCompDirectiveDefault
+}
+
+// snapshotCandidates lists the groups and snapshots that start with prefix.
+func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	err := withCompletionStore(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error {
+		list, err := snapshot.List(ctx, store, ns)
+		if err != nil {
+			return err
+		}
+		lastGroup := ""
+		for _, i := range list {
+			s := i.Snapshot
+			group := s.Type + "/" + s.ID
+			if group != lastGroup && strings.HasPrefix(group, prefix) {
+				out = append(out, cobra.CompletionWithDesc(group, "the latest snapshot of the group"))
+			}
+			lastGroup = group
+			if name := group + "/" + index.FormatTime(s.Time); strings.HasPrefix(name, prefix) {
+				out = append(out, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// archiveCandidates lists the archives of snapshot ref (its manifest's
+// files) that start with prefix.
+func archiveCandidates(c *cobra.Command, ref, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	err := withCompletionStore(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error {
+		snap, err := snapshot.Resolve(ctx, store, ns, ref)
+		if err != nil {
+			return err
+		}
+		m, err := snapshot.ReadManifest(ctx, store, snap)
+		if err != nil {
+			return err
+		}
+		for _, f := range m.Files {
+			if strings.HasPrefix(f.Filename, prefix) {
+				out = append(out, cobra.CompletionWithDesc(f.Filename, string(f.CryptMode)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// withCompletionStore opens the store that c's parsed flags name (--store,
+// --ns and the bucket flags) and calls fn with it, all within
+// completionTimeout. Nothing is printed: a completion that fails offers
+// nothing.
+func withCompletionStore(c *cobra.Command, fn func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error) error {
+	var sf storeFlags
+	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
+	sf.registerLocation(fs)
+	sf.registerOutput(fs)
+	copyFlags(fs, c.Flags())
+	if err := sf.check(); err != nil {
+		return err
+	}
+	ns, err := sf.namespace()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), completionTimeout)
+	defer cancel()
+	store, err := openStore(ctx, &sf, false, manifestReads)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(ctx, ns, store)
+}
+
+// copyFlags sets the flags of dst that src has and were given on the
+// command line to src's values.
+func copyFlags(dst, src *flag.FlagSet) {
+	src.Visit(func(f *flag.Flag) {
+		d := dst.Lookup(f.Name)
+		if d == nil {
+			return
+		}
+		if sv, ok := f.Value.(flag.SliceValue); ok {
+			if dv, ok := d.Value.(flag.SliceValue); ok {
+				dv.Replace(sv.GetSlice())
+			}
+			return
+		}
+		d.Value.Set(f.Value.String())
+	})
+}
