@@ -8,7 +8,9 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 # Without a version from git, the binary takes it from its build information.
 LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION))
 
-.PHONY: all build check-static demo test test-short vet bench bench-instant bench-badday bench-go tools clean
+PREFIX  ?= /usr/local
+
+.PHONY: all build check-static man install demo test test-short vet bench bench-instant bench-badday bench-go tools clean
 
 all: build
 
@@ -20,6 +22,23 @@ build:
 check-static: build
 	@out=$$(ldd $(BIN) 2>&1 || true); echo "ldd $(BIN): $$out"; \
 	case "$$out" in *"not a dynamic executable"*|*"statically linked"*) ;; *) echo "$(BIN) is dynamically linked" >&2; exit 1;; esac
+
+# Man pages (section 1) for pbsdirect and every command, from the same
+# descriptions, flags and examples as --help.
+man: build
+	rm -rf bin/man && mkdir -p bin/man
+	$(BIN) man bin/man
+
+# Installs the binary, its man pages and the bash, zsh and fish completion
+# scripts under PREFIX (DESTDIR for packaging).
+install: man
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/pbsdirect
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 bin/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pbsdirect
+	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_pbsdirect
+	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/pbsdirect.fish
 
 # Builds a 1 GiB ext4 VM disk image from real files, backs it up into a local
 # datastore, restores it and proves the result byte-identical.

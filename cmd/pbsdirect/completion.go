@@ -117,8 +117,12 @@ func archiveCandidates(c *cobra.Command, ref, prefix string) ([]cobra.Completion
 			return err
 		}
 		for _, f := range m.Files {
-			if strings.HasPrefix(f.Filename, prefix) {
-				out = append(out, cobra.CompletionWithDesc(f.Filename, string(f.CryptMode)))
+			switch {
+			case !strings.HasPrefix(f.Filename, prefix):
+			case f.CryptMode == index.CryptNone:
+				out = append(out, f.Filename)
+			default:
+				out = append(out, cobra.CompletionWithDesc(f.Filename, "crypt mode "+string(f.CryptMode)))
 			}
 		}
 		return nil

@@ -26,7 +26,6 @@ func defaultKeyPath() string {
 	return filepath.Join(dir, "proxmox-backup", "encryption-key.json")
 }
 
-
 func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")

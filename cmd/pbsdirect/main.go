@@ -174,7 +174,10 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 	if args[0] == "--version" {
 		args = append([]string{"version"}, args[1:]...)
 	}
-	if c, _, err := root.Find(args); err != nil || c == root && !isHelpFlag(args[0]) {
+	// cobra adds its hidden command for the shell's requests when it
+	// executes; every other first argument must name a command.
+	isRequest := args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd
+	if c, _, err := root.Find(args); !isRequest && (err != nil || c == root && !isHelpFlag(args[0])) {
 		err := unknownCommand(root, args[0])
 		fmt.Fprintf(stderr, "pbsdirect: %v\n", err)
 		return exitUsage, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -35,11 +36,15 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 		n := 0
 		var walk func(c *cobra.Command)
 		walk = func(c *cobra.Command) {
-			if c.IsAvailableCommand() || c == root {
-				n++
-			}
+			// The pages GenManTree writes: the root and every available command.
+			n++
+			c.Short = manEscape(c.Short)
+			c.Long = manMarkdown(c.Long)
+			c.Flags().VisitAll(func(f *flag.Flag) { f.Usage = manEscape(f.Usage) })
 			for _, sc := range c.Commands() {
-				walk(sc)
+				if sc.IsAvailableCommand() && !sc.IsAdditionalHelpTopicCommand() {
+					walk(sc)
+				}
 			}
 		}
 		walk(root)
@@ -52,4 +57,37 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 		fmt.Fprintf(stdout, "wrote %d man pages into %s (man -l %s/pbsdirect.1)\n", n, dir, dir)
 		return nil
 	}
+}
+
+// manMarkdown turns a help text into the Markdown that cobra's man page
+// generator renders: lines indented by two spaces (tables, lists of codes)
+// stay as they are, in a preformatted block; in the other lines the
+// characters Markdown would take as markup are escaped.
+func manMarkdown(text string) string {
+	var b strings.Builder
+	pre := false
+	for i, line := range strings.Split(text, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if strings.HasPrefix(line, "  ") {
+			if !pre && i > 0 {
+				b.WriteByte('\n') // a preformatted block starts after a blank line
+			}
+			pre = true
+			b.WriteString("    " + line)
+			continue
+		}
+		if pre && line != "" {
+			b.WriteByte('\n')
+		}
+		pre = false
+		b.WriteString(manEscape(line))
+	}
+	return b.String()
+}
+
+// manEscape backslash-escapes the characters Markdown takes as markup in s.
+func manEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "`", "\\`", "_", `\_`, "*", `\*`, "<", `\<`, ">", `\>`, "[", `\[`, "]", `\]`).Replace(s)
 }
