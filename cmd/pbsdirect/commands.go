@@ -13,60 +13,31 @@ import (
 // messages.
 type commandFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
-// commandSpec is one command of pbsdirect's tree: use is its usage line
-// without "pbsdirect" ("restore [flags] SNAPSHOT ARCHIVE TARGET"; the first
-// word is its name), short the one-line summary of the command list. A
-// leaf has build, which declares the command's flags on fs and returns what
-// runs it; a group (key, report) has sub. The description and examples
-// come from commandHelp, the completion of positional arguments from
-// complete (nil: file names).
+// commandSpec is one command of pbsdirect's tree, declared in the file of
+// the command: use is its usage line without "pbsdirect" ("restore [flags]
+// SNAPSHOT ARCHIVE TARGET"; the first word is its name), short the one-line
+// summary of the command list, long the description of --help and the man
+// page (argument forms, environment), example its examples. A leaf has
+// build, which declares the command's flags on fs and returns what runs
+// it; a group (key, report) has sub. complete completes the positional
+// arguments (nil: file names).
 type commandSpec struct {
 	use      string
 	short    string
+	long     string
+	example  string
 	build    func(fs *flag.FlagSet) commandFunc
 	complete argCompleter
 	sub      []commandSpec
 }
 
 // commandSpecs is the command tree below "pbsdirect", in the order help
-// lists it.
+// lists it (sorted by name).
 func commandSpecs() []commandSpec {
 	return []commandSpec{
-		{use: "restore [flags] SNAPSHOT ARCHIVE TARGET", short: "restore a disk image (or blob) to a file or block device (- for standard output)",
-			build: cmdRestore, complete: completeSnapshotArchive},
-		{use: "mount [flags] SNAPSHOT MOUNTPOINT", short: "mount a snapshot's archives as read-only files (FUSE), no restore needed",
-			build: cmdMount, complete: completeSnapshot},
-		{use: "serve-nbd [flags] SNAPSHOT", short: "serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)",
-			build: cmdServeNBD, complete: completeSnapshot},
-		{use: "verify [flags] [SNAPSHOT | TYPE/ID]", short: "verify a snapshot, a group, a namespace (tree) or the whole store",
-			build: cmdVerify, complete: completeSnapshot},
-		{use: "drill [flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]", short: "disaster-recovery rehearsal: restore, read back, re-check, report",
-			build: cmdDrill, complete: completeSnapshotArchive},
-		{use: "snapshots [flags]", short: "list the finished snapshots of a namespace (--max-depth for those below)",
-			build: cmdSnapshots, complete: completeNothing},
-		{use: "groups [flags]", short: "list the backup groups of a namespace",
-			build: cmdGroups, complete: completeNothing},
-		{use: "namespaces [flags]", short: "list the namespaces of a datastore (or below --ns)",
-			build: cmdNamespaces, complete: completeNothing},
-		{use: "backup [flags] NAME.img:PATH [NAME.conf:PATH ...]", short: "back up images (and blobs) into a new snapshot of a datastore",
-			build: cmdBackup},
-		{use: "key COMMAND", short: "create, show and manage key files (as proxmox-backup-client key)", sub: []commandSpec{
-			{use: "create [flags] [PATH]", short: "create a key file", build: cmdKeyCreate},
-			{use: "show [flags] [PATH]", short: "show a key file's fingerprint and KDF", build: cmdKeyShow},
-			{use: "change-passphrase [flags] [PATH]", short: "re-encrypt a key file under a new passphrase", build: cmdKeyChangePassphrase},
-			{use: "paperkey [flags] [PATH]", short: "print a key file as a paper key", build: cmdKeyPaperkey},
-			{use: "create-master-key [flags]", short: "create an RSA master key pair", build: cmdKeyCreateMasterKey, complete: completeNothing},
-			{use: "import-with-master-key [flags] ENCRYPTED-KEY MASTER-KEY [PATH]", short: "recover a key file with the RSA master key",
-				build: cmdKeyImportWithMasterKey},
-		}},
-		{use: "report COMMAND", short: "merge the JSON reports of verify shards", sub: []commandSpec{
-			{use: "merge [flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)", short: "merge the JSON reports of verify shards into one",
-				build: cmdReportMerge},
-		}},
-		{use: "man DIR", short: "write the man pages of every command into DIR (section 1)",
-			build: cmdMan},
-		{use: "version [flags]", short: "print the version, VCS revision and Go version of this build",
-			build: cmdVersion, complete: completeNothing},
+		restoreCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(),
+		snapshotsCommand(), groupsCommand(), namespacesCommand(), backupCommand(),
+		keyCommand(), reportCommand(), manCommand(), versionCommand(),
 	}
 }
 
@@ -161,12 +132,11 @@ func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState
 // newCommand builds the cobra command of spec; parent is the path of its
 // group ("key") or "" below the root.
 func newCommand(ctx context.Context, spec commandSpec, parent string, stdout *output, stderr io.Writer) *cobra.Command {
-	c := &cobra.Command{Use: spec.use, Short: spec.short}
+	c := &cobra.Command{Use: spec.use, Short: spec.short, Long: spec.long, Example: spec.example}
 	path := c.Name()
 	if parent != "" {
 		path = parent + " " + path
 	}
-	c.Long, c.Example = commandHelp(path)
 	c.Flags().SortFlags = false
 	if spec.sub != nil {
 		c.DisableFlagsInUseLine = true

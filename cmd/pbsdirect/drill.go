@@ -153,3 +153,21 @@ func printDrill(w io.Writer, r drillReport) {
 	}
 	fmt.Fprintf(w, "  total: %.2fs\n", r.TotalSeconds)
 }
+
+// drillCommand is 'pbsdirect drill'.
+func drillCommand() commandSpec {
+	return commandSpec{
+		use:   "drill [flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]",
+		short: "disaster-recovery rehearsal: restore, read back, re-check, report",
+		long: `Disaster-recovery rehearsal: restore an archive to TARGET, read the target back
+and compare it with the snapshot, then report the time to restore and the
+result (text, or one JSON object for monitoring). --remove deletes the
+restored file after a successful drill.
+
+SNAPSHOT, ARCHIVE and TARGET are as for restore.`,
+		example: `  pbsdirect drill --store /mnt/ds vm/100 drive-scsi0 /var/tmp/drill.raw --remove
+  pbsdirect drill --store s3://backups/pbs --output-format json vm/100 drive-scsi0 /var/tmp/drill.raw`,
+		build:    cmdDrill,
+		complete: completeSnapshotArchive,
+	}
+}

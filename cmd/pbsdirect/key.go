@@ -156,3 +156,46 @@ func cmdKeyShow(fs *flag.FlagSet) commandFunc {
 		return nil
 	}
 }
+
+// keyCommand is 'pbsdirect key'.
+func keyCommand() commandSpec {
+	return commandSpec{
+		use:   "key COMMAND",
+		short: "create, show and manage key files (as proxmox-backup-client key)",
+		long: `Create, show and manage key files as proxmox-backup-client key does. PATH
+defaults to ` + defaultKeyPath() + `, the default key file that restore,
+verify and backup read when a snapshot is encrypted and no --keyfile is
+given. A paper key (the text of 'key paperkey') is accepted wherever a key
+file is.`,
+		example: `  pbsdirect key create /root/enc.key
+  pbsdirect key show --verify /root/enc.key`,
+		sub: []commandSpec{keyCreateCommand(), keyShowCommand(), keyChangePassphraseCommand(), keyPaperkeyCommand(), keyCreateMasterKeyCommand(), keyImportWithMasterKeyCommand()},
+	}
+}
+
+// keyCreateCommand is 'pbsdirect key create'.
+func keyCreateCommand() commandSpec {
+	return commandSpec{
+		use:   "create [flags] [PATH]",
+		short: "create a key file",
+		long: `Create a key file (AES-256 key, as proxmox-backup-client key create) at PATH,
+default the default key file. The passphrase is asked twice on a terminal, or
+taken from PBS_ENCRYPTION_PASSWORD / _FILE / _FD; --kdf none stores it
+unprotected. An existing file is never overwritten.`,
+		example: `  pbsdirect key create /root/enc.key
+  PBS_ENCRYPTION_PASSWORD_FILE=/root/pass pbsdirect key create --kdf pbkdf2 enc.key`,
+		build: cmdKeyCreate,
+	}
+}
+
+// keyShowCommand is 'pbsdirect key show'.
+func keyShowCommand() commandSpec {
+	return commandSpec{
+		use:   "show [flags] [PATH]",
+		short: "show a key file's fingerprint and KDF",
+		long: `Show a key file's fingerprint, KDF and dates (--verify: decrypt it and check
+the stored fingerprint).`,
+		example: `  pbsdirect key show --verify /root/enc.key`,
+		build:   cmdKeyShow,
+	}
+}

@@ -436,3 +436,58 @@ func rsaEncryptedKey(pubFile, keyfile string, cc *crypto.Config) ([]byte, error)
 	}
 	return crypto.RSAEncryptKeyFile(pub, cc.UnprotectedKeyFile(created, time.Now()))
 }
+
+// keyChangePassphraseCommand is 'pbsdirect key change-passphrase'.
+func keyChangePassphraseCommand() commandSpec {
+	return commandSpec{
+		use:   "change-passphrase [flags] [PATH]",
+		short: "re-encrypt a key file under a new passphrase",
+		long: `Re-encrypt a key file under a new passphrase (or none with --kdf none); the
+key itself, and so its fingerprint, does not change.`,
+		example: `  pbsdirect key change-passphrase /root/enc.key`,
+		build:   cmdKeyChangePassphrase,
+	}
+}
+
+// keyPaperkeyCommand is 'pbsdirect key paperkey'.
+func keyPaperkeyCommand() commandSpec {
+	return commandSpec{
+		use:   "paperkey [flags] [PATH]",
+		short: "print a key file as a paper key",
+		long: `Print a key file as a paper key (text) to keep offline. The text is accepted
+wherever a key file is (--keyfile), by pbsdirect and by PBS.`,
+		example: `  pbsdirect key paperkey --subject "$(hostname)" /root/enc.key > enc.paperkey.txt`,
+		build:   cmdKeyPaperkey,
+	}
+}
+
+// keyCreateMasterKeyCommand is 'pbsdirect key create-master-key'.
+func keyCreateMasterKeyCommand() commandSpec {
+	return commandSpec{
+		use:   "create-master-key [flags]",
+		short: "create an RSA master key pair",
+		long: `Create an RSA master key pair in the current directory: master-public.pem (give
+it to backup --master-pubkey-file) and master-private.pem (passphrase-protected;
+keep it offline: it recovers every key stored under the public key). Existing
+files are never overwritten.`,
+		example:  `  pbsdirect key create-master-key   # in the current directory, e.g. a USB stick`,
+		build:    cmdKeyCreateMasterKey,
+		complete: completeNothing,
+	}
+}
+
+// keyImportWithMasterKeyCommand is 'pbsdirect key import-with-master-key'.
+func keyImportWithMasterKeyCommand() commandSpec {
+	return commandSpec{
+		use:   "import-with-master-key [flags] ENCRYPTED-KEY MASTER-KEY [PATH]",
+		short: "recover a key file with the RSA master key",
+		long: `Recover a key file with the RSA master private key. ENCRYPTED-KEY is either a
+snapshot (TYPE/ID/TIME) of --store, whose rsa-encrypted.key.blob is read, or
+the path of an rsa-encrypted.key.blob file; MASTER-KEY is master-private.pem.
+The recovered key is written to PATH (default: the default key file) under a
+new passphrase.`,
+		example: `  pbsdirect key import-with-master-key --store /mnt/ds vm/100/2026-11-29T10:00:00Z master-private.pem /root/enc.key
+  pbsdirect key import-with-master-key rsa-encrypted.key.blob master-private.pem recovered.key`,
+		build: cmdKeyImportWithMasterKey,
+	}
+}

@@ -137,3 +137,28 @@ func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []s
 	}
 	return ns, store, nil
 }
+
+// groupsCommand is 'pbsdirect groups'.
+func groupsCommand() commandSpec {
+	return commandSpec{
+		use:   "groups [flags]",
+		short: "list the backup groups of a namespace",
+		long: `List the backup groups (TYPE/ID) of a namespace with their snapshot count,
+owner and the first line of their notes.`,
+		example:  `  pbsdirect groups --store /mnt/ds --ns prod`,
+		build:    cmdGroups,
+		complete: completeNothing,
+	}
+}
+
+// namespacesCommand is 'pbsdirect namespaces'.
+func namespacesCommand() commandSpec {
+	return commandSpec{
+		use:      "namespaces [flags]",
+		short:    "list the namespaces of a datastore (or below --ns)",
+		long:     `List the namespaces of a datastore, or those below --ns.`,
+		example:  `  pbsdirect namespaces --store s3://backups/pbs --max-depth 1`,
+		build:    cmdNamespaces,
+		complete: completeNothing,
+	}
+}

@@ -91,3 +91,18 @@ func manMarkdown(text string) string {
 func manEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "`", "\\`", "_", `\_`, "*", `\*`, "<", `\<`, ">", `\>`, "[", `\[`, "]", `\]`).Replace(s)
 }
+
+// manCommand is 'pbsdirect man'.
+func manCommand() commandSpec {
+	return commandSpec{
+		use:   "man DIR",
+		short: "write the man pages of every command into DIR (section 1)",
+		long: `Write a man page (section 1) for pbsdirect and for each of its commands
+into DIR, which must exist: pbsdirect.1, pbsdirect-restore.1,
+pbsdirect-key-create.1, … They are made from the same descriptions, flags and
+examples as --help. 'make install' installs them with the binary.`,
+		example: `  pbsdirect man /usr/local/share/man/man1 && man pbsdirect-restore
+  mkdir -p man && pbsdirect man man && man -l man/pbsdirect.1`,
+		build: cmdMan,
+	}
+}

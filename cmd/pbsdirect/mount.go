@@ -104,3 +104,18 @@ func mountName(archive string) string {
 	}
 	return archive
 }
+
+// mountCommand is 'pbsdirect mount'.
+func mountCommand() commandSpec {
+	return commandSpec{
+		use:   "mount [flags] SNAPSHOT MOUNTPOINT",
+		short: "mount a snapshot's archives as read-only files (FUSE), no restore needed",
+		long: `Mount a snapshot's archives as read-only files (FUSE) at MOUNTPOINT: chunks are
+read, checked and cached as the files are read; nothing is restored first.
+Stops on unmount, SIGINT or SIGTERM (exit 0).`,
+		example: `  pbsdirect mount --store /mnt/ds vm/100 /mnt/vm100 &
+  qemu-img convert -O qcow2 /mnt/vm100/drive-scsi0.img /var/tmp/vm100.qcow2; fusermount -u /mnt/vm100`,
+		build:    cmdMount,
+		complete: completeSnapshot,
+	}
+}

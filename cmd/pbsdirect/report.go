@@ -77,3 +77,28 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		})
 	}
 }
+
+// reportCommand is 'pbsdirect report'.
+func reportCommand() commandSpec {
+	return commandSpec{
+		use:   "report COMMAND",
+		short: "merge the JSON reports of verify shards",
+		long: `Work with the JSON reports that verify writes (--report): merge the reports
+of verify shards into one.`,
+		example: `  pbsdirect report merge shard-*.json`,
+		sub:     []commandSpec{reportMergeCommand()},
+	}
+}
+
+// reportMergeCommand is 'pbsdirect report merge'.
+func reportMergeCommand() commandSpec {
+	return commandSpec{
+		use:   "merge [flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)",
+		short: "merge the JSON reports of verify shards into one",
+		long: `Merge the JSON reports of verify shards (verify --shard I/N --report FILE) into
+one report, ok only when every shard's is.`,
+		example: `  pbsdirect report merge --output-format json-pretty shard-*.json
+  pbsdirect report merge --report s3://reports/all.json s3://reports/shard-1.json s3://reports/shard-2.json`,
+		build: cmdReportMerge,
+	}
+}

@@ -548,3 +548,28 @@ func (e *resolvedError) Error() string { return e.err.Error() }
 
 // Unwrap returns the error.
 func (e *resolvedError) Unwrap() error { return e.err }
+
+// restoreCommand is 'pbsdirect restore'.
+func restoreCommand() commandSpec {
+	return commandSpec{
+		use:   "restore [flags] SNAPSHOT ARCHIVE TARGET",
+		short: "restore a disk image (or blob) to a file or block device (- for standard output)",
+		long: `Restore one archive of a snapshot: a disk image (.img.fidx) to a file, a block
+device or - (standard output), or a blob (.blob: a VM config, the client log).
+Every chunk is checked (CRC, digest; AES-GCM with --keyfile) before its bytes
+are written; the target is synced before success is reported.
+
+SNAPSHOT is TYPE/ID/TIME (vm/100/2026-11-29T10:00:00Z) or TYPE/ID for the
+group's latest; ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
+TARGET is a new file (an existing one needs --force), a block device, or -.
+
+Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
+PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD
+(key passphrase), PROXMOX_OUTPUT_FORMAT (--output-format), AWS_* for s3://.`,
+		example: `  pbsdirect restore --store /mnt/datastore/store1 vm/100 drive-scsi0 /var/tmp/vm100.raw
+  pbsdirect restore --store s3://backups/pbs --keyfile enc.key vm/100/2026-11-29T10:00:00Z drive-scsi0 /dev/vg0/vm-100-disk-0
+  pbsdirect restore --store /mnt/ds vm/100 qemu-server.conf -`,
+		build:    cmdRestore,
+		complete: completeSnapshotArchive,
+	}
+}

@@ -168,3 +168,18 @@ func listenUnix(path string) (net.Listener, error) {
 	l.(*net.UnixListener).SetUnlinkOnClose(true)
 	return l, nil
 }
+
+// serveNbdCommand is 'pbsdirect serve-nbd'.
+func serveNbdCommand() commandSpec {
+	return commandSpec{
+		use:   "serve-nbd [flags] SNAPSHOT",
+		short: "serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)",
+		long: `Serve a snapshot's disk images read-only over NBD (one export per image, named
+as the archive without .img.fidx) on a Unix socket or, with --listen, TCP. Stops on SIGINT or
+SIGTERM (exit 0).`,
+		example: `  pbsdirect serve-nbd --store /mnt/ds vm/100 &
+  qemu-img info "nbd+unix:///drive-scsi0?socket=$XDG_RUNTIME_DIR/pbsdirect-nbd.sock"`,
+		build:    cmdServeNBD,
+		complete: completeSnapshot,
+	}
+}

@@ -167,3 +167,18 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
+
+// snapshotsCommand is 'pbsdirect snapshots'.
+func snapshotsCommand() commandSpec {
+	return commandSpec{
+		use:   "snapshots [flags]",
+		short: "list the finished snapshots of a namespace (--max-depth for those below)",
+		long: `List the finished snapshots of a namespace (--max-depth: and those below), with
+their archives, size, encryption, protection, notes and last verify state as
+PBS recorded them.`,
+		example: `  pbsdirect snapshots --store /mnt/ds
+  pbsdirect snapshots --store /mnt/ds --ns prod --max-depth -1 --output-format json-pretty`,
+		build:    cmdSnapshots,
+		complete: completeNothing,
+	}
+}

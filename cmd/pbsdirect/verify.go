@@ -358,3 +358,23 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 		}
 	}
 }
+
+// verifyCommand is 'pbsdirect verify'.
+func verifyCommand() commandSpec {
+	return commandSpec{
+		use:   "verify [flags] [SNAPSHOT | TYPE/ID]",
+		short: "verify a snapshot, a group, a namespace (tree) or the whole store",
+		long: `Verify one snapshot, every snapshot of a group (TYPE/ID; --latest: the newest),
+or every snapshot of the namespace (--max-depth N: and its children;
+--all-namespaces: the whole store): every chunk is read and checked (CRC,
+digest; AES-GCM with --keyfile) and the indexes against the manifest. PBS's
+"verified" state in the store is not updated. Exits 1 when anything is damaged
+or missing.
+
+` + strings.TrimSuffix(verifyHelp, "\n"),
+		example: `  pbsdirect verify --store /mnt/ds vm/100/2026-11-29T10:00:00Z
+  pbsdirect verify --store s3://backups/pbs --keyfile enc.key --output-format json`,
+		build:    cmdVerify,
+		complete: completeSnapshot,
+	}
+}

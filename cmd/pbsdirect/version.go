@@ -79,3 +79,15 @@ func cmdVersion(fs *flag.FlagSet) commandFunc {
 		return nil
 	}
 }
+
+// versionCommand is 'pbsdirect version'.
+func versionCommand() commandSpec {
+	return commandSpec{
+		use:      "version [flags]",
+		short:    "print the version, VCS revision and Go version of this build",
+		long:     `Print the version, VCS revision and Go version of this build.`,
+		example:  `  pbsdirect version --output-format json`,
+		build:    cmdVersion,
+		complete: completeNothing,
+	}
+}
