@@ -439,8 +439,11 @@ func TestInstantAccess(t *testing.T) {
 			t.Errorf("qemu-io: want EIO for the damaged chunk and the other two reads served:\n%s", o)
 		}
 		r.stop(t)
-		if !strings.Contains(r.err.String(), bad.String()) {
-			t.Errorf("stderr does not name the damaged chunk %s:\n%s", bad, r.err)
+		if n := strings.Count(r.err.String(), "chunk "+bad.String()); n != 1 {
+			t.Errorf("stderr names the damaged chunk %s %d times, want once:\n%s", bad, n, r.err)
+		}
+		if !strings.Contains(r.out.String(), "1 chunks missing or damaged, 1 chunk reads failed") {
+			t.Errorf("summary does not count the failed read apart:\n%s", r.out)
 		}
 	})
 
