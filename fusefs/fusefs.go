@@ -39,15 +39,15 @@ type Options struct {
 	// (needs user_allow_other in /etc/fuse.conf unless root mounts).
 	AllowOther bool
 	// Log, if set, receives failed reads, one line each, except those
-	// whose error (or an error it wraps) is a Logger reporting true: the
-	// ReaderAt has logged them itself (an archive reader logs each damaged
-	// chunk once, however many reads fail on it).
+	// whose error (or an error it wraps) is a LoggedError whose Logged
+	// reports true: the ReaderAt has logged them itself (an archive reader
+	// logs each damaged chunk once, however many reads fail on it).
 	Log func(msg string)
 }
 
-// Logger is implemented by read errors that their ReaderAt has logged
+// LoggedError is implemented by read errors that their ReaderAt has logged
 // already; Logged reports whether it did.
-type Logger interface {
+type LoggedError interface {
 	Logged() bool
 }
 
@@ -179,7 +179,7 @@ func (n *file) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	dest = dest[:min(int64(len(dest)), n.f.Size-off)]
 	k, err := n.f.Data.ReadAt(dest, off)
 	if err != nil && !(errors.Is(err, io.EOF) && k == len(dest)) {
-		var l Logger
+		var l LoggedError
 		if n.log != nil && !(errors.As(err, &l) && l.Logged()) {
 			n.log(fmt.Sprintf("%s: read of %d bytes at %d: %v", n.f.Name, len(dest), off, err))
 		}

@@ -56,9 +56,9 @@ type Export struct {
 	PreferredBlockSize uint32
 }
 
-// Logger is implemented by read errors that their Export's Data has logged
+// LoggedError is implemented by read errors that their Export's Data has logged
 // already; Logged reports whether it did.
-type Logger interface {
+type LoggedError interface {
 	Logged() bool
 }
 
@@ -69,9 +69,10 @@ type Server struct {
 	// default 8.
 	MaxInFlight int
 	// Log, if set, receives connection errors and failed reads, one line
-	// each, except reads whose error (or an error it wraps) is a Logger
-	// reporting true: the Export's Data has logged them itself (an archive
-	// reader logs each damaged chunk once, however many reads fail on it).
+	// each, except reads whose error (or an error it wraps) is a LoggedError
+	// whose Logged reports true: the Export's Data has logged them itself
+	// (an archive reader logs each damaged chunk once, however many reads
+	// fail on it).
 	Log func(msg string)
 
 	bufMu sync.Mutex
@@ -560,7 +561,7 @@ func (cn *conn) read(ex *Export, rq request) error {
 		}
 		p := buf[e.Offset-off : e.Offset-off+e.Length]
 		if k, err := ex.Data.ReadAt(p, e.Offset); err != nil && !(errors.Is(err, io.EOF) && k == len(p)) {
-			if l := Logger(nil); !(errors.As(err, &l) && l.Logged()) {
+			if l := LoggedError(nil); !(errors.As(err, &l) && l.Logged()) {
 				cn.s.logf("export %s: read of %d bytes at %d: %v", ex.Name, n, off, err)
 			}
 			return cn.sendErrorAt(rq, errEIO, "read failed (see the server's log)", uint64(e.Offset)+uint64(k))
