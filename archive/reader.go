@@ -14,7 +14,10 @@
 // (chunkstore.Decoder.DecodeChunk: crypt mode, CRC, AES-256-GCM, zstd,
 // length, digest) before anyone sees a byte of it. A chunk that fails fails
 // only the reads touching it, with a *restore.ChunkError naming its digest
-// and range; it is logged once and not cached, so a later read tries again.
+// and range; it is not cached, so a later read tries again. Each failed
+// chunk is logged once (Options.Log), at the first read that fails on it;
+// a chunk that only read-ahead failed to load (no reader asked for its
+// bytes) is neither logged nor counted.
 //
 // Reads that continue where an earlier read stopped (several streams at
 // once, as from parallel NBD connections; within streamWindow bytes, at
@@ -60,17 +63,21 @@ type Options struct {
 	// served (capped at half the cache); default the number of cores. Pass
 	// the restore's fetch concurrency for the store.
 	Fetchers int
-	// Log, if set, is called once for each chunk that fails its first read,
-	// with a *restore.ChunkError naming digest, range and cause.
+	// Log, if set, is called once for each chunk that fails a read (the
+	// first read of its bytes that fails), with a *restore.ChunkError
+	// naming digest, range and cause. Read-ahead failures are not logged.
 	Log func(error)
 }
 
 // Stats counts a Reader's work; read the fields with their Load methods.
+// Only chunks that passed their check count as fetched: a failed attempt
+// adds nothing to Fetched or FetchedBytes.
 type Stats struct {
 	Fetched      atomic.Uint64 // chunks read from the store and verified
-	FetchedBytes atomic.Uint64 // encoded bytes read from the store
+	FetchedBytes atomic.Uint64 // encoded bytes of the Fetched chunks
 	ReadAhead    atomic.Uint64 // of Fetched: chunks read ahead of a sequential reader
-	Failed       atomic.Uint64 // chunk reads that failed a check or the store
+	FailedReads  atomic.Uint64 // ReadAt calls that failed on a missing or damaged chunk
+	FailedChunks atomic.Uint64 // distinct chunks such reads failed on (each logged once)
 }
 
 // Extent is a byte range of the archive, [Offset, Offset+Length), that is
@@ -103,7 +110,7 @@ type Reader struct {
 	aheadBusy atomic.Int32 // read-ahead loads in flight
 	streams   streams
 	log       func(error)
-	logged    sync.Map // crypto.Digest → struct{}: failures logged once
+	logged    sync.Map // crypto.Digest → struct{}: chunks whose failure was logged
 	ctx       context.Context
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup // read-ahead goroutines
@@ -260,8 +267,12 @@ var ErrClosed = errors.New("archive reader closed")
 
 // ReadAt reads len(p) bytes at byte offset off, as io.ReaderAt: fewer only
 // at the end of the archive (with io.EOF) or on an error. A chunk that
-// cannot be read or fails its check returns a *restore.ChunkError (digest,
-// its byte range, location, cause) after the bytes before it.
+// cannot be read or fails its check returns an error wrapping a
+// *restore.ChunkError (digest, its byte range, location, cause) after the
+// bytes before it. When Options.Log is set, that error also has a method
+// Logged() bool that returns true: the Reader has logged the chunk (at
+// this read or an earlier one), and a server in front of it (fusefs, nbd)
+// need not log it again.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset %d", r.name, off)
@@ -290,9 +301,9 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		if ci := r.refs[pos]; ci < 0 {
 			clear(p[n : n+int(k)])
 		} else {
-			e, err := r.cache.get(r.chunks[ci].digest, func(buf []byte) ([]byte, error) { return r.fetch(ci, start, buf) })
+			e, err := r.cache.get(r.chunks[ci].digest, func(buf []byte) ([]byte, error) { return r.fetch(ci, buf) })
 			if err != nil {
-				return n, err
+				return n, r.failed(ci, start, err)
 			}
 			copy(p[n:n+int(k)], e.data[at-start:])
 			r.cache.release(e)
@@ -306,9 +317,10 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// fetch reads chunk ci (first wanted at byte start) from the store into a
-// worker's buffer and decodes and checks it into buf.
-func (r *Reader) fetch(ci int32, start int64, buf []byte) ([]byte, error) {
+// fetch reads chunk ci from the store into a worker's buffer and decodes
+// and checks it into buf. It returns the store's or the check's error, or
+// ErrClosed.
+func (r *Reader) fetch(ci int32, buf []byte) ([]byte, error) {
 	c := r.chunks[ci]
 	var w *worker
 	select {
@@ -323,24 +335,52 @@ func (r *Reader) fetch(ci int32, start int64, buf []byte) ([]byte, error) {
 	}
 	raw, err := r.store.ReadChunk(r.ctx, c.digest, w.raw[:0], chunkstore.ChunkLimit(c.length))
 	if err == nil {
-		r.stats.FetchedBytes.Add(uint64(len(raw)))
 		var data []byte
 		data, err = w.dec.DecodeChunk(buf, raw, c.digest, c.length, r.encrypted, r.key)
 		if err == nil {
 			r.stats.Fetched.Add(1)
+			r.stats.FetchedBytes.Add(uint64(len(raw)))
 			return data, nil
 		}
 	}
 	if r.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
-	r.stats.Failed.Add(1)
-	ce := &restore.ChunkError{Digest: c.digest, Length: c.length, Offsets: []uint64{uint64(start)}, Location: r.store.ChunkLocation(c.digest), Err: err}
-	if _, seen := r.logged.LoadOrStore(c.digest, struct{}{}); !seen && r.log != nil {
-		r.log(fmt.Errorf("%s: %w", r.name, ce))
-	}
-	return nil, ce
+	return nil, err
 }
+
+// failed returns the error of a read that failed on chunk ci at the
+// position starting at byte start, with cause err (from fetch, at this
+// read or at the read-ahead it waited for). It counts the read, and logs
+// the chunk the first time a read fails on it.
+func (r *Reader) failed(ci int32, start int64, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	c := r.chunks[ci]
+	ce := &restore.ChunkError{Digest: c.digest, Length: c.length, Offsets: []uint64{uint64(start)}, Location: r.store.ChunkLocation(c.digest), Err: err}
+	r.stats.FailedReads.Add(1)
+	if _, seen := r.logged.LoadOrStore(c.digest, struct{}{}); !seen {
+		r.stats.FailedChunks.Add(1)
+		if r.log != nil {
+			r.log(fmt.Errorf("%s: %w", r.name, ce))
+		}
+	}
+	if r.log != nil {
+		return loggedError{ce}
+	}
+	return ce
+}
+
+// loggedError is a read's chunk error that the Reader has passed to
+// Options.Log; Logged tells servers in front of the Reader so.
+type loggedError struct{ *restore.ChunkError }
+
+// Logged reports that the Reader logged the error: true.
+func (loggedError) Logged() bool { return true }
+
+// Unwrap returns the *restore.ChunkError, for errors.As and errors.Is.
+func (e loggedError) Unwrap() error { return e.ChunkError }
 
 // readAhead starts loading the non-zero chunks of the r.ahead positions
 // from pos on that are not cached, while fewer than r.ahead read-ahead
@@ -355,15 +395,17 @@ func (r *Reader) readAhead(pos int) {
 			r.aheadBusy.Add(-1)
 			return
 		}
-		start, _ := r.span(p)
 		r.bg.Go(func() {
 			defer r.aheadBusy.Add(-1)
 			if r.ctx.Err() != nil {
 				return
 			}
 			d := r.chunks[ci].digest
+			// A failure here is not logged or counted: no reader asked for
+			// these bytes yet. The entry is not kept, so the first read
+			// that does fetches the chunk again, fails and logs it.
 			r.cache.prefetch(d, func(buf []byte) ([]byte, error) {
-				data, err := r.fetch(ci, start, buf)
+				data, err := r.fetch(ci, buf)
 				if err == nil {
 					r.stats.ReadAhead.Add(1)
 				}

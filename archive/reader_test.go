@@ -230,7 +230,9 @@ func TestExtents(t *testing.T) {
 }
 
 // TestDamagedChunk: a chunk that fails its check fails only the reads that
-// touch it, with a ChunkError naming its digest, and is logged once.
+// touch it, with a ChunkError naming its digest, and is logged once however
+// many reads fail on it; the error says it was logged. Only verified chunks
+// count as fetched (chunks and encoded bytes); failed reads count apart.
 func TestDamagedChunk(t *testing.T) {
 	b := newBase(t, nil)
 	_, digests := fixture.Digests(t, fixture.SnapPath(b.dir, b.snap, "drive-scsi0.img.fidx"))
@@ -238,7 +240,8 @@ func TestDamagedChunk(t *testing.T) {
 	fixture.FlipByte(t, fixture.ChunkPath(b.dir, bad), -1)
 	var logged []error
 	var mu sync.Mutex
-	r, err := b.open(t, fixture.OpenStore(t, b.dir), nil, archive.Options{Log: func(err error) {
+	cs := fixture.NewCountingStore(fixture.OpenStore(t, b.dir))
+	r, err := b.open(t, cs, nil, archive.Options{Log: func(err error) {
 		mu.Lock()
 		logged = append(logged, err)
 		mu.Unlock()
@@ -247,11 +250,15 @@ func TestDamagedChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := make([]byte, 4096)
-	for _, off := range []int64{128 << 10, 190 << 10} {
+	for _, off := range []int64{128 << 10, 190 << 10, 150 << 10} {
 		_, err := r.ReadAt(p, off)
 		var ce *restore.ChunkError
 		if !errors.As(err, &ce) || ce.Digest != bad || !errors.Is(err, chunkstore.ErrCRC) {
 			t.Errorf("read at %d: %v, want a ChunkError for %s (CRC)", off, err, bad)
+		}
+		var l interface{ Logged() bool }
+		if !errors.As(err, &l) || !l.Logged() {
+			t.Errorf("read at %d: error %v does not say it was logged", off, err)
 		}
 	}
 	// A read that ends in the damaged chunk returns the bytes before it.
@@ -265,8 +272,107 @@ func TestDamagedChunk(t *testing.T) {
 			t.Errorf("read at %d beside the damaged chunk: %v", off, err)
 		}
 	}
+	mu.Lock()
 	if len(logged) != 1 {
 		t.Errorf("logged %d times, want once: %v", len(logged), logged)
+	}
+	mu.Unlock()
+	st := r.Stats()
+	if got := st.FailedReads.Load(); got != 4 {
+		t.Errorf("%d failed reads counted, want 4", got)
+	}
+	if got := st.FailedChunks.Load(); got != 1 {
+		t.Errorf("%d failed chunks counted, want 1", got)
+	}
+	// Fetched counts the good chunks read (read-ahead included) and their
+	// encoded bytes, never the damaged chunk's attempts.
+	good := func() (n, size uint64) {
+		for d := range cs.Counts() {
+			if d != bad {
+				fi, err := os.Stat(fixture.ChunkPath(b.dir, d))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, size = n+1, size+uint64(fi.Size())
+			}
+		}
+		return n, size
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, size := good()
+		if st.Fetched.Load() == n && st.FetchedBytes.Load() == size {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fetched %d chunks, %d encoded bytes; want the %d good chunks read, %d bytes (the damaged one read %d times)",
+				st.Fetched.Load(), st.FetchedBytes.Load(), n, size, cs.Count(bad))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReadAheadFailure: a chunk that only read-ahead failed to load is
+// neither logged nor counted as a failed read; the first read that asks
+// for its bytes fails, and logs it, once.
+func TestReadAheadFailure(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		spoil func(t *testing.T, path string)
+		cause error
+	}{
+		{"damaged", func(t *testing.T, path string) { fixture.FlipByte(t, path, -1) }, chunkstore.ErrCRC},
+		{"missing", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, chunkstore.ErrNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBase(t, nil)
+			_, digests := fixture.Digests(t, fixture.SnapPath(b.dir, b.snap, "drive-scsi0.img.fidx"))
+			bad := digests[3] // bytes [192 KiB, 256 KiB)
+			c.spoil(t, fixture.ChunkPath(b.dir, bad))
+			var logged atomic.Int32
+			cs := fixture.NewCountingStore(fixture.OpenStore(t, b.dir))
+			r, err := b.open(t, cs, nil, archive.Options{Fetchers: 4, Log: func(error) { logged.Add(1) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Reads in chunks 0 and 1 make a stream: chunks 2, 3 and 4 are
+			// read ahead, and 3 fails.
+			p := make([]byte, 4096)
+			for _, off := range []int64{0, 40 << 10, 70 << 10} {
+				if _, err := r.ReadAt(p, off); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for (cs.Count(bad) == 0 || r.Stats().ReadAhead.Load() < 2) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if cs.Count(bad) == 0 {
+				t.Fatal("the damaged chunk was not read ahead")
+			}
+			time.Sleep(100 * time.Millisecond) // the failed load ends
+			st := r.Stats()
+			if logged.Load() != 0 || st.FailedReads.Load() != 0 || st.FailedChunks.Load() != 0 {
+				t.Errorf("read-ahead failure logged %d times, counted as %d failed reads of %d chunks; want none",
+					logged.Load(), st.FailedReads.Load(), st.FailedChunks.Load())
+			}
+			// A reader asks for the bytes: the read fails and is logged.
+			for range 2 {
+				_, err := r.ReadAt(p, 200<<10)
+				var ce *restore.ChunkError
+				if !errors.As(err, &ce) || ce.Digest != bad || !errors.Is(err, c.cause) || ce.Offsets[0] != 192<<10 {
+					t.Errorf("read of the chunk: %v, want a ChunkError for %s at 192 KiB (%v)", err, bad, c.cause)
+				}
+			}
+			if logged.Load() != 1 || st.FailedReads.Load() != 2 || st.FailedChunks.Load() != 1 {
+				t.Errorf("after two reads: logged %d times, %d failed reads of %d chunks; want once, 2, 1",
+					logged.Load(), st.FailedReads.Load(), st.FailedChunks.Load())
+			}
+		})
 	}
 }
 

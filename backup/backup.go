@@ -80,14 +80,26 @@ type Options struct {
 }
 
 // Stats counts a backup's work; fields are updated atomically.
+//
+// Every chunk of the images is either all zeros (a full chunk of zeros:
+// ZeroChunks, ZeroBytes) or has data. A chunk with data is written
+// (Uploaded), found in the store (Existing) or a repeat of one handled
+// earlier in this run (DedupHits), so Chunks = ZeroChunks + Uploaded +
+// Existing + DedupHits, and Uploaded + Existing is the number of unique
+// chunks with data: what a restore fetches and a verify checks. The zero
+// chunk itself (one per chunk size and key, stored as PBS stores it, §7.1)
+// is counted apart, in ZeroUploaded or ZeroExisting.
 type Stats struct {
 	ImageBytes    atomic.Uint64 // bytes of images covered
-	ZeroBytes     atomic.Uint64 // bytes in all-zero full chunks (not uploaded)
-	Chunks        atomic.Uint64 // index positions
-	Uploaded      atomic.Uint64 // chunks written to the store
-	UploadedBytes atomic.Uint64 // encoded bytes written
-	Existing      atomic.Uint64 // chunks already in the store
-	DedupHits     atomic.Uint64 // positions whose digest was already handled in this run
+	Chunks        atomic.Uint64 // chunks of the images (index entries), all zeros or not
+	ZeroChunks    atomic.Uint64 // of Chunks: full chunks of zeros (read back as zeros, never fetched)
+	ZeroBytes     atomic.Uint64 // bytes of the ZeroChunks
+	Uploaded      atomic.Uint64 // chunks with data written to the store
+	Existing      atomic.Uint64 // chunks with data already in the store
+	DedupHits     atomic.Uint64 // chunks with data repeating one handled earlier in this run
+	ZeroUploaded  atomic.Uint64 // zero chunks written to the store (0 or 1)
+	ZeroExisting  atomic.Uint64 // zero chunks already in the store (0 or 1)
+	UploadedBytes atomic.Uint64 // encoded bytes written: the Uploaded and ZeroUploaded chunks
 }
 
 // Result describes the written snapshot.
@@ -337,7 +349,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 				if ctx.Err() == nil {
 					d := w.opts.Key.ChunkDigest(p.data)
 					digests[p.pos] = d
-					if err := w.upload(ctx, enc, d, p.data); err != nil {
+					if err := w.upload(ctx, enc, d, p.data, false); err != nil {
 						fail(fmt.Errorf("%s: chunk at offset %d: %w", src.Path, p.pos*cs, err))
 					}
 				}
@@ -369,6 +381,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 			if nextData >= int64(off+cs) {
 				digests[pos] = zeroDigest
 				zeroUsed = true
+				w.stats.ZeroChunks.Add(1)
 				w.stats.ZeroBytes.Add(cs)
 				continue
 			}
@@ -390,6 +403,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 		if length == cs && bytes.Equal(data, zeros) {
 			digests[pos] = zeroDigest
 			zeroUsed = true
+			w.stats.ZeroChunks.Add(1)
 			w.stats.ZeroBytes.Add(cs)
 			bufs <- buf
 			continue
@@ -410,7 +424,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 		if err != nil {
 			return index.FileInfo{}, err
 		}
-		err = w.upload(ctx, enc, zeroDigest, zeros)
+		err = w.upload(ctx, enc, zeroDigest, zeros, true)
 		enc.Close()
 		if err != nil {
 			return index.FileInfo{}, fmt.Errorf("%s: zero chunk: %w", src.Path, err)
@@ -427,12 +441,16 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 	return index.FileInfo{Filename: name, Size: size, Csum: csum}, nil
 }
 
-// upload encodes and writes one chunk unless this run already handled d.
-func (w *writer) upload(ctx context.Context, enc *chunkstore.Encoder, d crypto.Digest, data []byte) error {
+// upload encodes and writes one chunk unless this run already handled d,
+// and counts it: as the zero chunk when zero is set, else as a chunk with
+// data.
+func (w *writer) upload(ctx context.Context, enc *chunkstore.Encoder, d crypto.Digest, data []byte, zero bool) error {
 	w.mu.Lock()
 	if w.done[d] {
 		w.mu.Unlock()
-		w.stats.DedupHits.Add(1)
+		if !zero {
+			w.stats.DedupHits.Add(1)
+		}
 		return nil
 	}
 	w.done[d] = true
@@ -448,9 +466,15 @@ func (w *writer) upload(ctx context.Context, enc *chunkstore.Encoder, d crypto.D
 		w.mu.Unlock()
 		return err
 	}
-	if existed {
+	switch {
+	case existed && zero:
+		w.stats.ZeroExisting.Add(1)
+	case existed:
 		w.stats.Existing.Add(1)
-	} else {
+	case zero:
+		w.stats.ZeroUploaded.Add(1)
+		w.stats.UploadedBytes.Add(uint64(len(blob)))
+	default:
 		w.stats.Uploaded.Add(1)
 		w.stats.UploadedBytes.Add(uint64(len(blob)))
 	}

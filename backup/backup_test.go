@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -171,10 +173,22 @@ func TestIndexAndStore(t *testing.T) {
 			if owner, err := os.ReadFile(filepath.Join(dir, "ns", "prod", "vm", "100", "owner")); err != nil || string(owner) != "root@pam\n" {
 				t.Errorf("owner %q, %v", owner, err)
 			}
-			if st.Chunks.Load() != 6 || st.ZeroBytes.Load() != 2*cs || st.ImageBytes.Load() != uint64(len(data)) ||
-				st.Uploaded.Load() != 4 || st.DedupHits.Load() != 1 || st.Existing.Load() != 0 {
-				t.Errorf("stats: chunks %d zero %d image %d uploaded %d dedup %d existing %d", st.Chunks.Load(), st.ZeroBytes.Load(),
-					st.ImageBytes.Load(), st.Uploaded.Load(), st.DedupHits.Load(), st.Existing.Load())
+			// 6 chunks: 2 all zeros, 4 with data of which 3 unique (1
+			// repeated); the zero chunk counted apart.
+			want := stats{chunks: 6, zeroChunks: 2, zeroBytes: 2 * cs, uploaded: 3, dedup: 1, zeroUploaded: 1}
+			if got := statsOf(st); got != want {
+				t.Errorf("stats %+v, want %+v", got, want)
+			}
+			// Restore and verify see the same counts: the unique chunks with
+			// data they fetch, and the zero chunks they never fetch.
+			store := fixture.OpenStore(t, dir)
+			plan, _, err := restore.LoadPlan(context.Background(), store, opts.Snapshot.Dir(), m, "drive-scsi0.img.fidx", opts.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := uint64(len(plan.Chunks)); n != st.Uploaded.Load()+st.Existing.Load() || plan.ZeroBytes/cs != st.ZeroChunks.Load() {
+				t.Errorf("restore plan: %d chunks with data, %d zero chunks; backup: %d written + %d already there, %d zero chunks",
+					n, plan.ZeroBytes/cs, st.Uploaded.Load(), st.Existing.Load(), st.ZeroChunks.Load())
 			}
 
 			// The same snapshot again is refused; a new one finds every chunk stored.
@@ -185,10 +199,53 @@ func TestIndexAndStore(t *testing.T) {
 			if _, st, err = run(t, dir, opts, srcs...); err != nil {
 				t.Fatal(err)
 			}
-			if st.Uploaded.Load() != 0 || st.Existing.Load() != 4 {
-				t.Errorf("incremental: uploaded %d existing %d", st.Uploaded.Load(), st.Existing.Load())
+			want = stats{chunks: 6, zeroChunks: 2, zeroBytes: 2 * cs, existing: 3, dedup: 1, zeroExisting: 1}
+			if got := statsOf(st); got != want {
+				t.Errorf("incremental: stats %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// stats is backup.Stats' counts, for comparing.
+type stats struct {
+	chunks, zeroChunks, zeroBytes, uploaded, existing, dedup, zeroUploaded, zeroExisting uint64
+}
+
+func statsOf(st *backup.Stats) stats {
+	return stats{st.Chunks.Load(), st.ZeroChunks.Load(), st.ZeroBytes.Load(), st.Uploaded.Load(), st.Existing.Load(),
+		st.DedupHits.Load(), st.ZeroUploaded.Load(), st.ZeroExisting.Load()}
+}
+
+// TestStatsZeroChunkOnce: of two images with zero chunks, the zero chunk
+// is stored and counted once, never as a chunk with data or a repeat.
+func TestStatsZeroChunkOnce(t *testing.T) {
+	const cs = 64 << 10
+	dir := fixture.NewStore(t)
+	src := t.TempDir()
+	a := fixture.Build(1, fixture.Region{Kind: fixture.Text, Len: cs})
+	b := fixture.Build(2, fixture.Region{Kind: fixture.Random, Len: cs})
+	one := fixture.WriteFile(t, src, "1.raw", slices.Concat(a, make([]byte, cs), b))
+	two := fixture.WriteFile(t, src, "2.raw", slices.Concat(make([]byte, 2*cs), a))
+	_, st, err := run(t, dir, backup.Options{Snapshot: fixture.Snap(t, "", "vm", "100", fixture.T0), ChunkSize: cs},
+		backup.Source{Name: "drive-scsi0.img", Path: one}, backup.Source{Name: "drive-scsi1.img", Path: two})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6 chunks: 3 all zeros; a, b written, a repeated; the zero chunk written once.
+	want := stats{chunks: 6, zeroChunks: 3, zeroBytes: 3 * cs, uploaded: 2, dedup: 1, zeroUploaded: 1}
+	if got := statsOf(st); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	var files int
+	filepath.WalkDir(filepath.Join(dir, ".chunks"), func(_ string, de fs.DirEntry, _ error) error {
+		if de != nil && de.Type().IsRegular() {
+			files++
+		}
+		return nil
+	})
+	if files != 3 {
+		t.Errorf("%d chunk files, want 3 (a, b and the zero chunk)", files)
 	}
 }
 

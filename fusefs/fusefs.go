@@ -2,7 +2,8 @@
 // showing a flat directory of files, each served by an io.ReaderAt with a
 // fixed size. Contents never change, so the kernel may cache them (page
 // cache, attributes and names without expiry). A read the ReaderAt fails
-// returns EIO for that read only. The package knows nothing of what it serves.
+// returns EIO for that read only, and is logged unless the ReaderAt logged
+// it already (see Options.Log). The package knows nothing of what it serves.
 package fusefs
 
 import (
@@ -37,8 +38,17 @@ type Options struct {
 	// AllowOther lets users other than the mounting one read the mount
 	// (needs user_allow_other in /etc/fuse.conf unless root mounts).
 	AllowOther bool
-	// Log, if set, receives failed reads, one line each.
+	// Log, if set, receives failed reads, one line each, except those
+	// whose error (or an error it wraps) is a LoggedError whose Logged
+	// reports true: the ReaderAt has logged them itself (an archive reader
+	// logs each damaged chunk once, however many reads fail on it).
 	Log func(msg string)
+}
+
+// LoggedError is implemented by read errors that their ReaderAt has logged
+// already; Logged reports whether it did.
+type LoggedError interface {
+	Logged() bool
 }
 
 // Mount is a mounted file system.
@@ -169,7 +179,8 @@ func (n *file) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	dest = dest[:min(int64(len(dest)), n.f.Size-off)]
 	k, err := n.f.Data.ReadAt(dest, off)
 	if err != nil && !(errors.Is(err, io.EOF) && k == len(dest)) {
-		if n.log != nil {
+		var l LoggedError
+		if n.log != nil && !(errors.As(err, &l) && l.Logged()) {
 			n.log(fmt.Sprintf("%s: read of %d bytes at %d: %v", n.f.Name, len(dest), off, err))
 		}
 		return nil, syscall.EIO

@@ -56,13 +56,23 @@ type Export struct {
 	PreferredBlockSize uint32
 }
 
+// LoggedError is implemented by read errors that their Export's Data has logged
+// already; Logged reports whether it did.
+type LoggedError interface {
+	Logged() bool
+}
+
 // Server serves exports over NBD. Its fields must not change once it serves.
 type Server struct {
 	Exports []Export
 	// MaxInFlight is the number of requests served at once per connection;
 	// default 8.
 	MaxInFlight int
-	// Log, if set, receives connection errors and failed reads, one line each.
+	// Log, if set, receives connection errors and failed reads, one line
+	// each, except reads whose error (or an error it wraps) is a LoggedError
+	// whose Logged reports true: the Export's Data has logged them itself
+	// (an archive reader logs each damaged chunk once, however many reads
+	// fail on it).
 	Log func(msg string)
 
 	bufMu sync.Mutex
@@ -551,7 +561,9 @@ func (cn *conn) read(ex *Export, rq request) error {
 		}
 		p := buf[e.Offset-off : e.Offset-off+e.Length]
 		if k, err := ex.Data.ReadAt(p, e.Offset); err != nil && !(errors.Is(err, io.EOF) && k == len(p)) {
-			cn.s.logf("export %s: read of %d bytes at %d: %v", ex.Name, n, off, err)
+			if l := LoggedError(nil); !(errors.As(err, &l) && l.Logged()) {
+				cn.s.logf("export %s: read of %d bytes at %d: %v", ex.Name, n, off, err)
+			}
 			return cn.sendErrorAt(rq, errEIO, "read failed (see the server's log)", uint64(e.Offset)+uint64(k))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,15 +40,24 @@ type memExport struct {
 	data            []byte
 	zeroOff, zeroLn int64
 	badOff, badLen  int64
+	badErr          error // errBad when nil
 }
 
 var errBad = errors.New("damaged")
+
+// loggedErr is a read error its Data logged.
+type loggedErr struct{ error }
+
+func (loggedErr) Logged() bool { return true }
 
 func (m *memExport) ReadAt(p []byte, off int64) (int, error) {
 	end := off + int64(len(p))
 	if m.badLen > 0 && off < m.badOff+m.badLen && end > m.badOff {
 		n := max(m.badOff-off, 0)
 		copy(p[:n], m.data[off:])
+		if m.badErr != nil {
+			return int(n), m.badErr
+		}
 		return int(n), errBad
 	}
 	return copy(p, m.data[off:]), nil
@@ -175,13 +186,34 @@ func TestClients(t *testing.T) {
 
 // TestReadError: a read that fails gets EIO for that request only; reads
 // elsewhere keep working on the same connection, and writes are refused.
+// The failure is logged unless the export's Data logged it itself.
 func TestReadError(t *testing.T) {
 	needTools(t, "qemu-io")
+	for _, c := range []struct {
+		name    string
+		err     error
+		wantLog bool
+	}{
+		{"plain", nil, true},
+		{"logged-by-data", fmt.Errorf("chunk: %w", loggedErr{errors.New("damaged, logged")}), false},
+	} {
+		t.Run(c.name, func(t *testing.T) { testReadError(t, c.err, c.wantLog) })
+	}
+}
+
+func testReadError(t *testing.T, badErr error, wantLog bool) {
 	m := testExport()
-	m.badOff, m.badLen = 5<<20, 4096
-	var logged []string
+	m.badOff, m.badLen, m.badErr = 5<<20, 4096, badErr
+	var (
+		mu     sync.Mutex
+		logged []string
+	)
 	s := newServer(m)
-	s.Log = func(msg string) { logged = append(logged, msg) }
+	s.Log = func(msg string) {
+		mu.Lock()
+		logged = append(logged, msg)
+		mu.Unlock()
+	}
 	sock := serve(t, s)
 	uri := "nbd+unix:///disk?socket=" + sock
 	out, _ := exec.Command("qemu-io", "-r", "-f", "raw",
@@ -193,9 +225,15 @@ func TestReadError(t *testing.T) {
 	if strings.Count(o, "read 4096/4096 bytes") != 2 || !strings.Contains(o, "read 65536/65536 bytes") || !strings.Contains(o, "Input/output error") {
 		t.Errorf("qemu-io: want three good reads and one EIO:\n%s", o)
 	}
-	if len(logged) == 0 || !strings.Contains(logged[0], "damaged") {
-		t.Errorf("failed read not logged: %q", logged)
+	mu.Lock()
+	n := 0
+	for _, l := range logged {
+		n += strings.Count(l, "damaged")
 	}
+	if wantLog && n != 1 || !wantLog && n != 0 {
+		t.Errorf("failed read logged %d times, want %d: %q", n, map[bool]int{true: 1}[wantLog], logged)
+	}
+	mu.Unlock()
 	out, err := exec.Command("qemu-io", "-f", "raw", "-c", "write 0 4k", uri).CombinedOutput()
 	if err == nil && !strings.Contains(string(out), "error") && !strings.Contains(string(out), "read-only") {
 		t.Errorf("write accepted:\n%s", out)

@@ -19,17 +19,25 @@ import (
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
-// backupSummary is the final report of a backup.
+// backupSummary is the final report of a backup. The counts are those of
+// backup.Stats: chunks = zero-chunks + chunks-uploaded + chunks-existing +
+// dedup-hits; chunks-uploaded + chunks-existing (chunks with data) is what
+// restore reports as chunks-fetched and verify as chunks-checked, and
+// zero-chunks what restore reports as zero-chunks. The zero chunk itself is
+// zero-chunk-uploaded or zero-chunk-existing.
 type backupSummary struct {
 	Snapshot      string   `json:"snapshot"`
 	Archives      []string `json:"archives"`
 	ImageBytes    uint64   `json:"image-bytes"`
 	ZeroBytes     uint64   `json:"zero-bytes"`
 	Chunks        uint64   `json:"chunks"`
+	ZeroChunks    uint64   `json:"zero-chunks"`
 	Uploaded      uint64   `json:"chunks-uploaded"`
-	UploadedBytes uint64   `json:"uploaded-bytes"`
+	UploadedBytes uint64   `json:"uploaded-bytes"` // the zero chunk's included
 	Existing      uint64   `json:"chunks-existing"`
 	DedupHits     uint64   `json:"dedup-hits"`
+	ZeroUploaded  bool     `json:"zero-chunk-uploaded"`
+	ZeroExisting  bool     `json:"zero-chunk-existing"`
 	Seconds       float64  `json:"seconds"`
 	MiBps         float64  `json:"mib-per-second"`
 	Encrypted     bool     `json:"encrypted"`
@@ -172,6 +180,7 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
 			Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
 			Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Seconds: el.Seconds(),
+			ZeroChunks: stats.ZeroChunks.Load(), ZeroUploaded: stats.ZeroUploaded.Load() > 0, ZeroExisting: stats.ZeroExisting.Load() > 0,
 			MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
 		}
 		for _, f := range res.Manifest.Files {
@@ -184,8 +193,17 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			return writeJSON(stdout, sum)
 		}
 		fmt.Fprintf(stdout, "backed up %s to %s: %s in %.2fs (%.1f MiB/s)\n", sum.Snapshot, store, humanBytes(sum.ImageBytes), sum.Seconds, sum.MiBps)
-		fmt.Fprintf(stdout, "  archives: %s; %d chunks (%s all zeros), %d written to the store (%s), %d already there, %d repeated in this backup\n",
-			strings.Join(sum.Archives, ", "), sum.Chunks, humanBytes(sum.ZeroBytes), sum.Uploaded, humanBytes(sum.UploadedBytes), sum.Existing, sum.DedupHits)
+		withZero := func(n uint64, zero bool) string { // "5 chunks with data + the zero chunk"
+			s := fmt.Sprintf("%d chunks with data", n)
+			if zero {
+				s += " + the zero chunk"
+			}
+			return s
+		}
+		fmt.Fprintf(stdout, "  archives: %s; %d chunks: %d with data (%d repeated in this backup), %d all zeros (%s)\n",
+			strings.Join(sum.Archives, ", "), sum.Chunks, sum.Chunks-sum.ZeroChunks, sum.DedupHits, sum.ZeroChunks, humanBytes(sum.ZeroBytes))
+		fmt.Fprintf(stdout, "  written to the store: %s (%s); already there: %s\n",
+			withZero(sum.Uploaded, sum.ZeroUploaded), humanBytes(sum.UploadedBytes), withZero(sum.Existing, sum.ZeroExisting))
 		if cc != nil {
 			fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
 		}

@@ -161,8 +161,11 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 func (sa *snapshotAccess) report(w io.Writer) {
 	for i, r := range sa.readers {
 		st := r.Stats()
-		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead), %d failed\n",
-			sa.names[i], st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load(), st.Failed.Load())
+		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", sa.names[i], st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
+		if n := st.FailedChunks.Load(); n > 0 {
+			fmt.Fprintf(w, "; %d chunks missing or damaged, %d chunk reads failed", n, st.FailedReads.Load())
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -439,8 +441,38 @@ func TestInstantAccess(t *testing.T) {
 			t.Errorf("qemu-io: want EIO for the damaged chunk and the other two reads served:\n%s", o)
 		}
 		r.stop(t)
-		if !strings.Contains(r.err.String(), bad.String()) {
-			t.Errorf("stderr does not name the damaged chunk %s:\n%s", bad, r.err)
+		if n := strings.Count(r.err.String(), "chunk "+bad.String()); n != 1 {
+			t.Errorf("stderr names the damaged chunk %s %d times, want once:\n%s", bad, n, r.err)
+		}
+		if !strings.Contains(r.out.String(), "1 chunks missing or damaged, 1 chunk reads failed") {
+			t.Errorf("summary does not count the failed read apart:\n%s", r.out)
+		}
+
+		// Through FUSE the kernel reads the damaged range several times
+		// (its read-ahead, then the page): the chunk is still logged once.
+		mnt := t.TempDir()
+		r = start(t, "mount", "--store", store, snap0, mnt)
+		r.waitFor(t, func() bool { return strings.Contains(r.out.String(), "mounted") })
+		f, err := os.Open(filepath.Join(mnt, "drive-scsi0.img"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]byte, 4096)
+		for range 2 {
+			if _, err := f.ReadAt(p, 1<<20); !errors.Is(err, syscall.EIO) {
+				t.Errorf("read of the damaged chunk through the mount: %v, want EIO", err)
+			}
+		}
+		if _, err := f.ReadAt(p, 8<<20); err != nil {
+			t.Errorf("read beside the damaged chunk through the mount: %v", err)
+		}
+		f.Close()
+		r.stop(t)
+		if n := strings.Count(r.err.String(), "chunk "+bad.String()); n != 1 {
+			t.Errorf("mount: stderr names the damaged chunk %s %d times, want once:\n%s", bad, n, r.err)
+		}
+		if !strings.Contains(r.out.String(), "1 chunks missing or damaged") {
+			t.Errorf("mount summary does not count the damaged chunk:\n%s", r.out)
 		}
 	})
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,10 +22,27 @@ func TestMessages(t *testing.T) {
 			t.Errorf("backup summary still says %q: %v", gone, r)
 		}
 	}
-	if !strings.Contains(r.out, "written to the store") {
-		t.Errorf("backup summary: %v", r)
+	// 4 chunks: 3 with data, 1 all zeros; restore says the same of the
+	// snapshot (3 fetched, 1 zero chunk), and the stored zero chunk is
+	// named as such, not counted among the chunks with data.
+	for _, want := range []string{"4 chunks: 3 with data (0 repeated in this backup), 1 all zeros (4.00 MiB)",
+		"written to the store: 3 chunks with data + the zero chunk ("} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("backup summary lacks %q: %v", want, r)
+		}
 	}
-	backupImage(t, store, data, "--backup-time", "2026-11-29T12:00:00Z")
+	if rs := restoreJSON(t, "--store", store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "r.raw")); rs.ChunksFetched != 3 || rs.ZeroChunks != 1 {
+		t.Errorf("restore: %d chunks fetched, %d zero chunks; want 3 and 1 as the backup said", rs.ChunksFetched, rs.ZeroChunks)
+	}
+	r = mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", "2026-11-29T12:00:00Z",
+		"--output-format", "json", "drive-scsi0.img:"+fixture.WriteFile(t, t.TempDir(), "d.raw", data))
+	var bs backupSummary
+	if err := json.Unmarshal([]byte(r.out), &bs); err != nil {
+		t.Fatalf("backup JSON: %v\n%s", err, r.out)
+	}
+	if bs.Chunks != 4 || bs.ZeroChunks != 1 || bs.Uploaded != 0 || bs.Existing != 3 || bs.DedupHits != 0 || bs.ZeroUploaded || !bs.ZeroExisting {
+		t.Errorf("second backup JSON: %+v; want 4 chunks, 1 zero, 3 with data already there, the zero chunk already there", bs)
+	}
 	dir := t.TempDir()
 
 	t.Run("wrong-time-lists-nearest", func(t *testing.T) {
