@@ -457,6 +457,15 @@ func TestUsage(t *testing.T) {
 		{[]string{"key", "destroy"}, `unknown key command "destroy"`},
 		{[]string{"key", "create", "--kdf", "md5", filepath.Join(t.TempDir(), "k.json")}, `--kdf must be scrypt, pbkdf2 or none, not "md5"`},
 		{[]string{"key", "show", "a", "b"}, "want at most one PATH"},
+		{[]string{"restor", "--store", store}, `unknown command "restor" (did you mean restore?)`},
+		{[]string{"--store", store}, "want a command before --store"},
+		{[]string{"help", "frobnicate"}, `no help for "frobnicate"`},
+		{[]string{"report"}, "want a report command: merge"},
+		{[]string{"report", "split"}, `unknown report command "split"`},
+		{[]string{"completion"}, "want a shell: bash, zsh, fish or powershell"},
+		{[]string{"completion", "tcsh"}, `unknown shell "tcsh"`},
+		{[]string{"man"}, "want DIR"},
+		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {

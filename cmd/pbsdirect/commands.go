@@ -124,6 +124,17 @@ func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			c.Short = "print a shell completion script: bash, zsh, fish or powershell"
+			c.Use = "completion SHELL"
+			c.DisableFlagsInUseLine = true
+			// "pbsdirect completion" alone or with an unknown shell: a
+			// usage error (cobra would print the help and exit 0).
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(_ *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return usagef("want a shell: bash, zsh, fish or powershell")
+				}
+				return usagef("unknown shell %q (want bash, zsh, fish or powershell)", args[0])
+			}
 		}
 	}
 	return root
