@@ -46,6 +46,31 @@ func registerFlagCompletions(c *cobra.Command) {
 		}
 		c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	})
+	if c.Flags().Lookup("ns") != nil && c.Flags().Lookup("store") != nil {
+		c.RegisterFlagCompletionFunc("ns", completeNamespace)
+	}
+}
+
+// completeNamespace offers the namespaces of --store (as --ns takes them:
+// prod/db) that start with prefix; --ns itself is ignored here.
+func completeNamespace(c *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	err := withCompletionStore(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) error {
+		list, err := snapshot.Namespaces(ctx, store, nil, -1)
+		if err != nil {
+			return err
+		}
+		for _, ns := range list {
+			if name := ns.String(); name != "" && strings.HasPrefix(name, prefix) {
+				out = append(out, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeNothing is the completer of commands that take no argument.
