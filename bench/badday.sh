@@ -37,7 +37,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 log "building pbsdirect and faultproxy"
 $GO build -tags "$TAGS" -o "$BIN" ./cmd/pbsdirect
-$GO build -tags "$TAGS" -o "$FP" ./internal/faultproxy/cmd
+$GO build -tags "$TAGS" -o "$FP" ./internal/faultproxy/cmd/faultproxy
 VERSITYGW=${VERSITYGW:-$(command -v versitygw || echo "$($GO env GOPATH)/bin/versitygw")}
 [ -x "$VERSITYGW" ] || { log "versitygw not installed (scripts/install-test-servers.sh)"; exit 1; }
 

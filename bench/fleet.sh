@@ -48,7 +48,7 @@ result() { RESULTS+=("$*"); echo "RESULT $*"; }
 start_s3() {
   local root=$1 gw
   gw=$(command -v versitygw || echo "$($GO env GOPATH)/bin/versitygw")
-  $GO build -tags "$TAGS" -o "$WORK/bin/faultproxy" ./internal/faultproxy/cmd
+  $GO build -tags "$TAGS" -o "$WORK/bin/faultproxy" ./internal/faultproxy/cmd/faultproxy
   export AWS_ACCESS_KEY_ID=fleet AWS_SECRET_ACCESS_KEY=fleet-secret-key AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
   local port=$((20000 + RANDOM % 20000))
   "$gw" --port "127.0.0.1:$port" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --region us-east-1 --quiet posix "$root" > "$WORK/versitygw.log" 2>&1 &

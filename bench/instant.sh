@@ -96,9 +96,7 @@ echo "serve-nbd peak RSS: $((PEAK / 1024)) MiB with --cache-size $CACHE (goal â‰
 
 # 3: GETs per cold 4 KiB read from a bucket.
 VERSITYGW=${VERSITYGW:-$(command -v versitygw || echo "$($GO env GOPATH)/bin/versitygw")}
-FP_PKG=./internal/faultproxy/cmd/faultproxy
-[ -d "$FP_PKG" ] || FP_PKG=./internal/faultproxy/cmd
-if [ ! -x "$VERSITYGW" ] || ! $GO build -tags "$TAGS" -o "$WORK/faultproxy" "$FP_PKG" 2>/dev/null; then
+if [ ! -x "$VERSITYGW" ] || ! $GO build -tags "$TAGS" -o "$WORK/faultproxy" ./internal/faultproxy/cmd/faultproxy 2>/dev/null; then
   echo "cold reads from a bucket: skipped (versitygw or faultproxy missing: scripts/install-test-servers.sh)"
   exit 0
 fi

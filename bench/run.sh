@@ -125,10 +125,10 @@ if ! skipped s3; then
     note "versitygw not installed (scripts/install-test-servers.sh): bucket rows skipped"
   fi
   if ! skipped proxy; then
-    if [ -d internal/faultproxy/cmd ] && $GO build -tags "$TAGS" -o "$TOOLS/faultproxy" ./internal/faultproxy/cmd 2>"$TMP/fp-build.log"; then
+    if [ -d internal/faultproxy/cmd/faultproxy ] && $GO build -tags "$TAGS" -o "$TOOLS/faultproxy" ./internal/faultproxy/cmd/faultproxy 2>"$TMP/fp-build.log"; then
       FAULTPROXY=$TOOLS/faultproxy
     else
-      note "internal/faultproxy/cmd does not build: latency-proxy rows skipped ($(head -c 200 "$TMP/fp-build.log"))"
+      note "internal/faultproxy/cmd/faultproxy does not build: latency-proxy rows skipped ($(head -c 200 "$TMP/fp-build.log"))"
     fi
   fi
 fi

@@ -12,7 +12,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -308,34 +307,6 @@ func CheckBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot,
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	return raw, nil
-}
-
-// ForEach runs fn for each item with at most n running at once and returns
-// the first error.
-func ForEach[T any](items []T, n int, fn func(T) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, max(1, n))
-	)
-	for _, it := range items {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(it); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }
 
 func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -75,11 +77,11 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 		}
 		owners := groupOwners(ctx, store, list)
 		entries := make([]snapshotEntry, len(list))
-		idx := make([]int, len(list))
-		for i := range idx {
-			idx[i] = i
-		}
-		err = snapshot.ForEach(idx, manifestReads, func(i int) error {
+		// A plain group, not WithContext: an unreadable manifest is recorded in
+		// its entry and must not stop the others; only ctx ending fails the listing.
+		var g errgroup.Group
+		g.SetLimit(manifestReads)
+		read := func(i int) error {
 			s := list[i].Snapshot
 			e := snapshotEntry{Snapshot: s.String(), Namespace: s.NS.String(), BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{},
 				Protected: snapshot.Protected(list[i].Files), Owner: owners[s.GroupDir()]}
@@ -103,8 +105,11 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 			}
 			entries[i] = e
 			return ctx.Err()
-		})
-		if err != nil {
+		}
+		for i := range list {
+			g.Go(func() error { return read(i) })
+		}
+		if err := g.Wait(); err != nil {
 			return err
 		}
 		kept := entries[:0]

@@ -7,6 +7,10 @@
 // and some bytes sent, then silence). It can cap the bandwidth of all
 // response bodies together (a slow link). It counts requests and injected
 // faults.
+//
+// Test support only: imported by tests and by the other packages under
+// internal/, never by a non-test package outside internal/ (TestLayout in
+// the module root's layout_test.go checks this).
 package faultproxy
 
 import (

@@ -8,6 +8,10 @@
 // each behaviour and the public reports it stands for (docs/BUCKETS.md).
 // It is the Go counterpart of the repro set's s3quirk.py, sibling of
 // internal/faultproxy (which injects transient faults).
+//
+// Test support only: imported by tests and by the other packages under
+// internal/, never by a non-test package outside internal/ (TestLayout in
+// the module root's layout_test.go checks this).
 package quirkproxy
 
 import (

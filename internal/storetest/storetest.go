@@ -3,6 +3,10 @@
 // both layouts (PBS 4 ".cnt/" and plain copy) with empty, single- and
 // multi-level prefixes, chunk and file round trips, listing with
 // pagination, missing and empty chunks.
+//
+// Test support only: imported by tests and by the other packages under
+// internal/, never by a non-test package outside internal/ (TestLayout in
+// the module root's layout_test.go checks this).
 package storetest
 
 import (

@@ -5,6 +5,10 @@
 // versitygw is an external binary installed by scripts/install-test-servers.sh.
 // When it is missing, tests using it are skipped, except when CI=true: then
 // they fail, so CI never skips silently.
+//
+// Test support only: imported by tests and by the other packages under
+// internal/, never by a non-test package outside internal/ (TestLayout in
+// the module root's layout_test.go checks this).
 package testenv
 
 import (

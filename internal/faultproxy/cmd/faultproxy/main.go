@@ -1,10 +1,13 @@
 // Command faultproxy runs the fault-injecting reverse proxy of package
 // faultproxy standalone, for benchmarks:
 //
-//	go run ./internal/faultproxy/cmd -listen 127.0.0.1:0 -target http://127.0.0.1:7070 -latency 20ms
+//	go run ./internal/faultproxy/cmd/faultproxy -listen 127.0.0.1:0 -target http://127.0.0.1:7070 -latency 20ms
 //
 // It prints "faultproxy listening on http://ADDR" on stdout once ready, and
 // a request/fault count when stopped (SIGINT/SIGTERM).
+//
+// Test and benchmark support only (bench/*.sh build it), like everything
+// under internal/.
 package main
 
 import (

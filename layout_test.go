@@ -1,0 +1,287 @@
+// Package pbsdirect_test holds TestLayout, the dependency test of the package
+// layout. It lives in the module root, in a package of its own with no
+// non-test code, because it is about the whole module rather than any one
+// package: it lists every package of the module with `go list` and checks
+// each import between two of them against the arrows below.
+//
+// The arrows run downward only:
+//
+//	cmd → verify → restore, archive, backup → snapshot → chunkstore (+ bucket, backends), index → crypto
+//
+// and, in rules:
+//
+//   - no package outside internal/ imports internal/… (test support only;
+//     tests may import it, and so may the packages under internal/);
+//   - fusefs and nbd import no package of ours;
+//   - chunkstore, index and crypto import only each other, downward (crypto
+//     nothing of ours), never restore, verify, archive, backup, snapshot or cmd;
+//   - restore, archive, backup and verify use what is below them, not each
+//     other, except verify, which runs restore's pipeline;
+//   - nothing imports cmd;
+//   - a new top-level package must be placed in the layout (mayImport) first.
+//
+// Checking the direct imports of every package of ours is enough: each rule
+// names what a package may import, so a forbidden dependency through another
+// package of ours breaks a rule at one of the edges on its way.
+// Known exceptions are listed in allowed with their reason; one that no longer
+// occurs fails the test, so the list shrinks as the layout is reached.
+package pbsdirect_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// module is the module path; packages under it are "ours".
+const module = "github.com/pbsdirect/pbsdirect"
+
+// mayImport maps each top-level package group below cmd (the first element
+// of the package path under the module) to the groups of ours it may import
+// (besides its own subtree). Groups absent here are the top: cmd, the bench
+// and deploy tools, and internal/ (test support).
+var mayImport = map[string][]string{
+	"crypto":     {},
+	"index":      {"crypto", "chunkstore"},
+	"chunkstore": {"crypto", "index"},
+	"snapshot":   {"chunkstore", "index", "crypto"},
+	"restore":    {"snapshot", "chunkstore", "index", "crypto"},
+	"archive":    {"snapshot", "chunkstore", "index", "crypto"},
+	"backup":     {"snapshot", "chunkstore", "index", "crypto"},
+	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
+	"fusefs":     {},
+	"nbd":        {},
+}
+
+// top lists the groups that may import any package of ours except cmd (and,
+// outside internal/, except internal/).
+var top = []string{"cmd", "bench", "deploy", "internal"}
+
+// edge is one import of a package of ours by another, both as paths relative
+// to the module (e.g. "archive" imports "restore").
+type edge struct{ from, to string }
+
+// allowed are the known exceptions to the rules, each with its reason.
+var allowed = map[edge]string{
+	// archive.Reader loads its plan with restore.LoadPlan and reports damaged
+	// chunks as restore.ChunkError. This arrow goes once plan loading moves
+	// down to snapshot (a snapshot.Reader) and the chunk check and its error
+	// to chunkstore.
+	{"archive", "restore"}: "plan loading and ChunkError still live in restore",
+}
+
+// pkg is one package of ours: its path relative to the module ("" for the
+// module root) and the packages of ours its non-test files import.
+type pkg struct {
+	path    string
+	imports []string
+}
+
+// group is the first element of a relative package path.
+func group(rel string) string {
+	g, _, _ := strings.Cut(rel, "/")
+	return g
+}
+
+// rule returns why the import of package to by package from breaks the
+// layout, or "" if it does not.
+func rule(from, to string) string {
+	fg, tg := group(from), group(to)
+	switch {
+	case tg == "cmd":
+		return "nothing imports cmd"
+	case tg == "internal" && fg != "internal":
+		return "internal/ is test support only: only tests and internal/ import it"
+	case fg == tg:
+		return ""
+	case fg == "fusefs" || fg == "nbd":
+		return fg + " imports no package of ours"
+	case slices.Contains(top, fg):
+		return ""
+	}
+	may, ok := mayImport[fg]
+	switch {
+	case !ok:
+		return unplaced(fg)
+	case slices.Contains(may, tg):
+		return ""
+	case fg == "chunkstore" || fg == "index" || fg == "crypto":
+		return fg + " is below " + tg + ": arrows point down"
+	default:
+		return "sideways or upward arrow: " + fg + " may import only " + strings.Join(may, ", ")
+	}
+}
+
+// unplaced says that package group g is missing from the layout.
+func unplaced(g string) string {
+	return "package group " + g + " is not in the layout: add it to mayImport in layout_test.go"
+}
+
+// check returns one line per import that breaks the layout and is not in
+// exceptions, and one per exception that no longer occurs, sorted.
+func check(pkgs []pkg, exceptions map[edge]string) []string {
+	var bad []string
+	seen := map[edge]bool{}
+	for _, p := range pkgs {
+		if g := group(p.path); p.path != "" && !slices.Contains(top, g) {
+			if _, ok := mayImport[g]; !ok {
+				bad = append(bad, fmt.Sprintf("%s: %s", p.path, unplaced(g)))
+				continue
+			}
+		}
+		for _, to := range p.imports {
+			e := edge{p.path, to}
+			why := rule(p.path, to)
+			if why == "" {
+				continue
+			}
+			if _, ok := exceptions[e]; ok {
+				seen[e] = true
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("%s imports %s: %s", p.path, to, why))
+		}
+	}
+	for e := range exceptions {
+		if !seen[e] {
+			bad = append(bad, fmt.Sprintf("%s no longer imports %s against the layout: remove the exception from allowed", e.from, e.to))
+		}
+	}
+	sort.Strings(bad)
+	return slices.Compact(bad)
+}
+
+// listPackages runs `go list` on the module (with the build's tags, see the
+// Makefile) and returns its packages with their imports of ours.
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	gocmd, err := exec.LookPath("go") // go test puts its own go first in PATH
+	if err != nil {
+		t.Fatalf("go command not found: %v", err)
+	}
+	cmd := exec.Command(gocmd, "list", "-tags", "disable_grpc_modules", "-json=ImportPath,Imports", "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var lp struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&lp); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		rel, ok := relative(lp.ImportPath)
+		if !ok {
+			t.Fatalf("go list ./... listed %s, outside module %s", lp.ImportPath, module)
+		}
+		p := pkg{path: rel}
+		for _, imp := range lp.Imports {
+			if r, ok := relative(imp); ok {
+				p.imports = append(p.imports, r)
+			}
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// relative returns the path of a package of ours relative to the module, and
+// false for a package that is not ours.
+func relative(importPath string) (string, bool) {
+	if importPath == module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(importPath, module+"/")
+	return rel, ok
+}
+
+// TestLayout checks the imports between the module's packages against the
+// layout (see the package doc).
+func TestLayout(t *testing.T) {
+	pkgs := listPackages(t)
+	// The listing must see the packages the rules are about, or it proves nothing.
+	var paths []string
+	for _, p := range pkgs {
+		paths = append(paths, p.path)
+	}
+	for _, want := range []string{"cmd/pbsdirect", "chunkstore", "index", "crypto", "restore", "archive", "fusefs", "nbd", "internal/fixture"} {
+		if !slices.Contains(paths, want) {
+			t.Fatalf("go list did not list %s (listed: %v)", want, paths)
+		}
+	}
+	for _, v := range check(pkgs, allowed) {
+		t.Error(v)
+	}
+}
+
+// TestLayoutRules shows that check catches each kind of forbidden import, on
+// made-up package graphs.
+func TestLayoutRules(t *testing.T) {
+	clean := []pkg{
+		{"cmd/pbsdirect", []string{"verify", "restore", "archive", "fusefs", "nbd", "chunkstore/backends"}},
+		{"verify", []string{"restore", "snapshot", "chunkstore"}},
+		{"restore", []string{"snapshot", "chunkstore", "index", "crypto"}},
+		{"snapshot", []string{"chunkstore", "index"}},
+		{"chunkstore/backends", []string{"chunkstore/s3store", "chunkstore/bucket", "chunkstore"}},
+		{"chunkstore", []string{"crypto"}},
+		{"index", []string{"crypto"}},
+		{"internal/testenv", []string{"internal/fixture"}},
+		{"internal/fixture", []string{"backup", "chunkstore"}},
+		{"bench/cmd/chunkbench", []string{"restore", "snapshot"}},
+		{"fusefs", nil},
+		{"", nil},
+	}
+	tests := []struct {
+		name       string
+		extra      pkg
+		exceptions map[edge]string
+		want       string // substring of the only violation; "" for none
+	}{
+		{"clean", pkg{}, nil, ""},
+		{"library imports internal", pkg{"restore", []string{"internal/fixture"}}, nil, "restore imports internal/fixture: internal/ is test support only"},
+		{"binary imports internal", pkg{"cmd/pbsdirect", []string{"internal/faultproxy"}}, nil, "cmd/pbsdirect imports internal/faultproxy: internal/ is test support only"},
+		{"bench tool imports internal", pkg{"bench/cmd/x", []string{"internal/testenv"}}, nil, "internal/ is test support only"},
+		{"fusefs imports ours", pkg{"fusefs", []string{"index"}}, nil, "fusefs imports index: fusefs imports no package of ours"},
+		{"nbd imports ours", pkg{"nbd", []string{"archive"}}, nil, "nbd imports archive: nbd imports no package of ours"},
+		{"chunkstore imports restore", pkg{"chunkstore/s3store", []string{"restore"}}, nil, "chunkstore/s3store imports restore: chunkstore is below restore"},
+		{"index imports snapshot", pkg{"index", []string{"snapshot"}}, nil, "index imports snapshot: index is below snapshot"},
+		{"crypto imports index", pkg{"crypto", []string{"index"}}, nil, "crypto imports index: crypto is below index"},
+		{"crypto imports cmd", pkg{"crypto", []string{"cmd/pbsdirect"}}, nil, "crypto imports cmd/pbsdirect: nothing imports cmd"},
+		{"tool imports cmd", pkg{"internal/fixture", []string{"cmd/pbsdirect"}}, nil, "nothing imports cmd"},
+		{"sideways", pkg{"archive", []string{"restore"}}, nil, "archive imports restore: sideways or upward arrow"},
+		{"upward", pkg{"snapshot", []string{"verify"}}, nil, "snapshot imports verify: sideways or upward arrow"},
+		{"exception", pkg{"archive", []string{"restore"}}, map[edge]string{{"archive", "restore"}: "known"}, ""},
+		{"stale exception", pkg{}, map[edge]string{{"archive", "restore"}: "known"}, "archive no longer imports restore"},
+		{"new group", pkg{"widget", []string{"chunkstore"}}, nil, "package group widget is not in the layout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pkgs := slices.Clone(clean)
+			if tc.extra.path != "" {
+				pkgs = append(pkgs, tc.extra)
+			}
+			got := check(pkgs, tc.exceptions)
+			switch {
+			case tc.want == "" && len(got) != 0:
+				t.Errorf("violations %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("violations %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
+}
