@@ -16,7 +16,7 @@ all: build
 
 # A static binary (no libc): it runs in rescue systems and scratch containers.
 build:
-	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pbsdirect
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -buildvcs=auto -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pbsdirect
 
 # Fails unless bin/pbsdirect is statically linked (what CI checks).
 check-static: build

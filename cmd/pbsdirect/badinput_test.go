@@ -463,7 +463,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"report"}, "want a report command: merge"},
 		{[]string{"report", "split"}, `unknown report command "split"`},
 		{[]string{"completion"}, "want a shell: bash, zsh, fish or powershell"},
-		{[]string{"completion", "tcsh"}, `unknown shell "tcsh"`},
+		{[]string{"completion", "tcsh"}, `unknown completion command "tcsh" (want bash, fish, powershell or zsh)`},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}

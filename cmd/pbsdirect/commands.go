@@ -3,6 +3,12 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
@@ -45,26 +51,30 @@ func commandSpecs() []commandSpec {
 const rootHelp = `pbsdirect restores, verifies and writes Proxmox Backup Server archives directly
 from a datastore directory or a bucket, with no PBS server.
 
-SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for the latest one.
-ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
+SNAPSHOT is TYPE/ID/TIME, e.g. vm/100/2026-11-29T10:00:00Z, or TYPE/ID for
+the latest one. ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
 --store is a datastore directory, s3://bucket/prefix or gs://bucket/prefix.
 
 Exit codes:
   0    success
-  1    the data is damaged or missing (a missing snapshot or chunk, a damaged chunk, a wrong key,
-       a restore with damage under --on-missing/--on-corrupt zero): retrying will not help
-  2    usage error, or a TARGET refused as named (exists without --force, a symbolic link, a
-       directory or FIFO, a missing directory, a disk-image format, too small, inside the store);
-       also a key file or source path that is not there, key create onto a file, no passphrase
-       source and no terminal, backup --backup-time not after the group's last snapshot
-  3    the run could not complete for a reason outside the data: store unreachable or not there
-       (disk not mounted, no such bucket), credentials refused, throttled past --retry-for,
-       target I/O error, permission, no space, target busy or in use, snapshot exists or group
-       locked (backup): retrying later can help
-  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd: 0, that is how they stop)
+  1    the data is damaged or missing (a missing snapshot or chunk, a damaged
+       chunk, a wrong key, a restore with damage under --on-missing/--on-corrupt
+       zero): retrying will not help
+  2    usage error, or a TARGET refused as named (exists without --force, a
+       symbolic link, a directory or FIFO, a missing directory, a disk-image
+       format, too small, inside the store); also a key file or source path
+       that is not there, key create onto a file, no passphrase source and no
+       terminal, backup --backup-time not after the group's last snapshot
+  3    the run could not complete for a reason outside the data: store
+       unreachable or not there (disk not mounted, no such bucket), credentials
+       refused, throttled past --retry-for, target I/O error, permission, no
+       space, target busy or in use, snapshot exists or group locked (backup):
+       retrying later can help
+  130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd
+       exit 0: that is how they stop)
 JSON reports (--output-format json) carry the same code as "exit-code".
 
-Shell completion: pbsdirect completion bash|zsh|fish --help. Man pages: pbsdirect man DIR.`
+Shell completion: pbsdirect completion SHELL --help. Man pages: pbsdirect man DIR.`
 
 // helpTemplate is the layout of every command's --help (cobra template):
 // usage line, description, subcommands, flags, examples.
@@ -76,13 +86,24 @@ Commands:{{range .Commands}}{{if .IsAvailableCommand}}
   {{rpad .Name .NamePadding}}  {{.Short}}{{end}}{{end}}
 {{end}}{{if .HasAvailableLocalFlags}}
 Flags:
-{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}
+{{.LocalFlags.FlagUsagesWrapped WIDTH | trimTrailingWhitespaces}}
 {{end}}{{if .HasExample}}
 Examples:
 {{.Example}}
 {{end}}{{if .HasAvailableSubCommands}}
 Run '{{.CommandPath}} COMMAND --help' for a command's flags and examples.
 {{end}}`
+
+// helpWidth is the width help text is wrapped to: the terminal's when
+// stdout is one (60 to 160 columns), else 100.
+func helpWidth(stdout *output) int {
+	if f, ok := stdout.w.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return min(max(w, 60), 160)
+		}
+	}
+	return 100
+}
 
 // runState is what one run learns from the command tree as it executes.
 type runState struct {
@@ -105,8 +126,9 @@ func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetHelpTemplate(helpTemplate)
-	root.SetUsageTemplate(helpTemplate)
+	tmpl := strings.Replace(helpTemplate, "WIDTH", strconv.Itoa(helpWidth(stdout)), 1)
+	root.SetHelpTemplate(tmpl)
+	root.SetUsageTemplate(tmpl)
 	help := root.HelpFunc()
 	root.SetHelpFunc(func(c *cobra.Command, args []string) {
 		st.help = true
@@ -123,18 +145,7 @@ func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
-			c.Short = "print a shell completion script: bash, zsh, fish or powershell"
-			c.Use = "completion SHELL"
-			c.DisableFlagsInUseLine = true
-			// "pbsdirect completion" alone or with an unknown shell: a
-			// usage error (cobra would print the help and exit 0).
-			c.Args = cobra.ArbitraryArgs
-			c.RunE = func(_ *cobra.Command, args []string) error {
-				if len(args) == 0 {
-					return usagef("want a shell: bash, zsh, fish or powershell")
-				}
-				return usagef("unknown shell %q (want bash, zsh, fish or powershell)", args[0])
-			}
+			describeCompletion(c)
 		}
 	}
 	return root
@@ -164,14 +175,19 @@ func newCommand(ctx context.Context, spec commandSpec, parent string, stdout *ou
 			if len(args) == 0 {
 				return usagef("want a %s command: %s", path, joinOr(names))
 			}
-			return usagef("unknown %s command %q (want %s)", path, args[0], joinOr(names))
+			return unknownSubcommand(c, args[0])
 		}
 		c.ValidArgsFunction = completeNothing
 		return c
 	}
 	run := spec.build(c.Flags())
 	c.Args = cobra.ArbitraryArgs
-	c.RunE = func(_ *cobra.Command, args []string) error { return run(ctx, args, stdout, stderr) }
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if err := checkBareValue(c.Flags(), args); err != nil {
+			return err
+		}
+		return run(ctx, args, stdout, stderr)
+	}
 	c.ValidArgsFunction = spec.complete
 	registerFlagCompletions(c)
 	return c
@@ -187,6 +203,16 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			c, rest, err := root.Find(args)
 			if err != nil || len(rest) != 0 {
+				if c == nil {
+					c = root
+				}
+				word := args[len(args)-len(rest)]
+				if err != nil {
+					word = args[0]
+				}
+				if near := c.SuggestionsFor(word); len(near) > 0 {
+					return usagef("no help for %q: unknown command (did you mean %s?)", joinWords(args), joinOr(near))
+				}
 				return usagef("no help for %q: unknown command; run 'pbsdirect --help' for the commands", joinWords(args))
 			}
 			return c.Help()
@@ -204,5 +230,96 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
+	}
+}
+
+// unknownSubcommand is the usage error for a word that names no command of
+// group c (key, report, completion), with the nearest names when there are
+// any.
+func unknownSubcommand(c *cobra.Command, word string) error {
+	var names []string
+	for _, sc := range c.Commands() {
+		if sc.IsAvailableCommand() {
+			names = append(names, sc.Name())
+		}
+	}
+	if near := c.SuggestionsFor(word); len(near) > 0 {
+		return usagef("unknown %s command %q (did you mean %s?)", c.Name(), word, joinOr(near))
+	}
+	return usagef("unknown %s command %q (want %s)", c.Name(), word, joinOr(names))
+}
+
+// checkBareValue refuses a value given after a space to a flag whose bare
+// form means something (--s3-path-style means --s3-path-style=true): pflag
+// takes "--s3-path-style false" as true and a stray argument "false", which
+// would otherwise be reported as a wrong argument count, or taken as a
+// file name.
+func checkBareValue(fs *flag.FlagSet, args []string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err != nil || f.NoOptDefVal == "" || f.Value.String() != f.NoOptDefVal || f.Value.Type() == "bool" {
+			return
+		}
+		for _, a := range args {
+			if slices.Contains(flagValues[f.Name], a) {
+				err = usagef("--%s takes its value after '=' (--%s=%s): alone it means --%s=%s, and %q was left as an argument",
+					f.Name, f.Name, a, f.Name, f.NoOptDefVal, a)
+				return
+			}
+		}
+	})
+	return err
+}
+
+// describeCompletion gives cobra's completion command (c) and its shells
+// pbsdirect's wording: what each script completes and where to install it,
+// in plain text (cobra's own is Markdown), and makes a missing or unknown
+// shell a usage error (cobra would print the help and exit 0).
+func describeCompletion(c *cobra.Command) {
+	c.Use = "completion SHELL"
+	c.Short = "print a shell completion script: bash, zsh, fish or powershell"
+	c.Long = `Print the completion script of a shell on standard output. It completes
+commands, flags, the values of flags such as --output-format and --progress
+and, read from --store (or PBSDIRECT_STORE) within 5 s, the namespaces (--ns),
+groups and snapshots (SNAPSHOT) and a snapshot's archives (ARCHIVE).
+Run 'pbsdirect completion SHELL --help' for where to install it.`
+	c.DisableFlagsInUseLine = true
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("want a shell: bash, zsh, fish or powershell")
+		}
+		return unknownSubcommand(c, args[0])
+	}
+	install := map[string]string{
+		"bash": `Needs the bash-completion package. For this shell:
+  source <(pbsdirect completion bash)
+For every new shell:
+  pbsdirect completion bash > /etc/bash_completion.d/pbsdirect
+  (or ~/.local/share/bash-completion/completions/pbsdirect for one user)`,
+		"zsh": `For every new shell (with compinit: autoload -U compinit; compinit):
+  pbsdirect completion zsh > "${fpath[1]}/_pbsdirect"
+For this shell:
+  source <(pbsdirect completion zsh)`,
+		"fish": `For this shell:
+  pbsdirect completion fish | source
+For every new shell:
+  pbsdirect completion fish > ~/.config/fish/completions/pbsdirect.fish`,
+		"powershell": `For this shell:
+  pbsdirect completion powershell | Out-String | Invoke-Expression
+For every new shell, add that line to your PowerShell profile.`,
+	}
+	for _, sc := range c.Commands() {
+		if how, ok := install[sc.Name()]; ok {
+			sc.Short = "print the completion script for " + sc.Name()
+			sc.Long = "Print the completion script for " + sc.Name() + " on standard output.\n\n" + how
+			args := sc.Args
+			sc.Args = func(c *cobra.Command, a []string) error {
+				if err := args(c, a); err != nil {
+					return usageOf(err)
+				}
+				return nil
+			}
+		}
 	}
 }

@@ -47,7 +47,14 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 
 // registerOutput adds --output-format.
 func (s *storeFlags) registerOutput(fs *flag.FlagSet) {
-	fs.StringVar(&s.outputFormat, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
+	registerOutputFormat(fs, &s.outputFormat)
+}
+
+// registerOutputFormat adds --output-format, its default from
+// PROXMOX_OUTPUT_FORMAT.
+func registerOutputFormat(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
+	manDefault(fs, "output-format", formatText, "")
 }
 
 // registerLocation adds the flags that name a store and a namespace in it
@@ -59,6 +66,8 @@ func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	}
 	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
 	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace: prod/db, prod/db/ or ns/prod/ns/db as listings print it (env PBS_NAMESPACE; default: the root namespace)")
+	manDefault(fs, "store", "[]", "")
+	manDefault(fs, "ns", "", "")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
 	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"time"
 
@@ -68,7 +69,10 @@ func completeNamespace(c *cobra.Command, _ []string, prefix string) ([]cobra.Com
 		return nil
 	})
 	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
+		// No candidates, and no file names in their place either (a
+		// shell falls back to those on an error directive).
+		cobra.CompDebugln(err.Error(), false)
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
@@ -79,12 +83,38 @@ func completeNothing(*cobra.Command, []string, string) ([]cobra.Completion, cobr
 }
 
 // completeSnapshot offers the groups (TYPE/ID) and snapshots (TYPE/ID/TIME)
-// of --store and --ns as the first argument; later arguments are file names.
+// of --store and --ns as the first argument; the second is a file name
+// (mount's MOUNTPOINT), and there is no third.
 func completeSnapshot(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	if len(args) > 0 {
+	switch len(args) {
+	case 0:
+		return snapshotCandidates(c, toComplete)
+	case 1:
 		return nil, cobra.ShellCompDirectiveDefault
 	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeOneSnapshot is completeSnapshot for a command that takes at most
+// one argument, a snapshot or group (verify, serve-nbd).
+func completeOneSnapshot(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
 	return snapshotCandidates(c, toComplete)
+}
+
+// completeEncryptedKey completes key import-with-master-key's arguments:
+// ENCRYPTED-KEY is a snapshot of --store when --store is given, else a
+// file; MASTER-KEY and PATH are files.
+func completeEncryptedKey(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	switch {
+	case len(args) == 0 && (c.Flags().Changed("store") || os.Getenv("PBSDIRECT_STORE") != ""):
+		return snapshotCandidates(c, toComplete)
+	case len(args) < 3:
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeSnapshotArchive is completeSnapshot for SNAPSHOT ARCHIVE TARGET:
@@ -96,8 +126,10 @@ func completeSnapshotArchive(c *cobra.Command, args []string, toComplete string)
 		return snapshotCandidates(c, toComplete)
 	case 1:
 		return archiveCandidates(c, args[0], toComplete)
+	case 2:
+		return nil, cobra.ShellCompDirectiveDefault
 	}
-	return nil, cobra.ShellCompDirectiveDefault
+	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // snapshotCandidates lists the groups and snapshots that start with prefix.
@@ -123,7 +155,10 @@ func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, co
 		return nil
 	})
 	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
+		// No candidates, and no file names in their place either (a
+		// shell falls back to those on an error directive).
+		cobra.CompDebugln(err.Error(), false)
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
@@ -153,7 +188,10 @@ func archiveCandidates(c *cobra.Command, ref, prefix string) ([]cobra.Completion
 		return nil
 	})
 	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
+		// No candidates, and no file names in their place either (a
+		// shell falls back to those on an error directive).
+		cobra.CompDebugln(err.Error(), false)
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }

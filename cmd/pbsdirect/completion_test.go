@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
 
 // completions runs cobra's completion request for the command line words
@@ -32,7 +34,7 @@ func completions(t *testing.T, words ...string) ([]string, string) {
 // the completion tests: vm/100 at t0str and ct/101 an hour later.
 func completionStore(t *testing.T) string {
 	t.Helper()
-	store := t.TempDir()
+	store := fixture.NewStore(t)
 	backupImage(t, store, make([]byte, 1<<20))
 	img := filepath.Join(t.TempDir(), "root.img")
 	if err := os.WriteFile(img, []byte("ct root"), 0o644); err != nil {
@@ -40,6 +42,7 @@ func completionStore(t *testing.T) string {
 	}
 	mustOK(t, "backup", "--store", store, "--backup-type", "ct", "--backup-id", "101",
 		"--backup-time", "2026-11-29T11:00:00Z", "root.img:"+img)
+	mustOK(t, "backup", "--store", store, "--ns", "prod/db", "--backup-type", "ct", "--backup-id", "102", "--backup-time", t0str, "root.img:"+img)
 	return store
 }
 
@@ -47,7 +50,8 @@ func completionStore(t *testing.T) string {
 // values of the fixed-choice flags, the groups and snapshots of --store
 // as SNAPSHOT and the snapshot's archives as ARCHIVE; a store that cannot
 // be opened offers nothing (an error directive, not an exit code), and
-// PROXMOX_OUTPUT_FORMAT adds no JSON to what the shell reads.
+// PROXMOX_OUTPUT_FORMAT adds no JSON to what the shell reads. Then the
+// same through the real shells (testCompletionShells).
 func TestCompletion(t *testing.T) {
 	t.Setenv("PROXMOX_OUTPUT_FORMAT", "json")
 	store := completionStore(t)
@@ -67,8 +71,17 @@ func TestCompletion(t *testing.T) {
 		{"archives", []string{"restore", "--store", store, "vm/100", ""}, []string{"drive-scsi0.img.fidx"}, ":4"},
 		{"archives-of-time", []string{"drill", "--store", store, "ct/101/2026-11-29T11:00:00Z", "r"}, []string{"root.img.fidx"}, ":4"},
 		{"target-is-a-file", []string{"restore", "--store", store, "vm/100", "drive-scsi0.img.fidx", ""}, nil, ":0"},
-		{"no-such-store", []string{"restore", "--store", filepath.Join(store, "nosuch"), ""}, nil, ":1"},
-		{"no-such-snapshot", []string{"restore", "--store", store, "vm/999", ""}, nil, ":1"},
+		{"namespaces", []string{"snapshots", "--store", store, "--ns", ""}, []string{"prod", "prod/db"}, ":4"},
+		{"namespace-snapshots", []string{"verify", "--store", store, "--ns", "prod/db", ""}, []string{"ct/102", "ct/102/" + t0str}, ":4"},
+		{"one-snapshot-only", []string{"verify", "--store", store, "vm/100", ""}, nil, ":4"},
+		{"mountpoint-is-a-file", []string{"mount", "--store", store, "vm/100", ""}, nil, ":0"},
+		{"encrypted-key-snapshot", []string{"key", "import-with-master-key", "--store", store, "v"}, []string{"vm/100", "vm/100/" + t0str}, ":4"},
+		{"encrypted-key-file", []string{"key", "import-with-master-key", ""}, nil, ":0"},
+		{"no-fourth-argument", []string{"restore", "--store", store, "vm/100", "drive-scsi0.img.fidx", "t", ""}, nil, ":4"},
+		// A store that cannot be read offers nothing, not file names.
+		{"no-such-store", []string{"restore", "--store", filepath.Join(store, "nosuch"), ""}, nil, ":4"},
+		{"no-store", []string{"restore", ""}, nil, ":4"},
+		{"no-such-snapshot", []string{"restore", "--store", store, "vm/999", ""}, nil, ":4"},
 		{"no-arguments", []string{"snapshots", "--store", store, ""}, nil, ":4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -78,13 +91,15 @@ func TestCompletion(t *testing.T) {
 			}
 		})
 	}
+	t.Run("shells", func(t *testing.T) { testCompletionShells(t, store) })
 }
 
-// TestCompletionShells: the scripts of 'completion bash|zsh|fish' work in
+// testCompletionShells: the scripts of 'completion bash|zsh|fish' work in
 // the real shells with the real binary: bash (with the bash-completion
 // package, as distributions set it up) and fish complete a snapshot and an
-// archive of a store; zsh loads the script into compinit.
-func TestCompletionShells(t *testing.T) {
+// archive of store (made by completionStore); zsh loads the script into
+// compinit.
+func testCompletionShells(t *testing.T, store string) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs shells")
 	}
@@ -101,7 +116,6 @@ func TestCompletionShells(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-tags", "disable_grpc_modules", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	store := completionStore(t)
 	env := append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "STORE="+store)
 	shell := func(t *testing.T, name, script string) string {
 		t.Helper()
@@ -166,6 +180,10 @@ print -r -- $_comps[pbsdirect]`)
 // would eat the underscores), its flags and examples; the main page keeps
 // the exit code table.
 func TestManPages(t *testing.T) {
+	// What the pages say must not depend on the machine that makes them.
+	t.Setenv("PBSDIRECT_STORE", "/env/store")
+	t.Setenv("PROXMOX_OUTPUT_FORMAT", "json-pretty")
+	host, _ := os.Hostname()
 	dir := t.TempDir()
 	mustOK(t, "man", dir)
 	var want []string
@@ -204,10 +222,13 @@ func TestManPages(t *testing.T) {
 		page string
 		want []string
 	}{
-		{"pbsdirect-restore.1", []string{"pbsdirect restore [flags] SNAPSHOT ARCHIVE TARGET", "PROXMOX_OUTPUT_FORMAT", "PBS_ENCRYPTION_PASSWORD_FD",
-			"<account>", "--keyfile", "--on-missing", "EXAMPLE", "pbsdirect restore --store /mnt/datastore/store1 vm/100 drive-scsi0"}},
+		{"pbsdirect-restore.1", []string{"PBSDIRECT-RESTORE(1)", "pbsdirect restore [flags] SNAPSHOT ARCHIVE TARGET", "PROXMOX_OUTPUT_FORMAT", "PBS_ENCRYPTION_PASSWORD_FD",
+			"<account>", "--keyfile", "--on-missing", "EXAMPLE", "pbsdirect restore --store /mnt/datastore/store1 vm/100 drive-scsi0",
+			"--store=[]", `--output-format="text"`, "(default: the number of cores)", "(default: max(4, jobs/2))"}},
 		{"pbsdirect.1", []string{"  130  interrupted by SIGINT", "pbsdirect-restore(1)"}},
 		{"pbsdirect-key-create.1", []string{"pbsdirect key create [flags] [PATH]", "--kdf"}},
+		{"pbsdirect-backup.1", []string{`--backup-id=""`}},
+		{"pbsdirect-completion-bash.1", []string{"source <(pbsdirect completion bash)", "/etc/bash_completion.d/pbsdirect"}},
 	} {
 		cmd := exec.Command("man", "--warnings", "-l", "-P", "cat", filepath.Join(dir, c.page))
 		cmd.Env = append(os.Environ(), "MANWIDTH=200", "LC_ALL=C.UTF-8")
@@ -220,6 +241,11 @@ func TestManPages(t *testing.T) {
 		for _, w := range c.want {
 			if !strings.Contains(string(out), w) {
 				t.Errorf("man %s lacks %q:\n%s", c.page, w, out)
+			}
+		}
+		for _, machine := range []string{"/env/store", "json-pretty\"", `"` + host + `"`, `\_`, `\<`} {
+			if strings.Contains(string(out), machine) {
+				t.Errorf("man %s has %q (this machine's, or Markdown escapes):\n%s", c.page, machine, out)
 			}
 		}
 	}

@@ -29,7 +29,8 @@ func defaultKeyPath() string {
 func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
-	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
+	format := new(string)
+	registerOutputFormat(fs, format)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() > 1 {
 			return usagef("want at most one PATH")
@@ -106,7 +107,8 @@ type keyInfo struct {
 
 func cmdKeyShow(fs *flag.FlagSet) commandFunc {
 	verify := fs.Bool("verify", false, "decrypt the key (passphrase needed) and check the stored fingerprint")
-	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
+	format := new(string)
+	registerOutputFormat(fs, format)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() > 1 {
 			return usagef("want at most one PATH")
@@ -163,10 +165,10 @@ func keyCommand() commandSpec {
 		use:   "key COMMAND",
 		short: "create, show and manage key files (as proxmox-backup-client key)",
 		long: `Create, show and manage key files as proxmox-backup-client key does. PATH
-defaults to ` + defaultKeyPath() + `, the default key file that restore,
-verify and backup read when a snapshot is encrypted and no --keyfile is
-given. A paper key (the text of 'key paperkey') is accepted wherever a key
-file is.`,
+defaults to the default key file, ~/.config/proxmox-backup/encryption-key.json
+($XDG_CONFIG_HOME/proxmox-backup/encryption-key.json), which restore, verify
+and backup read when a snapshot is encrypted and no --keyfile is given. A
+paper key (the text of 'key paperkey') is accepted wherever a key file is.`,
 		example: `  pbsdirect key create /root/enc.key
   pbsdirect key show --verify /root/enc.key`,
 		sub: []commandSpec{keyCreateCommand(), keyShowCommand(), keyChangePassphraseCommand(), keyPaperkeyCommand(), keyCreateMasterKeyCommand(), keyImportWithMasterKeyCommand()},

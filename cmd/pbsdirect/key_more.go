@@ -488,6 +488,7 @@ The recovered key is written to PATH (default: the default key file) under a
 new passphrase.`,
 		example: `  pbsdirect key import-with-master-key --store /mnt/ds vm/100/2026-11-29T10:00:00Z master-private.pem /root/enc.key
   pbsdirect key import-with-master-key rsa-encrypted.key.blob master-private.pem recovered.key`,
-		build: cmdKeyImportWithMasterKey,
+		build:    cmdKeyImportWithMasterKey,
+		complete: completeEncryptedKey,
 	}
 }

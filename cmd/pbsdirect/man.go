@@ -27,8 +27,8 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 		}
 		var st runState
 		root := newRoot(ctx, &output{w: io.Discard, format: formatText}, io.Discard, &st)
+		// No title: each page gets its command's (PBSDIRECT-RESTORE).
 		header := &doc.GenManHeader{
-			Title:   "PBSDIRECT",
 			Section: "1",
 			Source:  "pbsdirect " + buildVersion().Version,
 			Manual:  "pbsdirect manual",
@@ -40,7 +40,16 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 			n++
 			c.Short = manEscape(c.Short)
 			c.Long = manMarkdown(c.Long)
-			c.Flags().VisitAll(func(f *flag.Flag) { f.Usage = manEscape(f.Usage) })
+			c.Flags().VisitAll(func(f *flag.Flag) {
+				if d, ok := f.Annotations[manDefaultKey]; ok {
+					// Not this machine's value: what the default is.
+					f.DefValue = d[0]
+					if d[1] != "" {
+						f.Usage += " (default: " + d[1] + ")"
+					}
+				}
+				f.Usage = manEscape(f.Usage)
+			})
 			for _, sc := range c.Commands() {
 				if sc.IsAvailableCommand() && !sc.IsAdditionalHelpTopicCommand() {
 					walk(sc)
@@ -60,9 +69,9 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 }
 
 // manMarkdown turns a help text into the Markdown that cobra's man page
-// generator renders: lines indented by two spaces (tables, lists of codes)
-// stay as they are, in a preformatted block; in the other lines the
-// characters Markdown would take as markup are escaped.
+// generator renders: lines indented by two spaces or a tab (tables,
+// commands to type) stay as they are, in a preformatted block; in the
+// other lines the characters Markdown would take as markup are escaped.
 func manMarkdown(text string) string {
 	var b strings.Builder
 	pre := false
@@ -70,7 +79,7 @@ func manMarkdown(text string) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		if strings.HasPrefix(line, "  ") {
+		if strings.HasPrefix(line, "  ") || strings.HasPrefix(line, "\t") {
 			if !pre && i > 0 {
 				b.WriteByte('\n') // a preformatted block starts after a blank line
 			}
@@ -105,4 +114,17 @@ examples as --help. 'make install' installs them with the binary.`,
   mkdir -p man && pbsdirect man man && man -l man/pbsdirect.1`,
 		build: cmdMan,
 	}
+}
+
+// manDefaultKey is the flag annotation that says what a flag's default is
+// where the value --help shows depends on the machine or the environment
+// (see manDefault).
+const manDefaultKey = "pbsdirect-man-default"
+
+// manDefault records for the man pages what the default of flag name of fs
+// is when the value --help shows is this machine's (the host name, the
+// number of cores, an environment variable): def replaces that value, and
+// about, when not empty, is added to the usage as "(default: about)".
+func manDefault(fs *flag.FlagSet, name, def, about string) {
+	fs.SetAnnotation(name, manDefaultKey, []string{def, about})
 }

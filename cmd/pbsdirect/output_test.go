@@ -142,3 +142,19 @@ func TestBuildVersion(t *testing.T) {
 		t.Fatalf("version text: %v", r)
 	}
 }
+
+// TestEnvFormatRestoreToStdout: PROXMOX_OUTPUT_FORMAT=json, exported for
+// proxmox-backup-client, does not stop a restore to standard output, and
+// adds no JSON after the archive's bytes; --output-format json given with
+// TARGET - is still refused.
+func TestEnvFormatRestoreToStdout(t *testing.T) {
+	store := fixture.NewStore(t)
+	data := fixture.Mixed(1<<20+123, 7)
+	backupImage(t, store, data)
+	t.Setenv("PROXMOX_OUTPUT_FORMAT", "json")
+	r := mustOK(t, "restore", "--store", store, snap0, "drive-scsi0", "-")
+	if r.out != string(data) {
+		t.Errorf("standard output: %d bytes, want the image's %d exactly", len(r.out), len(data))
+	}
+	mustFail(t, 2, []string{"not with TARGET -"}, "restore", "--output-format", "json", "--store", store, snap0, "drive-scsi0", "-")
+}

@@ -26,9 +26,11 @@ type pipelineFlags struct {
 // a command that writes a target.
 func registerPipelineFlags(fs *flag.FlagSet, writes bool) *pipelineFlags {
 	p := &pipelineFlags{fs: fs, writers: -1}
-	fs.IntVarP(&p.jobs, "jobs", "j", restore.DefaultJobs(), "chunks decoded at once (CRC, AES-GCM, zstd, SHA-256: CPU bound); the default is the number of cores")
+	fs.IntVarP(&p.jobs, "jobs", "j", restore.DefaultJobs(), "chunks decoded at once (CRC, AES-GCM, zstd, SHA-256: CPU bound), one per core")
+	manDefault(fs, "jobs", "", "the number of cores")
 	if writes {
-		fs.IntVar(&p.writers, "writers", restore.DefaultWriters(restore.DefaultJobs()), "chunks written at once while the jobs decode on; the default is max(4, jobs/2); 0: each job writes its own chunk (--jobs 1 --writers 0 is the sequential restore)")
+		fs.IntVar(&p.writers, "writers", restore.DefaultWriters(restore.DefaultJobs()), "chunks written at once while the jobs decode on, max(4, jobs/2); 0: each job writes its own chunk (--jobs 1 --writers 0 is the sequential restore)")
+		manDefault(fs, "writers", "", "max(4, jobs/2)")
 	}
 	ahead := "jobs + writers"
 	if !writes {

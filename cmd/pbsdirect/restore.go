@@ -117,7 +117,12 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 		return usagef("a drill restores to a file or block device, not to standard output")
 	}
 	if fs.Arg(2) == "-" && rc.sf.json() {
-		return usagef("--output-format %s writes to standard output: not with TARGET -", rc.sf.outputFormat)
+		if fs.Changed("output-format") {
+			return usagef("--output-format %s writes to standard output: not with TARGET -", rc.sf.outputFormat)
+		}
+		// PROXMOX_OUTPUT_FORMAT (exported for proxmox-backup-client) asks
+		// for no JSON here: standard output carries the archive.
+		rc.sf.outputFormat = formatText
 	}
 	return checkSnapshotRef(fs.Arg(0))
 }
@@ -150,6 +155,11 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc.registerDamageFlags(fs)
 	rc.stdoutOK = true
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+		if fs.NArg() == 3 && fs.Arg(2) == "-" && !fs.Changed("output-format") {
+			// Standard output carries the archive: no JSON result after it,
+			// whatever PROXMOX_OUTPUT_FORMAT says.
+			textOnly(stdout)
+		}
 		if err := rc.check(fs); err != nil {
 			return err
 		}

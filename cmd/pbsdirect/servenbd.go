@@ -180,6 +180,6 @@ SIGTERM (exit 0).`,
 		example: `  pbsdirect serve-nbd --store /mnt/ds vm/100 &
   qemu-img info "nbd+unix:///drive-scsi0?socket=$XDG_RUNTIME_DIR/pbsdirect-nbd.sock"`,
 		build:    cmdServeNBD,
-		complete: completeSnapshot,
+		complete: completeOneSnapshot,
 	}
 }

@@ -375,6 +375,6 @@ or missing.
 		example: `  pbsdirect verify --store /mnt/ds vm/100/2026-11-29T10:00:00Z
   pbsdirect verify --store s3://backups/pbs --keyfile enc.key --output-format json`,
 		build:    cmdVerify,
-		complete: completeSnapshot,
+		complete: completeOneSnapshot,
 	}
 }

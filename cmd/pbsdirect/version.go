@@ -55,7 +55,8 @@ func buildVersion() versionInfo {
 }
 
 func cmdVersion(fs *flag.FlagSet) commandFunc {
-	format := fs.String("output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
+	format := new(string)
+	registerOutputFormat(fs, format)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() != 0 {
 			return usagef("version takes no arguments")
