@@ -15,6 +15,7 @@ type DamagedChunk struct {
 	Length      int      `json:"length"`                 // bytes
 	Location    string   `json:"location"`               // chunk file or object
 	Error       string   `json:"error"`
+	Missing     bool     `json:"missing,omitempty"` // not in the store at all (else there but damaged)
 }
 
 // MaxOffsets is the most offsets a DamagedChunk lists (as ChunkError's

@@ -236,7 +236,8 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 // full while the run's MaxDamaged allows, counted always, streamed to
 // DamagedList when set.
 func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError) {
-	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause()}
+	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause(),
+		Missing: errors.Is(c.Err, chunkstore.ErrNotFound)}
 	v.note(c.Err)
 	if len(d.Offsets) > MaxOffsets {
 		d.OffsetCount = len(d.Offsets)

@@ -514,6 +514,9 @@ func mapErr(err error) error {
 	case st == http.StatusForbidden || st == http.StatusUnauthorized:
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
 	case bucket.Unreachable(err) || classifyErr(err) != bucket.Fatal:
+		if errors.Is(err, chunkstore.ErrUnavailable) {
+			return err // the request policy said so already
+		}
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	return err

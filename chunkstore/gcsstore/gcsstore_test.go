@@ -183,6 +183,9 @@ func TestFaults(t *testing.T) {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tc.wantErr)
 				}
+				if n := strings.Count(err.Error(), tc.wantErr.Error()); n != 1 {
+					t.Errorf("err = %v: says %q %d times, want once", err, tc.wantErr, n)
+				}
 			case tc.wantMsg != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantMsg) || !strings.Contains(err.Error(), "gs://"+f.bucket+"/store/") {
 					t.Fatalf("err = %v, want an error naming the object and mentioning %q", err, tc.wantMsg)

@@ -981,12 +981,19 @@ func mapErr(err error) error {
 	case strings.Contains(err.Error(), "failed to refresh cached credentials") || strings.Contains(err.Error(), "failed to retrieve credentials"):
 		return fmt.Errorf("%w: no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (on EC2, ECS or EKS: the instance, task or pod role): %v", chunkstore.ErrDenied, err)
 	case st == http.StatusNotFound || errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nsb):
-		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
+		// The SDK's text (operation, request IDs) adds nothing to a 404.
+		if code == "" {
+			code = "HTTP 404"
+		}
+		return fmt.Errorf("%w (%s)", chunkstore.ErrNotFound, code)
 	case code == "RequestTimeTooSkewed":
 		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
 	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
 	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classifyErr(err) != bucket.Fatal:
+		if errors.Is(err, chunkstore.ErrUnavailable) {
+			return err // the request policy said so already
+		}
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 	}
 	if r := bucketRegion(err); r != "" {

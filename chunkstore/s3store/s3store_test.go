@@ -196,6 +196,9 @@ func TestFaults(t *testing.T) {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tc.wantErr)
 				}
+				if n := strings.Count(err.Error(), tc.wantErr.Error()); n != 1 {
+					t.Errorf("err = %v: says %q %d times, want once", err, tc.wantErr, n)
+				}
 			case persistent:
 				if err == nil || !strings.Contains(err.Error(), tc.wantMsg) {
 					t.Fatalf("err = %v, want an error mentioning %q", err, tc.wantMsg)

@@ -464,6 +464,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"report", "split"}, `unknown report command "split"`},
 		{[]string{"completion"}, "want a shell: bash, zsh, fish or powershell"},
 		{[]string{"completion", "tcsh"}, `unknown completion command "tcsh" (want bash, fish, powershell or zsh)`},
+		{[]string{"report", "merge", filepath.Join(t.TempDir(), "nosuch.json")}, "nosuch.json: not found"},
+		{[]string{"report", "merge", "--s3-path-style", "false", "a.json"}, "--s3-path-style takes its value after '='"},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -21,11 +22,12 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 	sf.registerOutput(fs)
 	fs.StringVar(&sf.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for s3:// reports")
 	fs.StringVar(&sf.s3Region, "s3-region", "", "S3 region for s3:// reports")
-	fs.StringVar(&sf.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto, true or false")
+	fs.StringVar(&sf.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto, true (also bare --s3-path-style) or false")
+	fs.Lookup("s3-path-style").NoOptDefVal = "true"
 	out := fs.String("report", "", "also write the merged JSON report here (PATH, s3://bucket/key or gs://bucket/key)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() == 0 {
-			return usagef("report merge: want one or more report files")
+			return usagef("want one or more report files")
 		}
 		if err := checkOutputFormat(sf.outputFormat); err != nil {
 			return err
@@ -33,6 +35,10 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		var reps []verify.Report
 		for _, loc := range fs.Args() {
 			b, err := readLocation(ctx, &sf, loc, maxReportSize)
+			if errors.Is(err, chunkstore.ErrNotFound) {
+				// A report named that is not there: the command line is wrong.
+				return usageOf(err)
+			}
 			if err != nil {
 				return err
 			}

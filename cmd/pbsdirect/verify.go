@@ -240,7 +240,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if !rep.OK {
 			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Failed())
 		}
-		fmt.Fprintf(stdout, "%s, %s, %d chunks checked in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksChecked, rep.Seconds, okWord(rep.OK))
+		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), checkedChunks(rep.ChunksChecked, rep.DamagedChunks), rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
@@ -332,8 +332,8 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 		if a.CRCOnly {
 			fmt.Fprint(w, " [CRC only, no key]")
 		}
-		if a.ChunksChecked > 0 || a.ChunksKnown > 0 {
-			fmt.Fprintf(w, " (%d chunks checked", a.ChunksChecked)
+		if a.ChunksChecked > 0 || a.ChunksKnown > 0 || a.DamagedCount > 0 {
+			fmt.Fprintf(w, " (%s", checkedChunks(a.ChunksChecked, a.DamagedCount))
 			if a.ChunksKnown > 0 {
 				fmt.Fprintf(w, ", %d already verified", a.ChunksKnown)
 			}
@@ -351,12 +351,30 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 			if d.OffsetCount > len(d.Offsets) {
 				offs = append(offs, fmt.Sprintf("… (%d offsets)", d.OffsetCount))
 			}
-			fmt.Fprintf(w, "    damaged chunk %s at %s: %s\n", d.Digest, strings.Join(offs, " "), d.Error)
+			what := "damaged"
+			if d.Missing {
+				what = "missing"
+			}
+			fmt.Fprintf(w, "    %s chunk %s at %s: %s\n", what, d.Digest, strings.Join(offs, " "), d.Error)
 		}
 		if n := a.DamagedCount - len(a.Damaged); n > 0 {
 			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
 		}
 	}
+}
+
+// checkedChunks says how many chunks were checked: "1 chunk checked", "3
+// chunks checked", or with damage "1 chunk verified, 2 damaged or missing"
+// (checked counts the good ones).
+func checkedChunks(checked uint64, damaged int) string {
+	n := fmt.Sprintf("%d chunk", checked)
+	if checked != 1 {
+		n += "s"
+	}
+	if damaged == 0 {
+		return n + " checked"
+	}
+	return fmt.Sprintf("%s verified, %d damaged or missing", n, damaged)
 }
 
 // verifyCommand is 'pbsdirect verify'.

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
@@ -40,5 +43,48 @@ func TestVerifyMillionMissing(t *testing.T) {
 				t.Errorf("damaged %d, unlisted %d; want %d and %d", rep.DamagedChunks, rep.DamagedUnlisted, n, n-verify.DefaultMaxDamaged)
 			}
 		})
+	}
+}
+
+// TestVerifyMissingAndDamaged: verify tells a missing chunk from a damaged
+// one, in text ("missing chunk", "damaged chunk") and JSON ("missing"), and
+// its counts add up: of three chunks, one verified and two damaged or
+// missing.
+func TestVerifyMissingAndDamaged(t *testing.T) {
+	store := fixture.NewStore(t)
+	backupImage(t, store, fixture.Mixed(12<<20, 3))
+	snap, err := index.ParseSnapshotRef(snap0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ds := fixture.Digests(t, fixture.SnapPath(store, snap, "drive-scsi0.img.fidx"))
+	if len(ds) != 3 {
+		t.Fatalf("%d chunks, want 3", len(ds))
+	}
+	if err := os.Remove(fixture.ChunkPath(store, ds[1])); err != nil {
+		t.Fatal(err)
+	}
+	fixture.FlipByte(t, fixture.ChunkPath(store, ds[2]), 20)
+	r := pbs(t, "verify", "--store", store, snap0)
+	for _, want := range []string{"(1 chunk verified, 2 damaged or missing)", "missing chunk " + ds[1].String(), "damaged chunk " + ds[2].String(),
+		"1 chunk verified, 2 damaged or missing in "} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("verify output lacks %q: %v", want, r)
+		}
+	}
+	if r.code != 1 || strings.Contains(r.out, "damaged chunk "+ds[1].String()) {
+		t.Errorf("want exit 1 and the deleted chunk called missing: %v", r)
+	}
+	r = pbs(t, "verify", "--output-format", "json", "--store", store, snap0)
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	missing := map[string]bool{}
+	for _, d := range rep.Snapshots[0].Archives[0].Damaged {
+		missing[d.Digest] = d.Missing
+	}
+	if len(missing) != 2 || !missing[ds[1].String()] || missing[ds[2].String()] {
+		t.Errorf("JSON damaged chunks %v: want %s missing, %s not", missing, ds[1], ds[2])
 	}
 }
