@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -284,16 +285,18 @@ func NormalizeArchiveName(s string) string {
 }
 
 // ValidArchiveName checks that name is safe as a file name inside a
-// snapshot directory: non-empty, valid UTF-8 without '/', '\\', NUL or
-// other control characters, and not "." or "..". (PBS itself never
-// produces anything else; this keeps a hostile manifest from naming paths
-// outside the snapshot.) Errors wrap ErrBadName.
+// snapshot directory: non-empty, valid UTF-8 without '/', '\\', control
+// characters (C0 and C1) or invisible format characters (bidi overrides,
+// zero-width spaces), and not "." or "..". (PBS itself never produces
+// anything else; this keeps a hostile manifest from naming paths outside
+// the snapshot, or from sending escape sequences to a terminal through
+// listings and completion.) Errors wrap ErrBadName.
 func ValidArchiveName(name string) error {
 	if name == "" || name == "." || name == ".." || !utf8.ValidString(name) {
 		return fmt.Errorf("%w: archive name %.64q", ErrBadName, name)
 	}
 	for _, r := range name {
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return fmt.Errorf("%w: archive name %.64q contains %q", ErrBadName, name, r)
 		}
 	}

@@ -174,6 +174,9 @@ func TestArchiveNames(t *testing.T) {
 	}{
 		{"drive-scsi0.img.fidx", true}, {"ü.blob", true}, {"", false}, {".", false}, {"..", false},
 		{"a/b.blob", false}, {`a\b.blob`, false}, {"a\x00.blob", false}, {"a\n.blob", false}, {"\xff.blob", false},
+		// C1 controls (U+009B starts a terminal escape) and bidi overrides
+		// would reach the terminal in listings and completion.
+		{"a\u009b31m.blob", false}, {"a\u202egpj.blob", false}, {"a\u200b.blob", false},
 	} {
 		if err := ValidArchiveName(c.name); (err == nil) != c.ok {
 			t.Errorf("ValidArchiveName(%q) = %v, want ok=%v", c.name, err, c.ok)

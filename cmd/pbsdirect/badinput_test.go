@@ -466,6 +466,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"completion", "tcsh"}, `unknown completion command "tcsh" (want bash, fish, powershell or zsh)`},
 		{[]string{"report", "merge", filepath.Join(t.TempDir(), "nosuch.json")}, "nosuch.json: not found"},
 		{[]string{"report", "merge", "--s3-path-style", "false", "a.json"}, "--s3-path-style takes its value after '='"},
+		{[]string{"completion", "bash", "extra"}, `unknown command "extra"`},
+		{[]string{"", "restore"}, `unknown command ""`},
+		{[]string{"man", "--output-format", "yaml", t.TempDir()}, `--output-format must be text, json or json-pretty, not "yaml"`},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}

@@ -134,7 +134,13 @@ func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState
 		st.help = true
 		help(c, args)
 	})
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageOf(err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if help, _ := c.Flags().GetBool("help"); help {
+			// --help before the mistake: the help, as asked.
+			return c.Help()
+		}
+		return usageOf(err)
+	})
 	root.SetHelpCommand(helpCommand(root))
 	for _, spec := range commandSpecs() {
 		root.AddCommand(newCommand(ctx, spec, "", stdout, stderr))
@@ -200,15 +206,26 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 		Use:   "help [COMMAND...]",
 		Short: "help about any command",
 		Args:  cobra.ArbitraryArgs,
-		RunE: func(_ *cobra.Command, args []string) error {
+		// Every word is a command name or ignored: "help restore --store x"
+		// is restore's help.
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, words []string) error {
+			var args []string
+			for _, w := range words {
+				if !strings.HasPrefix(w, "-") {
+					args = append(args, w)
+				}
+			}
 			c, rest, err := root.Find(args)
-			if err != nil || len(rest) != 0 {
-				if c == nil {
+			// Words after a command that has no subcommands (its
+			// arguments, flags) do not matter for its help.
+			if err != nil || len(rest) != 0 && (c == root || c.HasAvailableSubCommands()) {
+				if c == nil || err != nil {
 					c = root
 				}
-				word := args[len(args)-len(rest)]
-				if err != nil {
-					word = args[0]
+				word := args[0]
+				if err == nil {
+					word = rest[0]
 				}
 				if near := c.SuggestionsFor(word); len(near) > 0 {
 					return usagef("no help for %q: unknown command (did you mean %s?)", joinWords(args), joinOr(near))

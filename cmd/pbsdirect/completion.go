@@ -23,6 +23,10 @@ type argCompleter = func(c *cobra.Command, args []string, toComplete string) ([]
 // shell waiting on a slow bucket is worse than no candidates.
 const completionTimeout = 5 * time.Second
 
+// maxCandidates bounds the candidates one request offers (a store with
+// more groups and snapshots than that offers the first ones).
+const maxCandidates = 1000
+
 // flagValues are the values the shell offers for the flags that take one
 // of a fixed set (a command that has no such flag offers nothing).
 var flagValues = map[string][]string{
@@ -61,7 +65,7 @@ func completeNamespace(c *cobra.Command, _ []string, prefix string) ([]cobra.Com
 		if err != nil {
 			return err
 		}
-		for _, ns := range list {
+		for _, ns := range list[:min(len(list), maxCandidates)] {
 			if name := ns.String(); name != "" && strings.HasPrefix(name, prefix) {
 				out = append(out, name)
 			}
@@ -142,6 +146,9 @@ func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, co
 		}
 		lastGroup := ""
 		for _, i := range list {
+			if len(out) >= maxCandidates {
+				break
+			}
 			s := i.Snapshot
 			group := s.Type + "/" + s.ID
 			if group != lastGroup && strings.HasPrefix(group, prefix) {
@@ -177,6 +184,9 @@ func archiveCandidates(c *cobra.Command, ref, prefix string) ([]cobra.Completion
 			return err
 		}
 		for _, f := range m.Files {
+			if len(out) >= maxCandidates {
+				break
+			}
 			switch {
 			case !strings.HasPrefix(f.Filename, prefix):
 			case f.CryptMode == index.CryptNone:
@@ -196,16 +206,19 @@ func archiveCandidates(c *cobra.Command, ref, prefix string) ([]cobra.Completion
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// withCompletionStore opens the store that c's parsed flags name (--store,
-// --ns and the bucket flags) and calls fn with it, all within
-// completionTimeout. Nothing is printed: a completion that fails offers
-// nothing.
+// withCompletionStore opens the first store that c's parsed flags name
+// (--store, --ns and the bucket flags; the first is the preferred one, and
+// another that does not answer must not hold up the shell) and calls fn
+// with it. All of it, reading and parsing, is given completionTimeout:
+// then the candidates are dropped (the process ends with the request).
+// Nothing is printed: a completion that fails offers nothing.
 func withCompletionStore(c *cobra.Command, fn func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error) error {
 	var sf storeFlags
 	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
 	copyFlags(fs, c.Flags())
+	sf.stores = sf.stores[:min(len(sf.stores), 1)]
 	if err := sf.check(); err != nil {
 		return err
 	}
@@ -215,12 +228,22 @@ func withCompletionStore(c *cobra.Command, fn func(ctx context.Context, ns index
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), completionTimeout)
 	defer cancel()
-	store, err := openStore(ctx, &sf, false, manifestReads)
-	if err != nil {
+	done := make(chan error, 1)
+	go func() {
+		store, err := openStore(ctx, &sf, false, manifestReads)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer store.Close()
+		done <- fn(ctx, ns, store)
+	}()
+	select {
+	case err := <-done:
 		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	defer store.Close()
-	return fn(ctx, ns, store)
 }
 
 // copyFlags sets the flags of dst that src has and were given on the

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +57,12 @@ func completionStore(t *testing.T) string {
 func TestCompletion(t *testing.T) {
 	t.Setenv("PROXMOX_OUTPUT_FORMAT", "json")
 	store := completionStore(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hung := ln.Addr().String()
 	for _, c := range []struct {
 		name      string
 		words     []string
@@ -82,6 +90,10 @@ func TestCompletion(t *testing.T) {
 		{"no-such-store", []string{"restore", "--store", filepath.Join(store, "nosuch"), ""}, nil, ":4"},
 		{"no-store", []string{"restore", ""}, nil, ":4"},
 		{"no-such-snapshot", []string{"restore", "--store", store, "vm/999", ""}, nil, ":4"},
+		// Only the first store is read: a second one that never answers
+		// does not hold up the shell.
+		{"hung-second-store", []string{"restore", "--store", store, "--store", "s3://b/p", "--s3-endpoint", "http://" + hung, "vm/"},
+			[]string{"vm/100", "vm/100/" + t0str}, ":4"},
 		{"no-arguments", []string{"snapshots", "--store", store, ""}, nil, ":4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,6 +226,22 @@ func TestManPages(t *testing.T) {
 	}
 	if r := pbs(t, "man", filepath.Join(dir, "nosuch")); r.code != 2 {
 		t.Errorf("man into a missing directory: %v; want exit 2", r)
+	}
+	// A link where a page goes is not written through, and is a usage
+	// error; the JSON result says how many pages were written.
+	linked := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.Symlink(victim, filepath.Join(linked, "pbsdirect-restore.1")); err != nil {
+		t.Fatal(err)
+	}
+	if r := pbs(t, "man", linked); r.code != 2 || !strings.Contains(r.err, "a symbolic link: not written through") {
+		t.Errorf("man over a link: %v; want exit 2", r)
+	}
+	if _, err := os.Lstat(victim); err == nil {
+		t.Errorf("man wrote through a link to %s", victim)
+	}
+	if r := pbs(t, "man", "--output-format", "json", t.TempDir()); r.code != 0 || !strings.Contains(r.out, fmt.Sprintf(`"pages":%d`, len(want))) {
+		t.Errorf("man --output-format json: %v; want %d pages", r, len(want))
 	}
 	if _, err := exec.LookPath("man"); err != nil {
 		t.Fatalf("man is needed to render the pages (.ci/run installs man-db): %v", err)

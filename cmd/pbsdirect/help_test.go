@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -46,9 +48,31 @@ func TestHelpOnStdout(t *testing.T) {
 			}
 		}
 	}
-	for _, args := range [][]string{{"--help"}, {"help"}, {"key", "--help"}} {
+	// What follows --help, or the command named to help, does not matter.
+	for _, args := range [][]string{{"restore", "--help", "--bogus"}, {"help", "restore", "extra", "--store", "x"}, {"restore", "-h", "a", "b"}} {
+		if r := pbs(t, args...); r.code != 0 || r.err != "" || !strings.HasPrefix(r.out, "Usage: pbsdirect restore ") {
+			t.Errorf("%s: %v; want restore's usage on stdout, exit 0", strings.Join(args, " "), r)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"help"}, {"key", "--help"}, {"--help=true"}, {"--help", "--bogus"}} {
 		if r := pbs(t, args...); r.code != 0 || r.err != "" || !strings.Contains(r.out, "Usage:") {
 			t.Errorf("%s: %v; want usage on stdout, exit 0", strings.Join(args, " "), r)
+		}
+	}
+}
+
+// failingWriter fails every write, as a full disk or a closed pipe would.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestStdoutWriteFailure: a command whose output did not reach standard
+// output does not report success (exit 3), help and JSON results included.
+func TestStdoutWriteFailure(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--help"}, {"restore", "--help"}, {"version", "--output-format", "json"}, {"completion", "bash"}} {
+		var errb strings.Builder
+		if code := run(context.Background(), args, failingWriter{}, &errb); code != 3 || !strings.Contains(errb.String(), "no space left on device") {
+			t.Errorf("%s to a full disk: exit %d, stderr %q; want 3 naming standard output", strings.Join(args, " "), code, errb.String())
 		}
 	}
 }

@@ -50,6 +50,17 @@ func usageOf(err error) error { return &usageError{msg: err.Error(), err: err} }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
+// outsideError marks a failure of the machine, not of the data (exit 3):
+// permission, no space, a read-only file system where pbsdirect writes
+// something other than a restore target.
+type outsideError struct{ err error }
+
+// Error returns the cause's text.
+func (e *outsideError) Error() string { return e.err.Error() }
+
+// Unwrap returns the cause.
+func (e *outsideError) Unwrap() error { return e.err }
+
 // Exit codes (see exitCode).
 const (
 	exitOK      = 0
@@ -100,6 +111,7 @@ func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
 	var sm *storeMissingError
+	var oe *outsideError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -113,7 +125,7 @@ func exitCode(err error) int {
 		return exitUsage
 	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, restore.ErrTargetInUse),
 		errors.Is(err, restore.ErrNoSpace), errors.Is(err, chunkstore.ErrSnapshotBusy), errors.Is(err, backup.ErrSnapshotExists),
-		errors.Is(err, fusefs.ErrUnavailable), errors.As(err, &sm):
+		errors.Is(err, fusefs.ErrUnavailable), errors.As(err, &sm), errors.As(err, &oe):
 		// Busy: another run holds the target or the snapshot; a retry
 		// after it may succeed. No FUSE: the machine, not the data.
 		return exitOutside
@@ -146,16 +158,18 @@ func codeFor(ctx context.Context, err error) int { return exitCode(interrupted(c
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := &output{w: stdout, format: outputFormatOf(args)}
 	code, err := runCommand(ctx, args, out, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return code
+	if !errors.Is(err, flag.ErrHelp) {
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		out.finish(code, msg)
 	}
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	if ferr := out.finish(code, msg); ferr != nil && code == 0 {
-		fmt.Fprintf(stderr, "pbsdirect: %v\n", ferr)
-		return 1
+	if out.werr != nil && code == exitOK {
+		// What the command printed did not all reach standard output (a
+		// full disk, a closed pipe): not a success.
+		fmt.Fprintf(stderr, "pbsdirect: writing standard output: %v\n", out.werr)
+		return exitOutside
 	}
 	return code
 }
@@ -170,6 +184,11 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		root.SetOut(stderr)
 		root.Help()
 		return exitUsage, usagef("no command given")
+	}
+	if args[0] == "" {
+		err := usagef("unknown command \"\"; run 'pbsdirect --help' for the commands")
+		fmt.Fprintf(stderr, "pbsdirect: %v\n", err)
+		return exitUsage, err
 	}
 	if args[0] == "--version" {
 		args = append([]string{"version"}, args[1:]...)
@@ -189,7 +208,10 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 			stop()
 		}
 	}()
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if isCompletion(c) || c.Name() == "help" {
+			return nil // nothing to tune
+		}
 		for _, aid := range tuningAids {
 			if path := os.Getenv(aid.env); path != "" {
 				stop, err := startRecording(path, aid.start, aid.stop)
@@ -202,28 +224,33 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		return nil
 	}
 	c, err := root.ExecuteContextC(ctx)
-	if isCompletion(c) {
+	if err == nil && isCompletion(c) {
 		// A completion script or candidates: text for the shell only.
 		textOnly(stdout)
 	}
 	err = interrupted(ctx, err)
 	code := exitCode(err)
-	name := strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
+	name := "pbsdirect"
+	if c != root {
+		name += " " + strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
+	}
 	switch {
 	case code == exitOK && st.help:
 		return code, flag.ErrHelp
 	case code == exitOK:
 		return code, err
 	case code == exitUsage:
-		fmt.Fprintf(stderr, "pbsdirect %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	default:
-		fmt.Fprintf(stderr, "pbsdirect %s: error: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
 	}
 	return code, err
 }
 
 // isHelpFlag reports whether arg asks the root for its help.
-func isHelpFlag(arg string) bool { return arg == "-h" || arg == "--help" }
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "--help" || strings.HasPrefix(arg, "--help=") || strings.HasPrefix(arg, "-h=")
+}
 
 // isCompletion reports whether c is the completion command, one of its
 // shells, or cobra's hidden command that answers the shell's requests.

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -17,27 +21,32 @@ import (
 // pbsdirect-restore.1, pbsdirect-key-create.1, …), made from the same
 // descriptions, flags and examples as --help. DIR must exist.
 func cmdMan(fs *flag.FlagSet) commandFunc {
+	format := new(string)
+	registerOutputFormat(fs, format)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 1 {
 			return usagef("want DIR, the directory to write the man pages into")
 		}
 		dir := args[0]
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return usagef("%s: not a directory (create it first)", dir)
+		if err := checkOutputFormat(*format); err != nil {
+			return err
 		}
+		dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return usagef("%s: not a directory (create it first): %v", dir, err)
+		}
+		defer unix.Close(dirfd)
 		var st runState
 		root := newRoot(ctx, &output{w: io.Discard, format: formatText}, io.Discard, &st)
 		// No title: each page gets its command's (PBSDIRECT-RESTORE).
-		header := &doc.GenManHeader{
+		header := doc.GenManHeader{
 			Section: "1",
 			Source:  "pbsdirect " + buildVersion().Version,
 			Manual:  "pbsdirect manual",
 		}
 		n := 0
-		var walk func(c *cobra.Command)
-		walk = func(c *cobra.Command) {
-			// The pages GenManTree writes: the root and every available command.
-			n++
+		var walk func(c *cobra.Command) error
+		walk = func(c *cobra.Command) error {
 			c.Short = manEscape(c.Short)
 			c.Long = manMarkdown(c.Long)
 			c.Flags().VisitAll(func(f *flag.Flag) {
@@ -50,15 +59,26 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 				}
 				f.Usage = manEscape(f.Usage)
 			})
+			var page bytes.Buffer
+			h := header
+			if err := doc.GenMan(c, &h, &page); err != nil {
+				return err
+			}
+			if err := writeManPage(dirfd, dir, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1", page.Bytes()); err != nil {
+				return err
+			}
+			n++
 			for _, sc := range c.Commands() {
 				if sc.IsAvailableCommand() && !sc.IsAdditionalHelpTopicCommand() {
-					walk(sc)
+					if err := walk(sc); err != nil {
+						return err
+					}
 				}
 			}
+			return nil
 		}
-		walk(root)
-		if err := doc.GenManTree(root, header, dir); err != nil {
-			return fmt.Errorf("writing man pages into %s: %w", dir, err)
+		if err := walk(root); err != nil {
+			return err
 		}
 		if outputJSON(stdout) {
 			return writeJSON(stdout, map[string]any{"directory": dir, "pages": n})
@@ -66,6 +86,29 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 		fmt.Fprintf(stdout, "wrote %d man pages into %s (man -l %s/pbsdirect.1)\n", n, dir, dir)
 		return nil
 	}
+}
+
+// writeManPage writes page as name in the directory dirfd (dir, for
+// messages): created or replaced in place, never through a symbolic link
+// (a usage error: DIR holds a link where a page goes). Other failures
+// (permission, no space, a read-only file system) lie outside the data.
+func writeManPage(dirfd int, dir, name string, page []byte) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err == unix.ELOOP {
+		return usagef("%s: a symbolic link: not written through (remove it, or choose another DIR)", filepath.Join(dir, name))
+	}
+	if err != nil {
+		return &outsideError{fmt.Errorf("%s: %w", filepath.Join(dir, name), err)}
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, name))
+	if _, err := f.Write(page); err != nil {
+		f.Close()
+		return &outsideError{err}
+	}
+	if err := f.Close(); err != nil {
+		return &outsideError{err}
+	}
+	return nil
 }
 
 // manMarkdown turns a help text into the Markdown that cobra's man page

@@ -64,10 +64,18 @@ type output struct {
 	w      io.Writer
 	format string
 	result []byte // the command's JSON result, compact; nil until writeJSON
+	werr   error  // the first error writing to the real stdout
 }
 
-// Write passes text through to the real stdout.
-func (o *output) Write(p []byte) (int, error) { return o.w.Write(p) }
+// Write passes text through to the real stdout, remembering the first
+// error (run does not report success for output that was not written).
+func (o *output) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil && o.werr == nil {
+		o.werr = err
+	}
+	return n, err
+}
 
 // textOnly marks run's stdout w as carrying a command's own text (a paper
 // key): no JSON result is added to it, whatever PROXMOX_OUTPUT_FORMAT says.
@@ -136,7 +144,7 @@ func (o *output) finish(code int, errMsg string) error {
 		}
 		out = ind.Bytes()
 	}
-	_, err := fmt.Fprintf(o.w, "%s\n", out)
+	_, err := fmt.Fprintf(o, "%s\n", out)
 	return err
 }
 
