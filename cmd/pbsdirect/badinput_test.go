@@ -469,6 +469,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"completion", "bash", "extra"}, `unknown command "extra"`},
 		{[]string{"", "restore"}, `unknown command ""`},
 		{[]string{"man", "--output-format", "yaml", t.TempDir()}, `--output-format must be text, json or json-pretty, not "yaml"`},
+		{[]string{"snapshots", "-store", store}, "(did you mean --store?)"},
+		{[]string{"snapshots", "--stor", store}, "unknown flag: --stor (did you mean --store?)"},
+		{[]string{"restore", "--fetcher=4", "--store", store, snap0, "d", "/tmp/x"}, "(did you mean --fetchers?)"},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -138,6 +139,9 @@ func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState
 		if help, _ := c.Flags().GetBool("help"); help {
 			// --help before the mistake: the help, as asked.
 			return c.Help()
+		}
+		if near := nearFlag(c.Flags(), err); near != "" {
+			return &usageError{msg: fmt.Sprintf("%v (did you mean --%s?)", err, near), err: err}
 		}
 		return usageOf(err)
 	})
@@ -339,4 +343,54 @@ For every new shell, add that line to your PowerShell profile.`,
 			}
 		}
 	}
+}
+
+// nearFlag returns the name of the flag of fs that the unknown flag of
+// pflag's error err was probably meant to be: a single-dash long flag
+// (-store), a prefix (--stor) or one or two letters off (--stroe); "" when
+// none is near.
+func nearFlag(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	var given string
+	switch {
+	case strings.HasPrefix(msg, "unknown flag: --"):
+		given = strings.TrimPrefix(msg, "unknown flag: --")
+	case strings.HasPrefix(msg, "unknown shorthand flag: ") && strings.Contains(msg, " in -"):
+		given = msg[strings.LastIndex(msg, " in -")+len(" in -"):]
+	default:
+		return ""
+	}
+	given, _, _ = strings.Cut(given, "=")
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(given, f.Name)
+		if strings.HasPrefix(f.Name, given) && len(given) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
