@@ -58,6 +58,7 @@ var mayImport = map[string][]string{
 	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	"fusefs":     {},
 	"nbd":        {},
+	"paperkey":   {"crypto"},
 }
 
 // top lists the groups that may import any package of ours except cmd (and,

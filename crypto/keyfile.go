@@ -123,7 +123,7 @@ func (b *b64) UnmarshalJSON(data []byte) error {
 }
 
 // ParseKeyFile parses key-file JSON, or the text of a paper key (the JSON
-// between its begin and end markers, see PaperKeyText). Unknown fields are
+// between its begin and end markers, written by package paperkey). Unknown fields are
 // ignored; a kdf other than null, Scrypt or PBKDF2, or KDF parameters
 // beyond the bounds (scrypt memory as PBS allows it and 64 × the usual
 // work, PBKDF2 at most PBKDF2MaxIter iterations), returns

@@ -13,43 +13,6 @@ import (
 	"time"
 )
 
-// TestPaperKeyRoundTrip: the text paper key of a real key file has PBS's
-// markers and indented JSON, and parses back to the same key file, with a
-// subject line before it and a QR-code-like tail after it.
-func TestPaperKeyRoundTrip(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "keys", "official-pbkdf2.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kf, err := ParseKeyFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := PaperKeyText(kf, "host pve1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(text), "\n")
-	if lines[0] != "Subject: host pve1" || lines[1] != "" || lines[2] != PaperKeyBegin || lines[3] != "{" ||
-		!strings.HasPrefix(lines[4], `  "kdf": {`) || lines[len(lines)-2] != PaperKeyEnd {
-		t.Fatalf("paper key text:\n%s", text)
-	}
-	for _, in := range [][]byte{text, append(bytes.Clone(text), "\n█▀▀▀▀▀█ qr\n"...)} {
-		back, err := ParseKeyFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, _ := kf.Marshal()
-		b, _ := back.Marshal()
-		if !bytes.Equal(a, b) {
-			t.Fatalf("paper key parses to %s, want %s", b, a)
-		}
-	}
-	if _, err := ParseKeyFile(text[:len(text)-len(PaperKeyEnd)-2]); !errors.Is(err, ErrPaperKey) {
-		t.Fatalf("paper key without end marker: %v, want ErrPaperKey", err)
-	}
-}
-
 // TestMasterKeyRoundTrip: a key file encrypted under a master key generated
 // here decrypts back with the private key and its passphrase, and not with a
 // wrong passphrase or another master key.

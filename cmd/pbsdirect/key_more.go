@@ -15,6 +15,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/paperkey"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -184,7 +185,7 @@ func printKeyResult(stdout io.Writer, what, path, kdf string, fp crypto.Fingerpr
 
 func cmdKeyPaperkey(fs *flag.FlagSet) commandFunc {
 	subject := fs.String("subject", "", "title printed above the key (e.g. the host name)")
-	format := fs.String("output-format", "text", "paper key format: text (the QR code and html of proxmox-backup-client are not made)")
+	format := fs.String("output-format", "text", "paper key format: text, with QR codes as qrencode utf8i text (the html form of proxmox-backup-client is not made)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() > 1 {
 			return usagef("want at most one PATH")
@@ -200,13 +201,13 @@ func cmdKeyPaperkey(fs *flag.FlagSet) commandFunc {
 		}
 		var text []byte
 		if _, perr := crypto.ParseMasterPrivateKey(data, nil); perr == nil || errors.Is(perr, crypto.ErrPassphraseNeeded) {
-			text, err = crypto.PaperKeyPrivateText(data, *subject)
+			text, err = paperkey.PrivateText(data, *subject)
 		} else {
 			kf, kerr := crypto.ParseKeyFile(data)
 			if kerr != nil {
 				return fmt.Errorf("%s: neither a PBS key file nor a PEM private master key: %w", path, kerr)
 			}
-			text, err = crypto.PaperKeyText(kf, *subject)
+			text, err = paperkey.Text(kf, *subject)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
