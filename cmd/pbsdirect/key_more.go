@@ -455,8 +455,11 @@ func keyPaperkeyCommand() commandSpec {
 	return commandSpec{
 		use:   "paperkey [flags] [PATH]",
 		short: "print a key file as a paper key",
-		long: `Print a key file as a paper key (text) to keep offline. The text is accepted
-wherever a key file is (--keyfile), by pbsdirect and by PBS.`,
+		long: `Print a key file as a paper key (text) to keep offline, as proxmox-backup-client
+key paperkey --output-format text does: the key file between BEGIN and END
+lines, then its QR code in text form. The text is accepted wherever a key file
+is (--keyfile), by pbsdirect and by PBS; the QR code scans back to the key file.
+A PEM master private key prints as numbered lines, a QR code every five lines.`,
 		example: `  pbsdirect key paperkey --subject "$(hostname)" /root/enc.key > enc.paperkey.txt`,
 		build:   cmdKeyPaperkey,
 	}

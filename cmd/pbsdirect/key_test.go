@@ -12,6 +12,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/paperkey"
 )
 
 // officialPass is the passphrase of the key files in testdata/keys.
@@ -19,7 +20,8 @@ const officialPass = "throwaway-passphrase-for-test"
 
 // TestPaperKeyRestores: the paper key (text form) of the key file written by
 // proxmox-backup-client restores a snapshot made with that key file, as
-// --keyfile, and carries PBS's markers and indented JSON.
+// --keyfile, QR code included, and carries PBS's markers, indented JSON and
+// the QR code of the JSON lines (package paperkey scans it back).
 func TestPaperKeyRestores(t *testing.T) {
 	t.Setenv("PBS_ENCRYPTION_PASSWORD", officialPass)
 	keyfile := filepath.Join("..", "..", "testdata", "keys", "official-pbkdf2.key")
@@ -32,6 +34,18 @@ func TestPaperKeyRestores(t *testing.T) {
 		if !strings.Contains(r.out, want) {
 			t.Fatalf("paper key lacks %q:\n%s", want, r.out)
 		}
+	}
+	// After the end marker: the QR code of the key lines (utf8i text, as
+	// qrencode prints it for PBS) and an empty line; the restore and key
+	// show below read the file with it.
+	_, rest, _ := strings.Cut(r.out, crypto.PaperKeyBegin+"\n")
+	js, tail, _ := strings.Cut(rest, "\n"+crypto.PaperKeyEnd+"\n")
+	qr, err := paperkey.QR(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(qr, "█") || tail != qr+"\n" {
+		t.Fatalf("paper key ends with %q, want the QR code of the key lines and an empty line:\n%s", tail, qr)
 	}
 	paper := fixture.WriteFile(t, t.TempDir(), "paperkey.txt", []byte(r.out))
 	t.Setenv("PROXMOX_OUTPUT_FORMAT", "json")
