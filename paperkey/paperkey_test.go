@@ -86,6 +86,34 @@ func formatInfo(modules [][]bool) (level, mask int) {
 	return v >> 13, (v >> 10) & 7
 }
 
+// samePatterns compares the modules two symbols of one version share
+// whatever their data and mask: the finder patterns with their separators,
+// the timing patterns and, from version 7, the version information. It
+// returns the first module that differs and false, or true.
+func samePatterns(a, b [][]bool) (x, y int, ok bool) {
+	n := len(a)
+	fixed := func(x, y int) bool {
+		inFinder := func(x0, y0 int) bool { return x >= x0 && x < x0+8 && y >= y0 && y < y0+8 }
+		switch {
+		case inFinder(0, 0), inFinder(n-8, 0), inFinder(0, n-8):
+			return true
+		case x == 6 || y == 6:
+			return true
+		case n >= 45 && ((x < 6 && y >= n-11 && y < n-8) || (y < 6 && x >= n-11 && x < n-8)):
+			return true
+		}
+		return false
+	}
+	for y := range n {
+		for x := range n {
+			if fixed(x, y) && a[y][x] != b[y][x] {
+				return x, y, false
+			}
+		}
+	}
+	return 0, 0, true
+}
+
 // samples are the data the QR tests encode: key files as paper keys hold
 // them, a master key's PEM block, and texts that favour numeric and
 // alphanumeric segments.
@@ -154,10 +182,11 @@ func TestQRScans(t *testing.T) {
 // command proxmox-backup-client runs. Rendering: qrencode's own text, read
 // back into modules and rendered by UTF8i, is byte for byte qrencode's
 // text. Encoding: for each sample both symbols have the same version
-// (size), level M, the same text shape (lines of the same length, one per
-// two rows), and scan to the same data. The symbols themselves may differ:
-// go-qrcode and libqrencode choose masks and mode segments by their own
-// rules (both valid), so the modules are not compared.
+// (size), level M, the same finder, timing and version patterns, the same
+// text shape (lines of the same length, one per two rows), and scan to the
+// same data. The data modules and the mask may differ: go-qrcode and
+// libqrencode choose masks and mode segments by their own rules (both
+// valid), so those are not compared.
 func TestQRAsQrencode(t *testing.T) {
 	qrencode := tool(t, "qrencode", "qrencode")
 	for name, data := range samples(t) {
@@ -191,6 +220,9 @@ func TestQRAsQrencode(t *testing.T) {
 			tl, _ := formatInfo(theirModules)
 			if ol != 0 || tl != 0 {
 				t.Fatalf("error correction bits %02b here, %02b by qrencode, want 00 (M)", ol, tl)
+			}
+			if x, y, ok := samePatterns(ourModules, theirModules); !ok {
+				t.Fatalf("module (%d,%d) of the finder, timing or version patterns differs from qrencode's", x, y)
 			}
 			ourLines, theirLines := strings.Split(ours, "\n"), strings.Split(theirs, "\n")
 			if len(ourLines) != len(theirLines) {
