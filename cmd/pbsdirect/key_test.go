@@ -63,6 +63,25 @@ func TestPaperKeyRestores(t *testing.T) {
 	mustFail(t, 2, []string{"must be text"}, "key", "paperkey", "--output-format", "html", keyfile)
 }
 
+// TestPaperKeyMaster: key paperkey of a PEM master private key prints its
+// numbered lines in blocks of five, each with its QR code and a form feed
+// line (package paperkey scans them back).
+func TestPaperKeyMaster(t *testing.T) {
+	_, priv, err := crypto.GenerateMasterKey(crypto.MinMasterKeyBits, []byte("master pass"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem := fixture.WriteFile(t, t.TempDir(), masterPrivateName, priv)
+	r := mustOK(t, "key", "paperkey", "--subject", "master", pem)
+	want, err := paperkey.PrivateText(priv, "master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.out != string(want) || !strings.Contains(r.out, " 5: ") || !strings.Contains(r.out, "█") || !strings.HasSuffix(r.out, "\n\n\f\n") {
+		t.Fatalf("paper key of the master key:\n%s\nwant:\n%s", r.out, want)
+	}
+}
+
 // TestChangePassphrase: after key change-passphrase the key file opens with
 // the new passphrase only, keeps its key (the old backup restores) and its
 // creation time, and takes the new KDF.
