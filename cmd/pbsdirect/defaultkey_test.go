@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // TestDefaultKeyFile: like proxmox-backup-client, a key created at the
@@ -106,5 +108,24 @@ func TestDefaultKeyOnlyWhenNeeded(t *testing.T) {
 			t.Errorf("the default key's use should be said on stderr: %v", r)
 		}
 		fixture.Equal(t, filepath.Join(dir, "f.raw"), data)
+	})
+	// The default key failing to open (a wrong passphrase) fails the
+	// encrypted snapshot only: the plain one verified after it is ok.
+	t.Run("wrong-passphrase-plain-still-ok", func(t *testing.T) {
+		const plainAfter = "vm/100/2026-11-29T12:00:00Z" // verified after the encrypted one
+		backupImage(t, store, data, "--backup-time", "2026-11-29T12:00:00Z", "--crypt-mode", "none")
+		t.Setenv("PBS_ENCRYPTION_PASSWORD", "wrong")
+		r := pbs(t, "verify", "--parallel", "1", "--output-format", "json", "--store", store, "vm/100")
+		var rep verify.Report
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+			t.Fatalf("%v: %v", err, r)
+		}
+		got := map[string]bool{}
+		for _, s := range rep.Snapshots {
+			got[s.Snapshot] = s.OK
+		}
+		if len(got) != 3 || !got[snap0] || got[encSnap] || !got[plainAfter] {
+			t.Errorf("verify with a wrong passphrase: %v; want %s and %s ok, %s failed", got, snap0, plainAfter, encSnap)
+		}
 	})
 }

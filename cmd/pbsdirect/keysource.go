@@ -104,11 +104,16 @@ func needsKey(m *index.Manifest) bool {
 func (k *keySource) forManifest(m *index.Manifest) (*crypto.Config, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.none || k.loaded || k.err != nil {
-		return k.cc, k.err
+	if k.none || k.loaded {
+		return k.cc, nil
 	}
 	if k.noDefault || !needsKey(m) {
+		// A plain snapshot needs no key, even after the default key
+		// failed to open for another one.
 		return nil, nil
+	}
+	if k.err != nil {
+		return nil, k.err
 	}
 	def := defaultKeyPath()
 	if _, err := os.Stat(def); err != nil {
