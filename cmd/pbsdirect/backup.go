@@ -141,6 +141,11 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 		}
+		if !sf.remote {
+			if err := checkNewDatastore(sf.store, stderr); err != nil {
+				return err
+			}
+		}
 		store, err := openStore(ctx, &sf, true, max(*jobs, 8))
 		if err != nil {
 			return err
