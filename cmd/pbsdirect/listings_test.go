@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
@@ -84,5 +85,32 @@ func TestListings(t *testing.T) {
 	r = mustOK(t, "snapshots", "--store", store, "--max-depth", "-1", "--output-format", "json")
 	if err := json.Unmarshal([]byte(r.out), &list); err != nil || len(list) != 3 || list[2].Namespace != "prod/db" {
 		t.Fatalf("snapshots --max-depth -1: %v: %v", err, r)
+	}
+}
+
+// TestSnapshotsJSONNames: the JSON of snapshots names its fields as PBS's
+// snapshot list does (fingerprint, verification, protected, owner, comment),
+// so scripts written for proxmox-backup-client read them.
+func TestSnapshotsJSONNames(t *testing.T) {
+	store := fixture.NewStore(t)
+	key, cc := fixture.Key(t, 9)
+	kf := fixture.KeyFile(t, t.TempDir(), "k.json", key, crypto.KDFNone, "")
+	backupImage(t, store, zeroMiddle(5), "--keyfile", kf)
+	snap := fixture.Snap(t, "", "vm", "100", fixture.T0)
+	fixture.RewriteManifest(t, store, snap, func(m *index.Manifest) {
+		m.Unprotected["notes"] = json.RawMessage(`"nightly"`)
+		m.Unprotected["verify_state"] = json.RawMessage(`{"upid":"UPID:pbs:1","state":"ok"}`)
+	})
+	fixture.WriteFile(t, filepath.Join(store, "vm", "100", t0str), ".protected", nil)
+	r := mustOK(t, "snapshots", "--store", store, "--output-format", "json")
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &list); err != nil || len(list) != 1 {
+		t.Fatalf("snapshots: %v: %v", err, r)
+	}
+	want := map[string]any{"fingerprint": cc.Fingerprint().String(), "verification": "ok", "protected": true, "owner": "root@pam", "comment": "nightly"}
+	for name, v := range want {
+		if list[0][name] != v {
+			t.Errorf("%q = %v, want %v (all: %v)", name, list[0][name], v, list[0])
+		}
 	}
 }

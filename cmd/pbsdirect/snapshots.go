@@ -26,7 +26,7 @@ type snapshotEntry struct {
 	BackupTime  int64          `json:"backup-time"` // epoch seconds
 	Files       []snapshotFile `json:"files"`
 	Size        uint64         `json:"size"` // bytes: sum of the archive sizes (image sizes for .fidx)
-	Fingerprint string         `json:"key-fingerprint,omitempty"`
+	Fingerprint string         `json:"fingerprint,omitempty"`
 	Comment     string         `json:"comment,omitempty"`      // first line of the snapshot notes
 	Verified    string         `json:"verification,omitempty"` // last verify state: ok or failed
 	Protected   bool           `json:"protected"`              // the .protected marker (prune keeps it)
