@@ -472,6 +472,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"snapshots", "-store", store}, "(did you mean --store?)"},
 		{[]string{"snapshots", "--stor", store}, "unknown flag: --stor (did you mean --store?)"},
 		{[]string{"restore", "--fetcher=4", "--store", store, snap0, "d", "/tmp/x"}, "(did you mean --fetchers?)"},
+		{[]string{"key", "create-master-key", "--output-format", "yaml"}, `--output-format must be text, json or json-pretty, not "yaml"`},
+		{[]string{"key", "change-passphrase", "--output-format", "yaml"}, `--output-format must be text, json or json-pretty, not "yaml"`},
+		{[]string{"key", "import-with-master-key", "--output-format", "yaml", "a", "b"}, `--output-format must be text, json or json-pretty, not "yaml"`},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}

@@ -135,7 +135,12 @@ func cmdKeyChangePassphrase(fs *flag.FlagSet) commandFunc {
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the new passphrase: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	newFile := fs.String("new-passphrase-file", "", "read the new passphrase from the first line of this file (default: asked twice on the terminal)")
+	format := new(string)
+	registerOutputFormat(fs, format)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := checkOutputFormat(*format); err != nil {
+			return err
+		}
 		if fs.NArg() > 1 {
 			return usagef("want at most one PATH")
 		}
@@ -220,7 +225,12 @@ func cmdKeyPaperkey(fs *flag.FlagSet) commandFunc {
 func cmdKeyCreateMasterKey(fs *flag.FlagSet) commandFunc {
 	bits := fs.Int("bits", crypto.MasterKeyBits, fmt.Sprintf("RSA key size in bits (at least %d)", crypto.MinMasterKeyBits))
 	passFile := fs.String("master-passphrase-file", "", "read the master key passphrase from the first line of this file (default: asked twice on the terminal)")
+	format := new(string)
+	registerOutputFormat(fs, format)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := checkOutputFormat(*format); err != nil {
+			return err
+		}
 		if fs.NArg() != 0 {
 			return usagef("key create-master-key takes no arguments: it writes %s and %s in the current directory", masterPublicName, masterPrivateName)
 		}
@@ -262,7 +272,12 @@ func cmdKeyImportWithMasterKey(fs *flag.FlagSet) commandFunc {
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation for the imported key file: scrypt, pbkdf2 or none (none stores the key unprotected)")
 	hint := fs.String("hint", "", "password hint stored in the key file")
 	passFile := fs.String("master-passphrase-file", "", "read the master key passphrase from the first line of this file (default: asked on the terminal)")
+	format := new(string)
+	registerOutputFormat(fs, format)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := checkOutputFormat(*format); err != nil {
+			return err
+		}
 		if fs.NArg() < 2 || fs.NArg() > 3 {
 			return usagef("want ENCRYPTED-KEY MASTER-KEY [PATH], got %d argument(s)", fs.NArg())
 		}
@@ -280,9 +295,12 @@ func cmdKeyImportWithMasterKey(fs *flag.FlagSet) commandFunc {
 		)
 		if len(sf.stores) > 0 {
 			sf.store = sf.stores[0]
-			ct, wantFP, err = readRSAKeyBlob(ctx, &sf, fs.Arg(0))
+			ct, wantFP, err = readRSAKeyBlob(ctx, &sf, fs.Arg(0), stderr)
 		} else {
 			ct, err = readRSAKeyFile(fs.Arg(0))
+			if errors.Is(err, os.ErrNotExist) && checkSnapshotRef(fs.Arg(0)) == nil {
+				return usagef("ENCRYPTED-KEY %s: no such file; to read it from that snapshot, give --store (and --ns)", fs.Arg(0))
+			}
 		}
 		if err != nil {
 			return err
@@ -360,7 +378,7 @@ func readRSAKeyFile(name string) ([]byte, error) {
 // checked against its size and SHA-256 in the manifest and decoded (it is a
 // plain blob, §5.5). It returns the payload and the manifest's key
 // fingerprint, when it names one.
-func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string) ([]byte, *crypto.Fingerprint, error) {
+func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.Writer) ([]byte, *crypto.Fingerprint, error) {
 	if err := checkSnapshotRef(ref); err != nil {
 		return nil, nil, err
 	}
@@ -382,7 +400,16 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string) ([]byte, *c
 		return nil, nil, err
 	}
 	if _, err := m.File(index.RSAKeyBlobName); err != nil {
-		return nil, nil, fmt.Errorf("snapshot %s has no %s: it was not backed up with a master public key (--master-pubkey-file)", snap, index.RSAKeyBlobName)
+		if group, _ := index.ParseSnapshotRef(ref); group.IsGroup() {
+			// TYPE/ID: the newest snapshot of the group that has the key.
+			snap, m, err = newestWithRSAKey(ctx, store, ns, snap)
+			if err != nil {
+				return nil, nil, err
+			}
+			fmt.Fprintf(stderr, "pbsdirect: the latest snapshot of %s has no %s: reading it from %s\n", ref, index.RSAKeyBlobName, snap)
+		} else {
+			return nil, nil, fmt.Errorf("snapshot %s has no %s: it was not backed up with a master public key (--master-pubkey-file)", snap, index.RSAKeyBlobName)
+		}
 	}
 	raw, err := snapshot.CheckBlob(ctx, store, snap, m, index.RSAKeyBlobName)
 	if err != nil {
@@ -397,6 +424,30 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string) ([]byte, *c
 		want = &fp
 	}
 	return ct, want, nil
+}
+
+// newestWithRSAKey returns the newest snapshot of latest's group (latest
+// being its newest) whose manifest lists rsa-encrypted.key.blob, with that
+// manifest; an error naming the group when none has it.
+func newestWithRSAKey(ctx context.Context, store chunkstore.Store, ns index.Namespace, latest index.Snapshot) (index.Snapshot, *index.Manifest, error) {
+	list, err := snapshot.List(ctx, store, ns)
+	if err != nil {
+		return index.Snapshot{}, nil, err
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		s := list[i].Snapshot
+		if s.Type != latest.Type || s.ID != latest.ID {
+			continue
+		}
+		m, err := snapshot.ReadManifest(ctx, store, s)
+		if err != nil {
+			continue // pruned meanwhile, or unreadable: an older one may do
+		}
+		if _, err := m.File(index.RSAKeyBlobName); err == nil {
+			return s, m, nil
+		}
+	}
+	return index.Snapshot{}, nil, fmt.Errorf("no snapshot of %s has %s: none was backed up with a master public key (--master-pubkey-file)", latest.GroupDir(), index.RSAKeyBlobName)
 }
 
 // decodePlainBlob decodes an unencrypted DataBlob (CRC checked).
@@ -486,10 +537,13 @@ func keyImportWithMasterKeyCommand() commandSpec {
 		use:   "import-with-master-key [flags] ENCRYPTED-KEY MASTER-KEY [PATH]",
 		short: "recover a key file with the RSA master key",
 		long: `Recover a key file with the RSA master private key. ENCRYPTED-KEY is either a
-snapshot (TYPE/ID/TIME) of --store, whose rsa-encrypted.key.blob is read, or
-the path of an rsa-encrypted.key.blob file; MASTER-KEY is master-private.pem.
-The recovered key is written to PATH (default: the default key file) under a
-new passphrase.`,
+snapshot of --store (TYPE/ID/TIME, or TYPE/ID: the newest snapshot of the group
+that has the key), whose rsa-encrypted.key.blob is read without any key, or the
+path of an rsa-encrypted.key.blob file; MASTER-KEY is master-private.pem (its
+passphrase from --master-passphrase-file or the terminal). The recovered key is
+written to PATH (default: the default key file) under a new passphrase, from
+PBS_ENCRYPTION_PASSWORD, _FILE or _FD, or asked twice on the terminal (--kdf
+none: unprotected).`,
 		example: `  pbsdirect key import-with-master-key --store /mnt/ds vm/100/2026-11-29T10:00:00Z master-private.pem /root/enc.key
   pbsdirect key import-with-master-key rsa-encrypted.key.blob master-private.pem recovered.key`,
 		build:    cmdKeyImportWithMasterKey,

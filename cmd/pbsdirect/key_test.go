@@ -215,6 +215,16 @@ func TestMasterKeyRecovery(t *testing.T) {
 			mustOK(t, "restore", "--store", store, "--keyfile", filepath.Join(dir, "plain.json"), snap0, "drive-scsi0", out)
 			fixture.Equal(t, out, data)
 
+			// TYPE/ID whose latest snapshot was made without the master
+			// key: the newest one that has it is read, and said.
+			backupImage(t, store, data, "--backup-time", "2026-11-29T12:00:00Z", "--crypt-mode", "none")
+			r = mustOK(t, "key", "import-with-master-key", "--kdf", "none", "--store", store, "--master-passphrase-file", mpass, "vm/100", masterPrivateName, filepath.Join(dir, "older.json"))
+			if !strings.Contains(r.err, "reading it from vm/100/"+t0str) {
+				t.Errorf("import from a group whose latest snapshot has no key should name the one read: %v", r)
+			}
+			// A snapshot named without --store: say so.
+			mustFail(t, 2, []string{"give --store"}, "key", "import-with-master-key", "--master-passphrase-file", mpass, "vm/100", masterPrivateName, filepath.Join(dir, "y.json"))
+
 			bad := fixture.WriteFile(t, dir, "bad.txt", []byte("wrong master\n"))
 			mustFail(t, 1, []string{"wrong master key passphrase"}, "key", "import-with-master-key", "--store", store, "--master-passphrase-file", bad, snap0, masterPrivateName, filepath.Join(dir, "x.json"))
 		})
