@@ -121,15 +121,27 @@ func completeEncryptedKey(c *cobra.Command, args []string, toComplete string) ([
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeSnapshotArchive is completeSnapshot for SNAPSHOT ARCHIVE TARGET:
-// the second argument is one of the snapshot's archives (read from its
-// manifest), the third a file name.
+// completeSnapshotArchive is completeSnapshot for SNAPSHOT ARCHIVE TARGET
+// (restore): the second argument is one of the snapshot's archives (read
+// from its manifest), the third a file name.
 func completeSnapshotArchive(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return completeArchiveOf(c, args, toComplete, func(string) bool { return true })
+}
+
+// completeSnapshotImage is completeSnapshotArchive for drill, which takes
+// disk images (fixed indexes) only.
+func completeSnapshotImage(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return completeArchiveOf(c, args, toComplete, func(name string) bool { return index.KindOf(name) == index.KindFixed })
+}
+
+// completeArchiveOf completes SNAPSHOT ARCHIVE TARGET with the archives
+// that keep says a command takes.
+func completeArchiveOf(c *cobra.Command, args []string, toComplete string, keep func(string) bool) ([]cobra.Completion, cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
 		return snapshotCandidates(c, toComplete)
 	case 1:
-		return archiveCandidates(c, args[0], toComplete)
+		return archiveCandidates(c, args[0], toComplete, keep)
 	case 2:
 		return nil, cobra.ShellCompDirectiveDefault
 	}
@@ -171,8 +183,8 @@ func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, co
 }
 
 // archiveCandidates lists the archives of snapshot ref (its manifest's
-// files) that start with prefix.
-func archiveCandidates(c *cobra.Command, ref, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+// files) that start with prefix and that keep keeps.
+func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) bool) ([]cobra.Completion, cobra.ShellCompDirective) {
 	var out []cobra.Completion
 	err := withCompletionStore(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error {
 		snap, err := snapshot.Resolve(ctx, store, ns, ref)
@@ -188,7 +200,7 @@ func archiveCandidates(c *cobra.Command, ref, prefix string) ([]cobra.Completion
 				break
 			}
 			switch {
-			case !strings.HasPrefix(f.Filename, prefix):
+			case !strings.HasPrefix(f.Filename, prefix), !keep(f.Filename):
 			case f.CryptMode == index.CryptNone:
 				out = append(out, f.Filename)
 			default:

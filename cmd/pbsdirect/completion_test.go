@@ -42,8 +42,12 @@ func completionStore(t *testing.T) string {
 	if err := os.WriteFile(img, []byte("ct root"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	conf := filepath.Join(t.TempDir(), "pct.conf")
+	if err := os.WriteFile(conf, []byte("arch: amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	mustOK(t, "backup", "--store", store, "--backup-type", "ct", "--backup-id", "101",
-		"--backup-time", "2026-11-29T11:00:00Z", "root.img:"+img)
+		"--backup-time", "2026-11-29T11:00:00Z", "root.img:"+img, "pct.conf:"+conf)
 	mustOK(t, "backup", "--store", store, "--ns", "prod/db", "--backup-type", "ct", "--backup-id", "102", "--backup-time", t0str, "root.img:"+img)
 	return store
 }
@@ -77,7 +81,8 @@ func TestCompletion(t *testing.T) {
 			[]string{"ct/101", "ct/101/2026-11-29T11:00:00Z", "vm/100", "vm/100/" + t0str}, ":4"},
 		{"snapshot-prefix", []string{"verify", "--store", store, "vm/"}, []string{"vm/100", "vm/100/" + t0str}, ":4"},
 		{"archives", []string{"restore", "--store", store, "vm/100", ""}, []string{"drive-scsi0.img.fidx"}, ":4"},
-		{"archives-of-time", []string{"drill", "--store", store, "ct/101/2026-11-29T11:00:00Z", "r"}, []string{"root.img.fidx"}, ":4"},
+		{"archives-of-time", []string{"restore", "--store", store, "ct/101/2026-11-29T11:00:00Z", ""}, []string{"root.img.fidx", "pct.conf.blob"}, ":4"},
+		{"drill-images-only", []string{"drill", "--store", store, "ct/101", ""}, []string{"root.img.fidx"}, ":4"},
 		{"target-is-a-file", []string{"restore", "--store", store, "vm/100", "drive-scsi0.img.fidx", ""}, nil, ":0"},
 		{"namespaces", []string{"snapshots", "--store", store, "--ns", ""}, []string{"prod", "prod/db"}, ":4"},
 		{"namespace-snapshots", []string{"verify", "--store", store, "--ns", "prod/db", ""}, []string{"ct/102", "ct/102/" + t0str}, ":4"},

@@ -168,6 +168,6 @@ SNAPSHOT, ARCHIVE and TARGET are as for restore.`,
 		example: `  pbsdirect drill --store /mnt/ds vm/100 drive-scsi0 /var/tmp/drill.raw --remove
   pbsdirect drill --store s3://backups/pbs --output-format json vm/100 drive-scsi0 /var/tmp/drill.raw`,
 		build:    cmdDrill,
-		complete: completeSnapshotArchive,
+		complete: completeSnapshotImage,
 	}
 }
