@@ -198,13 +198,9 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 // protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
 // when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
-	data, err := readSmallFile(path)
+	kf, err := readKeyFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("key file: %w", err)
-	}
-	kf, err := crypto.ParseKeyFile(data)
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
+		return nil, err
 	}
 	var pass []byte
 	if kf.NeedsPassphrase() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	flag "github.com/spf13/pflag"
 
 	"context"
@@ -44,9 +45,28 @@ func readKeyFile(path string) (*crypto.KeyFile, error) {
 	}
 	kf, err := crypto.ParseKeyFile(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if what := notAKeyFile(data); what != "" {
+			return nil, usagef("key file %s is %s, not a key file (as key create writes it)", path, what)
+		}
+		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
 	return kf, nil
+}
+
+// notAKeyFile names what data is when it is one of the other files of
+// pbsdirect and PBS that are given by mistake where a key file goes ("" for
+// anything else): an RSA master key or another PEM file, a DataBlob such as
+// rsa-encrypted.key.blob.
+func notAKeyFile(data []byte) string {
+	text := bytes.TrimSpace(data)
+	switch {
+	case bytes.HasPrefix(text, []byte("-----BEGIN ")) && !bytes.Contains(text, []byte(crypto.PaperKeyBegin)):
+		return "a PEM file (an RSA master key? that goes to key import-with-master-key or backup --master-pubkey-file)"
+	}
+	if _, err := chunkstore.Kind(data); err == nil {
+		return "a PBS blob (rsa-encrypted.key.blob? that goes to key import-with-master-key)"
+	}
+	return ""
 }
 
 // readSmallFile reads a key, paper key or PEM file: a regular file of at

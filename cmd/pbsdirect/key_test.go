@@ -225,6 +225,11 @@ func TestMasterKeyRecovery(t *testing.T) {
 			// A snapshot named without --store: say so.
 			mustFail(t, 2, []string{"give --store"}, "key", "import-with-master-key", "--master-passphrase-file", mpass, "vm/100", masterPrivateName, filepath.Join(dir, "y.json"))
 
+			// The other files of the recovery where a key file goes: said
+			// what they are, usage errors.
+			mustFail(t, 2, []string{"is a PEM file", "not a key file"}, "key", "show", masterPrivateName)
+			mustFail(t, 2, []string{"is a PBS blob", "not a key file"}, "restore", "--store", store, "--keyfile", blob, snap0, "drive-scsi0", filepath.Join(dir, "z.raw"))
+
 			bad := fixture.WriteFile(t, dir, "bad.txt", []byte("wrong master\n"))
 			mustFail(t, 1, []string{"wrong master key passphrase"}, "key", "import-with-master-key", "--store", store, "--master-passphrase-file", bad, snap0, masterPrivateName, filepath.Join(dir, "x.json"))
 		})
