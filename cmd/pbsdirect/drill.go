@@ -61,11 +61,10 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
 		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, stdout, stderr)
-		if err != nil {
-			var ue *usageError
-			if errors.As(err, &ue) {
-				return err
-			}
+		if err != nil && codeFor(ctx, err) == exitUsage {
+			// Refused as given (a usage error, a TARGET that exists…):
+			// nothing was drilled, so no drill report.
+			return err
 		}
 		rep.ExitCode = codeFor(ctx, err)
 		if *metrics != "" {

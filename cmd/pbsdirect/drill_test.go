@@ -89,6 +89,13 @@ func TestDrillFails(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.out, "drill "+snap0+"/drive-scsi0") {
 		t.Errorf("text report should name %s: %v", snap0, r)
 	}
+	// A TARGET refused as given is a usage error, not a failed drill: no
+	// report on stdout (a monitoring scrape would count it as one).
+	exists := fixture.WriteFile(t, t.TempDir(), "exists.raw", []byte("keep"))
+	r = pbs(t, "drill", "--store", store, "vm/100", "drive-scsi0", exists)
+	if r.code != 2 || strings.Contains(r.out, "FAILED") || !strings.Contains(r.err, "exists") {
+		t.Errorf("drill onto an existing file: %v; want exit 2, no report", r)
+	}
 }
 
 // TestVerifyCRCOnly: an encrypted snapshot verified without its key fails
