@@ -236,6 +236,7 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 				}
 				return usagef("no help for %q: unknown command; run 'pbsdirect --help' for the commands", joinWords(args))
 			}
+			c.InitDefaultHelpFlag() // listed as in COMMAND --help
 			return c.Help()
 		},
 		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {

@@ -48,6 +48,20 @@ func TestHelpOnStdout(t *testing.T) {
 			}
 		}
 	}
+	// help COMMAND prints exactly what COMMAND --help does, for every
+	// command of the tree.
+	var walk func(prefix []string, specs []commandSpec)
+	walk = func(prefix []string, specs []commandSpec) {
+		for _, sp := range specs {
+			words := append(append([]string{}, prefix...), strings.Fields(sp.use)[0])
+			a, b := pbs(t, append([]string{"help"}, words...)...), pbs(t, append(words, "--help")...)
+			if a.out != b.out || a.code != 0 || b.code != 0 {
+				t.Errorf("help %s and %s --help differ:\n%s\n---\n%s", strings.Join(words, " "), strings.Join(words, " "), a.out, b.out)
+			}
+			walk(words, sp.sub)
+		}
+	}
+	walk(nil, append(commandSpecs(), commandSpec{use: "completion", sub: []commandSpec{{use: "bash"}, {use: "fish"}}}))
 	// What follows --help, or the command named to help, does not matter.
 	for _, args := range [][]string{{"restore", "--help", "--bogus"}, {"help", "restore", "extra", "--store", "x"}, {"restore", "-h", "a", "b"}} {
 		if r := pbs(t, args...); r.code != 0 || r.err != "" || !strings.HasPrefix(r.out, "Usage: pbsdirect restore ") {
