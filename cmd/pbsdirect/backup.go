@@ -133,12 +133,18 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			*jobs = 8 * max(1, runtimeCPUs())
 		}
 		for _, s := range sources {
-			if _, err := os.Stat(s.Path); err != nil {
+			st, err := os.Stat(s.Path)
+			if err != nil {
 				err = fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
 				if errors.Is(err, os.ErrNotExist) {
 					err = usageOf(err) // a path mistyped, not data missing
 				}
 				return err
+			}
+			// An image is a file or a block device; a FIFO or a character
+			// device would be read without end (or waited on).
+			if m := st.Mode(); !m.IsRegular() && (m&os.ModeDevice == 0 || m&os.ModeCharDevice != 0) {
+				return usagef("backup source %s: %s %s, not a regular file or block device (nothing written)", s.Name, s.Path, fileKind(m))
 			}
 		}
 		if !sf.remote {

@@ -475,6 +475,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"key", "create-master-key", "--output-format", "yaml"}, `--output-format must be text, json or json-pretty, not "yaml"`},
 		{[]string{"key", "change-passphrase", "--output-format", "yaml"}, `--output-format must be text, json or json-pretty, not "yaml"`},
 		{[]string{"key", "import-with-master-key", "--output-format", "yaml", "a", "b"}, `--output-format must be text, json or json-pretty, not "yaml"`},
+		{[]string{"backup", "--store", store, "drive-scsi0.img:/dev/zero"}, "is a device, not a regular file or block device"},
+		{[]string{"report", "merge", "/dev/null"}, "is a device, not a regular file"},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -239,11 +240,33 @@ func TestManPages(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(linked, "pbsdirect-restore.1")); err != nil {
 		t.Fatal(err)
 	}
-	if r := pbs(t, "man", linked); r.code != 2 || !strings.Contains(r.err, "a symbolic link: not written through") {
+	if r := pbs(t, "man", linked); r.code != 2 || !strings.Contains(r.err, "is a symbolic link") {
 		t.Errorf("man over a link: %v; want exit 2", r)
 	}
 	if _, err := os.Lstat(victim); err == nil {
 		t.Errorf("man wrote through a link to %s", victim)
+	}
+	// A FIFO where a page goes is refused at once (not waited on), and a
+	// hard link's other name keeps its content: pages are replaced by a
+	// rename, never written in place.
+	fifoDir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(fifoDir, "pbsdirect.1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := pbs(t, "man", fifoDir); r.code != 2 || !strings.Contains(r.err, "is a FIFO") {
+		t.Errorf("man over a FIFO: %v; want exit 2", r)
+	}
+	hard := t.TempDir()
+	precious := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(precious, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(precious, filepath.Join(hard, "pbsdirect-verify.1")); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, "man", hard)
+	if b, _ := os.ReadFile(precious); string(b) != "keep" {
+		t.Errorf("man wrote through a hard link: %q", b)
 	}
 	if r := pbs(t, "man", "--output-format", "json", t.TempDir()); r.code != 0 || !strings.Contains(r.out, fmt.Sprintf(`"pages":%d`, len(want))) {
 		t.Errorf("man --output-format json: %v; want %d pages", r, len(want))

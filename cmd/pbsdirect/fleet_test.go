@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -465,5 +466,28 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d.img")); err == nil {
 		t.Error("drill restored before refusing its metrics file")
+	}
+	// Something at the path that is not a regular file (a FIFO, a link to
+	// a device) would be replaced by the rename: refused, and left as is.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "null")
+	if err := os.Symlink("/dev/null", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"verify", "--store", f.store, "--report", fifo},
+		{"verify", "--store", f.store, "--state", link},
+		{"verify", "--store", f.store, "--metrics-textfile", link},
+	} {
+		r := mustFail(t, 2, []string{"not a regular file"}, args...)
+		if strings.Contains(r.out+r.err, "chunks checked") {
+			t.Errorf("%v: worked before refusing: %v", args, r)
+		}
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", st, err)
 	}
 }

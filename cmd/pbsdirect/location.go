@@ -60,7 +60,8 @@ func readLocation(ctx context.Context, sf *storeFlags, loc string, limit int64) 
 			return nil, err
 		}
 	} else {
-		f, err := os.Open(loc)
+		// O_NONBLOCK: a FIFO is refused below, not waited on.
+		f, err := os.OpenFile(loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			if os.IsNotExist(err) {
 				return nil, fmt.Errorf("%s: %w", loc, chunkstore.ErrNotFound)
@@ -74,7 +75,7 @@ func readLocation(ctx context.Context, sf *storeFlags, loc string, limit int64) 
 		}
 		if !fi.Mode().IsRegular() {
 			f.Close()
-			return nil, fmt.Errorf("%s: not a regular file", loc)
+			return nil, usagef("%s %s, not a regular file", loc, fileKind(fi.Mode()))
 		}
 		r, size = f, fi.Size()
 	}
@@ -101,6 +102,18 @@ func writeLocation(ctx context.Context, sf *storeFlags, loc string, data []byte)
 		}
 		defer s.Close()
 		return s.WriteFile(ctx, name, data)
+	}
+	return replaceLocalFile(loc, data)
+}
+
+// replaceLocalFile writes data to the local file loc as a new file (synced)
+// renamed over it: another name of the old file (a hard link) keeps its
+// content, and a failure leaves loc as it was. Something at loc that is not
+// a regular file (a symbolic link, a device, a FIFO, a directory) is
+// refused, not replaced (a usage error).
+func replaceLocalFile(loc string, data []byte) error {
+	if st, err := os.Lstat(loc); err == nil && !st.Mode().IsRegular() {
+		return usagef("%s %s, not a regular file: not replaced (give a file path)", loc, fileKind(st.Mode()))
 	}
 	dir := filepath.Dir(loc)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(loc)+".tmp*")
@@ -155,8 +168,26 @@ func checkOutputPath(flag, loc string) error {
 	if st, err := os.Stat(filepath.Dir(loc)); err != nil || !st.IsDir() {
 		return usagef("%s %s: the directory %s does not exist", flag, loc, filepath.Dir(loc))
 	}
-	if st, err := os.Stat(loc); err == nil && st.IsDir() {
-		return usagef("%s %s: is a directory", flag, loc)
+	if st, err := os.Lstat(loc); err == nil && !st.Mode().IsRegular() {
+		return usagef("%s %s: %s, not a regular file: it would be replaced (give a file path)", flag, loc, fileKind(st.Mode()))
 	}
 	return nil
+}
+
+// fileKind names what a file of mode m is, for messages: "is a directory",
+// "is a symbolic link", …
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "is a directory"
+	case m&fs.ModeSymlink != 0:
+		return "is a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "is a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "is a socket"
+	case m&fs.ModeDevice != 0:
+		return "is a device"
+	}
+	return "is not a regular file"
 }

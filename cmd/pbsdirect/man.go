@@ -3,13 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -31,11 +30,9 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 		if err := checkOutputFormat(*format); err != nil {
 			return err
 		}
-		dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return usagef("%s: not a directory (create it first): %v", dir, err)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usagef("%s: not a directory (create it first)", dir)
 		}
-		defer unix.Close(dirfd)
 		var st runState
 		root := newRoot(ctx, &output{w: io.Discard, format: formatText}, io.Discard, &st)
 		// No title: each page gets its command's (PBSDIRECT-RESTORE).
@@ -64,7 +61,7 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 			if err := doc.GenMan(c, &h, &page); err != nil {
 				return err
 			}
-			if err := writeManPage(dirfd, dir, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1", page.Bytes()); err != nil {
+			if err := writeManPage(dir, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1", page.Bytes()); err != nil {
 				return err
 			}
 			n++
@@ -88,27 +85,17 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 	}
 }
 
-// writeManPage writes page as name in the directory dirfd (dir, for
-// messages): created or replaced in place, never through a symbolic link
-// (a usage error: DIR holds a link where a page goes). Other failures
-// (permission, no space, a read-only file system) lie outside the data.
-func writeManPage(dirfd int, dir, name string, page []byte) error {
-	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err == unix.ELOOP {
-		return usagef("%s: a symbolic link: not written through (remove it, or choose another DIR)", filepath.Join(dir, name))
-	}
-	if err != nil {
-		return &outsideError{fmt.Errorf("%s: %w", filepath.Join(dir, name), err)}
-	}
-	f := os.NewFile(uintptr(fd), filepath.Join(dir, name))
-	if _, err := f.Write(page); err != nil {
-		f.Close()
+// writeManPage writes page as name in dir, replacing an older page by a
+// rename (replaceLocalFile: never through a link, a device or a FIFO; a
+// full disk leaves the older page whole). A file system that refuses it
+// (permission, no space, read-only) lies outside the data.
+func writeManPage(dir, name string, page []byte) error {
+	err := replaceLocalFile(filepath.Join(dir, name), page)
+	var ue *usageError
+	if err != nil && !errors.As(err, &ue) {
 		return &outsideError{err}
 	}
-	if err := f.Close(); err != nil {
-		return &outsideError{err}
-	}
-	return nil
+	return err
 }
 
 // manMarkdown turns a help text into the Markdown that cobra's man page

@@ -32,6 +32,9 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		if err := checkOutputFormat(sf.outputFormat); err != nil {
 			return err
 		}
+		if err := checkOutputPath("--report", *out); err != nil {
+			return err
+		}
 		var reps []verify.Report
 		for _, loc := range fs.Args() {
 			b, err := readLocation(ctx, &sf, loc, maxReportSize)
