@@ -284,10 +284,20 @@ func NormalizeArchiveName(s string) string {
 	return s + ".blob"
 }
 
+// visibleRune reports whether r may appear in an archive name printed to
+// a terminal: not a control character (C0, C1), not an invisible format or
+// default-ignorable character (bidi overrides, zero-width spaces, the
+// combining grapheme joiner, Hangul fillers, variation selectors), not a
+// line or paragraph separator, not a private-use character.
+func visibleRune(r rune) bool {
+	return !unicode.IsControl(r) && !unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co,
+		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
+}
+
 // ValidArchiveName checks that name is safe as a file name inside a
-// snapshot directory: non-empty, valid UTF-8 without '/', '\\', control
-// characters (C0 and C1) or invisible format characters (bidi overrides,
-// zero-width spaces), and not "." or "..". (PBS itself never produces
+// snapshot directory: non-empty, valid UTF-8 without '/', '\\' or
+// characters that do not show as themselves on a terminal (visibleRune),
+// and not "." or "..". (PBS itself never produces
 // anything else; this keeps a hostile manifest from naming paths outside
 // the snapshot, or from sending escape sequences to a terminal through
 // listings and completion.) Errors wrap ErrBadName.
@@ -296,7 +306,7 @@ func ValidArchiveName(name string) error {
 		return fmt.Errorf("%w: archive name %.64q", ErrBadName, name)
 	}
 	for _, r := range name {
-		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if r == '/' || r == '\\' || !visibleRune(r) {
 			return fmt.Errorf("%w: archive name %.64q contains %q", ErrBadName, name, r)
 		}
 	}

@@ -177,6 +177,8 @@ func TestArchiveNames(t *testing.T) {
 		// C1 controls (U+009B starts a terminal escape) and bidi overrides
 		// would reach the terminal in listings and completion.
 		{"a\u009b31m.blob", false}, {"a\u202egpj.blob", false}, {"a\u200b.blob", false},
+		{"a\u2028.blob", false}, {"a\u2029.blob", false}, {"a\u034f.blob", false}, {"a\u115f.blob", false},
+		{"a\u3164.blob", false}, {"a\ue000.blob", false}, {"a\ufe0f.blob", false}, {"日本.img.fidx", true}, {"é.blob", true},
 	} {
 		if err := ValidArchiveName(c.name); (err == nil) != c.ok {
 			t.Errorf("ValidArchiveName(%q) = %v, want ok=%v", c.name, err, c.ok)

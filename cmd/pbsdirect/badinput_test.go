@@ -477,6 +477,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"key", "import-with-master-key", "--output-format", "yaml", "a", "b"}, `--output-format must be text, json or json-pretty, not "yaml"`},
 		{[]string{"backup", "--store", store, "drive-scsi0.img:/dev/zero"}, "is a device, not a regular file or block device"},
 		{[]string{"report", "merge", "/dev/null"}, "is a device, not a regular file"},
+		{[]string{"__complete"}, "requires at least 1 arg"},
+		{[]string{"snapshots", "--a\x1b[31m"}, `unknown flag: --a\x1b[31m`},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}
@@ -496,4 +498,19 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v", r)
 		}
 	}
+}
+
+// TestBareValueNotMistaken: only a bare --s3-path-style directly followed by
+// one of its values is refused; a TARGET that happens to be named "false"
+// after --s3-path-style=true, or after "--", is restored to.
+func TestBareValueNotMistaken(t *testing.T) {
+	store := fixture.NewStore(t)
+	data := zeroMiddle(3)
+	backupImage(t, store, data)
+	t.Chdir(t.TempDir())
+	mustOK(t, "restore", "--store", store, "--s3-path-style=true", snap0, "drive-scsi0", "false")
+	fixture.Equal(t, "false", data)
+	mustOK(t, "restore", "--store", store, "--s3-path-style", "--", snap0, "drive-scsi0", "auto")
+	fixture.Equal(t, "auto", data)
+	mustFail(t, 2, []string{"--s3-path-style=true"}, "restore", "--store", store, "--s3-path-style", "true", snap0, "drive-scsi0", "x")
 }

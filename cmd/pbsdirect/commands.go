@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/term"
 
@@ -140,10 +140,14 @@ func newRoot(ctx context.Context, stdout *output, stderr io.Writer, st *runState
 			// --help before the mistake: the help, as asked.
 			return c.Help()
 		}
-		if near := nearFlag(c.Flags(), err); near != "" {
-			return &usageError{msg: fmt.Sprintf("%v (did you mean --%s?)", err, near), err: err}
+		msg := err.Error()
+		if strings.ContainsFunc(msg, unicode.IsControl) {
+			msg = strconv.Quote(msg) // a flag from the command line, not for the terminal
 		}
-		return usageOf(err)
+		if near := nearFlag(c.Flags(), err); near != "" {
+			msg += " (did you mean --" + near + "?)"
+		}
+		return &usageError{msg: msg, err: err}
 	})
 	root.SetHelpCommand(helpCommand(root))
 	for _, spec := range commandSpecs() {
@@ -192,12 +196,7 @@ func newCommand(ctx context.Context, spec commandSpec, parent string, stdout *ou
 	}
 	run := spec.build(c.Flags())
 	c.Args = cobra.ArbitraryArgs
-	c.RunE = func(c *cobra.Command, args []string) error {
-		if err := checkBareValue(c.Flags(), args); err != nil {
-			return err
-		}
-		return run(ctx, args, stdout, stderr)
-	}
+	c.RunE = func(_ *cobra.Command, args []string) error { return run(ctx, args, stdout, stderr) }
 	c.ValidArgsFunction = spec.complete
 	registerFlagCompletions(c)
 	return c
@@ -231,7 +230,7 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 				if err == nil {
 					word = rest[0]
 				}
-				if near := c.SuggestionsFor(word); len(near) > 0 {
+				if near := c.SuggestionsFor(word); len(near) > 0 && word != "" {
 					return usagef("no help for %q: unknown command (did you mean %s?)", joinWords(args), joinOr(near))
 				}
 				return usagef("no help for %q: unknown command; run 'pbsdirect --help' for the commands", joinWords(args))
@@ -271,26 +270,31 @@ func unknownSubcommand(c *cobra.Command, word string) error {
 	return usagef("unknown %s command %q (want %s)", c.Name(), word, joinOr(names))
 }
 
-// checkBareValue refuses a value given after a space to a flag whose bare
-// form means something (--s3-path-style means --s3-path-style=true): pflag
-// takes "--s3-path-style false" as true and a stray argument "false", which
-// would otherwise be reported as a wrong argument count, or taken as a
-// file name.
-func checkBareValue(fs *flag.FlagSet, args []string) error {
-	var err error
-	fs.Visit(func(f *flag.Flag) {
-		if err != nil || f.NoOptDefVal == "" || f.Value.String() != f.NoOptDefVal || f.Value.Type() == "bool" {
-			return
+// checkBareValue refuses, in the command line args of command c, a value
+// given after a space to a flag whose bare form means something
+// (--s3-path-style alone means --s3-path-style=true): pflag takes
+// "--s3-path-style false" as true and a stray argument "false", which would
+// otherwise be reported as a wrong argument count, or taken as a file name.
+// Only the bare flag directly followed by one of its values counts, before
+// "--".
+func checkBareValue(c *cobra.Command, args []string) error {
+	for i, a := range args {
+		if a == "--" {
+			return nil
 		}
-		for _, a := range args {
-			if slices.Contains(flagValues[f.Name], a) {
-				err = usagef("--%s takes its value after '=' (--%s=%s): alone it means --%s=%s, and %q was left as an argument",
-					f.Name, f.Name, a, f.Name, f.NoOptDefVal, a)
-				return
-			}
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok || i+1 == len(args) {
+			continue
 		}
-	})
-	return err
+		f := c.Flags().Lookup(name)
+		if f == nil || f.NoOptDefVal == "" || f.Value.Type() == "bool" || !slices.Contains(flagValues[name], args[i+1]) {
+			continue
+		}
+		v := args[i+1]
+		return usagef("--%s takes its value after '=' (--%s=%s): alone it means --%s=%s, and %q would be left as an argument",
+			name, name, v, name, f.NoOptDefVal, v)
+	}
+	return nil
 }
 
 // describeCompletion gives cobra's completion command (c) and its shells
@@ -362,6 +366,9 @@ func nearFlag(fs *flag.FlagSet, err error) string {
 		return ""
 	}
 	given, _, _ = strings.Cut(given, "=")
+	if len(given) < 3 {
+		return "" // too short to tell one flag from another
+	}
 	best, bestDist := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
 		d := editDistance(given, f.Name)

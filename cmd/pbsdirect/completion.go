@@ -231,6 +231,7 @@ func withCompletionStore(c *cobra.Command, fn func(ctx context.Context, ns index
 	sf.registerOutput(fs)
 	copyFlags(fs, c.Flags())
 	sf.stores = sf.stores[:min(len(sf.stores), 1)]
+	sf.outputFormat = formatText // whatever PROXMOX_OUTPUT_FORMAT says: candidates are text
 	if err := sf.check(); err != nil {
 		return err
 	}

@@ -109,6 +109,12 @@ func TestCompletion(t *testing.T) {
 			}
 		})
 	}
+	t.Run("garbage-output-format", func(t *testing.T) {
+		t.Setenv("PROXMOX_OUTPUT_FORMAT", "garbage")
+		if got, directive := completions(t, "restore", "--store", store, "vm/"); len(got) != 2 || directive != ":4" {
+			t.Errorf("with PROXMOX_OUTPUT_FORMAT=garbage: %q %s; want vm/100 and its snapshot", got, directive)
+		}
+	})
 	t.Run("shells", func(t *testing.T) { testCompletionShells(t, store) })
 }
 

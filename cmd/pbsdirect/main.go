@@ -201,6 +201,12 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		fmt.Fprintf(stderr, "pbsdirect: %v\n", err)
 		return exitUsage, err
 	}
+	if c, _, err := root.Find(args); err == nil {
+		if err := checkBareValue(c, args); err != nil {
+			fmt.Fprintf(stderr, "pbsdirect %s: %v\n", strings.TrimPrefix(c.CommandPath(), root.Name()+" "), err)
+			return exitUsage, err
+		}
+	}
 	root.SetArgs(args)
 	var stops []func()
 	defer func() {
@@ -229,6 +235,9 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		textOnly(stdout)
 	}
 	err = interrupted(ctx, err)
+	if err != nil && isCompletion(c) && exitCode(err) == exitData {
+		err = usageOf(err) // a completion request or script has no data to be damaged
+	}
 	code := exitCode(err)
 	name := "pbsdirect"
 	if c != root {

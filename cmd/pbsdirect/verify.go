@@ -240,7 +240,13 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if !rep.OK {
 			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Failed())
 		}
-		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), checkedChunks(rep.ChunksChecked, rep.DamagedChunks), rep.Seconds, okWord(rep.OK))
+		chunks := checkedChunks(rep.ChunksChecked, rep.DamagedChunks)
+		if rep.DamagedChunks > 0 && len(rep.Snapshots) > 1 {
+			// Good chunks are checked once per run; a bad one is counted in
+			// each archive that uses it.
+			chunks += " (bad ones counted in each archive that uses them)"
+		}
+		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), chunks, rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
