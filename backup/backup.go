@@ -38,8 +38,9 @@ type Source struct {
 	Path string
 }
 
-// ParseSpec parses "archive-name:/path/to/file". The name must end in
-// ".img", ".conf" or ".log".
+// ParseSpec parses "archive-name:/path/to/file". The name is
+// [A-Za-z0-9_-]+ ending in ".img", ".conf" or ".log", as
+// proxmox-backup-client's backup source schema has it.
 func ParseSpec(spec string) (Source, error) {
 	name, p, ok := strings.Cut(spec, ":")
 	if !ok || name == "" || p == "" {
@@ -50,8 +51,9 @@ func ParseSpec(spec string) (Source, error) {
 	default:
 		return Source{}, fmt.Errorf("backup spec %q: archive name must end in .img (disk image), .conf or .log (blob)", spec)
 	}
-	if strings.ContainsAny(name, "/\\") {
-		return Source{}, fmt.Errorf("backup spec %q: archive name must not contain a path separator", spec)
+	base := strings.TrimSuffix(name, path.Ext(name))
+	if base == "" || strings.Trim(base, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		return Source{}, fmt.Errorf("backup spec %q: archive name %+q: want letters, digits, '_' and '-' before the extension, as proxmox-backup-client takes them", spec, name)
 	}
 	return Source{Name: name, Path: p}, nil
 }

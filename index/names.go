@@ -303,11 +303,11 @@ func visibleRune(r rune) bool {
 // listings and completion.) Errors wrap ErrBadName.
 func ValidArchiveName(name string) error {
 	if name == "" || name == "." || name == ".." || !utf8.ValidString(name) {
-		return fmt.Errorf("%w: archive name %.64q", ErrBadName, name)
+		return fmt.Errorf("%w: archive name %+.64q", ErrBadName, name)
 	}
 	for _, r := range name {
 		if r == '/' || r == '\\' || !visibleRune(r) {
-			return fmt.Errorf("%w: archive name %.64q contains %q", ErrBadName, name, r)
+			return fmt.Errorf("%w: archive name %+.64q contains %+q", ErrBadName, name, r)
 		}
 	}
 	return nil

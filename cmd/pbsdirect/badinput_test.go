@@ -479,6 +479,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"report", "merge", "/dev/null"}, "is a device, not a regular file"},
 		{[]string{"__complete"}, "requires at least 1 arg"},
 		{[]string{"snapshots", "--a\x1b[31m"}, `unknown flag: --a\x1b[31m`},
+		{[]string{"backup", "--store", store, "a b.img:/tmp/x"}, "want letters, digits, '_' and '-'"},
+		{[]string{"backup", "--store", store, "caf\u00e9.img:/tmp/x"}, `"caf\u00e9.img"`},
+		{[]string{"backup", "--store", store, ".img:/tmp/x"}, "want letters, digits"},
+		{[]string{"verify", "--store", store, "--report", "-"}, "--report -: give a file path"},
 		{[]string{"man"}, "want DIR"},
 		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
 	}
@@ -513,4 +517,5 @@ func TestBareValueNotMistaken(t *testing.T) {
 	mustOK(t, "restore", "--store", store, "--s3-path-style", "--", snap0, "drive-scsi0", "auto")
 	fixture.Equal(t, "auto", data)
 	mustFail(t, 2, []string{"--s3-path-style=true"}, "restore", "--store", store, "--s3-path-style", "true", snap0, "drive-scsi0", "x")
+	mustFail(t, 2, []string{"--s3-path-style=off"}, "restore", "--store", store, "--s3-path-style", "off", snap0, "drive-scsi0", "x")
 }

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"unicode"
 
-	"golang.org/x/term"
-
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 )
 
 // commandFunc runs a command once its flags are parsed: args are the
@@ -287,7 +288,7 @@ func checkBareValue(c *cobra.Command, args []string) error {
 			continue
 		}
 		f := c.Flags().Lookup(name)
-		if f == nil || f.NoOptDefVal == "" || f.Value.Type() == "bool" || !slices.Contains(flagValues[name], args[i+1]) {
+		if f == nil || f.NoOptDefVal == "" || f.Value.Type() == "bool" || !isFlagValue(name, args[i+1]) {
 			continue
 		}
 		v := args[i+1]
@@ -295,6 +296,17 @@ func checkBareValue(c *cobra.Command, args []string) error {
 			name, name, v, name, f.NoOptDefVal, v)
 	}
 	return nil
+}
+
+// isFlagValue reports whether v is a value flag name takes: one of
+// flagValues, or for --s3-path-style any spelling its parser accepts (off,
+// no, 0, FALSE, …).
+func isFlagValue(name, v string) bool {
+	if name == "s3-path-style" {
+		_, err := s3store.ParsePathStyle(v)
+		return err == nil
+	}
+	return slices.Contains(flagValues[name], v)
 }
 
 // describeCompletion gives cobra's completion command (c) and its shells

@@ -228,6 +228,9 @@ func TestManPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st, err := os.Stat(filepath.Join(dir, "pbsdirect-restore.1")); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("pages must be readable by everyone (0644): %v %v", st.Mode(), err)
+	}
 	var got []string
 	for _, e := range entries {
 		got = append(got, e.Name())

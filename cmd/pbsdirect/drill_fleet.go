@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 
 	flag "github.com/spf13/pflag"
@@ -127,11 +128,17 @@ func jsonLine(v any) ([]byte, error) {
 // readDrillList reads "SNAPSHOT ARCHIVE" pairs, one a line; blank lines and
 // lines starting with # are skipped.
 func readDrillList(path string) ([]drillItem, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO is refused, not waited on
 	if err != nil {
-		return nil, err
+		return nil, usageOf(fmt.Errorf("--list: %w", err))
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		if err == nil {
+			err = fmt.Errorf("%s %s, not a regular file", path, fileKind(st.Mode()))
+		}
+		return nil, usageOf(fmt.Errorf("--list: %w", err))
+	}
 	var out []drillItem
 	sc := bufio.NewScanner(io.LimitReader(f, 16<<20))
 	for n := 1; sc.Scan(); n++ {

@@ -481,6 +481,8 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		{"verify", "--store", f.store, "--report", fifo},
 		{"verify", "--store", f.store, "--state", link},
 		{"verify", "--store", f.store, "--metrics-textfile", link},
+		{"verify", "--store", f.store, "--damaged-list", link},
+		{"drill", "--store", f.store, "--scratch", t.TempDir(), "--list", fifo},
 	} {
 		r := mustFail(t, 2, []string{"not a regular file"}, args...)
 		if strings.Contains(r.out+r.err, "chunks checked") {

@@ -422,11 +422,16 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 	if _, err := m.File(index.RSAKeyBlobName); err != nil {
 		if group, _ := index.ParseSnapshotRef(ref); group.IsGroup() {
 			// TYPE/ID: the newest snapshot of the group that has the key.
+			latest := snap
+			lfp, latestHas, _ := m.KeyFingerprint()
 			snap, m, err = newestWithRSAKey(ctx, store, ns, snap)
 			if err != nil {
 				return nil, nil, err
 			}
 			fmt.Fprintf(stderr, "pbsdirect: the latest snapshot of %s has no %s: reading it from %s\n", ref, index.RSAKeyBlobName, snap)
+			if fp, has, _ := m.KeyFingerprint(); latestHas && (!has || fp != lfp) {
+				fmt.Fprintf(stderr, "pbsdirect: warning: %s was made with another key (%s) than %s: the key recovered does not open it\n", latest, lfp.Short(), snap)
+			}
 		} else {
 			return nil, nil, fmt.Errorf("snapshot %s has no %s: it was not backed up with a master public key (--master-pubkey-file)", snap, index.RSAKeyBlobName)
 		}

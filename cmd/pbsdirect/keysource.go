@@ -83,6 +83,13 @@ func newKeySource(ctx context.Context, sf *storeFlags, cryptMode string, noDefau
 	return k, nil
 }
 
+// openErr returns why the default key file could not be opened, or nil.
+func (k *keySource) openErr() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
+}
+
 // needsKey reports whether a manifest asks for a key: it names a key
 // fingerprint or a signature (signed or encrypted), or lists an encrypted
 // file.

@@ -116,12 +116,16 @@ func replaceLocalFile(loc string, data []byte) error {
 		return usagef("%s %s, not a regular file: not replaced (give a file path)", loc, fileKind(st.Mode()))
 	}
 	dir := filepath.Dir(loc)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(loc)+".tmp*")
+	// A short temporary name: a long one would fail where loc itself fits.
+	f, err := os.CreateTemp(dir, ".pbsdirect-*.tmp")
 	if err != nil {
 		return localWriteError(loc, err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644) // readable as reports, metrics and man pages are meant to be
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -143,18 +147,24 @@ func replaceLocalFile(loc string, data []byte) error {
 }
 
 // localWriteError names loc in a failed write of an output file (a report,
-// a state, metrics): a path that cannot be one (missing directory, a
-// directory in the way) is a usage error (exit 2); no space, no permission
-// and I/O errors stay what they are (exit 3, chunkstore.Outside).
+// a state, metrics, a man page): a path that cannot be one (missing
+// directory, a directory in the way, a name too long) is a usage error
+// (exit 2); no space, no permission, busy and I/O errors lie outside the
+// data (exit 3).
 func localWriteError(loc string, err error) error {
 	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
 		err = pe.Err // the temporary name is ours, not the user's
+	case errors.As(err, &le):
+		err = le.Err
 	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENAMETOOLONG) {
 		return usagef("%s: cannot write a file there: %v", loc, err)
 	}
-	return fmt.Errorf("%s: %w", loc, err)
+	// No space, no permission, busy, I/O: the machine, not the data.
+	return &outsideError{fmt.Errorf("%s: %w", loc, err)}
 }
 
 // checkOutputPath checks, before any work, that a local output file given
@@ -164,6 +174,9 @@ func localWriteError(loc string, err error) error {
 func checkOutputPath(flag, loc string) error {
 	if loc == "" || backends.IsRemote(loc) {
 		return nil
+	}
+	if loc == "-" {
+		return usagef("%s -: give a file path (for JSON on standard output: --output-format json)", flag)
 	}
 	if st, err := os.Stat(filepath.Dir(loc)); err != nil || !st.IsDir() {
 		return usagef("%s %s: the directory %s does not exist", flag, loc, filepath.Dir(loc))

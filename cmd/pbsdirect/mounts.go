@@ -9,37 +9,84 @@ import (
 	"strings"
 )
 
-// unmountedAncestor returns the nearest of dir and its parents that
-// /etc/fstab (fstab) names as a mount point while nothing is mounted there
-// now (mountinfo, /proc/self/mountinfo), or "" when there is none. A
-// backup that would create a datastore there would write to the file
-// system below the mount point: the root file system, when the backup
-// disk failed to mount.
-func unmountedAncestor(dir string, fstab, mountinfo io.Reader) string {
-	listed := map[string]bool{}
+// fstabMountPoints returns the mount points an fstab names (absolute
+// paths other than /; swap and "none" left out).
+func fstabMountPoints(fstab io.Reader) []string {
+	var out []string
 	sc := bufio.NewScanner(fstab)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) < 2 || strings.HasPrefix(f[0], "#") || !strings.HasPrefix(f[1], "/") || f[1] == "/" {
 			continue
 		}
-		listed[filepath.Clean(unescapeMount(f[1]))] = true
+		out = append(out, filepath.Clean(unescapeMount(f[1])))
 	}
+	return out
+}
+
+// unitMountPoint returns the Where= of a systemd mount unit (PBS mounts
+// the disks of its datastores with such units), or "".
+func unitMountPoint(unit io.Reader) string {
+	sc := bufio.NewScanner(unit)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "Where="); ok && strings.HasPrefix(v, "/") {
+			return filepath.Clean(v)
+		}
+	}
+	return ""
+}
+
+// mountedPoints returns the mount points of a mountinfo
+// (/proc/self/mountinfo).
+func mountedPoints(mountinfo io.Reader) map[string]bool {
 	mounted := map[string]bool{}
-	sc = bufio.NewScanner(mountinfo)
+	sc := bufio.NewScanner(mountinfo)
 	for sc.Scan() {
 		// ID parent major:minor root mount-point options …
 		if f := strings.Fields(sc.Text()); len(f) >= 5 {
 			mounted[filepath.Clean(unescapeMount(f[4]))] = true
 		}
 	}
+	return mounted
+}
+
+// unmountedAncestor returns dir or its nearest parent that is a configured
+// mount point (listed: fstab entries, mount units) when nothing is mounted
+// there now (mounted), or "" when the nearest configured mount point is
+// mounted or there is none. A backup that would create a datastore there
+// would write to the file system below the mount point: the root file
+// system, when the backup disk failed to mount. dir and listed are paths
+// with their symbolic links resolved.
+func unmountedAncestor(dir string, listed []string, mounted map[string]bool) string {
+	configured := map[string]bool{}
+	for _, p := range listed {
+		configured[p] = true
+	}
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		if listed[p] && !mounted[p] {
+		if configured[p] {
+			if mounted[p] {
+				return ""
+			}
 			return p
 		}
 		if p == filepath.Dir(p) {
 			return ""
 		}
+	}
+}
+
+// resolvePath returns p with the symbolic links of its longest existing
+// prefix resolved (the rest, not there yet, appended as it is).
+func resolvePath(p string) string {
+	rest := ""
+	for cur := filepath.Clean(p); ; cur = filepath.Dir(cur) {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if cur == filepath.Dir(cur) {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
 	}
 }
 
@@ -63,32 +110,51 @@ func unescapeMount(s string) string {
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
-// checkNewDatastore is called before a backup creates a datastore in dir
-// (it has no .chunks yet): it refuses (exit 3, as a store that is not
-// there) when dir is at or below a mount point of /etc/fstab where nothing
-// is mounted, and otherwise says on stderr that a new datastore is made.
+// configuredMountPoints returns the mount points of /etc/fstab and of the
+// systemd mount units in /etc/systemd/system, symbolic links resolved.
+func configuredMountPoints() []string {
+	var listed []string
+	if f, err := os.Open("/etc/fstab"); err == nil {
+		listed = fstabMountPoints(f)
+		f.Close()
+	}
+	units, _ := filepath.Glob("/etc/systemd/system/*.mount")
+	for _, u := range units {
+		if f, err := os.Open(u); err == nil {
+			if p := unitMountPoint(f); p != "" {
+				listed = append(listed, p)
+			}
+			f.Close()
+		}
+	}
+	for i, p := range listed {
+		listed[i] = resolvePath(p)
+	}
+	return listed
+}
+
+// checkNewDatastore is called before a backup into the directory dir: when
+// dir holds no datastore yet (no .chunks), it refuses (exit 3, as a store
+// that is not there) when dir is at or below a configured mount point
+// (/etc/fstab, a systemd mount unit) where nothing is mounted, and
+// otherwise says on stderr that a new datastore is made. A dir that is not
+// a directory is a usage error.
 func checkNewDatastore(dir string, stderr io.Writer) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
+	if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+		return usagef("--store %s: not a directory", dir)
+	}
 	if _, err := os.Stat(filepath.Join(abs, ".chunks")); err == nil {
 		return nil
 	}
-	fstab, ferr := os.Open("/etc/fstab")
-	mountinfo, merr := os.Open("/proc/self/mountinfo")
-	if ferr == nil && merr == nil {
-		defer fstab.Close()
-		defer mountinfo.Close()
-		if p := unmountedAncestor(abs, fstab, mountinfo); p != "" {
-			return &storeMissingError{fmt.Errorf("%s: no datastore there, and %s is a mount point in /etc/fstab with nothing mounted: not creating one on the file system below it", dir, p)}
-		}
-	} else {
-		if ferr == nil {
-			fstab.Close()
-		}
-		if merr == nil {
-			mountinfo.Close()
+	if mi, err := os.Open("/proc/self/mountinfo"); err == nil {
+		mounted := mountedPoints(mi)
+		mi.Close()
+		if p := unmountedAncestor(resolvePath(abs), configuredMountPoints(), mounted); p != "" {
+			return &storeMissingError{fmt.Errorf("%s: no datastore there, and %s is a configured mount point with nothing mounted: not creating one on the file system below it", dir, p)}
 		}
 	}
 	fmt.Fprintf(stderr, "pbsdirect: note: %s holds no datastore: creating a new one\n", dir)

@@ -14,9 +14,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -67,7 +69,10 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		if err := pf.check(); err != nil {
 			return err
 		}
-		for flag, loc := range map[string]string{"--state": *statePath, "--report": *reportLoc, "--metrics-textfile": *metrics} {
+		if *damagedList != "" && backends.IsRemote(*damagedList) {
+			return usagef("--damaged-list is a local file, not %s", *damagedList)
+		}
+		for flag, loc := range map[string]string{"--state": *statePath, "--report": *reportLoc, "--metrics-textfile": *metrics, "--damaged-list": *damagedList} {
 			if err := checkOutputPath(flag, loc); err != nil {
 				return err
 			}
@@ -100,7 +105,8 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		}
 		var list *bufio.Writer
 		if *damagedList != "" {
-			f, err := os.Create(*damagedList)
+			// O_NOFOLLOW: checked above to be a regular file or nothing.
+			f, err := os.OpenFile(*damagedList, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 			if err != nil {
 				return err
 			}
@@ -185,7 +191,13 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 				return fmt.Errorf("--state: %w", err)
 			}
 		}
-		return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
+		outside := v.Outside()
+		if err := keys.openErr(); outside == nil && errors.Is(err, crypto.ErrPassphraseNeeded) {
+			// The default key could not be opened for want of a passphrase
+			// source: the command line must change (exit 2), as for restore.
+			outside = err
+		}
+		return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {
 			if *metrics != "" {
 				if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
 					return fmt.Errorf("--metrics-textfile: %w", err)
@@ -224,8 +236,11 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		}
 	}
 	rep.ExitCode = codeFor(ctx, verr)
-	if err := save(); err != nil {
-		return err
+	// A report, state or metrics file that could not be written fails the
+	// run, after the result is printed: the checking was done.
+	saveErr := save()
+	if saveErr != nil {
+		rep.ExitCode = codeFor(ctx, saveErr)
 	}
 	if asJSON {
 		if err := writeJSON(stdout, rep); err != nil {
@@ -254,6 +269,9 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if len(rep.Skipped) > 0 {
 			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
 		}
+	}
+	if saveErr != nil {
+		return saveErr
 	}
 	return verr
 }
