@@ -69,21 +69,7 @@ func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(data); err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
+		if err := writeKeyFile(path, data, false); err != nil {
 			return err
 		}
 		if outputJSON(stdout) {

@@ -104,8 +104,9 @@ func parseKDF(kdf string) error {
 }
 
 // writeKeyFile writes data to path with mode 0600 and syncs it: a new file
-// (refusing to overwrite) unless replace is set, when it replaces path
-// atomically through a temporary file in the same directory.
+// (refusing to overwrite: a usage error) unless replace is set, when it
+// replaces path atomically through a temporary file in the same directory.
+// A failed write leaves no file behind and lies outside the data (exit 3).
 func writeKeyFile(path string, data []byte, replace bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
@@ -132,8 +133,9 @@ func writeKeyFile(path string, data []byte, replace bool) error {
 	}
 	if err != nil {
 		os.Remove(target)
+		return &outsideError{fmt.Errorf("writing key file %s: %w", path, err)} // no space, permission: the machine
 	}
-	return err
+	return nil
 }
 
 // sealKey builds the key file of key with kdf and passphrase, created at

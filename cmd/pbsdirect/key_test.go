@@ -243,3 +243,29 @@ func TestMasterPubkeyNeedsEncryption(t *testing.T) {
 	img := fixture.WriteFile(t, t.TempDir(), "d.raw", zeroMiddle(34))
 	mustFail(t, 2, []string{"--master-pubkey-file"}, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--master-pubkey-file", "whatever.pem", "drive-scsi0.img:"+img)
 }
+
+// TestKeyCreateFullDisk: a key file that cannot be written whole (a full
+// file system) is not reported as created: exit 3, and no file is left
+// (an empty one would make every later use of the default key fail).
+func TestKeyCreateFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		fixture.SkipOrFail(t, "mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4k"); err != nil {
+		fixture.SkipOrFail(t, "mount tmpfs: %v", err)
+	}
+	defer syscall.Unmount(dir, 0)
+	if err := os.WriteFile(filepath.Join(dir, "fill"), make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PBS_ENCRYPTION_PASSWORD", "secret1")
+	key := filepath.Join(dir, "k.json")
+	r := pbs(t, "key", "create", "--kdf", "none", key)
+	if r.code != 3 || strings.Contains(r.out, "created key file") {
+		t.Errorf("key create on a full file system: %v; want exit 3 and no claim", r)
+	}
+	if _, err := os.Lstat(key); err == nil {
+		t.Errorf("a key file was left behind: %s", key)
+	}
+}
