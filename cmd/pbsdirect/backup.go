@@ -157,8 +157,11 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		defer store.Close()
-		if snap.Time != 0 {
-			// Like PBS, refuse a snapshot that is not newer than the group's last one.
+		{
+			// Like PBS, refuse a snapshot that is not newer than the group's
+			// last one; without --backup-time (now), one whose last snapshot
+			// lies in the future (the same second is left to the snapshot
+			// claim: another backup of the group at the same time).
 			existing, err := snapshot.List(ctx, store, snap.NS)
 			if err != nil {
 				return err
@@ -169,8 +172,12 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 					last = &existing[i].Snapshot
 				}
 			}
-			if last != nil && last.Time >= snap.Time {
+			switch now := time.Now().Unix(); {
+			case last == nil:
+			case snap.Time != 0 && last.Time >= snap.Time:
 				return usagef("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), last)
+			case snap.Time == 0 && last.Time > now:
+				return usagef("the group's last snapshot %s is in the future (now is %s): PBS keeps a group's snapshots in time order; check the clock, or give --backup-time after it", last, index.FormatTime(now))
 			}
 		}
 		start := time.Now()

@@ -56,4 +56,14 @@ func TestBackupTimeOrder(t *testing.T) {
 	if r := backup("", "100", t1); r.code != 2 || !strings.Contains(r.err, "the group's last snapshot vm/100/"+t3+":") {
 		t.Errorf("--backup-time %s with vm/100/%s and vm/100/%s: want exit 2 naming the last, %s: %v", t1, t2, t3, t3, r)
 	}
+	// Without --backup-time (now), a group whose last snapshot lies in the
+	// future is refused too: the new one would not be its latest.
+	const future = "2099-01-01T00:00:00Z"
+	if r := backup("", "102", future); r.code != 0 {
+		t.Fatalf("backup at %s: %v", future, r)
+	}
+	r := pbs(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "102", "--chunk-size", "64", "drive-scsi0.img:"+img)
+	if r.code != 2 || !strings.Contains(r.err, "vm/102/"+future+" is in the future") {
+		t.Errorf("backup now after vm/102/%s: want exit 2: %v", future, r)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -124,7 +125,7 @@ func replaceLocalFile(loc string, data []byte) error {
 	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Chmod(0o644) // readable as reports, metrics and man pages are meant to be
+		err = f.Chmod(outputFileMode(loc))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -203,4 +204,25 @@ func fileKind(m fs.FileMode) string {
 		return "is a device"
 	}
 	return "is not a regular file"
+}
+
+// outputFileMode is the mode an output file (report, state, metrics, man
+// page, damaged list) written to loc gets: the mode of the file it
+// replaces, else 0644 less the process's umask, as a file created in place
+// would have had.
+func outputFileMode(loc string) fs.FileMode {
+	if st, err := os.Stat(loc); err == nil && st.Mode().IsRegular() {
+		return st.Mode().Perm()
+	}
+	mask := fs.FileMode(0o022)
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					mask = fs.FileMode(m)
+				}
+			}
+		}
+	}
+	return 0o644 &^ mask
 }

@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -104,14 +104,19 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			return usagef("--reverify-after: %v", err)
 		}
 		var list *bufio.Writer
+		var listFile *os.File
 		if *damagedList != "" {
-			// O_NOFOLLOW: checked above to be a regular file or nothing.
-			f, err := os.OpenFile(*damagedList, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+			// Written as a temporary file beside it and renamed over it at
+			// the end (another name of an old list keeps its content).
+			f, err := os.CreateTemp(filepath.Dir(*damagedList), ".pbsdirect-*.tmp")
 			if err != nil {
-				return err
+				return localWriteError(*damagedList, err)
 			}
-			defer f.Close()
-			list = bufio.NewWriter(f)
+			defer func() {
+				f.Close()
+				os.Remove(f.Name()) // gone already when renamed
+			}()
+			listFile, list = f, bufio.NewWriter(f)
 		}
 		ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
 		if err != nil {
@@ -177,27 +182,32 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		if err := v.Removed(); err != nil {
 			return err
 		}
-		if list != nil {
-			if err := cmp.Or(v.Err(), list.Flush()); err != nil {
-				return fmt.Errorf("--damaged-list %s: %w", *damagedList, err)
+		return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
+			if list != nil {
+				err := cmp.Or(v.Err(), list.Flush())
+				for _, step := range []func() error{
+					func() error { return listFile.Chmod(outputFileMode(*damagedList)) },
+					listFile.Sync,
+					func() error { return os.Rename(listFile.Name(), *damagedList) },
+				} {
+					if err != nil {
+						break
+					}
+					err = step()
+				}
+				if err != nil {
+					return fmt.Errorf("--damaged-list: %w", localWriteError(*damagedList, err))
+				}
 			}
-		}
-		if state != nil {
-			var b bytes.Buffer
-			if _, err := state.WriteTo(&b, time.Now()); err != nil {
-				return err
+			if state != nil {
+				var b bytes.Buffer
+				if _, err := state.WriteTo(&b, time.Now()); err != nil {
+					return err
+				}
+				if err := writeLocation(ctx, &sf, *statePath, b.Bytes()); err != nil {
+					return fmt.Errorf("--state: %w", err)
+				}
 			}
-			if err := writeLocation(ctx, &sf, *statePath, b.Bytes()); err != nil {
-				return fmt.Errorf("--state: %w", err)
-			}
-		}
-		outside := v.Outside()
-		if err := keys.openErr(); outside == nil && errors.Is(err, crypto.ErrPassphraseNeeded) {
-			// The default key could not be opened for want of a passphrase
-			// source: the command line must change (exit 2), as for restore.
-			outside = err
-		}
-		return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {
 			if *metrics != "" {
 				if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
 					return fmt.Errorf("--metrics-textfile: %w", err)
@@ -239,7 +249,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 	// A report, state or metrics file that could not be written fails the
 	// run, after the result is printed: the checking was done.
 	saveErr := save()
-	if saveErr != nil {
+	if saveErr != nil && verr == nil {
 		rep.ExitCode = codeFor(ctx, saveErr)
 	}
 	if asJSON {
@@ -270,7 +280,11 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
 		}
 	}
-	if saveErr != nil {
+	switch {
+	case saveErr != nil && verr != nil:
+		// The damage decides the exit code; the file not written is said too.
+		return fmt.Errorf("%w; and %v", verr, saveErr)
+	case saveErr != nil:
 		return saveErr
 	}
 	return verr

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -86,5 +87,33 @@ func TestVerifyMissingAndDamaged(t *testing.T) {
 	}
 	if len(missing) != 2 || !missing[ds[1].String()] || missing[ds[2].String()] {
 		t.Errorf("JSON damaged chunks %v: want %s missing, %s not", missing, ds[1], ds[2])
+	}
+	// --damaged-list replaces the file by a rename: another name of the
+	// old file keeps its content.
+	dir := t.TempDir()
+	old, list := filepath.Join(dir, "old"), filepath.Join(dir, "list")
+	if err := os.WriteFile(old, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(old, list); err != nil {
+		t.Fatal(err)
+	}
+	if r := pbs(t, "verify", "--damaged-list", list, "--store", store, snap0); r.code != 1 {
+		t.Errorf("verify --damaged-list: %v", r)
+	}
+	if b, _ := os.ReadFile(old); string(b) != "keep\n" {
+		t.Errorf("--damaged-list wrote through a hard link: %q", b)
+	}
+	if b, _ := os.ReadFile(list); strings.Count(string(b), "\n") != 2 {
+		t.Errorf("damaged list: %q, want 2 lines", b)
+	}
+	// A report replacing one keeps its mode (a private report stays so).
+	report := filepath.Join(dir, "report.json")
+	if err := os.WriteFile(report, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pbs(t, "verify", "--report", report, "--store", store, snap0)
+	if st, err := os.Stat(report); err != nil || st.Mode().Perm() != 0o600 || st.Size() == 0 {
+		t.Errorf("report replaced with mode %v size %d (%v); want 0600 and the report", st.Mode(), st.Size(), err)
 	}
 }
