@@ -59,26 +59,19 @@ func registerFlagCompletions(c *cobra.Command) {
 // completeNamespace offers the namespaces of --store (as --ns takes them:
 // prod/db) that start with prefix; --ns itself is ignored here.
 func completeNamespace(c *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	err := withCompletionStore(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) error {
+	return storeCandidates(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
+		var out []cobra.Completion
 		list, err := snapshot.Namespaces(ctx, store, nil, -1)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, ns := range list[:min(len(list), maxCandidates)] {
 			if name := ns.String(); name != "" && strings.HasPrefix(name, prefix) {
 				out = append(out, name)
 			}
 		}
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		// No candidates, and no file names in their place either (a
-		// shell falls back to those on an error directive).
-		cobra.CompDebugln(err.Error(), false)
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeNothing is the completer of commands that take no argument.
@@ -150,11 +143,11 @@ func completeArchiveOf(c *cobra.Command, args []string, toComplete string, keep 
 
 // snapshotCandidates lists the groups and snapshots that start with prefix.
 func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	err := withCompletionStore(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error {
+	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
+		var out []cobra.Completion
 		list, err := snapshot.List(ctx, store, ns)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lastGroup := ""
 		for _, i := range list {
@@ -171,29 +164,22 @@ func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, co
 				out = append(out, name)
 			}
 		}
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		// No candidates, and no file names in their place either (a
-		// shell falls back to those on an error directive).
-		cobra.CompDebugln(err.Error(), false)
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // archiveCandidates lists the archives of snapshot ref (its manifest's
 // files) that start with prefix and that keep keeps.
 func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) bool) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	err := withCompletionStore(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error {
+	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
+		var out []cobra.Completion
 		snap, err := snapshot.Resolve(ctx, store, ns, ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m, err := snapshot.ReadManifest(ctx, store, snap)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, f := range m.Files {
 			if len(out) >= maxCandidates {
@@ -207,24 +193,30 @@ func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) b
 				out = append(out, cobra.CompletionWithDesc(f.Filename, "crypt mode "+string(f.CryptMode)))
 			}
 		}
-		return nil
+		return out, nil
 	})
+}
+
+// storeCandidates opens the first store that c's parsed flags name
+// (--store, --ns and the bucket flags; the first is the preferred one, and
+// another that does not answer must not hold up the shell) and returns the
+// candidates list gives for it. All of it, reading and parsing, is given
+// completionTimeout: then the candidates are dropped (the process ends with
+// the request). Nothing is printed: a completion that fails offers nothing,
+// and no file names in their place either (a shell falls back to those on
+// an error directive).
+func storeCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
+	cands, err := readCandidates(c, list)
 	if err != nil {
-		// No candidates, and no file names in their place either (a
-		// shell falls back to those on an error directive).
 		cobra.CompDebugln(err.Error(), false)
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+	return cands, cobra.ShellCompDirectiveNoFileComp
 }
 
-// withCompletionStore opens the first store that c's parsed flags name
-// (--store, --ns and the bucket flags; the first is the preferred one, and
-// another that does not answer must not hold up the shell) and calls fn
-// with it. All of it, reading and parsing, is given completionTimeout:
-// then the candidates are dropped (the process ends with the request).
-// Nothing is printed: a completion that fails offers nothing.
-func withCompletionStore(c *cobra.Command, fn func(ctx context.Context, ns index.Namespace, store chunkstore.Store) error) error {
+// readCandidates is storeCandidates' work: the candidates, or why there are
+// none.
+func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error)) ([]cobra.Completion, error) {
 	var sf storeFlags
 	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
 	sf.registerLocation(fs)
@@ -233,29 +225,34 @@ func withCompletionStore(c *cobra.Command, fn func(ctx context.Context, ns index
 	sf.stores = sf.stores[:min(len(sf.stores), 1)]
 	sf.outputFormat = formatText // whatever PROXMOX_OUTPUT_FORMAT says: candidates are text
 	if err := sf.check(); err != nil {
-		return err
+		return nil, err
 	}
 	ns, err := sf.namespace()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), completionTimeout)
 	defer cancel()
-	done := make(chan error, 1)
+	type result struct {
+		cands []cobra.Completion
+		err   error
+	}
+	done := make(chan result, 1)
 	go func() {
 		store, err := openStore(ctx, &sf, false, manifestReads)
 		if err != nil {
-			done <- err
+			done <- result{err: err}
 			return
 		}
 		defer store.Close()
-		done <- fn(ctx, ns, store)
+		cands, err := list(ctx, ns, store)
+		done <- result{cands, err}
 	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.cands, r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
