@@ -108,43 +108,71 @@ func writeLocation(ctx context.Context, sf *storeFlags, loc string, data []byte)
 }
 
 // replaceLocalFile writes data to the local file loc as a new file (synced)
-// renamed over it: another name of the old file (a hard link) keeps its
-// content, and a failure leaves loc as it was. Something at loc that is not
-// a regular file (a symbolic link, a device, a FIFO, a directory) is
-// refused, not replaced (a usage error).
+// renamed over it (see replacement): another name of the old file (a hard
+// link) keeps its content, and a failure leaves loc as it was. Something
+// at loc that is not a regular file (a symbolic link, a device, a FIFO, a
+// directory) is refused, not replaced (a usage error).
 func replaceLocalFile(loc string, data []byte) error {
-	if st, err := os.Lstat(loc); err == nil && !st.Mode().IsRegular() {
-		return usagef("%s %s, not a regular file: not replaced (give a file path)", loc, fileKind(st.Mode()))
-	}
-	dir := filepath.Dir(loc)
-	// A short temporary name: a long one would fail where loc itself fits.
-	f, err := os.CreateTemp(dir, ".pbsdirect-*.tmp")
+	r, err := newReplacement(loc)
 	if err != nil {
+		return err
+	}
+	defer r.abort()
+	if _, err := r.Write(data); err != nil {
 		return localWriteError(loc, err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(outputFileMode(loc))
+	return r.commit()
+}
+
+// replacement is a new version of the local file loc being written: a
+// temporary file beside it (a short name: a long one would fail where loc
+// itself fits), renamed over loc by commit. Until then loc is as it was.
+type replacement struct {
+	*os.File
+	loc string
+}
+
+// newReplacement starts a replacement of loc; something at loc that is not
+// a regular file is a usage error.
+func newReplacement(loc string) (*replacement, error) {
+	if st, err := os.Lstat(loc); err == nil && !st.Mode().IsRegular() {
+		return nil, usagef("%s %s, not a regular file: not replaced (give a file path)", loc, fileKind(st.Mode()))
 	}
-	if err == nil {
-		err = f.Sync()
+	f, err := os.CreateTemp(filepath.Dir(loc), ".pbsdirect-*.tmp")
+	if err != nil {
+		return nil, localWriteError(loc, err)
 	}
-	if cerr := f.Close(); err == nil {
+	return &replacement{File: f, loc: loc}, nil
+}
+
+// commit gives the written file loc's mode (outputFileMode), syncs it,
+// renames it over loc and syncs the directory.
+func (r *replacement) commit() error {
+	err := r.Chmod(outputFileMode(r.loc))
+	if err == nil {
+		err = r.Sync()
+	}
+	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, loc)
+		err = os.Rename(r.Name(), r.loc)
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return localWriteError(loc, err)
+		return localWriteError(r.loc, err)
 	}
-	if d, err := os.Open(dir); err == nil {
+	if d, err := os.Open(filepath.Dir(r.loc)); err == nil {
 		d.Sync()
 		d.Close()
 	}
 	return nil
+}
+
+// abort drops the temporary file unless commit renamed it; it may be
+// deferred right after newReplacement.
+func (r *replacement) abort() {
+	r.Close()
+	os.Remove(r.Name()) // gone already when committed
 }
 
 // localWriteError names loc in a failed write of an output file (a report,

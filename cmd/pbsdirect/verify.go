@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -104,19 +103,16 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			return usagef("--reverify-after: %v", err)
 		}
 		var list *bufio.Writer
-		var listFile *os.File
+		var listFile *replacement
 		if *damagedList != "" {
-			// Written as a temporary file beside it and renamed over it at
-			// the end (another name of an old list keeps its content).
-			f, err := os.CreateTemp(filepath.Dir(*damagedList), ".pbsdirect-*.tmp")
+			// A replacement renamed over it at the end: another name of an
+			// old list keeps its content.
+			r, err := newReplacement(*damagedList)
 			if err != nil {
-				return localWriteError(*damagedList, err)
+				return err
 			}
-			defer func() {
-				f.Close()
-				os.Remove(f.Name()) // gone already when renamed
-			}()
-			listFile, list = f, bufio.NewWriter(f)
+			defer r.abort()
+			listFile, list = r, bufio.NewWriter(r)
 		}
 		ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
 		if err != nil {
@@ -185,18 +181,13 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
 			if list != nil {
 				err := cmp.Or(v.Err(), list.Flush())
-				for _, step := range []func() error{
-					func() error { return listFile.Chmod(outputFileMode(*damagedList)) },
-					listFile.Sync,
-					func() error { return os.Rename(listFile.Name(), *damagedList) },
-				} {
-					if err != nil {
-						break
-					}
-					err = step()
+				if err != nil {
+					err = localWriteError(*damagedList, err)
+				} else {
+					err = listFile.commit()
 				}
 				if err != nil {
-					return fmt.Errorf("--damaged-list: %w", localWriteError(*damagedList, err))
+					return fmt.Errorf("--damaged-list: %w", err)
 				}
 			}
 			if state != nil {
