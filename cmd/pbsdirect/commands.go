@@ -231,10 +231,7 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 				if err == nil {
 					word = rest[0]
 				}
-				if near := c.SuggestionsFor(word); len(near) > 0 && word != "" {
-					return usagef("no help for %q: unknown command (did you mean %s?)", joinWords(args), joinOr(near))
-				}
-				return usagef("no help for %q: unknown command; run 'pbsdirect --help' for the commands", joinWords(args))
+				return usagef("no help for %q: unknown command%s; run 'pbsdirect --help' for the commands", joinWords(args), nearCommands(c, word))
 			}
 			c.InitDefaultHelpFlag() // listed as in COMMAND --help
 			return c.Help()
@@ -265,10 +262,22 @@ func unknownSubcommand(c *cobra.Command, word string) error {
 			names = append(names, sc.Name())
 		}
 	}
-	if near := c.SuggestionsFor(word); len(near) > 0 {
-		return usagef("unknown %s command %q (did you mean %s?)", c.Name(), word, joinOr(near))
+	if near := nearCommands(c, word); near != "" {
+		return usagef("unknown %s command %q%s", c.Name(), word, near)
 	}
 	return usagef("unknown %s command %q (want %s)", c.Name(), word, joinOr(names))
+}
+
+// nearCommands says which subcommands of c word was probably meant to be,
+// as " (did you mean a or b?)", or "" when none is near (or word is empty).
+func nearCommands(c *cobra.Command, word string) string {
+	if word == "" {
+		return ""
+	}
+	if near := c.SuggestionsFor(word); len(near) > 0 {
+		return " (did you mean " + joinOr(near) + "?)"
+	}
+	return ""
 }
 
 // checkBareValue refuses, in the command line args of command c, a value

@@ -279,10 +279,7 @@ func unknownCommand(root *cobra.Command, name string) error {
 	if strings.HasPrefix(name, "-") {
 		return usagef("want a command before %s; run 'pbsdirect --help' for the commands", name)
 	}
-	if near := root.SuggestionsFor(name); len(near) > 0 {
-		return usagef("unknown command %q (did you mean %s?); run 'pbsdirect --help' for the commands", name, joinOr(near))
-	}
-	return usagef("unknown command %q; run 'pbsdirect --help' for the commands", name)
+	return usagef("unknown command %q%s; run 'pbsdirect --help' for the commands", name, nearCommands(root, name))
 }
 
 // joinOr joins names as "a, b or c".
