@@ -185,23 +185,20 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		root.Help()
 		return exitUsage, usagef("no command given")
 	}
-	if args[0] == "" {
-		err := usagef("unknown command \"\"; run 'pbsdirect --help' for the commands")
-		fmt.Fprintf(stderr, "pbsdirect: %v\n", err)
-		return exitUsage, err
-	}
 	if args[0] == "--version" {
 		args = append([]string{"version"}, args[1:]...)
 	}
 	// cobra adds its hidden command for the shell's requests when it
-	// executes; every other first argument must name a command.
+	// executes; every other first argument must name a command (cobra
+	// would skip an empty one).
 	isRequest := args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd
-	if c, _, err := root.Find(args); !isRequest && (err != nil || c == root && !isHelpFlag(args[0])) {
+	c, _, findErr := root.Find(args)
+	if args[0] == "" || !isRequest && (findErr != nil || c == root && !isHelpFlag(args[0])) {
 		err := unknownCommand(root, args[0])
 		fmt.Fprintf(stderr, "pbsdirect: %v\n", err)
 		return exitUsage, err
 	}
-	if c, _, err := root.Find(args); err == nil {
+	if findErr == nil {
 		if err := checkBareValue(c, args); err != nil {
 			fmt.Fprintf(stderr, "pbsdirect %s: %v\n", strings.TrimPrefix(c.CommandPath(), root.Name()+" "), err)
 			return exitUsage, err
