@@ -9,9 +9,11 @@
 //
 // Each connection reads requests in one goroutine and serves up to
 // Server.MaxInFlight of them at once, replying out of order; any number of
-// connections may read one export (NBD_FLAG_CAN_MULTI_CONN). Memory: per
-// connection at most MaxInFlight read buffers of the requested length
-// (≤ 32 MiB each).
+// connections may read one export (NBD_FLAG_CAN_MULTI_CONN). Memory: the
+// read buffers of all connections together, in use and kept for reuse,
+// stay within Server.MaxBufferBytes (a request larger than that is served
+// alone); requests beyond it wait for buffers, whatever the number of
+// connections.
 //
 // The package knows nothing of what it serves.
 package nbd
@@ -75,12 +77,26 @@ type Server struct {
 	// fail on it).
 	Log func(msg string)
 
-	bufMu sync.Mutex
-	bufs  [14][][]byte // free read buffers by capacity class, 4 KiB << class
+	// MaxBufferBytes bounds the bytes of read buffers (each the request's
+	// length rounded up to a power of two, at least 4 KiB) that all
+	// connections hold together, in use or kept free for reuse: a read
+	// waits until its buffer fits. A read larger than the bound is served
+	// when no other buffer is in use. Default DefaultBufferBytes.
+	MaxBufferBytes int64
+
+	bufOnce  sync.Once
+	bufMu    sync.Mutex
+	bufCond  *sync.Cond   // signalled when a buffer is returned
+	bufs     [14][][]byte // free read buffers by capacity class, 4 KiB << class
+	bufHeld  int64        // bytes of buffers in use and free
+	bufInUse int64        // bytes of buffers in use
+	bufFree  int64        // bytes of free buffers kept
 }
 
-// keepBytes bounds the bytes of free read buffers a Server keeps for reuse.
-const keepBytes = 32 << 20
+// DefaultBufferBytes is the default Server.MaxBufferBytes: 32 MiB, room
+// for one read of the largest size a client may ask for (32 MiB) or, say,
+// eight of 4 MiB at once.
+const DefaultBufferBytes = 32 << 20
 
 // Serve accepts connections on l until ctx is done or l fails, serving
 // each in its own goroutine, and returns after every connection ended. It
@@ -508,36 +524,77 @@ func (cn *conn) serve(ex *Export, rq request) error {
 	return cn.sendError(rq, errEINVAL, "unknown command")
 }
 
-// getBuf returns a read buffer of n bytes (n ≤ 32 MiB), reusing a free one
-// of its capacity class: reads make no garbage once the buffers exist.
-func (s *Server) getBuf(n int) []byte {
+// bufClass returns the capacity class of a read buffer of n bytes: its
+// capacity is 4096 << class.
+func bufClass(n int) int {
 	cl := 0
 	for 4096<<cl < n {
 		cl++
 	}
-	s.bufMu.Lock()
-	if k := len(s.bufs[cl]); k > 0 {
-		b := s.bufs[cl][k-1]
-		s.bufs[cl] = s.bufs[cl][:k-1]
-		s.bufMu.Unlock()
-		return b[:n]
-	}
-	s.bufMu.Unlock()
-	return make([]byte, n, 4096<<cl)
+	return cl
 }
 
-// putBuf keeps a buffer from getBuf for reuse, while the free buffers of
-// its class hold less than keepBytes.
-func (s *Server) putBuf(b []byte) {
-	cl := 0
-	for 4096<<cl < cap(b) {
-		cl++
+// getBuf returns a read buffer of n bytes (n ≤ 32 MiB), reusing a free one
+// of its capacity class (reads make no garbage once the buffers exist). It
+// waits while the buffers held by all connections leave no room for it
+// under MaxBufferBytes, dropping free buffers of other classes first. A
+// buffer larger than the bound is handed out when no other is in use.
+func (s *Server) getBuf(n int) []byte {
+	s.bufOnce.Do(func() { s.bufCond = sync.NewCond(&s.bufMu) })
+	limit := s.MaxBufferBytes
+	if limit <= 0 {
+		limit = DefaultBufferBytes
 	}
+	cl := bufClass(n)
+	size := int64(4096) << cl
 	s.bufMu.Lock()
 	defer s.bufMu.Unlock()
-	if cl < len(s.bufs) && 4096<<cl == cap(b) && (len(s.bufs[cl])+1)*cap(b) <= keepBytes {
-		s.bufs[cl] = append(s.bufs[cl], b)
+	for {
+		if k := len(s.bufs[cl]); k > 0 {
+			b := s.bufs[cl][k-1]
+			s.bufs[cl] = s.bufs[cl][:k-1]
+			s.bufFree -= size
+			s.bufInUse += size
+			return b[:n]
+		}
+		for s.bufHeld+size > limit && s.dropFree() {
+		}
+		if s.bufHeld+size <= limit || s.bufInUse == 0 {
+			s.bufHeld += size
+			s.bufInUse += size
+			return make([]byte, n, size)
+		}
+		s.bufCond.Wait()
 	}
+}
+
+// dropFree lets one free buffer go (the largest class first) and reports
+// whether there was one. s.bufMu is held.
+func (s *Server) dropFree() bool {
+	for cl := len(s.bufs) - 1; cl >= 0; cl-- {
+		if k := len(s.bufs[cl]); k > 0 {
+			s.bufs[cl][k-1] = nil
+			s.bufs[cl] = s.bufs[cl][:k-1]
+			size := int64(4096) << cl
+			s.bufFree -= size
+			s.bufHeld -= size
+			return true
+		}
+	}
+	return false
+}
+
+// putBuf returns a buffer from getBuf: it is kept for reuse, still counted
+// against MaxBufferBytes, and the reads waiting for room are woken.
+func (s *Server) putBuf(b []byte) {
+	cl := bufClass(cap(b))
+	size := int64(4096) << cl
+	s.bufMu.Lock()
+	defer s.bufMu.Unlock()
+	s.bufInUse -= size
+	s.bufs[cl] = append(s.bufs[cl], b)
+	s.bufFree += size
+	s.bufCond.Broadcast()
 }
 
 // read answers NBD_CMD_READ: a simple reply with the data, or structured
