@@ -59,11 +59,14 @@ func (Discard) Direct() bool { return false }
 
 // TargetOptions select how OpenTarget treats an existing target.
 type TargetOptions struct {
-	// Force allows overwriting an existing regular file; zero ranges are then
-	// punched (or written) so the file matches the image exactly.
+	// Force allows overwriting an existing regular file (zero ranges are
+	// then punched, or written, so the file matches the image exactly) and
+	// a block device that holds a file system, partition table, LVM, RAID
+	// or other known signature (ErrTargetNotEmpty without it).
 	Force bool
 	// AssumeZeroed tells that a block device already reads as zeros: zero
-	// ranges are skipped instead of zeroed.
+	// ranges are skipped instead of zeroed. A device holding a known
+	// signature is refused with it, Force or not (ErrTargetNotEmpty).
 	AssumeZeroed bool
 	// NoDirect disables O_DIRECT.
 	NoDirect bool
@@ -130,8 +133,9 @@ var ErrTargetExists = errors.New("target exists (use --force to overwrite)")
 // content, allocation): the symlink policy (ErrTargetSymlink), the target's
 // directory, the lock (ErrTargetBusy, naming the holder's PID), an existing
 // file's format (ErrTargetFormat), a file backing a loop device
-// (ErrTargetInUse), the free space for opts.DataBytes (ErrNoSpace) and a
-// device's size.
+// (ErrTargetInUse), the free space for opts.DataBytes (ErrNoSpace), a
+// device's size and, without opts.Force, the signatures a device holds
+// (ErrTargetNotEmpty).
 //
 // A missing path is created as a sparse file under a partial name beside
 // it (relative to the directory's descriptor) and renamed into place by
@@ -387,6 +391,15 @@ func (t *FileTarget) openDevice(p string, opts TargetOptions) (*FileTarget, erro
 	if err := checkFormat(f, t.path, int64(devSize), true); err != nil {
 		t.release()
 		return nil, err
+	}
+	// A file system, partition table, LVM or RAID signature: refused
+	// without --force, as mkfs and wipefs do (a resume continues what
+	// this restore wrote there).
+	if !opts.Resume {
+		if err := checkDeviceEmpty(f, t.path, int64(devSize), opts.Force, opts.AssumeZeroed); err != nil {
+			t.release()
+			return nil, err
+		}
 	}
 	if opts.Locked != nil {
 		if err := opts.Locked(); err != nil {
