@@ -255,7 +255,17 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		}
 	}
 	if opts.DataBytes > 0 {
-		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused); err != nil {
+		var shared int64
+		if !t.created {
+			// Extents shared with a snapshot or a reflinked copy stay
+			// allocated when overwritten.
+			var err error
+			if shared, err = SharedBytes(t.buffered); err != nil {
+				return fmt.Errorf("%s: FIEMAP: %w; nothing was written", t.path, err)
+			}
+		}
+		compress := func() bool { return mayCompress(t.buffered) }
+		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused, shared, compress); err != nil {
 			return err
 		}
 	}

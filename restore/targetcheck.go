@@ -125,24 +125,35 @@ const (
 
 // checkSpace refuses an image whose data (dataBytes) cannot fit in the
 // free space of the file system holding fd, counting the allocation of the
-// existing file (reused bytes) as available. On file systems that may
-// compress (btrfs, ZFS, bcachefs) an image larger than the free space may
-// still fit, so nothing is refused there.
-func checkSpace(fd int, user string, dataBytes, reused int64) error {
+// existing file (reused bytes) as available, except its shared bytes
+// (extents shared with snapshots or reflinked copies: overwriting them
+// frees nothing). On file systems that may compress (btrfs mounted with
+// compress or a file set to compress, ZFS, bcachefs: compress) an image
+// larger than the free space may still fit, so nothing is refused there.
+func checkSpace(fd int, user string, dataBytes, reused, shared int64, compress func() bool) error {
 	var sf unix.Statfs_t
 	if err := unix.Fstatfs(fd, &sf); err != nil {
 		return nil // cannot tell: the reservation before the fetch still catches it
 	}
 	switch uint32(sf.Type) {
-	case btrfsMagic, zfsMagic, bcachefsMagic:
+	case zfsMagic, bcachefsMagic:
 		return nil
+	case btrfsMagic:
+		if compress() {
+			return nil
+		}
 	}
 	free := int64(sf.Bavail) * sf.Bsize
-	if dataBytes <= free+reused {
+	claimable := reused - min(shared, reused)
+	if dataBytes <= free+claimable {
 		return nil
 	}
 	msg := fmt.Sprintf("the image has %d bytes of data, the file system has %d bytes free", dataBytes, free)
-	if reused > 0 {
+	switch {
+	case shared > 0:
+		msg += fmt.Sprintf(" and the existing file %d bytes allocated, %d of them shared with a snapshot or a reflinked copy (overwriting those frees nothing): %d bytes needed, %d available",
+			reused, min(shared, reused), dataBytes, free+claimable)
+	case reused > 0:
 		msg += fmt.Sprintf(" and the existing file %d bytes allocated", reused)
 	}
 	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, ErrNoSpace, msg, unix.ENOSPC)

@@ -1,0 +1,114 @@
+package restore_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/restore"
+)
+
+// smallBtrfs mounts a fresh btrfs of size bytes (on a loop device, with
+// mount options opts) and returns its mount point.
+func smallBtrfs(t *testing.T, size int64, opts string) string {
+	t.Helper()
+	if _, err := exec.LookPath("mkfs.btrfs"); err != nil {
+		fixture.SkipOrFail(t, "mkfs.btrfs not available: %v", err)
+	}
+	dev, _ := fixture.LoopDevice(t, size, nil)
+	if out, err := exec.Command("mkfs.btrfs", "-q", "-f", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.btrfs: %v %s", err, out)
+	}
+	mnt := t.TempDir()
+	if err := unix.Mount(dev, mnt, "btrfs", 0, opts); err != nil {
+		fixture.SkipOrFail(t, "mount btrfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			t.Errorf("umount %s: %v", mnt, err)
+		}
+	})
+	return mnt
+}
+
+// TestForceSharedExtentsNoSpace: an existing file restored over with
+// --force whose extents are shared with a snapshot or a reflinked copy
+// (a Proxmox VE btrfs storage after qm snapshot, cp --reflink) frees
+// nothing when overwritten: the space check counts those bytes as taken
+// and refuses before writing (ErrNoSpace, exit 3, naming needed and
+// available bytes), the file unchanged. The same file not shared fits,
+// since overwriting it reuses its own space. Before, btrfs was never
+// checked: the restore ran out of space half-way and destroyed the file.
+func TestForceSharedExtentsNoSpace(t *testing.T) {
+	const fileSize = 64 << 20
+	for _, c := range []struct {
+		name     string
+		share    func(t *testing.T, mnt, file string)
+		wantFail bool
+	}{
+		{"snapshot", func(t *testing.T, mnt, _ string) {
+			run(t, "btrfs", "-q", "subvolume", "snapshot", filepath.Join(mnt, "images"), filepath.Join(mnt, "images@before-upgrade"))
+		}, true},
+		{"reflink", func(t *testing.T, mnt, file string) {
+			run(t, "cp", "--reflink=always", file, filepath.Join(mnt, "copy.raw"))
+		}, true},
+		{"not-shared", func(*testing.T, string, string) {}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mnt := smallBtrfs(t, 256<<20, "")
+			run(t, "btrfs", "-q", "subvolume", "create", filepath.Join(mnt, "images"))
+			old := fixture.Build(54, fixture.Region{Kind: fixture.Random, Len: fileSize})
+			p := fixture.WriteFile(t, filepath.Join(mnt, "images"), "disk.raw", old)
+			c.share(t, mnt, p)
+			unix.Sync()
+			// Leave about 24 MiB free: less than the image's data, more
+			// than nothing.
+			var sf unix.Statfs_t
+			if err := unix.Statfs(mnt, &sf); err != nil {
+				t.Fatal(err)
+			}
+			if fill := int64(sf.Bavail)*sf.Bsize - 24<<20; fill > 0 {
+				f, err := os.Create(filepath.Join(mnt, "fill"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := unix.Fallocate(int(f.Fd()), 0, 0, fill); err != nil {
+					t.Fatalf("fill: %v", err)
+				}
+				f.Close()
+				unix.Sync()
+			}
+			tg, err := restore.OpenTarget(p, fileSize, restore.TargetOptions{Force: true, DataBytes: fileSize})
+			if !c.wantFail {
+				if err != nil {
+					t.Fatalf("a file not shared with anything: %v", err)
+				}
+				tg.Close(true)
+				return
+			}
+			if err == nil {
+				tg.Close(true)
+				t.Fatal("refused nothing: the restore would run out of space half-way over a shared file")
+			}
+			if !errors.Is(err, restore.ErrNoSpace) || !strings.Contains(err.Error(), "nothing was written") ||
+				!strings.Contains(err.Error(), "shared") || !strings.Contains(err.Error(), "needed") {
+				t.Fatalf("got %v, want ErrNoSpace naming the shared bytes, needed and available", err)
+			}
+			fixture.Equal(t, p, old)
+		})
+	}
+}
+
+// run runs a command, failing the test on error.
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
