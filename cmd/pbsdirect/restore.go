@@ -266,6 +266,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
+	if err := rc.checkSectorSize(ctx, store, plan, fi.CryptMode == index.CryptEncrypt, cc, targetPath, stderr); err != nil {
+		return nil, err
+	}
 	journal, durable, err := rc.journal(snap, archive, fi, plan, targetPath)
 	if err != nil {
 		return nil, err

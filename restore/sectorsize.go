@@ -1,0 +1,104 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// ErrSectorSize is wrapped (with ErrTargetUnusable: exit 2) by
+// SectorSizeMismatch: the image's partition table was written for
+// another logical sector size than the target device has, so on that
+// device it is not found.
+var ErrSectorSize = errors.New("partition table sector size differs from the device's")
+
+// HeadBytes is how much of an image PartitionSectorSize looks at.
+const HeadBytes = 8192
+
+// PartitionSectorSize returns the logical sector size in bytes that a GPT
+// in head (an image's first HeadBytes bytes) was written for: its header
+// ("EFI PART") sits in LBA 1, at byte 512 for 512-byte sectors and at
+// byte 4096 for 4096-byte ones. It returns 0 when head holds no GPT.
+func PartitionSectorSize(head []byte) int {
+	for _, ss := range []int{512, 4096} {
+		if len(head) >= ss+8 && string(head[ss:ss+8]) == "EFI PART" {
+			return ss
+		}
+	}
+	return 0
+}
+
+// DeviceSectorSize returns the logical sector size in bytes (BLKSSZGET)
+// of the block device at path (symbolic links followed), or 0 when path
+// is not a block device (a regular file, a missing path).
+func DeviceSectorSize(path string) (int, error) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode()&os.ModeDevice == 0 || st.Mode()&os.ModeCharDevice != 0 {
+		return 0, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	ss, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
+	if err != nil {
+		return 0, fmt.Errorf("%s: logical sector size (BLKSSZGET): %w", path, err)
+	}
+	return ss, nil
+}
+
+// SectorSizeMismatch is the error for an image whose partition table is
+// for imageSS-byte sectors going to the device target with deviceSS-byte
+// logical sectors; it wraps ErrSectorSize and ErrTargetUnusable.
+func SectorSizeMismatch(target string, imageSS, deviceSS int) error {
+	return unusable(fmt.Errorf("%s: %w: the image's GPT partition table is for %d-byte sectors (its header at byte %d), the device has %d-byte logical sectors, "+
+		"where that partition table is not found (its partitions would not be seen, the disk would not boot); nothing was written: "+
+		"restore to a device with %d-byte sectors or to a file, or give --force to write the image anyway",
+		target, ErrSectorSize, imageSS, imageSS, deviceSS, imageSS))
+}
+
+// ImageHead returns the first n bytes of plan's image (fewer for a smaller
+// image): the chunks holding them are read from store and pass the
+// restore's check (crypt mode, decryption with key when encrypted, length,
+// digest); zero ranges read as zeros. It returns nil, nil when plan no
+// longer covers the image (a resume dropped chunks). Errors name the
+// chunk's digest and offset.
+func ImageHead(ctx context.Context, store chunkstore.Store, plan *Plan, n int, encrypted bool, key *crypto.Config) ([]byte, error) {
+	if plan.dropped {
+		return nil, nil
+	}
+	head := make([]byte, min(uint64(n), plan.Size))
+	var dec *chunkstore.Decoder
+	for i := range plan.Chunks {
+		c := &plan.Chunks[i]
+		for _, off := range plan.Offsets(c) {
+			if off >= uint64(len(head)) {
+				continue
+			}
+			if dec == nil {
+				var err error
+				if dec, err = chunkstore.NewDecoderLimit(max(plan.maxChunk(), 8<<20)); err != nil {
+					return nil, err
+				}
+				defer dec.Close()
+			}
+			raw, err := store.ReadChunk(ctx, c.Digest, nil, chunkstore.ChunkLimit(c.Length))
+			if err != nil {
+				return nil, fmt.Errorf("chunk %s at offset %d: %w", c.Digest, off, err)
+			}
+			data, err := dec.DecodeChunk(nil, raw, c.Digest, c.Length, encrypted, key)
+			if err != nil {
+				return nil, fmt.Errorf("chunk %s at offset %d: %w", c.Digest, off, err)
+			}
+			copy(head[off:], data)
+		}
+	}
+	return head, nil
+}
