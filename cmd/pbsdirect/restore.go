@@ -266,9 +266,6 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	if err := rc.checkSectorSize(ctx, store, plan, fi.CryptMode == index.CryptEncrypt, cc, targetPath, stderr); err != nil {
-		return nil, err
-	}
 	journal, durable, err := rc.journal(snap, archive, fi, plan, targetPath)
 	if err != nil {
 		return nil, err
@@ -277,9 +274,16 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	topts.Reserve = plan.DataRanges()
 	topts.Resume = *rc.resume
 	if !*rc.resume {
-		// Once the target is ours: an earlier interrupted restore is
-		// started over, and its journal would no longer tell the truth.
-		topts.Locked = func() error { return startOver(targetPath, stderr) }
+		// Once the target is ours: a device's sector size is checked
+		// against the image's partition table, then an earlier
+		// interrupted restore is started over, and its journal would no
+		// longer tell the truth.
+		topts.Locked = func() error {
+			if err := rc.checkSectorSize(ctx, store, plan, fi.CryptMode == index.CryptEncrypt, cc, targetPath, stderr); err != nil {
+				return err
+			}
+			return startOver(targetPath, stderr)
+		}
 	}
 	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
 	if err != nil {
