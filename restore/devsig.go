@@ -61,8 +61,8 @@ var headMagics = []headMagic{
 	{0x8001, "CD001", "iso9660"},
 	{0x1018, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81", "bcache"},
 	{0, "LUKS\xba\xbe", "crypto_LUKS"},
-	{0x4000, "SKUL\xba\xbe", "crypto_LUKS"}, // LUKS2 secondary header
-	{0, "\xfc\x4e\x2b\xa9", "linux_raid_member"},    // MD 1.1
+	{0x4000, "SKUL\xba\xbe", "crypto_LUKS"},           // LUKS2 secondary header
+	{0, "\xfc\x4e\x2b\xa9", "linux_raid_member"},      // MD 1.1
 	{0x1000, "\xfc\x4e\x2b\xa9", "linux_raid_member"}, // MD 1.2
 	{512, "EFI PART", "gpt"},
 	{4096, "EFI PART", "gpt"},
