@@ -138,6 +138,7 @@ func Merge(reports []Report) (Report, error) {
 				x.ChunksChecked += a.ChunksChecked
 				x.ChunksKnown += a.ChunksKnown
 				x.ChunksFresh += a.ChunksFresh
+				x.ChunksPresent += a.ChunksPresent
 				x.ChunksOther += a.ChunksOther
 				x.CRCOnly = x.CRCOnly || a.CRCOnly
 				x.DamagedCount += a.DamagedCount
