@@ -3,10 +3,13 @@ package verify_test
 import (
 	"context"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -81,5 +84,36 @@ func TestCRCOnlyShards(t *testing.T) {
 	a := m.Snapshots[0].Archives[0]
 	if !a.CRCOnly || m.ChunksChecked != 6 || m.DamagedChunks != 1 || len(a.Damaged) != 1 || a.Damaged[0].Digest != own.String() {
 		t.Errorf("merged CRC-only shards: %d checked, %d damaged (%+v); want 6 checked and the damaged chunk once", m.ChunksChecked, m.DamagedChunks, a)
+	}
+}
+
+// TestMergeDifferentSnapshots: shards that saw different snapshots (a
+// backup between their runs) do not merge into an OK report: the snapshot
+// only some saw is not verified; one a shard skipped as removed while
+// running is skipped in the merge.
+func TestMergeDifferentSnapshots(t *testing.T) {
+	store, snaps, _ := sharedStore(t, nil)
+	shard := func(i int, list []index.Snapshot) verify.Report {
+		sh := verify.Shard{Index: i, Count: 2}
+		rep, err := verify.New(fixture.OpenStore(t, store), verify.Options{Shard: sh}).Run(context.Background(), list, nil)
+		if err != nil || !rep.OK {
+			t.Fatalf("shard %d: %v %+v", i, err, rep)
+		}
+		rep.Shard = sh.String()
+		return rep
+	}
+	early, late := shard(0, snaps[:2]), shard(1, snaps)
+	m, err := verify.Merge([]verify.Report{early, late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := m.Snapshots[len(m.Snapshots)-1]
+	if m.OK || m.ExitCode == 0 || !slices.Equal(m.NotVerified, []string{snaps[2].String()}) || last.OK || !strings.Contains(last.Error, "seen by shard 1/2 only") {
+		t.Errorf("merge of shards that saw different snapshots: ok %v, exit %d, not verified %v, last %+v", m.OK, m.ExitCode, m.NotVerified, last)
+	}
+	// The same shards, the earlier one having skipped it as removed.
+	early.Skipped = []string{snaps[2].String()}
+	if m, err = verify.Merge([]verify.Report{early, late}); err != nil || !m.OK || len(m.NotVerified) != 0 || !slices.Equal(m.Skipped, []string{snaps[2].String()}) || len(m.Snapshots) != 2 {
+		t.Errorf("merge with a snapshot removed while running: %v ok %v, not verified %v, skipped %v, %d snapshots", err, m.OK, m.NotVerified, m.Skipped, len(m.Snapshots))
 	}
 }

@@ -80,6 +80,10 @@ type Report struct {
 	DamagedUnlisted int              `json:"damaged-chunks-unlisted,omitempty"`
 	Snapshots       []SnapshotResult `json:"snapshots"`
 	Skipped         []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
+	// NotVerified lists, in a merged report, the snapshots that only some
+	// shards saw (a backup or prune between their runs): their chunks of
+	// the other shards were not checked (Merge).
+	NotVerified []string `json:"not-verified,omitempty"`
 	// Stores says, with several stores (a chunkstore.Chain), how many
 	// chunks each served and how many copies fell through; set by the
 	// command.
