@@ -1,14 +1,18 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
@@ -59,5 +63,56 @@ func TestReportMergeDifferentSnapshots(t *testing.T) {
 	var m verify.Report
 	if err := json.Unmarshal([]byte(r.out), &m); err != nil || r.code != 3 || m.OK || m.ExitCode != 3 || !slices.Equal(m.NotVerified, []string{newSnap}) {
 		t.Errorf("JSON merge: %v: %v", err, r)
+	}
+}
+
+// TestBackupReplacesDamagedChunkCLI: after verify found a chunk damaged, the
+// next backup of the same data writes it again (saying so on stderr and in
+// its summary) instead of counting it "already there", on a directory and
+// on an S3 bucket; the new snapshot verifies, the damaged copy is kept as
+// <digest>.0.bad.
+func TestBackupReplacesDamagedChunkCLI(t *testing.T) {
+	data := fixture.Build(31, fixture.Region{Kind: fixture.Random, Len: fleetCS})
+	img := fixture.WriteFile(t, t.TempDir(), "d.raw", data)
+	d := crypto.Digest(sha256.Sum256(data))
+	for _, backend := range []string{"dir", "s3"} {
+		t.Run(backend, func(t *testing.T) {
+			var store, root string
+			var flags []string
+			if backend == "dir" {
+				store = fixture.NewStore(t)
+				root = store
+			} else {
+				srv := testenv.StartS3(t)
+				bktSetEnv(t, "")
+				root = filepath.Join(srv.Bucket(t, "bkt-replace"), "store")
+				store, flags = "s3://bkt-replace/store", []string{"--s3-endpoint", srv.Endpoint}
+			}
+			bk := func(btime string) result {
+				return pbs(t, append(append([]string{"backup", "--store", store, "--chunk-size", "64", "--backup-type", "vm", "--backup-id", "100", "--backup-time", btime}, flags...),
+					"drive-scsi0.img:"+img)...)
+			}
+			if r := bk("2026-11-01T00:00:00Z"); r.code != 0 {
+				t.Fatal(r)
+			}
+			p := filepath.Join(root, ".chunks", d.String()[:4], d.String())
+			fixture.FlipByte(t, p, -1)
+			mustFail(t, 1, nil, append([]string{"verify", "--store", store}, flags...)...)
+			r := bk("2026-11-02T00:00:00Z")
+			if r.code != 0 || !strings.Contains(r.err, "chunk "+d.String()+" in the store was damaged") || !strings.Contains(r.out, "replaced 1 damaged chunk(s)") ||
+				!strings.Contains(r.out, "already there: 0 chunks with data") {
+				t.Errorf("second backup: %v", r)
+			}
+			if _, err := os.Stat(p + ".0.bad"); err != nil {
+				t.Errorf("damaged copy: %v", err)
+			}
+			mustOK(t, append([]string{"verify", "--store", store}, flags...)...)
+			r = pbs(t, append(append([]string{"backup", "--output-format", "json", "--store", store, "--chunk-size", "64", "--backup-type", "vm", "--backup-id", "100", "--backup-time", "2026-11-03T00:00:00Z"}, flags...),
+				"drive-scsi0.img:"+img)...)
+			var sum backupSummary
+			if err := json.Unmarshal([]byte(r.out), &sum); err != nil || r.code != 0 || sum.Existing != 1 || sum.Replaced != 0 {
+				t.Errorf("third backup: %v %+v: %v", err, sum, r)
+			}
+		})
 	}
 }
