@@ -101,6 +101,7 @@ type Stats struct {
 	DedupHits     atomic.Uint64 // chunks with data repeating one handled earlier in this run
 	ZeroUploaded  atomic.Uint64 // zero chunks written to the store (0 or 1)
 	ZeroExisting  atomic.Uint64 // zero chunks already in the store (0 or 1)
+	Replaced      atomic.Uint64 // chunks in the store found damaged and written again (also in Uploaded or ZeroUploaded)
 	UploadedBytes atomic.Uint64 // encoded bytes written: the Uploaded and ZeroUploaded chunks
 }
 
@@ -108,6 +109,9 @@ type Stats struct {
 type Result struct {
 	Snapshot index.Snapshot
 	Manifest *index.Manifest
+	// Replaced lists the chunks found damaged in the store and written
+	// again (Stats.Replaced).
+	Replaced []Replaced
 }
 
 // ErrSnapshotExists is returned when the target snapshot already has a manifest.
@@ -240,7 +244,7 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 	if err := store.WriteFile(ctx, path.Join(dir, "index.json.blob"), blob); err != nil {
 		return nil, err
 	}
-	return &Result{Snapshot: snap, Manifest: m}, nil
+	return &Result{Snapshot: snap, Manifest: m, Replaced: w.replaced}, nil
 }
 
 type writer struct {
@@ -249,6 +253,9 @@ type writer struct {
 	stats *Stats
 	mu    sync.Mutex
 	done  map[crypto.Digest]bool // digests written or found in this run
+	// decoders holds *chunkstore.Decoder for checking stored chunks.
+	decoders sync.Pool
+	replaced []Replaced // damaged stored chunks replaced, under mu
 }
 
 // blob backs up a small file as an encoded blob (§1.4).
@@ -462,6 +469,19 @@ func (w *writer) upload(ctx context.Context, enc *chunkstore.Encoder, d crypto.D
 		return err
 	}
 	existed, err := w.store.WriteChunk(ctx, d, blob)
+	if err == nil && existed {
+		// Never count on a stored chunk unchecked: bit rot keeps its size.
+		var old []byte
+		var damage error
+		old, damage, err = w.vouch(ctx, d, data, blob)
+		switch {
+		case errors.Is(err, chunkstore.ErrNotFound):
+			// Gone meanwhile (garbage collection): write it.
+			existed, err = w.store.WriteChunk(ctx, d, blob)
+		case err == nil && damage != nil:
+			existed, err = false, w.heal(ctx, d, old, blob, damage)
+		}
+	}
 	if err != nil {
 		w.mu.Lock()
 		delete(w.done, d)

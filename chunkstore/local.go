@@ -527,3 +527,62 @@ func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 	}
 	return g.Close, nil
 }
+
+// StatChunk returns the size of the chunk file for d (see ChunkStatter): a
+// missing one wraps ErrNotFound; a chunk file or prefix directory that is a
+// symbolic link is refused (ErrSymlink).
+func (l *Local) StatChunk(ctx context.Context, d crypto.Digest) (int64, error) {
+	h := d.String()
+	f, err := openRegular(l.chunks, l.chunks.Name(), h[:4]+"/"+h)
+	if err != nil {
+		return 0, fmt.Errorf("chunk %s: %w", d, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("chunk %s: %v", d, err)
+	}
+	return st.Size(), nil
+}
+
+// ReplaceChunk renames the chunk file for d to the first free
+// "<digest>.N.bad" in its prefix directory (N 0…9, .9.bad overwritten when
+// all are taken) and writes blob in its place (see ChunkReplacer).
+func (l *Local) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []byte) (string, error) {
+	h := d.String()
+	dir, err := mkdirBeneath(l.chunks, l.chunks.Name(), h[:4])
+	if err != nil {
+		return "", fmt.Errorf("chunk %s: %w", d, err)
+	}
+	defer dir.Close()
+	aside := ""
+	for n := range MaxBadGenerations {
+		bad := BadName(d, n)
+		flags := uint(unix.RENAME_NOREPLACE)
+		if n == MaxBadGenerations-1 {
+			flags = 0
+		}
+		err := unix.Renameat2(int(dir.Fd()), h, int(dir.Fd()), bad, flags)
+		if errors.Is(err, unix.EINVAL) && flags != 0 {
+			// A file system without RENAME_NOREPLACE: look, then rename.
+			var st unix.Stat_t
+			if err = unix.Fstatat(int(dir.Fd()), bad, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+				continue
+			}
+			err = unix.Renameat(int(dir.Fd()), h, int(dir.Fd()), bad)
+		}
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err == nil {
+			aside = filepath.Join(dir.Name(), bad)
+		} else if !errors.Is(err, unix.ENOENT) {
+			return "", fmt.Errorf("chunk %s: rename %s aside: %w", d, l.ChunkLocation(d), mapErr(err))
+		}
+		break
+	}
+	if err := writeAtomic(dir, h, blob, 0o640); err != nil {
+		return aside, fmt.Errorf("chunk %s: %w", d, err)
+	}
+	return aside, nil
+}

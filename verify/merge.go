@@ -26,7 +26,11 @@ const MaxShardSpread = 12 * time.Hour
 // another shard count, the same shard twice, or reports started more than
 // MaxShardSpread apart, are refused. A merge of only some of the N shards
 // keeps Shard as the list of those merged ("0,2/3") and is not OK: the
-// missing shards' chunks were not checked.
+// missing shards' chunks were not checked. A snapshot that only some of the
+// reports list (a backup or prune between the shards' runs) is not
+// verified: it fails, with an error naming the shards that saw it, and is
+// listed in NotVerified; one that a shard skipped as removed while running
+// is skipped in the merge too.
 func Merge(reports []Report) (Report, error) {
 	if len(reports) == 0 {
 		return Report{}, fmt.Errorf("no reports to merge")
@@ -106,15 +110,29 @@ func Merge(reports []Report) (Report, error) {
 
 	var order []string
 	snaps := map[string]*SnapshotResult{}
-	for _, r := range reports {
+	seenBy := map[string][]int{} // snapshot: the reports that list it (checked or skipped)
+	skipped := map[string]bool{} // removed while some shard ran
+	for i, r := range reports {
+		for _, name := range r.Skipped {
+			if !skipped[name] && snaps[name] == nil {
+				order = append(order, name)
+			}
+			skipped[name] = true
+			seenBy[name] = append(seenBy[name], i)
+		}
 		for _, s := range r.Snapshots {
+			if !slices.Contains(seenBy[s.Snapshot], i) {
+				seenBy[s.Snapshot] = append(seenBy[s.Snapshot], i)
+			}
 			m := snaps[s.Snapshot]
 			if m == nil {
 				c := s
 				c.Archives = nil
 				m = &c
 				snaps[s.Snapshot] = m
-				order = append(order, s.Snapshot)
+				if !skipped[s.Snapshot] {
+					order = append(order, s.Snapshot)
+				}
 			}
 			m.OK = m.OK && s.OK
 			m.Error = cmp.Or(m.Error, s.Error)
@@ -138,6 +156,7 @@ func Merge(reports []Report) (Report, error) {
 				x.ChunksChecked += a.ChunksChecked
 				x.ChunksKnown += a.ChunksKnown
 				x.ChunksFresh += a.ChunksFresh
+				x.ChunksPresent += a.ChunksPresent
 				x.ChunksOther += a.ChunksOther
 				x.CRCOnly = x.CRCOnly || a.CRCOnly
 				x.DamagedCount += a.DamagedCount
@@ -147,9 +166,22 @@ func Merge(reports []Report) (Report, error) {
 	}
 	for _, name := range order {
 		s := snaps[name]
+		if skipped[name] {
+			// Pruned while a shard ran: gone, not verified, as in one run.
+			out.Add(SnapshotResult{Snapshot: name, OK: true, Skipped: true, Archives: []ArchiveResult{}})
+			continue
+		}
+		if by := seenBy[name]; len(by) < len(reports) {
+			// A backup (or prune) between the shards' runs: the shards
+			// that did not see it checked none of its chunks.
+			out.NotVerified = append(out.NotVerified, name)
+			s.OK = false
+			s.Error = fmt.Sprintf("not verified: seen by %s only, not by %s (a backup or prune ran between the shards): the chunks of the other shards were not checked; verify it again",
+				shardNames(reports, by, true), shardNames(reports, by, false))
+		}
 		for i := range s.Archives {
 			a := &s.Archives[i]
-			if complete {
+			if complete && len(seenBy[name]) == len(reports) {
 				a.ChunksOther = 0
 			}
 			if a.Error == "" && a.DamagedCount > 0 {
@@ -168,4 +200,16 @@ func Merge(reports []Report) (Report, error) {
 		out.ExitCode = 1
 	}
 	return out, nil
+}
+
+// shardNames names the shards of reports whose index is in idx (in: true)
+// or is not (in: false): "shard 0/2, shard 1/2".
+func shardNames(reports []Report, idx []int, in bool) string {
+	var names []string
+	for i, r := range reports {
+		if slices.Contains(idx, i) == in {
+			names = append(names, "shard "+cmp.Or(r.Shard, "0/1"))
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -32,12 +32,13 @@ type ArchiveResult struct {
 	OK            bool   `json:"ok"`
 	Error         string `json:"error,omitempty"`
 	Size          uint64 `json:"size"`
-	ChunksChecked uint64 `json:"chunks-checked,omitempty"`          // read and checked here
-	ChunksKnown   int    `json:"chunks-already-verified,omitempty"` // checked for another archive of the run
-	ChunksFresh   int    `json:"chunks-fresh,omitempty"`            // verified recently by an earlier run (Options.State)
-	ChunksOther   int    `json:"chunks-other-shards,omitempty"`     // left to the other shards (Options.Shard)
-	CRCOnly       bool   `json:"crc-only,omitempty"`                // encrypted, no key: structure and CRC checked, not content
-	DamagedCount  int    `json:"damaged-count,omitempty"`           // damaged chunks, listed or not
+	ChunksChecked uint64 `json:"chunks-checked,omitempty"`           // read and checked here
+	ChunksKnown   int    `json:"chunks-already-verified,omitempty"`  // checked for another archive of the run
+	ChunksFresh   int    `json:"chunks-fresh,omitempty"`             // verified recently by an earlier run (Options.State): not read
+	ChunksPresent int    `json:"chunks-confirmed-present,omitempty"` // of ChunksFresh: confirmed still in the store (stat, HEAD)
+	ChunksOther   int    `json:"chunks-other-shards,omitempty"`      // left to the other shards (Options.Shard)
+	CRCOnly       bool   `json:"crc-only,omitempty"`                 // encrypted, no key: structure and CRC checked, not content
+	DamagedCount  int    `json:"damaged-count,omitempty"`            // damaged chunks, listed or not
 	// Damaged lists the damaged chunks, by offset: those among the first
 	// Options.MaxDamaged of the run.
 	Damaged []DamagedChunk `json:"damaged-chunks,omitempty"`
@@ -69,11 +70,20 @@ type Report struct {
 	// ChunksChecked counts the chunks read and checked; DamagedChunks the
 	// damaged ones (per archive that uses them); DamagedUnlisted those of
 	// them not listed in full (Options.MaxDamaged).
-	ChunksChecked   uint64           `json:"chunks-checked"`
+	ChunksChecked uint64 `json:"chunks-checked"`
+	// ChunksFresh counts the chunks skipped as verified recently by an
+	// earlier run (Options.State), ChunksPresent those of them confirmed
+	// still in the store (the others are damaged: missing, empty).
+	ChunksFresh     int              `json:"chunks-fresh,omitempty"`
+	ChunksPresent   int              `json:"chunks-confirmed-present,omitempty"`
 	DamagedChunks   int              `json:"damaged-chunks"`
 	DamagedUnlisted int              `json:"damaged-chunks-unlisted,omitempty"`
 	Snapshots       []SnapshotResult `json:"snapshots"`
 	Skipped         []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
+	// NotVerified lists, in a merged report, the snapshots that only some
+	// shards saw (a backup or prune between their runs): their chunks of
+	// the other shards were not checked (Merge).
+	NotVerified []string `json:"not-verified,omitempty"`
 	// Stores says, with several stores (a chunkstore.Chain), how many
 	// chunks each served and how many copies fell through; set by the
 	// command.
@@ -91,6 +101,8 @@ func (rep *Report) Add(r SnapshotResult) {
 	for _, a := range r.Archives {
 		rep.Bytes += a.Size
 		rep.ChunksChecked += a.ChunksChecked
+		rep.ChunksFresh += a.ChunksFresh
+		rep.ChunksPresent += a.ChunksPresent
 		rep.DamagedChunks += a.DamagedCount
 		rep.DamagedUnlisted += a.DamagedCount - len(a.Damaged)
 	}

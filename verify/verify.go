@@ -91,6 +91,7 @@ func keyOf(c *restore.Chunk, encrypted bool) chunkKey {
 const (
 	inFlight uint8 = iota + 1 // claimed by an archive being checked
 	verified                  // passed its check in this run
+	present                   // fresh in the state, confirmed present in this run (not read)
 )
 
 // Verifier checks snapshots of one store, remembering verified chunks so
@@ -341,20 +342,33 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 		claimed = map[chunkKey]bool{} // claimed here and not resolved: as many as reads in flight
 	)
 	now := time.Now()
-	if !unkeyed {
+	var fresh []restore.Chunk // skipped as fresh: their presence is confirmed
+	if unkeyed {
 		// A CRC check is no proof of content: only keyed checks count, and
-		// CRC-only archives check all their chunks.
+		// CRC-only archives check all the chunks of their shard.
+		plan.Drop(func(c *restore.Chunk) bool {
+			if !v.opts.Shard.Has(c.Digest) {
+				a.ChunksOther++
+				return true
+			}
+			return false
+		})
+	} else {
 		v.mu.Lock()
 		plan.Drop(func(c *restore.Chunk) bool {
-			switch {
+			switch k := keyOf(c, opts.Encrypted); {
 			case !v.opts.Shard.Has(c.Digest):
 				a.ChunksOther++
-			case v.chunks[keyOf(c, opts.Encrypted)] == verified:
+			case v.chunks[k] == verified:
 				a.ChunksKnown++
-			case v.opts.State.Fresh(c.Digest, c.Length, opts.Encrypted, now):
-				a.ChunksFresh++
-			default:
+			case !v.opts.State.Fresh(c.Digest, c.Length, opts.Encrypted, now):
 				return false
+			case v.chunks[k] == present:
+				a.ChunksFresh++
+				a.ChunksPresent++
+			default:
+				a.ChunksFresh++
+				fresh = append(fresh, *c)
 			}
 			return true
 		})
@@ -406,7 +420,13 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	if v.opts.Progress != nil {
 		finish = v.opts.Progress(name, int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
 	}
-	err = v.run(ctx, plan, opts, &stats, claimed)
+	err = v.confirm(ctx, s, plan, fresh, opts, a)
+	if ctx.Err() == nil {
+		var de *restore.DamagedError
+		if err2 := v.run(ctx, plan, opts, &stats, claimed); err == nil || (err2 != nil && !errors.As(err2, &de)) {
+			err = err2 // an error that is not damage wins over damage
+		}
+	}
 	if ctx.Err() == nil && len(waitFor) > 0 {
 		// What others were checking: count it if it passed, check it here
 		// if it did not (damaged chunks are reported by every archive that

@@ -36,6 +36,7 @@ type backupSummary struct {
 	UploadedBytes uint64   `json:"uploaded-bytes"` // the zero chunk's included
 	Existing      uint64   `json:"chunks-existing"`
 	DedupHits     uint64   `json:"dedup-hits"`
+	Replaced      uint64   `json:"chunks-replaced,omitempty"` // found damaged in the store and written again (in chunks-uploaded)
 	ZeroUploaded  bool     `json:"zero-chunk-uploaded"`
 	ZeroExisting  bool     `json:"zero-chunk-existing"`
 	Seconds       float64  `json:"seconds"`
@@ -194,11 +195,18 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		if err != nil {
 			return fmt.Errorf("backup failed, no snapshot written: %w", err)
 		}
+		for _, r := range res.Replaced {
+			aside := "not kept"
+			if r.Aside != "" {
+				aside = "kept as " + r.Aside
+			}
+			fmt.Fprintf(stderr, "pbsdirect backup: warning: chunk %s in the store was damaged (%s): written again; the damaged copy %s\n", r.Digest, r.Damage, aside)
+		}
 		el := time.Since(start)
 		sum := backupSummary{
 			Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
 			Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
-			Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Seconds: el.Seconds(),
+			Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Replaced: stats.Replaced.Load(), Seconds: el.Seconds(),
 			ZeroChunks: stats.ZeroChunks.Load(), ZeroUploaded: stats.ZeroUploaded.Load() > 0, ZeroExisting: stats.ZeroExisting.Load() > 0,
 			MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
 		}
@@ -223,6 +231,9 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			strings.Join(sum.Archives, ", "), sum.Chunks, sum.Chunks-sum.ZeroChunks, sum.DedupHits, sum.ZeroChunks, humanBytes(sum.ZeroBytes))
 		fmt.Fprintf(stdout, "  written to the store: %s (%s); already there: %s\n",
 			withZero(sum.Uploaded, sum.ZeroUploaded), humanBytes(sum.UploadedBytes), withZero(sum.Existing, sum.ZeroExisting))
+		if sum.Replaced > 0 {
+			fmt.Fprintf(stdout, "  replaced %d damaged chunk(s) found in the store (the damaged copies kept as <digest>.N.bad)\n", sum.Replaced)
+		}
 		if cc != nil {
 			fmt.Fprintf(stdout, "  crypt mode %s, key %s\n", sum.CryptMode, cc.Fingerprint().Short())
 		}
@@ -237,8 +248,9 @@ func backupCommand() commandSpec {
 		short: "back up images (and blobs) into a new snapshot of a datastore",
 		long: `Back up disk images (NAME.img:PATH, from a file or block device) and blobs
 (NAME.conf:PATH, NAME.log:PATH) into a new snapshot of a datastore, as
-proxmox-backup-client does. Chunks already in the store are not written again.
-With --keyfile (or the default key file) archives are encrypted;
+proxmox-backup-client does. Chunks already in the store are not written again,
+once read back and checked (decoded, digest): a damaged one is kept aside as
+<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile (or the default key file) archives are encrypted;
 --master-pubkey-file also stores the key encrypted under an RSA master key.`,
 		example: `  pbsdirect backup --store /mnt/ds --backup-type vm --backup-id 100 drive-scsi0.img:/dev/vg0/vm-100-disk-0
   pbsdirect backup --store s3://backups/pbs --keyfile enc.key --master-pubkey-file master-public.pem root.img:/var/tmp/root.raw`,

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -66,6 +67,10 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		if rep.Shard != "" {
 			outside = fmt.Errorf("%w: only shards %s merged: the chunks of the missing shards are not checked", chunkstore.ErrUnavailable, rep.Shard)
 		}
+		if len(rep.NotVerified) > 0 {
+			outside = &outsideError{fmt.Errorf("%d snapshot(s) seen by only some shards (a backup or prune ran between them), not verified: %s",
+				len(rep.NotVerified), strings.Join(rep.NotVerified, " "))}
+		}
 		for _, r := range reps {
 			if r.ExitCode == exitOutside {
 				outside = fmt.Errorf("%w: shard %s could not check everything (exit code %d)", chunkstore.ErrUnavailable, cmp.Or(r.Shard, "0/1"), r.ExitCode)
@@ -105,7 +110,8 @@ func reportMergeCommand() commandSpec {
 		use:   "merge [flags] FILE... (PATH, s3://bucket/key or gs://bucket/key)",
 		short: "merge the JSON reports of verify shards into one",
 		long: `Merge the JSON reports of verify shards (verify --shard I/N --report FILE) into
-one report, ok only when every shard's is.`,
+one report, ok only when every shard's is and every shard saw the same
+snapshots (a snapshot only some shards saw is not verified: exit 3).`,
 		example: `  pbsdirect report merge --output-format json-pretty shard-*.json
   pbsdirect report merge --report s3://reports/all.json s3://reports/shard-1.json s3://reports/shard-2.json`,
 		build: cmdReportMerge,

@@ -256,7 +256,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if !rep.OK {
 			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Failed())
 		}
-		chunks := checkedChunks(rep.ChunksChecked, rep.DamagedChunks)
+		chunks := checkedChunks(rep.ChunksChecked, rep.DamagedChunks) + freshChunks(rep.ChunksFresh, rep.ChunksPresent)
 		if rep.DamagedChunks > 0 && len(rep.Snapshots) > 1 {
 			// Good chunks are checked once per run; a bad one is counted in
 			// each archive that uses it.
@@ -361,8 +361,8 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 		if a.CRCOnly {
 			fmt.Fprint(w, " [CRC only, no key]")
 		}
-		if a.ChunksChecked > 0 || a.ChunksKnown > 0 || a.DamagedCount > 0 {
-			fmt.Fprintf(w, " (%s", checkedChunks(a.ChunksChecked, a.DamagedCount))
+		if a.ChunksChecked > 0 || a.ChunksKnown > 0 || a.DamagedCount > 0 || a.ChunksFresh > 0 {
+			fmt.Fprintf(w, " (%s%s", checkedChunks(a.ChunksChecked, a.DamagedCount), freshChunks(a.ChunksFresh, a.ChunksPresent))
 			if a.ChunksKnown > 0 {
 				fmt.Fprintf(w, ", %d already verified", a.ChunksKnown)
 			}
@@ -404,6 +404,16 @@ func checkedChunks(checked uint64, damaged int) string {
 		return n + " checked"
 	}
 	return fmt.Sprintf("%s verified, %d damaged or missing", n, damaged)
+}
+
+// freshChunks says how many chunks were skipped as verified recently (--state)
+// and how many of them were confirmed still there: ", 5 skipped as fresh (5
+// confirmed present)", or "" when none was skipped.
+func freshChunks(fresh, present int) string {
+	if fresh == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d skipped as fresh (%d confirmed present)", fresh, present)
 }
 
 // verifyCommand is 'pbsdirect verify'.

@@ -95,6 +95,10 @@ func Run(t *testing.T, h Harness) {
 			})
 		}
 	}
+	t.Run("ReplaceDamaged", func(t *testing.T) {
+		t.Parallel()
+		replaceDamaged(t, h)
+	})
 	t.Run("Pagination", func(t *testing.T) {
 		t.Parallel()
 		pagination(t, h)

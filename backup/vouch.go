@@ -1,0 +1,77 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// ErrCannotReplace is wrapped by a backup's error when a chunk already in
+// the store is damaged and the store cannot replace it
+// (chunkstore.ChunkReplacer): the new snapshot would not be restorable.
+var ErrCannotReplace = errors.New("the store cannot replace a damaged chunk")
+
+// vouch checks the stored chunk for d, which WriteChunk found there, before
+// the snapshot counts on it: it is read and, unless it is byte for byte the
+// blob this backup would have written, decoded as a restore decodes it
+// (crypt mode, CRC, AES-GCM with the backup's key, length and digest of
+// data). A size differing from blob's proves nothing by itself (another
+// writer may compress otherwise) but is said in the error of a copy that
+// fails. It returns the stored bytes and why they are damaged (nil when
+// good); err is set when the chunk could not be read for a cause that says
+// nothing about it (store unreachable, denied), and ErrNotFound when it is
+// gone meanwhile.
+func (w *writer) vouch(ctx context.Context, d crypto.Digest, data, blob []byte) (old []byte, damage, err error) {
+	old, err = w.store.ReadChunk(ctx, d, nil, chunkstore.ChunkLimit(len(data)))
+	switch {
+	case errors.Is(err, chunkstore.ErrEmpty), errors.Is(err, chunkstore.ErrTooLarge):
+		return nil, err, nil
+	case err != nil:
+		return nil, nil, err
+	case bytes.Equal(old, blob):
+		return old, nil, nil
+	}
+	dec := w.decoders.Get()
+	if dec == nil {
+		if dec, err = chunkstore.NewDecoder(); err != nil {
+			return nil, nil, err
+		}
+	}
+	defer w.decoders.Put(dec)
+	_, damage = dec.(*chunkstore.Decoder).DecodeChunk(nil, old, d, len(data), w.opts.Key != nil, w.opts.Key)
+	if damage != nil && len(old) != len(blob) {
+		damage = fmt.Errorf("%w (stored %d bytes, the new chunk is %d)", damage, len(old), len(blob))
+	}
+	return old, damage, nil
+}
+
+// heal replaces the damaged stored chunk old for d with blob
+// (chunkstore.ChunkReplacer: the damaged copy is kept aside as
+// "<digest>.N.bad") and counts it in Stats.Replaced.
+func (w *writer) heal(ctx context.Context, d crypto.Digest, old, blob []byte, damage error) error {
+	r, ok := w.store.(chunkstore.ChunkReplacer)
+	if !ok {
+		return fmt.Errorf("chunk %s: %s: stored copy damaged (%v): %w", d, w.store.ChunkLocation(d), damage, ErrCannotReplace)
+	}
+	aside, err := r.ReplaceChunk(ctx, d, old, blob)
+	if err != nil {
+		return fmt.Errorf("chunk %s: stored copy damaged (%v), replacing it: %w", d, damage, err)
+	}
+	w.stats.Replaced.Add(1)
+	w.mu.Lock()
+	w.replaced = append(w.replaced, Replaced{Digest: d, Location: w.store.ChunkLocation(d), Aside: aside, Damage: damage.Error()})
+	w.mu.Unlock()
+	return nil
+}
+
+// Replaced is one damaged chunk a backup found in the store and replaced.
+type Replaced struct {
+	Digest   crypto.Digest
+	Location string // the chunk's file or object
+	Aside    string // where the damaged copy was kept ("" when none was)
+	Damage   string // what was wrong with it
+}
