@@ -163,8 +163,9 @@ func (e causeError) Error() string   { return e.msg }
 func (e causeError) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // ErrSymlink is wrapped by Local's errors for a symbolic link inside the
-// datastore where PBS never makes one.
-var ErrSymlink = errors.New("symbolic link inside the datastore (PBS never makes one there; not followed)")
+// datastore where PBS never makes one; it matches ErrDamaged (the path was
+// read and is not what PBS writes there).
+var ErrSymlink = DamageKind("symbolic link inside the datastore (PBS never makes one there; not followed)")
 
 // linkErr turns the ELOOP of an O_NOFOLLOW open into ErrSymlink, and maps
 // the rest as mapErr does.

@@ -28,8 +28,9 @@ type Info struct {
 	Files    []chunkstore.FileInfo // Path is the bare file name
 }
 
-// ErrNoSnapshot is returned when a snapshot or group has no finished snapshot.
-var ErrNoSnapshot = errors.New("no such snapshot")
+// ErrNoSnapshot is returned when a snapshot or group has no finished snapshot
+// (it matches chunkstore.ErrNotFound: missing data).
+var ErrNoSnapshot = chunkstore.MissingKind("no such snapshot")
 
 // ErrRemoved is returned (wrapping ErrNoSnapshot) for a snapshot that was
 // there when it was listed or resolved and is gone now: on a live datastore

@@ -2,9 +2,11 @@
 // archives directly from a datastore directory or a bucket, with no PBS
 // server in the loop.
 //
-// Exit codes (see exitCode): 0 success; 1 the data is damaged or missing;
-// 2 usage error; 3 the run could not complete for a reason outside the data
-// (retrying later can help); 130/143 interrupted by SIGINT/SIGTERM.
+// Exit codes (see exitCode): 0 success; 1 the data is damaged or missing
+// (proven: read and failed a check, or definitively not there); 2 usage
+// error; 3 the run could not complete for a reason outside the data, or
+// any error that proves nothing about the data (retrying later can help);
+// 130/143 interrupted by SIGINT/SIGTERM.
 package main
 
 import (
@@ -61,6 +63,17 @@ func (e *outsideError) Error() string { return e.err.Error() }
 // Unwrap returns the cause.
 func (e *outsideError) Unwrap() error { return e.err }
 
+// dataError marks a failure that the data proved (exit 1) where no typed
+// cause carries it: a verify or a merge of verify reports that found
+// damage and nothing outside the data.
+type dataError struct{ err error }
+
+// Error returns the cause's text.
+func (e *dataError) Error() string { return e.err.Error() }
+
+// Unwrap returns the cause.
+func (e *dataError) Unwrap() error { return e.err }
+
 // Exit codes (see exitCode).
 const (
 	exitOK      = 0
@@ -101,17 +114,21 @@ func main() {
 // given (crypto.ErrPassphraseNeeded) or a new one too short, and a target refused as named (exists
 // without --force, a symbolic link, a disk-image container, part of the
 // datastore, a missing directory, not a file or block device, a device too
-// small); 3 when the cause lies outside the data (chunkstore.Outside:
-// unreachable store, refused credentials, throttled past --retry-for,
-// target I/O error, permission, no space; a busy or in-use target, a locked
-// group, a snapshot that already exists; FUSE unavailable for mount; a
-// --store that is not there, storeMissingError); 1 for everything else,
-// which is damaged or missing data.
+// small); 3 when the cause is known to lie outside the data
+// (chunkstore.Outside: unreachable store, refused or expired credentials,
+// throttled past --retry-for, target I/O error, permission, no space; a
+// busy or in-use target, a locked group, a snapshot that already exists;
+// FUSE unavailable for mount; a --store that is not there,
+// storeMissingError); 1 only when the error proves the data damaged or
+// missing (restore.Proven: read and failed a check, or definitively not
+// there; a wrong key; a dataError); 3 for every other error, which proves
+// nothing about the data: the run could not complete.
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
 	var sm *storeMissingError
 	var oe *outsideError
+	var de *dataError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -129,8 +146,11 @@ func exitCode(err error) int {
 		// Busy: another run holds the target or the snapshot; a retry
 		// after it may succeed. No FUSE: the machine, not the data.
 		return exitOutside
+	case restore.Proven(err), errors.As(err, &de):
+		return exitData
 	}
-	return exitData
+	// Damage is proven, never assumed.
+	return exitOutside
 }
 
 // interrupted returns the interruptedError that stopped ctx, if one did, in
