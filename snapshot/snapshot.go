@@ -249,8 +249,8 @@ func ReadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if m.BackupType != snap.Type || m.BackupID != snap.ID || m.BackupTime != snap.Time {
-		return nil, fmt.Errorf("%s: manifest names %s/%s/%s, not the snapshot it is stored in",
-			name, m.BackupType, m.BackupID, index.FormatTime(m.BackupTime))
+		return nil, fmt.Errorf("%s: %w: manifest names %s/%s/%s, not the snapshot it is stored in",
+			name, index.ErrBadManifest, m.BackupType, m.BackupID, index.FormatTime(m.BackupTime))
 	}
 	return m, nil
 }

@@ -127,7 +127,10 @@ func (v *Verifier) Removed() error {
 // first one that does not prove the data damaged or missing
 // (restore.Proven) is kept for Outside.
 func (v *Verifier) note(err error) string {
-	if !restore.Proven(err) {
+	// A key that needs a passphrase no source gave is no failure outside
+	// the data either: the archive was not checked for want of its key,
+	// as with no key at all (index.ErrMissingKey).
+	if !restore.Proven(err) && !errors.Is(err, crypto.ErrPassphraseNeeded) {
 		v.mu.Lock()
 		if v.outside == nil {
 			v.outside = err

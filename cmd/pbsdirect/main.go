@@ -126,8 +126,6 @@ func main() {
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
-	var sm *storeMissingError
-	var oe *outsideError
 	var de *dataError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -140,17 +138,27 @@ func exitCode(err error) int {
 		// A target that cannot take the restore as named: the command
 		// line must change, not the data or the machine.
 		return exitUsage
-	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, restore.ErrTargetInUse),
-		errors.Is(err, restore.ErrNoSpace), errors.Is(err, chunkstore.ErrSnapshotBusy), errors.Is(err, backup.ErrSnapshotExists),
-		errors.Is(err, fusefs.ErrUnavailable), errors.As(err, &sm), errors.As(err, &oe):
-		// Busy: another run holds the target or the snapshot; a retry
-		// after it may succeed. No FUSE: the machine, not the data.
+	case knownOutside(err):
 		return exitOutside
 	case restore.Proven(err), errors.As(err, &de):
 		return exitData
 	}
 	// Damage is proven, never assumed.
 	return exitOutside
+}
+
+// knownOutside reports whether err's cause is known to lie outside the data
+// (exit 3 when it is no usage error): chunkstore.Outside, a busy or in-use
+// target, no space, a locked group, a snapshot that already exists, FUSE
+// unavailable, a --store that is not there, an outsideError.
+func knownOutside(err error) bool {
+	var sm *storeMissingError
+	var oe *outsideError
+	// Busy: another run holds the target or the snapshot; a retry after it
+	// may succeed. No FUSE: the machine, not the data.
+	return chunkstore.Outside(err) || errors.Is(err, restore.ErrTargetBusy) || errors.Is(err, restore.ErrTargetInUse) ||
+		errors.Is(err, restore.ErrNoSpace) || errors.Is(err, chunkstore.ErrSnapshotBusy) || errors.Is(err, backup.ErrSnapshotExists) ||
+		errors.Is(err, fusefs.ErrUnavailable) || errors.As(err, &sm) || errors.As(err, &oe)
 }
 
 // interrupted returns the interruptedError that stopped ctx, if one did, in
@@ -252,7 +260,7 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		textOnly(stdout)
 	}
 	err = interrupted(ctx, err)
-	if err != nil && isCompletion(c) && exitCode(err) == exitData {
+	if code := exitCode(err); err != nil && isCompletion(c) && (code == exitData || code == exitOutside && !knownOutside(err)) {
 		err = usageOf(err) // a completion request or script has no data to be damaged
 	}
 	code := exitCode(err)
