@@ -376,8 +376,10 @@ func noSuchHost(err error) bool {
 }
 
 // regionInMessage finds the expected region in AWS's error messages, e.g.
-// "the region 'us-east-1' is wrong; expecting 'eu-central-1'".
-var regionInMessage = regexp.MustCompile(`expecting '([a-z0-9-]+)'`)
+// "the region 'us-east-1' is wrong; expecting 'eu-central-1'", quoted with
+// single or double quotes (S3 clones and gateways say `expecting
+// "us-east-1"`).
+var regionInMessage = regexp.MustCompile(`expecting ['"]([a-z0-9-]+)['"]`)
 
 // bucketRegion returns the bucket's region named by a region-mismatch
 // answer (301 PermanentRedirect, 400 AuthorizationHeaderMalformed or
@@ -970,8 +972,11 @@ func isNotImplemented(err error) bool {
 }
 
 // mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
-// around 403s and chunkstore.ErrUnavailable around unreachable endpoints and
-// transient failures (429, 5xx, timeouts) that outlasted the retries.
+// around 401s, 403s and expired temporary credentials (400 ExpiredToken)
+// and chunkstore.ErrUnavailable around unreachable endpoints and transient
+// failures (429, 5xx, timeouts) that outlasted the retries. Any other error
+// is returned as is: it proves nothing about the data (chunkstore.Proven is
+// false), so the run fails as one that could not complete.
 func mapErr(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -988,7 +993,9 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w (%s)", chunkstore.ErrNotFound, code)
 	case code == "RequestTimeTooSkewed":
 		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
-	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+	case expiredCodes[code]:
+		return fmt.Errorf("%w: %v (temporary credentials expired: refresh them, e.g. aws sso login or a new AWS_SESSION_TOKEN, and run again; a restore continues with --resume)", chunkstore.ErrDenied, err)
+	case st == http.StatusForbidden || st == http.StatusUnauthorized || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
 	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classifyErr(err) != bucket.Fatal:
 		if errors.Is(err, chunkstore.ErrUnavailable) {
@@ -1001,6 +1008,11 @@ func mapErr(err error) error {
 	}
 	return err
 }
+
+// expiredCodes are the error codes of S3 (a 400, not a 403) and its clones
+// for temporary credentials (a session token) that expired or are no
+// longer valid.
+var expiredCodes = map[string]bool{"ExpiredToken": true, "TokenRefreshRequired": true, "InvalidToken": true, "ExpiredTokenException": true}
 
 // skewCodes are the error codes after which the SDK corrects its clock by
 // the server's Date header and retries (its clock skew correction).

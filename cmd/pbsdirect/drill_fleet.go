@@ -112,9 +112,9 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 		err := fmt.Errorf("drill failed for %d of %d archive(s)%s", failed, len(reps), worst)
 		if !slices.ContainsFunc(reps, func(r drillReport) bool { return !r.OK && r.ExitCode != exitOutside }) {
 			// Every failure lies outside the data: retrying may help (exit 3).
-			err = fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
+			return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 		}
-		return err
+		return &dataError{err}
 	}
 	return ctx.Err()
 }

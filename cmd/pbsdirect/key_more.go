@@ -355,7 +355,7 @@ func cmdKeyImportWithMasterKey(fs *flag.FlagSet) commandFunc {
 			return fmt.Errorf("%s: recovered key: %w", fs.Arg(0), err)
 		}
 		if wantFP != nil && *wantFP != cfg.Fingerprint() {
-			return fmt.Errorf("%s: recovered key %s, but the snapshot's manifest names key %s", fs.Arg(0), cfg.Fingerprint(), wantFP)
+			return fmt.Errorf("%s: %w: recovered key %s, but the snapshot's manifest names key %s", fs.Arg(0), index.ErrWrongKey, cfg.Fingerprint(), wantFP)
 		}
 		var pass []byte
 		if *kdf != crypto.KDFNone {

@@ -77,6 +77,11 @@ type Quirks struct {
 	// '<region>'"); accepted ones are re-signed for TargetRegion.
 	BucketRegion string
 	RegionError  int
+	// RegionQuoted makes the RegionError 400 answer quote the regions in
+	// double quotes (`expecting "<region>"`, as S3 clones and gateways
+	// do) and leave out the x-amz-bucket-region header: the message is
+	// all that names the region.
+	RegionQuoted bool
 	// RegionLoop answers the region error even to requests signed for
 	// BucketRegion (a misconfigured endpoint or gateway: a redirect loop).
 	RegionLoop bool
@@ -238,6 +243,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.q.BucketRegion != "" && rq.auth != nil && (rq.auth.region != p.q.BucketRegion || p.q.RegionLoop) {
 		bkt, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if p.q.RegionError == http.StatusBadRequest && p.q.RegionQuoted {
+			p.reply(w, http.StatusBadRequest, "AuthorizationHeaderMalformed",
+				fmt.Sprintf("The authorization header is malformed; the region %q is wrong; expecting %q", rq.auth.region, p.q.BucketRegion), "")
+			return
+		}
 		if p.q.RegionError == http.StatusBadRequest {
 			p.reply(w, http.StatusBadRequest, "AuthorizationHeaderMalformed",
 				fmt.Sprintf("The authorization header is malformed; the region '%s' is wrong; expecting '%s'", rq.auth.region, p.q.BucketRegion),
