@@ -127,12 +127,17 @@ func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []s
 	if err := sf.check(); err != nil {
 		return nil, nil, err
 	}
-	ns, err := sf.namespace()
+	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, nil, err
 	}
 	store, err := openStore(ctx, sf, false, manifestReads)
 	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		store.Close()
 		return nil, nil, err
 	}
 	return ns, store, nil

@@ -19,7 +19,7 @@ import (
 // the default key file closed) and the opened store (see openStore). The
 // caller closes the store.
 func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode string, noDefault bool, concurrency int) (index.Namespace, *keySource, chunkstore.Store, error) {
-	ns, err := sf.namespace()
+	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -35,6 +35,11 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode s
 		fmt.Fprintln(stderr, w)
 	}
 	noteFollowed(stderr, store)
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
 	return ns, keys, store, nil
 }
 
