@@ -170,6 +170,7 @@ func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]dril
 		return nil, err
 	}
 	defer store.Close()
+	warnDisagreement(stderr, store)
 	ns, err := nsa.resolve(ctx, store, false)
 	if err != nil {
 		return nil, err

@@ -413,6 +413,7 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 		return nil, nil, err
 	}
 	defer store.Close()
+	warnDisagreement(stderr, store)
 	ns, err := nsa.resolve(ctx, store, false)
 	if err != nil {
 		return nil, nil, err

@@ -30,7 +30,7 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace", stderr)
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", -1, "list namespaces at most this many levels below --ns (-1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start")
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start", stderr)
 		if err != nil {
 			return err
 		}
@@ -119,8 +119,9 @@ func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 
 // openListing checks the arguments of a listing command (groups,
 // namespaces, snapshots: flags only; hint says what to use instead of an
-// argument), checks the flags and opens the store and namespace to list.
-func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, hint string) (index.Namespace, chunkstore.Store, error) {
+// argument), checks the flags and opens the store and namespace to list;
+// what several stores disagree on is said on stderr.
+func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, hint string, stderr io.Writer) (index.Namespace, chunkstore.Store, error) {
 	if fs.NArg() != 0 {
 		return nil, nil, usagef("%s takes no arguments (%s)", fs.Name(), hint)
 	}
@@ -135,6 +136,7 @@ func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []s
 	if err != nil {
 		return nil, nil, err
 	}
+	warnDisagreement(stderr, store)
 	ns, err := nsa.resolve(ctx, store, false)
 	if err != nil {
 		store.Close()

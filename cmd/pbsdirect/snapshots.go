@@ -50,7 +50,7 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (-1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace", stderr)
 		if err != nil {
 			return err
 		}

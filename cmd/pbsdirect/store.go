@@ -35,6 +35,7 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode s
 		fmt.Fprintln(stderr, w)
 	}
 	noteFollowed(stderr, store)
+	warnDisagreement(stderr, store)
 	ns, err := nsa.resolve(ctx, store, false)
 	if err != nil {
 		store.Close()
@@ -57,6 +58,15 @@ func noteFollowed(stderr io.Writer, s chunkstore.Store) {
 		} else {
 			fmt.Fprintf(stderr, "pbsdirect: note: the endpoint's virtual-host name for the bucket does not resolve; using %s (give --s3-path-style to skip the detour)\n", what)
 		}
+	}
+}
+
+// warnDisagreement has a chain of stores (several --store) say on stderr
+// where its members disagree (chunkstore.Chain.WarnTo), escaped for the
+// terminal; other stores say nothing.
+func warnDisagreement(stderr io.Writer, s chunkstore.Store) {
+	if c, ok := s.(*chunkstore.Chain); ok {
+		c.WarnTo(func(msg string) { fmt.Fprintln(stderr, index.DisplayText(msg)) })
 	}
 }
 
