@@ -61,12 +61,21 @@ func noteFollowed(stderr io.Writer, s chunkstore.Store) {
 	}
 }
 
-// warnDisagreement has a chain of stores (several --store) say on stderr
-// where its members disagree (chunkstore.Chain.WarnTo), escaped for the
-// terminal; other stores say nothing.
+// warnDisagreement has the store say on stderr, escaped for the terminal,
+// what its listings leave out or disagree on: a chain of stores (several
+// --store) where its members disagree (chunkstore.Chain.WarnTo), a bucket
+// store the keys it could not decode.
 func warnDisagreement(stderr io.Writer, s chunkstore.Store) {
+	say := func(msg string) { fmt.Fprintln(stderr, index.DisplayText(msg)) }
+	type warner interface{ WarnTo(func(msg string)) }
+	stores := []chunkstore.Store{s}
 	if c, ok := s.(*chunkstore.Chain); ok {
-		c.WarnTo(func(msg string) { fmt.Fprintln(stderr, index.DisplayText(msg)) })
+		stores = append(stores, c.Members()...)
+	}
+	for _, m := range stores {
+		if w, ok := m.(warner); ok {
+			w.WarnTo(say)
+		}
 	}
 }
 
