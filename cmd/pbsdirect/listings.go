@@ -72,7 +72,7 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "group\tlast backup\tsnapshots\towner\tcomment")
 		for _, g := range groups {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(g.Owner), g.Comment)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(index.DisplayText(g.Owner)), index.DisplayText(g.Comment))
 		}
 		return tw.Flush()
 	}
