@@ -841,13 +841,13 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		}
 		var page *s3.ListObjectsV2Output
 		err := s.do(ctx, func(ctx context.Context) (err error) {
-			page, err = s.client.ListObjectsV2(ctx, in)
+			page, err = s.client.ListObjectsV2(ctx, in, withEncodingProbe)
 			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
-		encoded := page.EncodingType == types.EncodingTypeUrl
+		encoded := keysURLEncoded(page)
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
 			if encoded {

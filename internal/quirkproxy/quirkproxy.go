@@ -91,7 +91,9 @@ type Quirks struct {
 	// StartAfter percent-encoded (form encoding, '/' kept) and
 	// <EncodingType>url</EncodingType> in the body although the client did
 	// not ask for it (Apache Ozone's S3 gateway before HDDS-7710,
-	// DigitalOcean Spaces, HCP).
+	// DigitalOcean Spaces, HCP). The element goes first in the answer; an
+	// EncodingType the server wrote itself (versitygw: an empty one, last)
+	// stays, as a gateway rewriting the answer would leave it.
 	URLEncodeKeys bool
 	// AccessKey, Secret and TargetRegion are the credentials and region of
 	// the target, for re-signing (Skew, BucketRegion). TargetRegion ""
@@ -429,7 +431,6 @@ func (p *Proxy) rewriteListing(rq request, data []byte) []byte {
 var (
 	s3KeyRE    = regexp.MustCompile(`<(Key|Prefix|StartAfter)>([^<]*)</(?:Key|Prefix|StartAfter)>`)
 	s3ResultRE = regexp.MustCompile(`<ListBucketResult[^>]*>`)
-	s3EncRE    = regexp.MustCompile(`<EncodingType>[^<]*</EncodingType>|<EncodingType/>`)
 )
 
 // urlEncodeKeys percent-encodes the keys of an S3 listing body and says so
@@ -444,7 +445,6 @@ func urlEncodeKeys(data []byte) []byte {
 		enc := strings.ReplaceAll(url.QueryEscape(v), "%2F", "/")
 		return []byte("<" + string(sub[1]) + ">" + enc + "</" + string(sub[1]) + ">")
 	})
-	data = s3EncRE.ReplaceAll(data, nil) // the server's own (empty) one
 	loc := s3ResultRE.FindIndex(data)
 	if loc == nil {
 		return data
