@@ -184,6 +184,8 @@ type Store struct {
 	// followed names what Open corrected on its own ("" if nothing): the
 	// bucket's region, path-style addressing.
 	followed []string
+	// warn says what a listing left out (see WarnTo); nil: nothing.
+	warn atomic.Pointer[func(msg string)]
 }
 
 var _ chunkstore.Store = (*Store)(nil)
@@ -828,6 +830,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	}
 	base += "/"
 	var files []chunkstore.FileInfo
+	var bad badKeys
 	l := bucket.Listing{Provider: "S3 ListObjectsV2", Where: s.objURL(base), Prefix: base}
 	for {
 		in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base}
@@ -840,14 +843,25 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		}
 		var page *s3.ListObjectsV2Output
 		err := s.do(ctx, func(ctx context.Context) (err error) {
-			page, err = s.client.ListObjectsV2(ctx, in)
+			page, err = s.client.ListObjectsV2(ctx, in, withEncodingProbe)
 			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
+		encoded := keysURLEncoded(page)
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
+			if encoded {
+				// Keys percent-encoded although not asked for (Apache Ozone,
+				// DigitalOcean Spaces, HCP): the page says so.
+				dec, err := url.QueryUnescape(key)
+				if err != nil {
+					bad.add(key)
+					continue
+				}
+				key = dec
+			}
 			keep, err := l.Key(key)
 			if err != nil {
 				return nil, err
@@ -861,11 +875,45 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 			return nil, err
 		}
 		if !more {
+			if bad.n > 0 {
+				s.say(fmt.Sprintf("pbsdirect: warning: %s: %d listed key(s) could not be decoded (the listing says EncodingType url), e.g. %q: left out", s.objURL(base), bad.n, bad.first))
+			}
 			return files, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// badKeys counts the keys of a listing that could not be read.
+type badKeys struct {
+	n     int
+	first string // the first of them
+}
+
+func (b *badKeys) add(key string) {
+	if b.n == 0 {
+		b.first = key
+	}
+	b.n++
+}
+
+// WarnTo sets where the store says what a listing left out (keys that
+// could not be decoded), as one line without a line end, from any
+// goroutine; nil says nothing.
+func (s *Store) WarnTo(f func(msg string)) {
+	if f == nil {
+		s.warn.Store(nil)
+		return
+	}
+	s.warn.Store(&f)
+}
+
+// say passes msg to the WarnTo function, if any.
+func (s *Store) say(msg string) {
+	if f := s.warn.Load(); f != nil {
+		(*f)(msg)
 	}
 }
 

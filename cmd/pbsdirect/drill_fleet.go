@@ -161,7 +161,7 @@ func readDrillList(path string) ([]drillItem, error) {
 // latestImages lists the disk images of the newest snapshot of every group
 // of --ns.
 func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]drillItem, error) {
-	ns, err := rc.sf.namespace()
+	nsa, err := rc.sf.nsArg()
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +170,11 @@ func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]dril
 		return nil, err
 	}
 	defer store.Close()
+	warnDisagreement(stderr, store)
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		return nil, err
+	}
 	sel, err := verify.Select(ctx, store, verify.Scope{NS: ns, Latest: true})
 	if err != nil {
 		return nil, err

@@ -404,7 +404,7 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 	if err := checkSnapshotRef(ref); err != nil {
 		return nil, nil, err
 	}
-	ns, err := sf.namespace()
+	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -413,6 +413,11 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 		return nil, nil, err
 	}
 	defer store.Close()
+	warnDisagreement(stderr, store)
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		return nil, nil, err
+	}
 	snap, err := snapshot.Resolve(ctx, store, ns, ref)
 	if err != nil {
 		return nil, nil, err

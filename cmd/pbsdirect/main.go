@@ -28,6 +28,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fusefs"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
@@ -274,9 +275,9 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 	case code == exitOK:
 		return code, err
 	case code == exitUsage:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %s\n", name, index.DisplayText(err.Error()))
 	default:
-		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: error: %s\n", name, index.DisplayText(err.Error()))
 	}
 	return code, err
 }

@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"log"
@@ -91,6 +92,14 @@ type Quirks struct {
 	// between listing (or the first reads) and reading.
 	Vanish                             string
 	VanishAfterLists, VanishAfterReads int
+	// URLEncodeKeys answers S3 listings with their Key, Prefix and
+	// StartAfter percent-encoded (form encoding, '/' kept) and
+	// <EncodingType>url</EncodingType> in the body although the client did
+	// not ask for it (Apache Ozone's S3 gateway before HDDS-7710,
+	// DigitalOcean Spaces, HCP). The element goes first in the answer; an
+	// EncodingType the server wrote itself (versitygw: an empty one, last)
+	// stays, as a gateway rewriting the answer would leave it.
+	URLEncodeKeys bool
 	// AccessKey, Secret and TargetRegion are the credentials and region of
 	// the target, for re-signing (Skew, BucketRegion). TargetRegion ""
 	// means "us-east-1".
@@ -417,6 +426,9 @@ var (
 )
 
 func (p *Proxy) rewriteListing(rq request, data []byte) []byte {
+	if p.q.URLEncodeKeys && !rq.gcs {
+		data = urlEncodeKeys(data)
+	}
 	if !p.q.StripToken {
 		return data
 	}
@@ -424,6 +436,30 @@ func (p *Proxy) rewriteListing(rq request, data []byte) []byte {
 		return gcsTokenRE.ReplaceAll(data, nil)
 	}
 	return s3TokenRE.ReplaceAll(data, nil)
+}
+
+var (
+	s3KeyRE    = regexp.MustCompile(`<(Key|Prefix|StartAfter)>([^<]*)</(?:Key|Prefix|StartAfter)>`)
+	s3ResultRE = regexp.MustCompile(`<ListBucketResult[^>]*>`)
+)
+
+// urlEncodeKeys percent-encodes the keys of an S3 listing body and says so
+// with EncodingType url (see Quirks.URLEncodeKeys).
+func urlEncodeKeys(data []byte) []byte {
+	data = s3KeyRE.ReplaceAllFunc(data, func(m []byte) []byte {
+		sub := s3KeyRE.FindSubmatch(m)
+		var v string
+		if err := xml.Unmarshal([]byte("<v>"+string(sub[2])+"</v>"), &v); err != nil {
+			return m
+		}
+		enc := strings.ReplaceAll(url.QueryEscape(v), "%2F", "/")
+		return []byte("<" + string(sub[1]) + ">" + enc + "</" + string(sub[1]) + ">")
+	})
+	loc := s3ResultRE.FindIndex(data)
+	if loc == nil {
+		return data
+	}
+	return append(append(append([]byte(nil), data[:loc[1]]...), "<EncodingType>url</EncodingType>"...), data[loc[1]:]...)
 }
 
 // resign signs out again for the target: the real time and TargetRegion.
