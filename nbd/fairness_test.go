@@ -133,31 +133,46 @@ func TestWriteTimeoutClosesStalledClient(t *testing.T) {
 	}
 }
 
-// slowExport serves zeros, taking a while over reads smaller than 1 MiB,
-// and counts them.
-type slowExport struct{ small atomic.Int64 }
+// relayExport serves zeros. A read smaller than 1 MiB lasts until the
+// next small read has started, or 50 ms: while small reads keep coming,
+// one of them is always in progress (holds a buffer).
+type relayExport struct {
+	small atomic.Int64 // small reads started
+	mu    sync.Mutex
+	next  chan struct{} // closed when the next small read starts
+}
 
-func (e *slowExport) ReadAt(b []byte, off int64) (int, error) {
+func newRelayExport() *relayExport { return &relayExport{next: make(chan struct{})} }
+
+func (e *relayExport) ReadAt(b []byte, off int64) (int, error) {
 	if len(b) < 1<<20 {
 		e.small.Add(1)
-		time.Sleep(2 * time.Millisecond)
+		e.mu.Lock()
+		close(e.next)
+		next := make(chan struct{})
+		e.next = next
+		e.mu.Unlock()
+		select {
+		case <-next:
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	clear(b)
 	return len(b), nil
 }
 
 // TestLargeReadNotStarved: while four connections keep four reads of 64
-// KiB each in flight (the whole 1 MiB budget between them), a read of
-// 1 MiB is served: the small reads that come after it wait for it. Before,
-// a waiting read took the first room it saw, so the small reads always
-// came first and the large one waited for ever.
+// KiB each in flight, one of them always in progress, a read of the whole
+// 1 MiB budget is served: the small reads that come after it wait for it.
+// Before, a waiting read took the first room it saw, so the small reads
+// always came first and the large one waited for ever.
 func TestLargeReadNotStarved(t *testing.T) {
 	const (
 		small    = 64 << 10
 		conns    = 4
 		inFlight = 4
 	)
-	ex := &slowExport{}
+	ex := newRelayExport()
 	srv := &nbd.Server{MaxBufferBytes: 1 << 20, Exports: []nbd.Export{{Name: "disk", Size: 4 << 20, Data: ex}}}
 	sock := serve(t, srv)
 	stop := make(chan struct{})
