@@ -73,6 +73,7 @@ type restoreCmd struct {
 	stdoutOK     bool // TARGET may be "-" (restore, not drill)
 	follow       *bool
 	resume       *bool
+	restart      *bool
 	cryptMode    *string
 	requireSig   *bool
 	onMissing    *string // nil for drill: a drill never writes zeros for data
@@ -96,6 +97,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
 	rc.resume = fs.Bool("resume", false, "continue an interrupted restore of the same snapshot, archive and target, fetching no chunk its journal records as durable (the journal is beside the partial output, or under the user's cache directory for a block device)")
+	rc.restart = fs.Bool("restart", false, "start over an interrupted restore to TARGET, discarding its partial output and journal (without --restart or --resume such a restore is refused)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
 	rc.requireSig = registerRequireSignature(fs)
@@ -112,6 +114,9 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	}
 	if err := rc.pf.check(); err != nil {
 		return err
+	}
+	if *rc.resume && *rc.restart {
+		return usagef("--resume continues an interrupted restore, --restart discards it: give one")
 	}
 	if fs.Arg(2) == "-" && !rc.stdoutOK {
 		return usagef("a drill restores to a file or block device, not to standard output")
@@ -266,30 +271,38 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, snapshot.Removed(ctx, store, snap, err)
 	}
-	journal, durable, err := rc.journal(snap, archive, fi, plan, targetPath)
+	hdr := journalHeader(snap, archive, fi, plan)
+	jpath, err := restore.JournalPath(targetPath)
+	if errors.Is(err, restore.ErrNoJournalPlace) {
+		fmt.Fprintf(stderr, "pbsdirect: warning: %v: restoring without one (an interrupted restore cannot be resumed)\n", err)
+		jpath, err = "", nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	rs, err := rc.openResume(jpath, hdr, plan, targetPath, allowBlob, stdout, stderr)
+	if err != nil || rs.complete {
+		return nil, err
+	}
+	journal, durable := rs.journal, rs.durable
 	topts := rc.targetOptions(int64(plan.DataBytes()))
 	topts.Reserve = plan.DataRanges()
-	topts.Resume = *rc.resume
-	if !*rc.resume {
+	topts.Resume = rs.partial
+	if journal == nil {
 		// Once the target is ours: an earlier interrupted restore is
-		// started over, and its journal would no longer tell the truth.
-		topts.Locked = func() error { return startOver(targetPath, stderr) }
+		// refused (--resume continues it) or started over (--restart).
+		topts.Locked = func() error { return startOver(targetPath, jpath, *rc.restart, stderr) }
 	}
 	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
 	if err != nil {
-		if journal != nil {
-			journal.Close()
-		}
+		journal.Close()
 		return nil, err
 	}
-	if journal == nil {
-		journal, err = restore.CreateJournal(journalPathOf(targetPath), journalHeader(snap, archive, fi, plan))
+	if journal == nil && jpath != "" {
+		journal, err = restore.CreateJournal(jpath, hdr)
 		if err != nil {
-			target.Close(true)
-			return nil, err
+			fmt.Fprintf(stderr, "pbsdirect: warning: %v: restoring without a journal (an interrupted restore cannot be resumed)\n", err)
+			journal = nil
 		}
 	}
 	resumed := 0
@@ -338,20 +351,28 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		err = target.Commit()
 	}
 	if err != nil {
-		partial := target.Partial()
-		if n := journal.Recorded(); n > 0 && (chunkstore.Outside(err) || ctx.Err() != nil) {
-			// Keep what is durable for a resume.
+		if n := journal.Recorded(); n > 0 {
+			// Keep what is durable: --resume fetches only the rest.
+			partial := target.PartialPath()
 			target.KeepPartial()
 			journal.Close()
 			target.Close(true)
-			return nil, fmt.Errorf("restore of %s to %s stopped: %d of %d chunks are durable and kept (journal %s); run the same restore with --resume to continue: %w",
-				opts.Archive, targetPath, n, resumed+len(plan.Chunks), journal.Path(), err)
+			return nil, &stoppedError{archive: opts.Archive, target: targetPath, partial: partial, journal: journal.Path(),
+				durable: n, total: resumed + len(plan.Chunks), err: err}
 		}
+		partial := target.Partial()
 		journal.Remove()
 		target.Close(true)
 		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
-	journal.Remove()
+	if id, ierr := restore.TargetIdentity(target.File()); ierr == nil && damage == nil {
+		id.Finished = time.Now().UTC()
+		if cerr := journal.Complete(hdr, id); cerr != nil {
+			fmt.Fprintf(stderr, "pbsdirect: warning: %v: a later --resume will not know the restore completed\n", cerr)
+		}
+	} else {
+		journal.Remove()
+	}
 	el := time.Since(start) - keys.openingTime() // the clock runs from the key opened
 	r := &restored{plan: plan, created: target.Created(), target: target, damage: damage}
 	if opts.Encrypted {
@@ -384,62 +405,134 @@ func journalHeader(snap index.Snapshot, archive string, fi *index.FileInfo, plan
 	return restore.JournalHeader{Snapshot: snap.String(), Archive: archive, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
 }
 
-// journalPathOf is restore.JournalPath, or "" when it cannot be told.
-func journalPathOf(target string) string {
-	p, _ := restore.JournalPath(target)
-	return p
-}
-
-// startOver says what an earlier interrupted restore to targetPath left,
-// if anything, and discards its journal: the restore starts over. It runs
-// with the target locked, before anything in it changes.
-func startOver(targetPath string, stderr io.Writer) error {
-	jpath, err := restore.JournalPath(targetPath)
-	if err != nil {
-		return err
+// startOver runs, with the target locked and before anything in it
+// changes, when a restore starts without --resume. An earlier interrupted
+// restore whose journal records durable chunks is refused (a usage error
+// naming --resume and --restart) unless restart is set; then, or when
+// there is nothing worth resuming, its journal (or the record of a
+// completed restore) is discarded and what it left is said.
+func startOver(targetPath, jpath string, restart bool, stderr io.Writer) error {
+	if jpath == "" {
+		return nil
 	}
 	h, done, jerr := restore.ReadJournal(jpath)
+	_, complete, _ := restore.ReadCompletion(jpath)
 	// This run's own partial output is there already, empty: only one
 	// with content is an earlier restore's.
 	pst, perr := os.Lstat(restore.PartialPath(targetPath))
 	if perr == nil && pst.Size() == 0 {
 		perr = os.ErrNotExist
 	}
+	if st, err := os.Stat(targetPath); err == nil && st.Mode()&os.ModeDevice != 0 {
+		perr = nil // a device holds what was written to it
+	}
 	switch {
-	case jerr == nil:
-		fmt.Fprintf(stderr, "pbsdirect: note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)\n",
-			h.Snapshot, h.Archive, targetPath, len(done))
-	case perr == nil:
+	case jerr == nil && complete == nil && len(done) > 0 && perr == nil && !restart:
+		return usagef("%s: an interrupted restore of %s %s left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
+			targetPath, h.Snapshot, h.Archive, len(done), jpath)
+	case jerr == nil && complete == nil && len(done) > 0 && perr == nil:
+		fmt.Fprintf(stderr, "pbsdirect: note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded\n",
+			len(done), h.Snapshot, h.Archive, targetPath)
+	case perr == nil && !restore.IsDevice(targetPath):
 		fmt.Fprintf(stderr, "pbsdirect: note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded\n", targetPath)
 	}
 	return restore.RemoveJournal(jpath)
 }
 
-// journal opens the resume journal for --resume: that of the interrupted
-// restore, refusing one of another snapshot, archive or index; it returns
-// the chunks the journal records as durable, which the caller checks on
-// the target (restore.CheckDurable) before dropping them from plan. Without
-// --resume it returns a nil journal (the caller creates a new one once the
-// target is open and startOver has run).
-func (rc *restoreCmd) journal(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan, targetPath string) (*restore.Journal, map[crypto.Digest]bool, error) {
+// resumeState is what --resume found to continue.
+type resumeState struct {
+	journal  *restore.Journal       // the journal to append to; nil: a new one is created
+	durable  map[crypto.Digest]bool // chunks to check on the target and not fetch again
+	partial  bool                   // a new file's partial output is continued (TargetOptions.Resume)
+	complete bool                   // the target is complete already: nothing to do
+}
+
+// openResume finds what --resume continues: the journal at jpath of the
+// interrupted restore (refusing one of another snapshot, archive or index)
+// and the chunks it records as durable, which the caller checks on the
+// target (restore.CheckDurable) before dropping them from plan. With
+// nothing to resume (no journal, no partial output, or no place for a
+// journal) the restore starts from the beginning, which is said on stderr.
+// A journal that records a completed restore is checked against the
+// target: a file still the one it left (device, inode, size, modification
+// time) is complete (said on stdout in text, with allowComplete: the
+// restore command, not drill; exit 0); for a
+// block device every data chunk is read back and only what does not match
+// is fetched again. Without --resume it returns the zero resumeState.
+func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *restore.Plan, targetPath string, allowComplete bool, stdout, stderr io.Writer) (resumeState, error) {
 	if !*rc.resume {
-		return nil, nil, nil
+		return resumeState{}, nil
 	}
-	jpath, err := restore.JournalPath(targetPath)
-	if err != nil {
-		return nil, nil, err
+	fresh := func(why string) (resumeState, error) {
+		fmt.Fprintf(stderr, "pbsdirect: note: --resume: nothing to resume (%s): the restore starts from the beginning\n", why)
+		if jpath != "" {
+			restore.RemoveJournal(jpath)
+		}
+		return resumeState{}, nil
 	}
-	hdr := journalHeader(snap, archive, fi, plan)
-	j, err := restore.ResumeJournal(jpath, hdr)
+	if jpath == "" {
+		return fresh("no place for a journal")
+	}
+	h, complete, err := restore.ReadCompletion(jpath)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, nil, usagef("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume", targetPath, jpath)
-	case errors.Is(err, restore.ErrJournalMismatch):
-		return nil, nil, usagef("--resume refused for %s: %v", targetPath, err)
+		return fresh("no journal " + jpath)
 	case err != nil:
-		return nil, nil, err
+		return resumeState{}, err
 	}
-	return j, j.Done(), nil
+	if h != hdr {
+		if _, err := restore.ResumeJournal(jpath, hdr); errors.Is(err, restore.ErrJournalMismatch) {
+			return resumeState{}, usagef("--resume refused for %s: %v; or --restart to start over", targetPath, err)
+		}
+	}
+	device := restore.IsDevice(targetPath)
+	if complete != nil {
+		if !device {
+			st, err := os.Stat(targetPath)
+			if err == nil {
+				f, oerr := os.Open(targetPath)
+				if oerr == nil {
+					id, ierr := restore.TargetIdentity(f)
+					f.Close()
+					if ierr == nil && id.Same(*complete) && st.Mode().IsRegular() && allowComplete {
+						if !rc.sf.json() {
+							fmt.Fprintf(stdout, "%s is complete: the restore of %s/%s to it finished at %s and the file is unchanged since; nothing to do\n",
+								targetPath, hdr.Snapshot, hdr.Archive, complete.Finished.Format(time.RFC3339))
+						}
+						return resumeState{complete: true}, nil
+					}
+				}
+			}
+			return fresh(fmt.Sprintf("the restore to %s completed at %s, but the file there is not the one it left", targetPath, complete.Finished.Format(time.RFC3339)))
+		}
+		j, err := restore.ResumeJournal(jpath, hdr)
+		if err != nil {
+			return resumeState{}, err
+		}
+		all := make(map[crypto.Digest]bool, len(plan.Chunks))
+		for i := range plan.Chunks {
+			all[plan.Chunks[i].Digest] = true
+		}
+		fmt.Fprintf(stderr, "pbsdirect: note: --resume: the restore of %s %s to %s completed at %s: reading its data back, fetching only what no longer matches\n",
+			hdr.Snapshot, hdr.Archive, targetPath, complete.Finished.Format(time.RFC3339))
+		return resumeState{journal: j, durable: all}, nil
+	}
+	if !device {
+		if _, err := os.Lstat(targetPath); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Lstat(restore.PartialPath(targetPath)); errors.Is(err, os.ErrNotExist) {
+				return fresh("no partial output " + restore.PartialPath(targetPath))
+			}
+		}
+	}
+	j, err := restore.ResumeJournal(jpath, hdr)
+	switch {
+	case errors.Is(err, restore.ErrJournalMismatch):
+		return resumeState{}, usagef("--resume refused for %s: %v; or --restart to start over", targetPath, err)
+	case err != nil:
+		return resumeState{}, err
+	}
+	_, err = os.Lstat(targetPath)
+	return resumeState{journal: j, durable: j.Done(), partial: !device && err != nil}, nil
 }
 
 // loadManifest reads the snapshot's manifest, takes the key it needs from
@@ -486,6 +579,36 @@ func restoreFailed(archive, targetPath string, partial bool, err error) error {
 	}
 	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetPath, err)
 }
+
+// stoppedError is a restore that stopped (any cause: damage, the store,
+// the target, an interruption) with chunks durable on the target and
+// recorded in its journal: both are kept, for --resume.
+type stoppedError struct {
+	archive, target string
+	partial         string // a new file's partial output; "" for an existing file or a device
+	journal         string
+	durable, total  int
+	err             error
+}
+
+// Error says what was kept, where, and how to continue.
+func (e *stoppedError) Error() string {
+	kept := "the target holds a partial image"
+	if e.partial != "" {
+		kept = "partial output " + e.partial
+	}
+	how := "once the cause is fixed (the store reachable again, credentials refreshed, space freed)"
+	var de *restore.DamagedError
+	var ce *restore.ChunkError
+	if !chunkstore.Outside(e.err) && (errors.As(e.err, &de) || errors.As(e.err, &ce)) {
+		how = "with another --store that holds the missing or damaged chunks, or with --on-missing zero / --on-corrupt zero to write zeros for them"
+	}
+	return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with --resume to fetch only the rest, %s: %v",
+		e.archive, e.target, e.durable, e.total, kept, e.journal, how, e.err)
+}
+
+// Unwrap returns the cause.
+func (e *stoppedError) Unwrap() error { return e.err }
 
 // partialError is a restore that failed (or was interrupted) after it
 // changed an existing target: the target now holds a partial image.
