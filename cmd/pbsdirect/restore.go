@@ -593,7 +593,7 @@ type stoppedError struct {
 
 // Error says what was kept, where, and how to continue.
 func (e *stoppedError) Error() string {
-	kept := "the target holds a partial image"
+	kept := e.target + " now holds a partial image, not a usable disk"
 	if e.partial != "" {
 		kept = "partial output " + e.partial
 	}

@@ -138,8 +138,8 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if s.ResumedChunks != len(done) || s.ChunksFetched+uint64(s.ResumedChunks) != 96 {
 		t.Errorf("summary: %d resumed, %d fetched; want %d resumed, %d in all", s.ResumedChunks, s.ChunksFetched, len(done), 96)
 	}
-	if _, err := os.Stat(jpath); err == nil {
-		t.Errorf("journal %s left after the restore completed", jpath)
+	if _, c, err := restore.ReadCompletion(jpath); err != nil || c == nil {
+		t.Errorf("journal %s does not record the completed restore: %v", jpath, err)
 	}
 	t.Logf("%d kills (undisturbed run %v), %d chunks journaled before the last resume", kills, full.Round(time.Millisecond), len(done))
 }
