@@ -276,3 +276,36 @@ func TestDeviceJournalWithoutHome(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryProgressLines: while bucket requests are retried, --progress
+// lines says what is retried, why and until when, every interval: when the
+// endpoint answers 500 to everything (before any progress line could
+// start) and when one chunk keeps failing during the data transfer.
+func TestRetryProgressLines(t *testing.T) {
+	fixture.SkipIfShort(t)
+	_, last, p, args := keepSetup(t)
+	for _, c := range []struct {
+		name string
+		rule faultproxy.Rule
+		want string
+	}{
+		{"everything-500", faultproxy.Rule{Status: 500}, "restore: retrying GET "},
+		{"chunk-500", faultproxy.Rule{Method: "GET", PathContains: chunkstore.ChunkRelPath(last), Status: 500}, "restore: retrying GET chunk " + last.String()[:12]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p.SetRules(c.rule)
+			target := filepath.Join(t.TempDir(), "disk.img")
+			r := mustFail(t, 3, nil, args(target, "--retry-for", "2s", "--progress", "lines", "--progress-interval", "200ms")...)
+			var notes int
+			for _, l := range strings.Split(r.err, "\n") {
+				if strings.HasPrefix(l, c.want) && strings.Contains(l, "(500 Internal Server Error) until ") {
+					notes++
+				}
+			}
+			// About 2s of retries at 200ms: several lines, whatever the load.
+			if notes < 2 {
+				t.Errorf("%d lines %q… (500 Internal Server Error) until …, want several: %v", notes, c.want, r)
+			}
+		})
+	}
+}

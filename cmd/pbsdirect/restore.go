@@ -240,6 +240,9 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (_ *restored, err error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
+	// Until the progress report starts, retries are said on their own.
+	stopRetryLines := startRetryLines(stderr, sf.progress, "restore", &sf.retries)
+	defer stopRetryLines()
 	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return nil, err
@@ -337,9 +340,10 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	defer raiseProcs(opts)()
 	// Progress counts data written: zero ranges take no time and would
 	// only inflate the rate.
-	bar := startProgress(stderr, sf.progress, "restore", int64(plan.DataBytes()), func() int64 {
+	stopRetryLines()
+	bar := startProgressWatch(stderr, sf.progress, "restore", int64(plan.DataBytes()), func() int64 {
 		return int64(stats.DataBytes.Load())
-	})
+	}, &sf.retries)
 	err = restore.Run(ctx, store, plan, target, opts, &stats)
 	bar.done()
 	var damage *restore.DamagedError
