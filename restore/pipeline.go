@@ -51,6 +51,9 @@ type Options struct {
 	// then only counts them): memory stays bounded however many chunks are
 	// damaged.
 	Damaged func(*ChunkError)
+	// Held, when set, is called by RunResume for each durable chunk found
+	// whole on the target (concurrently), not fetched again.
+	Held func(*Chunk)
 	// Checked, when set, is called by the jobs, concurrently, for every
 	// chunk that passed its check (before it is written).
 	Checked func(*Chunk)

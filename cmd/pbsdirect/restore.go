@@ -308,28 +308,6 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 			journal = nil
 		}
 	}
-	resumed := 0
-	if durable != nil {
-		// The journal says which chunks were written and synced; the
-		// target's own bytes must say so too (a partial output changed
-		// since, another device at the same path): what they do not hold
-		// is fetched again.
-		var key *crypto.Config
-		if fi.CryptMode == index.CryptEncrypt {
-			key = cc
-		}
-		held, err := restore.CheckDurable(ctx, target.File(), plan, durable, key, pf.options(sf.fetchSpec()).Jobs)
-		if err != nil {
-			journal.Close()
-			target.KeepPartial()
-			target.Close(true)
-			return nil, err
-		}
-		resumed = plan.Drop(func(c *restore.Chunk) bool { return held[c.Digest] })
-		if n := len(durable) - resumed; n > 0 {
-			fmt.Fprintf(stderr, "pbsdirect: note: %d chunk(s) the journal records are not on %s as written: they are fetched again\n", n, targetPath)
-		}
-	}
 	var stats restore.Stats
 	opts := pf.options(sf.fetchSpec())
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
@@ -344,7 +322,20 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	bar := startProgressWatch(stderr, sf.progress, "restore", int64(plan.DataBytes()), func() int64 {
 		return int64(stats.DataBytes.Load())
 	}, &sf.retries)
-	err = restore.Run(ctx, store, plan, target, opts, &stats)
+	resumed := 0
+	if durable != nil {
+		// The journal says which chunks were written and synced; the
+		// target's own bytes must say so too (a partial output changed
+		// since, another device at the same path): they are read back
+		// while the rest is fetched, and what they do not hold is fetched
+		// after.
+		resumed, err = restore.RunResume(ctx, store, plan, target, target.File(), durable, opts, &stats)
+		if n := len(durable) - resumed; n > 0 && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "pbsdirect: note: %d chunk(s) the journal records are not on %s as written: they are fetched again\n", n, targetPath)
+		}
+	} else {
+		err = restore.Run(ctx, store, plan, target, opts, &stats)
+	}
 	bar.done()
 	var damage *restore.DamagedError
 	if de := (*restore.DamagedError)(nil); errors.As(err, &de) && de.Zeroed {
@@ -362,7 +353,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 			journal.Close()
 			target.Close(true)
 			return nil, &stoppedError{archive: opts.Archive, target: targetPath, partial: partial, journal: journal.Path(),
-				durable: n, total: resumed + len(plan.Chunks), err: err}
+				durable: n, total: len(plan.Chunks), err: err}
 		}
 		partial := target.Partial()
 		journal.Remove()
