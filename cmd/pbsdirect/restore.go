@@ -96,7 +96,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
-	rc.resume = fs.Bool("resume", false, "continue an interrupted restore of the same snapshot, archive and target, fetching no chunk its journal records as durable (the journal is beside the partial output, or under the user's cache directory for a block device)")
+	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; after a completed restore of an unchanged file it exits 0")
 	rc.restart = fs.Bool("restart", false, "start over an interrupted restore to TARGET, discarding its partial output and journal (without --restart or --resume such a restore is refused)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
@@ -690,6 +690,12 @@ are written; the target is synced before success is reported.
 SNAPSHOT is TYPE/ID/TIME (vm/100/2026-11-29T10:00:00Z) or TYPE/ID for the
 group's latest; ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
 TARGET is a new file (an existing one needs --force), a block device, or -.
+
+A restore that stops (interrupted, store unreachable or throttled past
+--retry-for, expired credentials, a missing or damaged chunk) keeps its partial
+output and journal: run it again with --resume to fetch only the rest (with
+--on-missing zero / --on-corrupt zero or another --store for damage). A run
+without --resume over such a restore is refused; --restart starts over.
 
 Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
 PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD
