@@ -202,10 +202,16 @@ func TestRerunOverPartialRefused(t *testing.T) {
 // TestResumeNothingAndComplete: --resume with nothing to resume starts the
 // restore and says so; --resume after it completed says the target is
 // complete (exit 0) and fetches no chunk; once the file changed it no
-// longer claims so.
+// longer claims so. A run without --resume leaves nothing beside the
+// target.
 func TestResumeNothingAndComplete(t *testing.T) {
 	fixture.SkipIfShort(t)
 	data, _, p, args := keepSetup(t)
+	plain := filepath.Join(t.TempDir(), "plain.img")
+	mustOK(t, args(plain)...)
+	if ents, _ := os.ReadDir(filepath.Dir(plain)); len(ents) != 1 {
+		t.Errorf("a restore without --resume left beside the target: %v", ents)
+	}
 	target := filepath.Join(t.TempDir(), "disk.img")
 	r := mustOK(t, args(target, "--resume")...)
 	if !strings.Contains(r.err, "nothing to resume") {
@@ -234,8 +240,8 @@ func TestResumeNothingAndComplete(t *testing.T) {
 
 // TestDeviceJournalWithoutHome: a restore to a block device needs no
 // writable HOME (read-only, or none at all): its journal goes to the next
-// writable place of restore.JournalDirs. A --resume after it completed
-// reads the device back and fetches nothing.
+// writable place of restore.JournalDirs. A --resume after a completed
+// --resume run reads the device back and fetches nothing.
 func TestDeviceJournalWithoutHome(t *testing.T) {
 	fixture.SkipIfShort(t)
 	if os.Geteuid() != 0 {
@@ -268,6 +274,8 @@ func TestDeviceJournalWithoutHome(t *testing.T) {
 			})
 			mustOK(t, "restore", "--store", store, snap0, "drive-scsi0", dev)
 			fixture.Equal(t, dev, data)
+			// As a retry loop runs it: --resume from the start.
+			mustOK(t, "restore", "--resume", "--store", store, snap0, "drive-scsi0", dev)
 			s := restoreJSON(t, "--resume", "--store", store, snap0, "drive-scsi0", dev)
 			if s.ChunksFetched != 0 || s.ResumedChunks != 8 {
 				t.Errorf("--resume after completion: %d fetched, %d resumed; want 0 and 8", s.ChunksFetched, s.ResumedChunks)

@@ -71,14 +71,20 @@ type restoreCmd struct {
 	assumeZeroed *bool
 	noDirect     *bool
 	stdoutOK     bool // TARGET may be "-" (restore, not drill)
-	follow       *bool
-	resume       *bool
-	restart      *bool
-	cryptMode    *string
-	requireSig   *bool
-	onMissing    *string // nil for drill: a drill never writes zeros for data
-	onCorrupt    *string
-	damage       [2]restore.Damage // parsed --on-missing, --on-corrupt
+	// keepWork (restore, not drill): a stopped restore keeps its partial
+	// output and journal whatever the cause, a rerun over them without
+	// --resume is refused unless --restart, and a --resume run that
+	// completes leaves its completion record. A drill discards a failed
+	// run's work unless the cause was outside the data or an interruption.
+	keepWork   bool
+	follow     *bool
+	resume     *bool
+	restart    *bool
+	cryptMode  *string
+	requireSig *bool
+	onMissing  *string // nil for drill: a drill never writes zeros for data
+	onCorrupt  *string
+	damage     [2]restore.Damage // parsed --on-missing, --on-corrupt
 }
 
 // registerDamageFlags adds --on-missing and --on-corrupt (restore only).
@@ -159,6 +165,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
 	rc.stdoutOK = true
+	rc.keepWork = true
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 		if fs.NArg() == 3 && fs.Arg(2) == "-" && !fs.Changed("output-format") {
 			// Standard output carries the archive: no JSON result after it,
@@ -294,7 +301,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if journal == nil {
 		// Once the target is ours: an earlier interrupted restore is
 		// refused (--resume continues it) or started over (--restart).
-		topts.Locked = func() error { return startOver(targetPath, jpath, *rc.restart, stderr) }
+		topts.Locked = func() error { return startOver(targetPath, jpath, *rc.restart || !rc.keepWork, stderr) }
 	}
 	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
 	if err != nil {
@@ -346,8 +353,10 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		err = target.Commit()
 	}
 	if err != nil {
-		if n := journal.Recorded(); n > 0 {
-			// Keep what is durable: --resume fetches only the rest.
+		keep := rc.keepWork || chunkstore.Outside(err) || ctx.Err() != nil
+		if n := journal.Recorded(); n > 0 && keep && !errors.Is(err, restore.ErrTargetExists) {
+			// Keep what is durable: --resume fetches only the rest. (Not
+			// when another program took the target's name meanwhile.)
 			partial := target.PartialPath()
 			target.KeepPartial()
 			journal.Close()
@@ -360,7 +369,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		target.Close(true)
 		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
 	}
-	if id, ierr := restore.TargetIdentity(target.File()); ierr == nil && damage == nil {
+	// A --resume run (a retry loop's) records its completion, so that the
+	// next --resume knows; other runs leave nothing beside the target.
+	if id, ierr := restore.TargetIdentity(target.File()); ierr == nil && damage == nil && rc.keepWork && *rc.resume {
 		id.Finished = time.Now().UTC()
 		if cerr := journal.Complete(hdr, id); cerr != nil {
 			fmt.Fprintf(stderr, "pbsdirect: warning: %v: a later --resume will not know the restore completed\n", cerr)
