@@ -212,6 +212,8 @@ func TestResumeNothingAndComplete(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(plain)); len(ents) != 1 {
 		t.Errorf("a restore without --resume left beside the target: %v", ents)
 	}
+	// No record of it: --resume claims nothing and says what to do.
+	mustFail(t, 2, []string{"no journal", "may be complete", "--force"}, args(plain, "--resume")...)
 	target := filepath.Join(t.TempDir(), "disk.img")
 	r := mustOK(t, args(target, "--resume")...)
 	if !strings.Contains(r.err, "nothing to resume") {

@@ -482,6 +482,11 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 	h, complete, err := restore.ReadCompletion(jpath)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if st, serr := os.Lstat(targetPath); serr == nil && st.Mode().IsRegular() && !*rc.force {
+			// Restored by a run without --resume (which leaves no record),
+			// or another file: nothing says which.
+			return resumeState{}, usagef("--resume: %s exists and no journal (%s) records its restore: a run without --resume leaves no record, so it may be complete; give --force to restore over it", targetPath, jpath)
+		}
 		return fresh("no journal " + jpath)
 	case err != nil:
 		return resumeState{}, err
@@ -495,12 +500,12 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 	if complete != nil {
 		if !device {
 			st, err := os.Stat(targetPath)
-			if err == nil {
+			if err == nil && st.Mode().IsRegular() {
 				f, oerr := os.Open(targetPath)
 				if oerr == nil {
 					id, ierr := restore.TargetIdentity(f)
 					f.Close()
-					if ierr == nil && id.Same(*complete) && st.Mode().IsRegular() && allowComplete {
+					if ierr == nil && id.Same(*complete) && allowComplete {
 						if !rc.sf.json() {
 							fmt.Fprintf(stdout, "%s is complete: the restore of %s/%s to it finished at %s and the file is unchanged since; nothing to do\n",
 								targetPath, hdr.Snapshot, hdr.Archive, complete.Finished.Format(time.RFC3339))
@@ -525,8 +530,14 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 	}
 	if !device {
 		if _, err := os.Lstat(targetPath); errors.Is(err, os.ErrNotExist) {
-			if _, err := os.Lstat(restore.PartialPath(targetPath)); errors.Is(err, os.ErrNotExist) {
+			pst, err := os.Lstat(restore.PartialPath(targetPath))
+			switch {
+			case errors.Is(err, os.ErrNotExist):
 				return fresh("no partial output " + restore.PartialPath(targetPath))
+			case err == nil && pst.Mode().IsRegular() && pst.Size() != int64(plan.Size):
+				// Stopped before the partial output had the image's size:
+				// nothing in it was journaled either.
+				return fresh("the partial output " + restore.PartialPath(targetPath) + " is not of the image's size")
 			}
 		}
 	}
