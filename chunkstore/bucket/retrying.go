@@ -18,8 +18,8 @@ import (
 // own (HTTP status texts, object names reduced to safe characters), never
 // the server's words.
 type Retrying struct {
-	// What names the request, e.g. "GET chunk 0123abcd…" or
-	// "GET index.json.blob".
+	// What names the request, e.g. "GET chunk 0123456789ab…",
+	// "GET index.json.blob" or "LIST vm/100/" (a listing and its prefix).
 	What string
 	// Cause is why the last attempt failed, e.g. "500 Internal Server
 	// Error", "connection refused", "stalled".
@@ -55,14 +55,18 @@ func (w *RetryWatch) Retrying() (Retrying, bool) {
 	return *r, true
 }
 
-// describeRequest names req for a Retrying note: its method and object,
-// a chunk by its digest's first 12 hex digits.
+// describeRequest names req for a Retrying note: its method and object
+// (a chunk by its digest's first 12 hex digits), or a listing and its
+// prefix.
 func describeRequest(req *http.Request) string {
 	p := req.URL.EscapedPath()
 	if u, err := url.PathUnescape(p); err == nil {
 		p = u
 	}
 	base := path.Base(p)
+	if q := req.URL.Query(); q.Has("list-type") || (req.Method == http.MethodGet && strings.HasSuffix(p, "/o")) {
+		return "LIST " + safeName(q.Get("prefix"))
+	}
 	if strings.Contains(p, "/.chunks/") && isHex(base) && len(base) >= 12 {
 		return req.Method + " chunk " + base[:12] + "…"
 	}
@@ -79,7 +83,7 @@ func isHex(s string) bool {
 	return true
 }
 
-// safeName keeps letters, digits and ".-_:" of s (at most 64), replacing
+// safeName keeps letters, digits and "./-_:" of s (at most 64), replacing
 // anything else by '?': object names may come from the store's listing.
 func safeName(s string) string {
 	var b strings.Builder
@@ -89,7 +93,7 @@ func safeName(s string) string {
 			break
 		}
 		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune(".-_:", c):
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune("./-_:", c):
 			b.WriteRune(c)
 		default:
 			b.WriteByte('?')

@@ -434,7 +434,7 @@ func startOver(targetPath, jpath string, restart bool, stderr io.Writer) error {
 	}
 	switch {
 	case jerr == nil && complete == nil && len(done) > 0 && perr == nil && !restart:
-		return usagef("%s: an interrupted restore of %s %s left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
+		return usagef("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
 			targetPath, h.Snapshot, h.Archive, len(done), jpath)
 	case jerr == nil && complete == nil && len(done) > 0 && perr == nil:
 		fmt.Fprintf(stderr, "pbsdirect: note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded\n",
