@@ -23,7 +23,7 @@ import (
 // proxy) is SIGKILLed at 20 random points, each time resumed with
 // --resume; the result is byte-exact, and no resumed run fetches a chunk
 // that the journal recorded before it started. A resume against another
-// snapshot is refused, and a run without --resume says it starts over.
+// snapshot is refused; the last resume leaves a completion record.
 func TestResumeAfterSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it 20 times")
