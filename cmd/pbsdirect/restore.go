@@ -456,7 +456,7 @@ type resumeState struct {
 // openResume finds what --resume continues: the journal at jpath of the
 // interrupted restore (refusing one of another snapshot, archive or index)
 // and the chunks it records as durable, which the caller checks on the
-// target (restore.CheckDurable) before dropping them from plan. With
+// target while the rest is fetched (restore.RunResume). With
 // nothing to resume (no journal, no partial output, or no place for a
 // journal) the restore starts from the beginning, which is said on stderr.
 // A journal that records a completed restore is checked against the
@@ -491,10 +491,8 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 	case err != nil:
 		return resumeState{}, err
 	}
-	if h != hdr {
-		if _, err := restore.ResumeJournal(jpath, hdr); errors.Is(err, restore.ErrJournalMismatch) {
-			return resumeState{}, usagef("--resume refused for %s: %v; or --restart to start over", targetPath, err)
-		}
+	if h != hdr && complete != nil {
+		return fresh(fmt.Sprintf("the journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive))
 	}
 	device := restore.IsDevice(targetPath)
 	if complete != nil {
