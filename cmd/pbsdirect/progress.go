@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/pbsdirect/pbsdirect/index"
 	flag "github.com/spf13/pflag"
 )
 
@@ -53,8 +55,10 @@ type progress struct {
 }
 
 // startProgress polls current() (bytes done: data written, zero ranges not
-// counted) against total bytes. A zero-valued pf shows nothing.
+// counted) against total bytes. A zero-valued pf shows nothing. desc may
+// name an archive of the store: it is escaped (index.DisplayText).
 func startProgress(stderr io.Writer, pf progressFlags, desc string, total int64, current func() int64) *progress {
+	desc = index.DisplayText(desc)
 	p := &progress{stop: make(chan struct{})}
 	mode := pf.mode
 	if mode == progressAuto {
