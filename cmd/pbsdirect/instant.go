@@ -134,7 +134,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 	if len(indexes) == 0 && len(sa.blobs) == 0 {
 		return nil, fmt.Errorf("snapshot %s has no archive to serve", sa.snap)
 	}
-	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %v\n", cmd, err) }
+	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %s\n", cmd, index.DisplayText(err.Error())) }
 	// The readers live until Close, not until an interrupt: a mount
 	// detached lazily serves its remaining users (a loop device) on.
 	live := context.WithoutCancel(ctx)
@@ -161,7 +161,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 func (sa *snapshotAccess) report(w io.Writer) {
 	for i, r := range sa.readers {
 		st := r.Stats()
-		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", sa.names[i], st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
+		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", index.DisplayText(sa.names[i]), st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
 		if n := st.FailedChunks.Load(); n > 0 {
 			fmt.Fprintf(w, "; %d chunks missing or damaged, %d chunk reads failed", n, st.FailedReads.Load())
 		}
@@ -259,10 +259,10 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	switch {
 	case sf.json():
 	case strings.HasSuffix(name, ".blob"): // a few KiB: a rate would say nothing
-		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s, verified\n", snap, name, humanBytes(uint64(n)))
+		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s, verified\n", snap, index.DisplayText(name), humanBytes(uint64(n)))
 	default:
 		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s in %.2fs (%.1f MiB/s), verified\n",
-			snap, name, humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
+			snap, index.DisplayText(name), humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
 	}
 	return nil
 }

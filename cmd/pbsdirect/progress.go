@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/pbsdirect/pbsdirect/index"
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
@@ -55,7 +57,8 @@ type progress struct {
 }
 
 // startProgress polls current() (bytes done: data written, zero ranges not
-// counted) against total bytes. A zero-valued pf shows nothing.
+// counted) against total bytes. A zero-valued pf shows nothing. desc may
+// name an archive of the store: it is escaped (index.DisplayText).
 func startProgress(stderr io.Writer, pf progressFlags, desc string, total int64, current func() int64) *progress {
 	return startProgressWatch(stderr, pf, desc, total, current, nil)
 }
@@ -75,6 +78,7 @@ func progressMode(stderr io.Writer, pf progressFlags) string {
 // watch shows being retried, why and until when: a line after each
 // progress line, or in the bar's description (nil watch: nothing).
 func startProgressWatch(stderr io.Writer, pf progressFlags, desc string, total int64, current func() int64, watch *bucket.RetryWatch) *progress {
+	desc = index.DisplayText(desc)
 	p := &progress{stop: make(chan struct{})}
 	note := retryNote(watch)
 	switch progressMode(stderr, pf) {
@@ -111,6 +115,7 @@ func startRetryLines(stderr io.Writer, pf progressFlags, desc string, watch *buc
 	if progressMode(stderr, pf) == progressNone {
 		return func() {}
 	}
+	desc = index.DisplayText(desc)
 	note := retryNote(watch)
 	done := make(chan struct{})
 	var wg sync.WaitGroup

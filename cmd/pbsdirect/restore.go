@@ -204,7 +204,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			return damaged
 		}
 		fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
-			sum.Snapshot, sum.Archive, sum.Target, humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
+			index.DisplayText(sum.Snapshot), index.DisplayText(sum.Archive), index.DisplayText(sum.Target), humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
 		fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
 			sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
 		if sum.Layout != "" {
@@ -232,7 +232,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 // printStores prints what each store of several --store contributed.
 func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 	for i, m := range stores {
-		fmt.Fprintf(w, "  store %d %s: %d chunks (%s)", i+1, m.Store, m.Chunks, humanBytes(uint64(m.Bytes)))
+		fmt.Fprintf(w, "  store %d %s: %d chunks (%s)", i+1, index.DisplayText(m.Store), m.Chunks, humanBytes(uint64(m.Bytes)))
 		if m.Missing > 0 || m.Damaged > 0 {
 			fmt.Fprintf(w, "; fell through for %d missing and %d damaged copies", m.Missing, m.Damaged)
 		}
@@ -675,7 +675,7 @@ func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapsho
 	if sf.json() {
 		return writeJSON(stdout, map[string]any{"snapshot": snap.String(), "archive": archive, "target": targetPath, "size": len(data)})
 	}
-	fmt.Fprintf(stdout, "restored %s/%s to %s: %s, verified and synced\n", snap.String(), archive, targetPath, humanBytes(uint64(len(data))))
+	fmt.Fprintf(stdout, "restored %s/%s to %s: %s, verified and synced\n", snap.String(), index.DisplayText(archive), index.DisplayText(targetPath), humanBytes(uint64(len(data))))
 	return nil
 }
 

@@ -32,7 +32,7 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode s
 		return nil, nil, nil, err
 	}
 	for _, w := range sf.skipped {
-		fmt.Fprintln(stderr, w)
+		fmt.Fprintln(stderr, index.DisplayText(w))
 	}
 	noteFollowed(stderr, store)
 	warnDisagreement(stderr, store)
