@@ -86,17 +86,18 @@ func (k BlobKind) magic() [8]byte {
 }
 
 // Blob decoding errors; match them with errors.Is. Each error returned by the
-// codec wraps one of these with detail (magic, CRC values, sizes).
+// codec wraps one of these with detail (magic, CRC values, sizes). All but
+// ErrNoKey also match ErrDamaged.
 var (
-	ErrTruncated     = errors.New("truncated blob")
-	ErrEmpty         = errors.New("empty blob (0 bytes)")
-	ErrUnknownMagic  = errors.New("unknown blob magic")
-	ErrObsoleteMagic = errors.New("obsolete blob magic")
-	ErrCRC           = errors.New("blob CRC mismatch")
+	ErrTruncated     = DamageKind("truncated blob")
+	ErrEmpty         = DamageKind("empty blob (0 bytes)")
+	ErrUnknownMagic  = DamageKind("unknown blob magic")
+	ErrObsoleteMagic = DamageKind("obsolete blob magic")
+	ErrCRC           = DamageKind("blob CRC mismatch")
 	ErrNoKey         = errors.New("encrypted blob but no key given")
-	ErrDecrypt       = errors.New("blob decryption failed (wrong key or damaged data)")
-	ErrDecompress    = errors.New("zstd decompression failed")
-	ErrTooLarge      = errors.New("blob larger than allowed") // stored or decoded; the message says which
+	ErrDecrypt       = DamageKind("blob decryption failed (wrong key or damaged data)")
+	ErrDecompress    = DamageKind("zstd decompression failed")
+	ErrTooLarge      = DamageKind("blob larger than allowed") // stored or decoded; the message says which
 )
 
 // MaxBlobSize is the largest plaintext the codec decodes or encodes: 128 MiB (§2.7).

@@ -14,7 +14,8 @@ import (
 // Chain reads a datastore from several copies in order of preference (for
 // example the PBS 4 S3 local cache directory, the bucket, a mirror bucket):
 // each chunk from the first member that has a copy, content files from the
-// first member that has them. A missing, 0-byte (evicted), unreadable or
+// first member that has them (a snapshot's files from the member its
+// manifest came from first), listings as the union of every member's. A missing, 0-byte (evicted), unreadable or
 // unavailable copy falls through to the next member; a copy that reads but
 // fails its check (digest, CRC, decryption) falls through when the reader
 // asks for the next copy with ReadChunkFrom. Chain counts per member the
@@ -23,6 +24,7 @@ import (
 type Chain struct {
 	members []Store
 	counts  []memberCounts
+	union   unionState // listings over every member, snapshot pins, warnings
 }
 
 type memberCounts struct {
@@ -127,14 +129,19 @@ func (c *Chain) Stats() []MemberStats {
 	return out
 }
 
-// OpenFile opens rel from the first member that has it. A member that fails
+// OpenFile opens rel from the first member that has it; a file of a
+// snapshot directory whose manifest (index.json.blob) this chain opened is
+// tried first in the member that served the manifest, so that a snapshot's
+// files come from one copy where it can. A member that fails
 // otherwise than with ErrNotFound falls through too; when none has it, the
 // error joins every member's.
 func (c *Chain) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error) {
 	var errs []error
-	for _, m := range c.members {
+	for _, i := range c.openOrder(rel) {
+		m := c.members[i]
 		r, n, err := m.OpenFile(ctx, rel)
 		if err == nil {
+			c.opened(rel, i)
 			return r, n, nil
 		}
 		if ctx.Err() != nil {
@@ -146,29 +153,6 @@ func (c *Chain) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 		return nil, 0, errs[0]
 	}
 	return nil, 0, fmt.Errorf("%s: in none of the stores: %w", rel, JoinErrors(errs...))
-}
-
-// ListFiles lists dir in the first member where it holds files: a snapshot
-// is read from the first store that has it. A member whose listing fails is
-// skipped; when every listing fails, the errors are joined.
-func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
-	var errs []error
-	for _, m := range c.members {
-		files, err := m.ListFiles(ctx, dir)
-		if err == nil && len(files) > 0 {
-			return files, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", m, err))
-		}
-	}
-	if len(errs) == len(c.members) {
-		return nil, JoinErrors(errs...)
-	}
-	return nil, nil
 }
 
 // ErrReadOnly is returned by a Chain's writes: backups go to one store.

@@ -1,19 +1,18 @@
 package chunkstore
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
 // Errors for a chunk whose content is not what its index says; match them
-// with errors.Is. The restore pipeline, verify and the archive reader all
+// with errors.Is (each also matches ErrDamaged). The restore pipeline, verify and the archive reader all
 // get them from Decoder.DecodeChunk.
 var (
-	ErrDigestMismatch    = errors.New("digest mismatch")
-	ErrLengthMismatch    = errors.New("decoded length does not match the index")
-	ErrCryptModeMismatch = errors.New("chunk crypt mode does not match the manifest")
+	ErrDigestMismatch    = DamageKind("digest mismatch")
+	ErrLengthMismatch    = DamageKind("decoded length does not match the index")
+	ErrCryptModeMismatch = DamageKind("chunk crypt mode does not match the manifest")
 )
 
 // CheckCryptMode returns blob's kind, or an error wrapping

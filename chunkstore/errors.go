@@ -8,19 +8,69 @@ import (
 	"syscall"
 )
 
+// ErrDamaged is matched (errors.Is) by every error for bytes that were read
+// and failed a check: the blob codec's errors (ErrTruncated, ErrEmpty,
+// ErrUnknownMagic, ErrObsoleteMagic, ErrCRC, ErrDecrypt, ErrDecompress,
+// ErrTooLarge) and DecodeChunk's (ErrDigestMismatch, ErrLengthMismatch,
+// ErrCryptModeMismatch). Other packages make their own kinds with
+// DamageKind.
+var ErrDamaged = errors.New("damaged")
+
+// kind is a sentinel error that also matches a class sentinel (ErrDamaged
+// or ErrNotFound) with errors.Is, keeping its own text.
+type kind struct {
+	msg   string
+	class error
+}
+
+// Error returns the kind's text.
+func (k *kind) Error() string { return k.msg }
+
+// Is reports whether target is the kind's class.
+func (k *kind) Is(target error) bool { return target == k.class }
+
+// DamageKind returns a new sentinel error with text msg that errors.Is
+// also matches to ErrDamaged: a kind of check that read bytes can fail.
+func DamageKind(msg string) error { return &kind{msg: msg, class: ErrDamaged} }
+
+// MissingKind returns a new sentinel error with text msg that errors.Is
+// also matches to ErrNotFound: something the store said definitively is
+// not there.
+func MissingKind(msg string) error { return &kind{msg: msg, class: ErrNotFound} }
+
+// Damaged reports whether err proves the data damaged: it wraps ErrDamaged
+// (bytes were read and failed a check) and no cause outside the data
+// (Outside).
+func Damaged(err error) bool { return errors.Is(err, ErrDamaged) && !Outside(err) }
+
+// Missing reports whether err proves the data missing: it wraps
+// ErrNotFound (the store said definitively that it does not exist: a 404
+// NoSuchKey, ENOENT) and no cause outside the data (Outside).
+func Missing(err error) bool { return errors.Is(err, ErrNotFound) && !Outside(err) }
+
+// Proven reports whether err proves a chunk damaged or missing (Damaged or
+// Missing). Every other error of a chunk read proves nothing about the
+// chunk (a status or error the backend did not classify, credentials,
+// quotas, local I/O): the run could not complete, and the chunk is never
+// taken for damage (never zero-filled, never listed as damaged).
+func Proven(err error) bool { return Damaged(err) || Missing(err) }
+
 // ErrUnavailable is wrapped by Store errors whose cause lies outside the
 // data: the store could not be reached, kept failing or throttling past the
 // retry window, or timed out. Retrying later may succeed, unlike for
 // ErrNotFound or a damaged chunk.
 var ErrUnavailable = errors.New("store unavailable")
 
-// Outside reports whether err's cause lies outside the data, so that a
-// later retry may help (exit code 3): ErrUnavailable or ErrDenied (store
-// unreachable, throttled past the retry window, credentials refused), a
-// network error, a deadline that expired, or a local I/O failure of the
-// kind a retry elsewhere or later can fix (EIO, ENOSPC, EDQUOT, EROFS,
-// EACCES, EPERM, EAGAIN, ENOMEM). Missing or damaged data is not outside:
-// retrying will not fix it. A nil error is not outside.
+// Outside reports whether err wraps a cause known to lie outside the data,
+// so that a later retry may help (exit code 3): ErrUnavailable or ErrDenied
+// (store unreachable, throttled past the retry window, credentials
+// refused), a network error, a deadline that expired, or a local I/O
+// failure of the kind a retry elsewhere or later can fix (EIO, ENOSPC,
+// EDQUOT, EROFS, EACCES, EPERM, EAGAIN, ENOMEM). Such an error proves
+// nothing about the data even when it also wraps ErrNotFound or ErrDamaged
+// (a chain of stores, one of which could not be read). A nil error is not
+// outside. An error that is not outside is not therefore damage: see
+// Damaged and Missing, which classify positively.
 func Outside(err error) bool {
 	if err == nil {
 		return false

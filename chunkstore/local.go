@@ -163,8 +163,24 @@ func (e causeError) Error() string   { return e.msg }
 func (e causeError) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // ErrSymlink is wrapped by Local's errors for a symbolic link inside the
-// datastore where PBS never makes one.
-var ErrSymlink = errors.New("symbolic link inside the datastore (PBS never makes one there; not followed)")
+// datastore where PBS never makes one; it matches ErrDamaged (the path was
+// read and is not what PBS writes there).
+var ErrSymlink = DamageKind("symbolic link inside the datastore (PBS never makes one there; not followed)")
+
+// ErrNotRegular is wrapped by Local's errors for a FIFO, device, socket or
+// directory where PBS writes a regular file (an index, a manifest); it
+// matches ErrDamaged.
+var ErrNotRegular = DamageKind("not a regular file")
+
+// unwrapPath returns the cause of an *fs.PathError (whose text repeats the
+// path the caller names), or err.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
 
 // linkErr turns the ELOOP of an O_NOFOLLOW open into ErrSymlink, and maps
 // the rest as mapErr does.
@@ -260,7 +276,7 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %v", d, err)
+		return nil, fmt.Errorf("chunk %s: %w", d, err)
 	}
 	size := st.Size()
 	if size == 0 {
@@ -275,7 +291,8 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 	buf = buf[:size]
 	// The file may change while read: never more than size bytes.
 	if _, err := io.ReadFull(f, buf); err != nil {
-		return nil, fmt.Errorf("chunk %s: %s: %v", d, p, err)
+		// The cause is kept (an EIO is a failure outside the data).
+		return nil, fmt.Errorf("chunk %s: %s: %w", d, p, unwrapPath(err))
 	}
 	return buf, nil
 }
@@ -324,7 +341,7 @@ func openRegular(dir *os.File, root, rel string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%s)", f.Name(), st.Mode().Type())
+		return nil, fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, st.Mode().Type())
 	}
 	return f, nil
 }

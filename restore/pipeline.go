@@ -270,41 +270,53 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		zeroed  []*ChunkError
 	)
 	chain, _ := store.(*chunkstore.Chain)
-	fail := func(err error) {
-		var ce *ChunkError
+	// stop fails the run with err (the first one wins).
+	stop := func(err error) {
 		errMu.Lock()
 		defer errMu.Unlock()
-		if opts.KeepGoing && errors.As(err, &ce) {
-			if opts.Damaged != nil {
-				opts.Damaged(ce)
-			} else {
-				damaged = append(damaged, ce)
-			}
-			nDamage++
-			stats.Failed.Add(1)
-			return
-		}
 		if first == nil {
 			first = err
 			cancel()
 		}
 	}
+	// fail records a damaged chunk (a *ChunkError, KeepGoing) or stops.
+	fail := func(err error) {
+		var ce *ChunkError
+		if !opts.KeepGoing || !errors.As(err, &ce) {
+			stop(err)
+			return
+		}
+		errMu.Lock()
+		defer errMu.Unlock()
+		if opts.Damaged != nil {
+			opts.Damaged(ce)
+		} else {
+			damaged = append(damaged, ce)
+		}
+		nDamage++
+		stats.Failed.Add(1)
+	}
 	chunkErr := func(c *Chunk, err error) *ChunkError {
 		return &ChunkError{Digest: c.Digest, Length: c.Length, Offsets: plan.Offsets(c), Location: store.ChunkLocation(c.Digest), Err: err}
 	}
-	// bad handles a chunk no copy of which could be restored: corrupt
-	// says a copy was read and failed its check. The damage policy zeroes
-	// it, or it fails the run (or is recorded, KeepGoing).
-	bad := func(c *Chunk, err error, corrupt bool) {
-		policy := DamageFail
+	// bad handles a chunk no copy of which could be restored. Only an
+	// error that proves the chunk damaged (read, failed a check) or missing
+	// (the store said it is not there) is damage (chunkstore.Proven): the
+	// damage policy zeroes it, or it fails the run (or is recorded,
+	// KeepGoing). Any other error proves nothing about the chunk: it
+	// stops the run, never zeroed, never recorded as damage.
+	bad := func(c *Chunk, err error) {
+		ce := chunkErr(c, err)
+		var policy Damage
 		switch {
-		case chunkstore.Outside(err):
-		case corrupt || !(errors.Is(err, chunkstore.ErrNotFound) || errors.Is(err, chunkstore.ErrEmpty)):
+		case !chunkstore.Proven(err):
+			stop(ce)
+			return
+		case chunkstore.Damaged(err) && !errors.Is(err, chunkstore.ErrEmpty):
 			policy = opts.OnCorrupt
 		default:
 			policy = opts.OnMissing
 		}
-		ce := chunkErr(c, err)
 		if policy != DamageZero || opts.KeepGoing {
 			fail(ce)
 			return
@@ -421,7 +433,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					if ctx.Err() != nil {
 						return
 					}
-					bad(c, err, false)
+					bad(c, err)
 					continue
 				}
 				stats.FetchedBytes.Add(uint64(len(raw)))
@@ -498,7 +510,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				switch {
 				case err != nil:
 					if ctx.Err() == nil {
-						bad(f.chunk, err, true)
+						bad(f.chunk, err)
 					}
 				case opts.Writers > 0:
 					verifiedCh <- verified{chunk: f.chunk, data: data, buf: out}

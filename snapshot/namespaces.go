@@ -14,8 +14,9 @@ import (
 	"github.com/pbsdirect/pbsdirect/index"
 )
 
-// ErrNoNamespace is returned for a namespace that holds nothing in the store.
-var ErrNoNamespace = errors.New("no such namespace")
+// ErrNoNamespace is returned for a namespace that holds nothing in the store
+// (it matches chunkstore.ErrNotFound: missing data).
+var ErrNoNamespace = chunkstore.MissingKind("no such namespace")
 
 // Namespaces returns ns and the namespaces below it, at most maxDepth
 // levels deeper (maxDepth < 0: all), sorted by name (§1.3). A namespace is

@@ -28,8 +28,9 @@ type Info struct {
 	Files    []chunkstore.FileInfo // Path is the bare file name
 }
 
-// ErrNoSnapshot is returned when a snapshot or group has no finished snapshot.
-var ErrNoSnapshot = errors.New("no such snapshot")
+// ErrNoSnapshot is returned when a snapshot or group has no finished snapshot
+// (it matches chunkstore.ErrNotFound: missing data).
+var ErrNoSnapshot = chunkstore.MissingKind("no such snapshot")
 
 // ErrRemoved is returned (wrapping ErrNoSnapshot) for a snapshot that was
 // there when it was listed or resolved and is gone now: on a live datastore
@@ -248,8 +249,8 @@ func ReadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if m.BackupType != snap.Type || m.BackupID != snap.ID || m.BackupTime != snap.Time {
-		return nil, fmt.Errorf("%s: manifest names %s/%s/%s, not the snapshot it is stored in",
-			name, m.BackupType, m.BackupID, index.FormatTime(m.BackupTime))
+		return nil, fmt.Errorf("%s: %w: manifest names %s/%s/%s, not the snapshot it is stored in",
+			name, index.ErrBadManifest, m.BackupType, m.BackupID, index.FormatTime(m.BackupTime))
 	}
 	return m, nil
 }

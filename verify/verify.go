@@ -108,8 +108,8 @@ type Verifier struct {
 	chunks  map[chunkKey]uint8
 	listed  int   // damaged chunks listed in full so far
 	listErr error // first error writing DamagedList
-	// outside is the first failure whose cause lies outside the data
-	// (chunkstore.Outside): an archive was not checked, not found damaged.
+	// outside is the first failure that proves nothing about the data
+	// (not restore.Proven): an archive was not checked, not found damaged.
 	outside error
 	// removed is the first snapshot removed while running when
 	// SkipRemoved is off (it was named: the run fails with it).
@@ -125,9 +125,13 @@ func (v *Verifier) Removed() error {
 }
 
 // note records an archive or snapshot failure and returns its message: the
-// first one whose cause lies outside the data is kept for Outside.
+// first one that does not prove the data damaged or missing
+// (restore.Proven) is kept for Outside.
 func (v *Verifier) note(err error) string {
-	if chunkstore.Outside(err) {
+	// A key that needs a passphrase no source gave is no failure outside
+	// the data either: the archive was not checked for want of its key,
+	// as with no key at all (index.ErrMissingKey).
+	if !restore.Proven(err) && !errors.Is(err, crypto.ErrPassphraseNeeded) {
 		v.mu.Lock()
 		if v.outside == nil {
 			v.outside = err
@@ -137,9 +141,10 @@ func (v *Verifier) note(err error) string {
 	return err.Error()
 }
 
-// Outside returns the first failure seen so far whose cause lies outside
-// the data (store unreachable, credentials, throttling: chunkstore.Outside),
-// or nil. Such an archive was not checked; retrying later may help.
+// Outside returns the first failure seen so far that proves nothing about
+// the data (not restore.Proven: store unreachable, credentials refused or
+// expired, throttling, a status the store did not classify, local I/O), or
+// nil. Such an archive was not checked; retrying later may help.
 func (v *Verifier) Outside() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()

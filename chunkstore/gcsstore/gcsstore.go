@@ -113,7 +113,8 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // Open opens the datastore below prefix in bucket and detects its layout:
 // PBS4 if any object exists below "<prefix>/.cnt/", else plain; with
 // opts.Create, a prefix holding no datastore content yet gets PBS4. It fails
-// without usable credentials (unless NoAuth or STORAGE_EMULATOR_HOST) and if
+// without usable credentials (chunkstore.ErrDenied; unless NoAuth or
+// STORAGE_EMULATOR_HOST) and if
 // the bucket cannot be listed (missing: chunkstore.ErrNotFound; refused:
 // chunkstore.ErrDenied).
 func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
@@ -152,7 +153,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	} else {
 		rt, err := htransport.NewTransport(ctx, watched, option.WithScopes(storage.ScopeReadWrite))
 		if err != nil {
-			return nil, fmt.Errorf("%s: Google Application Default Credentials: %w (set GOOGLE_APPLICATION_CREDENTIALS, run 'gcloud auth application-default login', or use STORAGE_EMULATOR_HOST for an emulator)", s.url, err)
+			return nil, fmt.Errorf("%s: %w: no usable Google Application Default Credentials: %w (set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, run 'gcloud auth application-default login', or use STORAGE_EMULATOR_HOST for an emulator)", s.url, chunkstore.ErrDenied, err)
 		}
 		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: rt}))
 	}
@@ -506,7 +507,9 @@ func status(err error) int {
 
 // mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
 // around 401/403s and chunkstore.ErrUnavailable around unreachable endpoints
-// and transient failures that outlasted the retries.
+// and transient failures that outlasted the retries. Any other error (a 400
+// such as a requester-pays bucket's UserProjectMissing) is returned as is:
+// it proves nothing about the data (chunkstore.Proven is false).
 func mapErr(err error) error {
 	switch st := status(err); {
 	case st == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist):

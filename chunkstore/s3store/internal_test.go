@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 )
 
 func TestPathStyle(t *testing.T) {
@@ -50,6 +53,7 @@ func TestBucketRegion(t *testing.T) {
 	}{
 		{regionErr(301, "PermanentRedirect", "must be addressed using the specified endpoint", "eu-central-1"), "eu-central-1"},
 		{regionErr(400, "AuthorizationHeaderMalformed", "the region 'us-east-1' is wrong; expecting 'ap-south-1'", ""), "ap-south-1"},
+		{regionErr(400, "AuthorizationHeaderMalformed", `The authorization header is malformed; the region "eu-west-1" is wrong; expecting "us-east-1"`, ""), "us-east-1"},
 		{regionErr(301, "", "", "eu-west-3"), "eu-west-3"}, // HEAD: no body
 		{regionErr(403, "AccessDenied", "expecting 'xx-1'", "eu-west-3"), ""},
 		{regionErr(400, "InvalidArgument", "bad", ""), ""},
@@ -59,6 +63,9 @@ func TestBucketRegion(t *testing.T) {
 		}
 		if msg := mapErr(tc.err).Error(); tc.want != "" && !strings.Contains(msg, "--s3-region "+tc.want) {
 			t.Errorf("mapErr: %s: names neither the region nor the flag", msg)
+		}
+		if chunkstore.Proven(mapErr(tc.err)) {
+			t.Errorf("mapErr(%v): taken for damage", tc.err)
 		}
 	}
 }
@@ -75,5 +82,32 @@ func TestParseFingerprint(t *testing.T) {
 		if _, err := ParseFingerprint(bad); err == nil {
 			t.Errorf("ParseFingerprint(%q) accepted", bad)
 		}
+	}
+}
+
+// TestMapErrProvesNothing: S3 answers that say nothing about a chunk's
+// bytes are never taken for damage; expired temporary credentials (a 400,
+// not a 403) are refused credentials with a hint; a 404 is missing.
+func TestMapErrProvesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		denied bool
+	}{
+		{regionErr(400, "ExpiredToken", "The provided token has expired.", ""), true},
+		{regionErr(400, "SomeCodeNoOneKnows", "?", ""), false},
+		{regionErr(401, "Unauthorized", "", ""), true},
+		{regionErr(403, "RequesterPaysRequired", "", ""), true},
+		{regionErr(400, "InvalidRequest", "bad", ""), false},
+	} {
+		err := mapErr(tc.err)
+		if chunkstore.Proven(err) || errors.Is(err, chunkstore.ErrDenied) != tc.denied {
+			t.Errorf("mapErr(%v) = %v: proven %v, denied %v (want not proven, denied %v)", tc.err, err, chunkstore.Proven(err), errors.Is(err, chunkstore.ErrDenied), tc.denied)
+		}
+	}
+	if err := mapErr(regionErr(400, "ExpiredToken", "The provided token has expired.", "")); !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("expired token: no hint: %v", err)
+	}
+	if err := mapErr(regionErr(404, "NoSuchKey", "", "")); !chunkstore.Missing(err) {
+		t.Errorf("404 NoSuchKey: not missing: %v", err)
 	}
 }

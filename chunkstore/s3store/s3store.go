@@ -184,6 +184,8 @@ type Store struct {
 	// followed names what Open corrected on its own ("" if nothing): the
 	// bucket's region, path-style addressing.
 	followed []string
+	// warn says what a listing left out (see WarnTo); nil: nothing.
+	warn atomic.Pointer[func(msg string)]
 }
 
 var _ chunkstore.Store = (*Store)(nil)
@@ -376,8 +378,10 @@ func noSuchHost(err error) bool {
 }
 
 // regionInMessage finds the expected region in AWS's error messages, e.g.
-// "the region 'us-east-1' is wrong; expecting 'eu-central-1'".
-var regionInMessage = regexp.MustCompile(`expecting '([a-z0-9-]+)'`)
+// "the region 'us-east-1' is wrong; expecting 'eu-central-1'", quoted with
+// single or double quotes (S3 clones and gateways say `expecting
+// "us-east-1"`).
+var regionInMessage = regexp.MustCompile(`expecting ['"]([a-z0-9-]+)['"]`)
 
 // bucketRegion returns the bucket's region named by a region-mismatch
 // answer (301 PermanentRedirect, 400 AuthorizationHeaderMalformed or
@@ -826,6 +830,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	}
 	base += "/"
 	var files []chunkstore.FileInfo
+	var bad badKeys
 	l := bucket.Listing{Provider: "S3 ListObjectsV2", Where: s.objURL(base), Prefix: base}
 	for {
 		in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base}
@@ -838,14 +843,25 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		}
 		var page *s3.ListObjectsV2Output
 		err := s.do(ctx, func(ctx context.Context) (err error) {
-			page, err = s.client.ListObjectsV2(ctx, in)
+			page, err = s.client.ListObjectsV2(ctx, in, withEncodingProbe)
 			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.objURL(base), mapErr(err))
 		}
+		encoded := keysURLEncoded(page)
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
+			if encoded {
+				// Keys percent-encoded although not asked for (Apache Ozone,
+				// DigitalOcean Spaces, HCP): the page says so.
+				dec, err := url.QueryUnescape(key)
+				if err != nil {
+					bad.add(key)
+					continue
+				}
+				key = dec
+			}
 			keep, err := l.Key(key)
 			if err != nil {
 				return nil, err
@@ -859,11 +875,45 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 			return nil, err
 		}
 		if !more {
+			if bad.n > 0 {
+				s.say(fmt.Sprintf("pbsdirect: warning: %s: %d listed key(s) could not be decoded (the listing says EncodingType url), e.g. %q: left out", s.objURL(base), bad.n, bad.first))
+			}
 			return files, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// badKeys counts the keys of a listing that could not be read.
+type badKeys struct {
+	n     int
+	first string // the first of them
+}
+
+func (b *badKeys) add(key string) {
+	if b.n == 0 {
+		b.first = key
+	}
+	b.n++
+}
+
+// WarnTo sets where the store says what a listing left out (keys that
+// could not be decoded), as one line without a line end, from any
+// goroutine; nil says nothing.
+func (s *Store) WarnTo(f func(msg string)) {
+	if f == nil {
+		s.warn.Store(nil)
+		return
+	}
+	s.warn.Store(&f)
+}
+
+// say passes msg to the WarnTo function, if any.
+func (s *Store) say(msg string) {
+	if f := s.warn.Load(); f != nil {
+		(*f)(msg)
 	}
 }
 
@@ -970,8 +1020,11 @@ func isNotImplemented(err error) bool {
 }
 
 // mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
-// around 403s and chunkstore.ErrUnavailable around unreachable endpoints and
-// transient failures (429, 5xx, timeouts) that outlasted the retries.
+// around 401s, 403s and expired temporary credentials (400 ExpiredToken)
+// and chunkstore.ErrUnavailable around unreachable endpoints and transient
+// failures (429, 5xx, timeouts) that outlasted the retries. Any other error
+// is returned as is: it proves nothing about the data (chunkstore.Proven is
+// false), so the run fails as one that could not complete.
 func mapErr(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -988,7 +1041,9 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w (%s)", chunkstore.ErrNotFound, code)
 	case code == "RequestTimeTooSkewed":
 		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
-	case st == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+	case expiredCodes[code]:
+		return fmt.Errorf("%w: %v (temporary credentials expired: refresh them, e.g. aws sso login or a new AWS_SESSION_TOKEN, and run again; a restore continues with --resume)", chunkstore.ErrDenied, err)
+	case st == http.StatusForbidden || st == http.StatusUnauthorized || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
 	case bucket.Unreachable(err) || st == http.StatusTooManyRequests || st >= 500 || classifyErr(err) != bucket.Fatal:
 		if errors.Is(err, chunkstore.ErrUnavailable) {
@@ -1001,6 +1056,11 @@ func mapErr(err error) error {
 	}
 	return err
 }
+
+// expiredCodes are the error codes of S3 (a 400, not a 403) and its clones
+// for temporary credentials (a session token) that expired or are no
+// longer valid.
+var expiredCodes = map[string]bool{"ExpiredToken": true, "TokenRefreshRequired": true, "InvalidToken": true, "ExpiredTokenException": true}
 
 // skewCodes are the error codes after which the SDK corrects its clock by
 // the server's Date header and retries (its clock skew correction).

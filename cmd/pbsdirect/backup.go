@@ -82,11 +82,11 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			seen[s.Name] = true
 			sources = append(sources, s)
 		}
-		ns, err := sf.namespace()
+		nsa, err := sf.nsArg()
 		if err != nil {
 			return err
 		}
-		snap := index.Snapshot{NS: ns, Type: *btype, ID: *bid}
+		snap := index.Snapshot{Type: *btype, ID: *bid}
 		if *btime != "" {
 			if t, err := strconv.ParseInt(*btime, 10, 64); err == nil {
 				snap.Time = t
@@ -158,6 +158,9 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		defer store.Close()
+		if snap.NS, err = nsa.resolve(ctx, store, true); err != nil {
+			return err
+		}
 		{
 			// Like PBS, refuse a snapshot that is not newer than the group's
 			// last one; without --backup-time (now), one whose last snapshot

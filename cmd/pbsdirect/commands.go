@@ -59,8 +59,9 @@ the latest one. ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
 
 Exit codes:
   0    success
-  1    the data is damaged or missing (a missing snapshot or chunk, a damaged
-       chunk, a wrong key, a restore with damage under --on-missing/--on-corrupt
+  1    the data is damaged or missing, proven: read and failed a check, or
+       definitively not there (a missing snapshot or chunk, a damaged chunk,
+       a wrong key, a restore with damage under --on-missing/--on-corrupt
        zero): retrying will not help
   2    usage error, or a TARGET refused as named (exists without --force, a
        symbolic link, a directory or FIFO, a missing directory, a disk-image
@@ -70,8 +71,8 @@ Exit codes:
   3    the run could not complete for a reason outside the data: store
        unreachable or not there (disk not mounted, no such bucket), credentials
        refused, throttled past --retry-for, target I/O error, permission, no
-       space, target busy or in use, snapshot exists or group locked (backup):
-       retrying later can help
+       space, target busy or in use, snapshot exists or group locked (backup),
+       and any error that proves nothing about the data: retrying later can help
   130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd
        exit 0: that is how they stop)
 JSON reports (--output-format json) carry the same code as "exit-code".

@@ -16,7 +16,6 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/index"
 )
 
 // storeFlags are the flags shared by every command that reads or writes a
@@ -150,32 +149,10 @@ func checkStoreSpec(spec string) error {
 
 func (s *storeFlags) json() bool { return s.outputFormat != formatText }
 
-func (s *storeFlags) namespace() (index.Namespace, error) {
-	ns, err := index.ParseNamespace(namespaceArg(s.ns))
-	if err != nil {
-		return nil, usagef("--ns: %v", err)
-	}
-	return ns, nil
-}
-
-// namespaceArg turns the forms --ns accepts into PBS's "a/b": a trailing
-// '/' is dropped, and the path form "ns/a/ns/b" that listings and snapshot
-// names print (every other level "ns") becomes "a/b".
-func namespaceArg(s string) string {
-	s = strings.TrimSuffix(s, "/")
-	parts := strings.Split(s, "/")
-	if len(parts)%2 != 0 {
-		return s
-	}
-	var levels []string
-	for i := 0; i < len(parts); i += 2 {
-		if parts[i] != "ns" {
-			return s
-		}
-		levels = append(levels, parts[i+1])
-	}
-	return strings.Join(levels, "/")
-}
+// nsArg parses --ns: its readings, settled against the store by
+// nsArg.resolve once the store is open. It returns a usage error when no
+// reading is a namespace.
+func (s *storeFlags) nsArg() (nsArg, error) { return parseNSArg(s.ns) }
 
 // loadKey opens the key file given with --keyfile or, like
 // proxmox-backup-client, the default key file when it exists (said on

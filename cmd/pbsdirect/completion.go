@@ -227,7 +227,7 @@ func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Na
 	if err := sf.check(); err != nil {
 		return nil, err
 	}
-	ns, err := sf.namespace()
+	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +245,11 @@ func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Na
 			return
 		}
 		defer store.Close()
+		ns, err := nsa.resolve(ctx, store, false)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
 		cands, err := list(ctx, ns, store)
 		done <- result{cands, err}
 	}()

@@ -112,9 +112,9 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 		err := fmt.Errorf("drill failed for %d of %d archive(s)%s", failed, len(reps), worst)
 		if !slices.ContainsFunc(reps, func(r drillReport) bool { return !r.OK && r.ExitCode != exitOutside }) {
 			// Every failure lies outside the data: retrying may help (exit 3).
-			err = fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
+			return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 		}
-		return err
+		return &dataError{err}
 	}
 	return ctx.Err()
 }
@@ -161,7 +161,7 @@ func readDrillList(path string) ([]drillItem, error) {
 // latestImages lists the disk images of the newest snapshot of every group
 // of --ns.
 func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]drillItem, error) {
-	ns, err := rc.sf.namespace()
+	nsa, err := rc.sf.nsArg()
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +170,11 @@ func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]dril
 		return nil, err
 	}
 	defer store.Close()
+	warnDisagreement(stderr, store)
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		return nil, err
+	}
 	sel, err := verify.Select(ctx, store, verify.Scope{NS: ns, Latest: true})
 	if err != nil {
 		return nil, err

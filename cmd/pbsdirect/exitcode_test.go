@@ -20,14 +20,18 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fusefs"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // TestExitCode: the one mapping from errors to exit codes, as an
-// orchestrator reads them.
+// orchestrator reads them, for every class of error: damaged, missing,
+// usage, outside, interrupted, unknown. Damage is proven, never assumed: an
+// error of a kind not known to prove damage exits 3.
 func TestExitCode(t *testing.T) {
 	chunk := func(err error) error {
 		return fmt.Errorf("restore failed: %w", &restore.ChunkError{Length: 4, Offsets: []uint64{0}, Location: "x", Err: err})
@@ -51,7 +55,20 @@ func TestExitCode(t *testing.T) {
 		{"damaged chunk", chunk(chunkstore.ErrDigestMismatch), 1},
 		{"empty chunk", chunk(chunkstore.ErrEmpty), 1},
 		{"damaged list", &restore.DamagedError{Archive: "a"}, 1},
-		{"unknown", errors.New("manifest signature does not verify"), 1},
+		{"bad manifest signature", fmt.Errorf("vm/100: %w", index.ErrBadSignature), 1},
+		{"malformed index", fmt.Errorf("drive-scsi0.img.fidx: %w: size 0", index.ErrBadIndex), 1},
+		{"wrong passphrase", fmt.Errorf("key.json: %w", crypto.ErrWrongPassphrase), 1},
+		{"no such snapshot", fmt.Errorf("%w: vm/100/2026-11-29T10:00:00Z", snapshot.ErrNoSnapshot), 1},
+		{"verify found damage", &dataError{errors.New("verification failed: 1 of 1 snapshot(s) damaged")}, 1},
+		{"missing chunk behind an unreachable store", chunk(errors.Join(chunkstore.ErrNotFound, fmt.Errorf("%w: second store", chunkstore.ErrUnavailable))), 3},
+		{"damaged copy behind an unreachable store", chunk(errors.Join(chunkstore.ErrCRC, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})), 3},
+		{"unknown", errors.New("manifest signature does not verify"), 3},
+		{"unknown chunk error", chunk(errors.New("operation error S3: GetObject, https response error StatusCode: 400, api error InvalidRequest")), 3},
+		{"chunk path is a directory", chunk(&fs.PathError{Op: "read", Path: "/ds/.chunks/abcd/abcd", Err: syscall.EISDIR}), 3},
+		{"local I/O error reading a chunk", chunk(&fs.PathError{Op: "read", Path: "/ds/.chunks/abcd/abcd", Err: syscall.EIO}), 3},
+		{"expired credentials", chunk(fmt.Errorf("%w: api error ExpiredToken", chunkstore.ErrDenied)), 3},
+		{"no journal directory", errors.New("journal for /dev/loop0: neither $XDG_CACHE_HOME nor $HOME are defined"), 3},
+		{"merge refused", usageOf(errors.New("report 2: shard 0/3 given twice")), 2},
 		{"store unavailable", chunk(fmt.Errorf("%w: 503 SlowDown past --retry-for", chunkstore.ErrUnavailable)), 3},
 		{"credentials refused", fmt.Errorf("open: %w: 403", chunkstore.ErrDenied), 3},
 		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, 3},
@@ -64,7 +81,7 @@ func TestExitCode(t *testing.T) {
 		{"snapshot busy", fmt.Errorf("backup failed: %w", chunkstore.ErrSnapshotBusy), 3},
 		{"SIGINT", &interruptedError{sig: syscall.SIGINT}, 130},
 		{"SIGTERM", &interruptedError{sig: syscall.SIGTERM}, 143},
-		{"canceled, no signal", context.Canceled, 1},
+		{"canceled, no signal", context.Canceled, 3},
 	} {
 		if got := exitCode(c.err); got != c.want {
 			t.Errorf("%s: exitCode(%v) = %d, want %d", c.name, c.err, got, c.want)

@@ -218,13 +218,20 @@ func TestVerifyShardsMerge(t *testing.T) {
 		})
 	}
 	// The same shard twice, or shards of different counts, are refused.
-	mustFail(t, 1, []string{"twice"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-0-of-3.json"))
-	mustFail(t, 1, []string{"not one of"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-1-of-8.json"))
+	mustFail(t, 2, []string{"twice"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-0-of-3.json"))
+	mustFail(t, 2, []string{"not one of"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-1-of-8.json"))
 	// Some shards missing: the rest is not checked, never ok.
 	r := mustFail(t, 3, []string{"only shards 0,2/3 merged"}, "report", "merge", "--output-format", "json", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-2-of-3.json"))
-	if !strings.Contains(r.out, `"ok":false`) {
-		t.Errorf("an incomplete merge is reported ok: %v", r)
+	if !strings.Contains(r.out, `"ok":false`) || strings.Contains(r.out+r.err, "store unavailable") {
+		t.Errorf("an incomplete merge is reported ok, or as a store unavailable: %v", r)
 	}
+	// A shard file named that is not there, or not a report: exit 2,
+	// naming the file.
+	gone := filepath.Join(dir, "shard-1-of-3.missing.json")
+	mustFail(t, 2, []string{gone}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), gone, filepath.Join(dir, "shard-2-of-3.json"))
+	notReport := filepath.Join(dir, "not-a-report.json")
+	os.WriteFile(notReport, []byte("{{"), 0o644)
+	mustFail(t, 2, []string{notReport, "not a verify report"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), notReport)
 	// Last night's shard beside tonight's: refused.
 	b, err := os.ReadFile(filepath.Join(dir, "shard-1-of-3.json"))
 	if err != nil {
@@ -238,7 +245,7 @@ func TestVerifyShardsMerge(t *testing.T) {
 	b, _ = json.Marshal(old)
 	stale := filepath.Join(dir, "stale-1-of-3.json")
 	os.WriteFile(stale, b, 0o644)
-	mustFail(t, 1, []string{"not a shard of the same run"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), stale, filepath.Join(dir, "shard-2-of-3.json"))
+	mustFail(t, 2, []string{"not a shard of the same run"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), stale, filepath.Join(dir, "shard-2-of-3.json"))
 }
 
 // TestShardSplit: the shard function splits digests evenly.

@@ -355,7 +355,7 @@ func cmdKeyImportWithMasterKey(fs *flag.FlagSet) commandFunc {
 			return fmt.Errorf("%s: recovered key: %w", fs.Arg(0), err)
 		}
 		if wantFP != nil && *wantFP != cfg.Fingerprint() {
-			return fmt.Errorf("%s: recovered key %s, but the snapshot's manifest names key %s", fs.Arg(0), cfg.Fingerprint(), wantFP)
+			return fmt.Errorf("%s: %w: recovered key %s, but the snapshot's manifest names key %s", fs.Arg(0), index.ErrWrongKey, cfg.Fingerprint(), wantFP)
 		}
 		var pass []byte
 		if *kdf != crypto.KDFNone {
@@ -404,7 +404,7 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 	if err := checkSnapshotRef(ref); err != nil {
 		return nil, nil, err
 	}
-	ns, err := sf.namespace()
+	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -413,6 +413,11 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 		return nil, nil, err
 	}
 	defer store.Close()
+	warnDisagreement(stderr, store)
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		return nil, nil, err
+	}
 	snap, err := snapshot.Resolve(ctx, store, ns, ref)
 	if err != nil {
 		return nil, nil, err

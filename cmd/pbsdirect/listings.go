@@ -30,7 +30,7 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace", stderr)
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "group\tlast backup\tsnapshots\towner\tcomment")
 		for _, g := range groups {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(g.Owner), g.Comment)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(index.DisplayText(g.Owner)), index.DisplayText(g.Comment))
 		}
 		return tw.Flush()
 	}
@@ -90,7 +90,7 @@ func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", -1, "list namespaces at most this many levels below --ns (-1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start")
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start", stderr)
 		if err != nil {
 			return err
 		}
@@ -119,20 +119,27 @@ func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 
 // openListing checks the arguments of a listing command (groups,
 // namespaces, snapshots: flags only; hint says what to use instead of an
-// argument), checks the flags and opens the store and namespace to list.
-func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, hint string) (index.Namespace, chunkstore.Store, error) {
+// argument), checks the flags and opens the store and namespace to list;
+// what several stores disagree on is said on stderr.
+func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, hint string, stderr io.Writer) (index.Namespace, chunkstore.Store, error) {
 	if fs.NArg() != 0 {
 		return nil, nil, usagef("%s takes no arguments (%s)", fs.Name(), hint)
 	}
 	if err := sf.check(); err != nil {
 		return nil, nil, err
 	}
-	ns, err := sf.namespace()
+	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, nil, err
 	}
 	store, err := openStore(ctx, sf, false, manifestReads)
 	if err != nil {
+		return nil, nil, err
+	}
+	warnDisagreement(stderr, store)
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		store.Close()
 		return nil, nil, err
 	}
 	return ns, store, nil

@@ -2,9 +2,11 @@
 // archives directly from a datastore directory or a bucket, with no PBS
 // server in the loop.
 //
-// Exit codes (see exitCode): 0 success; 1 the data is damaged or missing;
-// 2 usage error; 3 the run could not complete for a reason outside the data
-// (retrying later can help); 130/143 interrupted by SIGINT/SIGTERM.
+// Exit codes (see exitCode): 0 success; 1 the data is damaged or missing
+// (proven: read and failed a check, or definitively not there); 2 usage
+// error; 3 the run could not complete for a reason outside the data, or
+// any error that proves nothing about the data (retrying later can help);
+// 130/143 interrupted by SIGINT/SIGTERM.
 package main
 
 import (
@@ -26,6 +28,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fusefs"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
@@ -60,6 +63,17 @@ func (e *outsideError) Error() string { return e.err.Error() }
 
 // Unwrap returns the cause.
 func (e *outsideError) Unwrap() error { return e.err }
+
+// dataError marks a failure that the data proved (exit 1) where no typed
+// cause carries it: a verify or a merge of verify reports that found
+// damage and nothing outside the data.
+type dataError struct{ err error }
+
+// Error returns the cause's text.
+func (e *dataError) Error() string { return e.err.Error() }
+
+// Unwrap returns the cause.
+func (e *dataError) Unwrap() error { return e.err }
 
 // Exit codes (see exitCode).
 const (
@@ -101,17 +115,19 @@ func main() {
 // given (crypto.ErrPassphraseNeeded) or a new one too short, and a target refused as named (exists
 // without --force, a symbolic link, a disk-image container, part of the
 // datastore, a missing directory, not a file or block device, a device too
-// small); 3 when the cause lies outside the data (chunkstore.Outside:
-// unreachable store, refused credentials, throttled past --retry-for,
-// target I/O error, permission, no space; a busy or in-use target, a locked
-// group, a snapshot that already exists; FUSE unavailable for mount; a
-// --store that is not there, storeMissingError); 1 for everything else,
-// which is damaged or missing data.
+// small); 3 when the cause is known to lie outside the data
+// (chunkstore.Outside: unreachable store, refused or expired credentials,
+// throttled past --retry-for, target I/O error, permission, no space; a
+// busy or in-use target, a locked group, a snapshot that already exists;
+// FUSE unavailable for mount; a --store that is not there,
+// storeMissingError); 1 only when the error proves the data damaged or
+// missing (restore.Proven: read and failed a check, or definitively not
+// there; a wrong key; a dataError); 3 for every other error, which proves
+// nothing about the data: the run could not complete.
 func exitCode(err error) int {
 	var ie *interruptedError
 	var ue *usageError
-	var sm *storeMissingError
-	var oe *outsideError
+	var de *dataError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -123,14 +139,27 @@ func exitCode(err error) int {
 		// A target that cannot take the restore as named: the command
 		// line must change, not the data or the machine.
 		return exitUsage
-	case chunkstore.Outside(err), errors.Is(err, restore.ErrTargetBusy), errors.Is(err, restore.ErrTargetInUse),
-		errors.Is(err, restore.ErrNoSpace), errors.Is(err, chunkstore.ErrSnapshotBusy), errors.Is(err, backup.ErrSnapshotExists),
-		errors.Is(err, fusefs.ErrUnavailable), errors.As(err, &sm), errors.As(err, &oe):
-		// Busy: another run holds the target or the snapshot; a retry
-		// after it may succeed. No FUSE: the machine, not the data.
+	case knownOutside(err):
 		return exitOutside
+	case restore.Proven(err), errors.As(err, &de):
+		return exitData
 	}
-	return exitData
+	// Damage is proven, never assumed.
+	return exitOutside
+}
+
+// knownOutside reports whether err's cause is known to lie outside the data
+// (exit 3 when it is no usage error): chunkstore.Outside, a busy or in-use
+// target, no space, a locked group, a snapshot that already exists, FUSE
+// unavailable, a --store that is not there, an outsideError.
+func knownOutside(err error) bool {
+	var sm *storeMissingError
+	var oe *outsideError
+	// Busy: another run holds the target or the snapshot; a retry after it
+	// may succeed. No FUSE: the machine, not the data.
+	return chunkstore.Outside(err) || errors.Is(err, restore.ErrTargetBusy) || errors.Is(err, restore.ErrTargetInUse) ||
+		errors.Is(err, restore.ErrNoSpace) || errors.Is(err, chunkstore.ErrSnapshotBusy) || errors.Is(err, backup.ErrSnapshotExists) ||
+		errors.Is(err, fusefs.ErrUnavailable) || errors.As(err, &sm) || errors.As(err, &oe)
 }
 
 // interrupted returns the interruptedError that stopped ctx, if one did, in
@@ -232,7 +261,7 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 		textOnly(stdout)
 	}
 	err = interrupted(ctx, err)
-	if err != nil && isCompletion(c) && exitCode(err) == exitData {
+	if code := exitCode(err); err != nil && isCompletion(c) && (code == exitData || code == exitOutside && !knownOutside(err)) {
 		err = usageOf(err) // a completion request or script has no data to be damaged
 	}
 	code := exitCode(err)
@@ -246,9 +275,9 @@ func runCommand(ctx context.Context, args []string, stdout *output, stderr io.Wr
 	case code == exitOK:
 		return code, err
 	case code == exitUsage:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %s\n", name, index.DisplayText(err.Error()))
 	default:
-		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: error: %s\n", name, index.DisplayText(err.Error()))
 	}
 	return code, err
 }

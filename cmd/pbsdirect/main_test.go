@@ -98,5 +98,6 @@ func TestTuningAids(t *testing.T) {
 		}
 	}
 	t.Setenv("PBSDIRECT_TRACE", filepath.Join(dir, "missing", "run.trace"))
-	mustFail(t, 1, []string{"PBSDIRECT_TRACE"}, "verify", "--store", store)
+	// Not data: the run could not start its recording (exit 3).
+	mustFail(t, 3, []string{"PBSDIRECT_TRACE"}, "verify", "--store", store)
 }

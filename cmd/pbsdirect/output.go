@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Output formats, as proxmox-backup-client names them.
@@ -100,7 +101,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	js := bytes.TrimRight(b.Bytes(), "\n")
+	js := escapeC1(bytes.TrimRight(b.Bytes(), "\n"))
 	if o, ok := w.(*output); ok && o.format != formatText {
 		o.result = js
 		return nil
@@ -159,7 +160,27 @@ func mustJSON(v any) json.RawMessage {
 	if err != nil {
 		panic(err)
 	}
-	return b
+	return escapeC1(b)
+}
+
+// escapeC1 writes DEL and the C1 control characters (U+007F–U+009F; a
+// terminal may take U+009B as CSI) of encoded JSON as \u escapes:
+// encoding/json escapes only those below U+0020. They can only occur in
+// strings, where the escape means the same character.
+func escapeC1(js []byte) []byte {
+	isC1 := func(r rune) bool { return r >= 0x7f && r <= 0x9f }
+	if bytes.IndexFunc(js, isC1) < 0 {
+		return js
+	}
+	out := make([]byte, 0, len(js)+16)
+	for _, r := range string(js) {
+		if isC1(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return out
 }
 
 // objectFields returns the members of the JSON object js in order, and

@@ -109,6 +109,18 @@ func TestProviderQuirks(t *testing.T) {
 		}
 	})
 
+	t.Run("url-encoded-keys", func(t *testing.T) {
+		// Keys percent-encoded ("…T02%3A00%3A00Z") with EncodingType url
+		// although not asked for (Apache Ozone, DigitalOcean Spaces, HCP),
+		// on both pages of vm/.
+		p := e.proxy(t, quirkproxy.Quirks{URLEncodeKeys: true})
+		ep := []string{"--s3-endpoint", p.URL}
+		if got := bktNames(bktList(t, "s3://quirks/ds", ep...)); !reflect.DeepEqual(got, e.snaps) {
+			t.Errorf("snapshots: %v, want all of %v", got, e.snaps)
+		}
+		e.restoreLatest(t, ep...)
+	})
+
 	t.Run("token-ignored", func(t *testing.T) {
 		p := e.proxy(t, quirkproxy.Quirks{IgnoreToken: true})
 		start := time.Now()

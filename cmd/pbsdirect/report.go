@@ -48,13 +48,16 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 			}
 			var r verify.Report
 			if err := json.Unmarshal(b, &r); err != nil {
-				return fmt.Errorf("%s: not a verify report: %w", loc, err)
+				// A file named that is not a report: the command line is wrong.
+				return usagef("%s: not a verify report: %v", loc, err)
 			}
 			reps = append(reps, r)
 		}
 		rep, err := verify.Merge(reps)
 		if err != nil {
-			return err
+			// Reports that are not the shards of one run (the same shard
+			// twice, other counts, another run's): the files named are wrong.
+			return usageOf(err)
 		}
 		if !sf.json() {
 			for _, s := range rep.Snapshots {
@@ -65,7 +68,7 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		// outside the data (3) stays, damage is 1.
 		var outside error
 		if rep.Shard != "" {
-			outside = fmt.Errorf("%w: only shards %s merged: the chunks of the missing shards are not checked", chunkstore.ErrUnavailable, rep.Shard)
+			outside = &outsideError{fmt.Errorf("only shards %s merged: the chunks of the other shards are not checked (merge the reports of all shards, or run the missing ones again)", rep.Shard)}
 		}
 		if len(rep.NotVerified) > 0 {
 			outside = &outsideError{fmt.Errorf("%d snapshot(s) seen by only some shards (a backup or prune ran between them), not verified: %s",
@@ -73,7 +76,7 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		}
 		for _, r := range reps {
 			if r.ExitCode == exitOutside {
-				outside = fmt.Errorf("%w: shard %s could not check everything (exit code %d)", chunkstore.ErrUnavailable, cmp.Or(r.Shard, "0/1"), r.ExitCode)
+				outside = &outsideError{fmt.Errorf("shard %s could not check everything (exit code %d)", cmp.Or(r.Shard, "0/1"), r.ExitCode)}
 			}
 		}
 		return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {

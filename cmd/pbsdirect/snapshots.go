@@ -50,7 +50,7 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (-1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace")
+		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace", stderr)
 		if err != nil {
 			return err
 		}
@@ -126,13 +126,13 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 		fmt.Fprintln(tw, "snapshot\tsize\tcrypt\tverified\tprotected\tfiles\tcomment")
 		for _, e := range entries {
 			if e.Error != "" {
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tmanifest unreadable: %s\t\n", e.Snapshot, e.Error)
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tmanifest unreadable: %s\t\n", e.Snapshot, index.DisplayText(e.Error))
 				continue
 			}
 			var names []string
 			crypt := "none"
 			for _, f := range e.Files {
-				names = append(names, f.Name)
+				names = append(names, index.DisplayText(f.Name))
 				if f.CryptMode != "none" {
 					crypt = f.CryptMode
 				}
@@ -140,7 +140,7 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 			if e.Fingerprint != "" {
 				crypt += " " + e.Fingerprint[:23]
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, orDash(e.Verified), yesNo(e.Protected), strings.Join(names, " "), e.Comment)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, orDash(index.DisplayText(e.Verified)), yesNo(e.Protected), strings.Join(names, " "), index.DisplayText(e.Comment))
 		}
 		return tw.Flush()
 	}

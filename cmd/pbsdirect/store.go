@@ -19,7 +19,7 @@ import (
 // the default key file closed) and the opened store (see openStore). The
 // caller closes the store.
 func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode string, noDefault bool, concurrency int) (index.Namespace, *keySource, chunkstore.Store, error) {
-	ns, err := sf.namespace()
+	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -35,6 +35,12 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode s
 		fmt.Fprintln(stderr, w)
 	}
 	noteFollowed(stderr, store)
+	warnDisagreement(stderr, store)
+	ns, err := nsa.resolve(ctx, store, false)
+	if err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
 	return ns, keys, store, nil
 }
 
@@ -51,6 +57,24 @@ func noteFollowed(stderr io.Writer, s chunkstore.Store) {
 			fmt.Fprintf(stderr, "pbsdirect: note: the bucket is in region %s; followed (give --s3-region %s to skip the detour)\n", r, r)
 		} else {
 			fmt.Fprintf(stderr, "pbsdirect: note: the endpoint's virtual-host name for the bucket does not resolve; using %s (give --s3-path-style to skip the detour)\n", what)
+		}
+	}
+}
+
+// warnDisagreement has the store say on stderr, escaped for the terminal,
+// what its listings leave out or disagree on: a chain of stores (several
+// --store) where its members disagree (chunkstore.Chain.WarnTo), a bucket
+// store the keys it could not decode.
+func warnDisagreement(stderr io.Writer, s chunkstore.Store) {
+	say := func(msg string) { fmt.Fprintln(stderr, index.DisplayText(msg)) }
+	type warner interface{ WarnTo(func(msg string)) }
+	stores := []chunkstore.Store{s}
+	if c, ok := s.(*chunkstore.Chain); ok {
+		stores = append(stores, c.Members()...)
+	}
+	for _, m := range stores {
+		if w, ok := m.(warner); ok {
+			w.WarnTo(say)
 		}
 	}
 }

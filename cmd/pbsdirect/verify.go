@@ -234,6 +234,8 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if outside != nil {
 			// Some archive could not be checked for a reason outside the data.
 			verr = fmt.Errorf("%w; %w", verr, outside)
+		} else {
+			verr = &dataError{verr}
 		}
 	}
 	rep.ExitCode = codeFor(ctx, verr)

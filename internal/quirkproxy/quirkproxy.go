@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"log"
@@ -77,6 +78,11 @@ type Quirks struct {
 	// '<region>'"); accepted ones are re-signed for TargetRegion.
 	BucketRegion string
 	RegionError  int
+	// RegionQuoted makes the RegionError 400 answer quote the regions in
+	// double quotes (`expecting "<region>"`, as S3 clones and gateways
+	// do) and leave out the x-amz-bucket-region header: the message is
+	// all that names the region.
+	RegionQuoted bool
 	// RegionLoop answers the region error even to requests signed for
 	// BucketRegion (a misconfigured endpoint or gateway: a redirect loop).
 	RegionLoop bool
@@ -86,6 +92,14 @@ type Quirks struct {
 	// between listing (or the first reads) and reading.
 	Vanish                             string
 	VanishAfterLists, VanishAfterReads int
+	// URLEncodeKeys answers S3 listings with their Key, Prefix and
+	// StartAfter percent-encoded (form encoding, '/' kept) and
+	// <EncodingType>url</EncodingType> in the body although the client did
+	// not ask for it (Apache Ozone's S3 gateway before HDDS-7710,
+	// DigitalOcean Spaces, HCP). The element goes first in the answer; an
+	// EncodingType the server wrote itself (versitygw: an empty one, last)
+	// stays, as a gateway rewriting the answer would leave it.
+	URLEncodeKeys bool
 	// AccessKey, Secret and TargetRegion are the credentials and region of
 	// the target, for re-signing (Skew, BucketRegion). TargetRegion ""
 	// means "us-east-1".
@@ -238,6 +252,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.q.BucketRegion != "" && rq.auth != nil && (rq.auth.region != p.q.BucketRegion || p.q.RegionLoop) {
 		bkt, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if p.q.RegionError == http.StatusBadRequest && p.q.RegionQuoted {
+			p.reply(w, http.StatusBadRequest, "AuthorizationHeaderMalformed",
+				fmt.Sprintf("The authorization header is malformed; the region %q is wrong; expecting %q", rq.auth.region, p.q.BucketRegion), "")
+			return
+		}
 		if p.q.RegionError == http.StatusBadRequest {
 			p.reply(w, http.StatusBadRequest, "AuthorizationHeaderMalformed",
 				fmt.Sprintf("The authorization header is malformed; the region '%s' is wrong; expecting '%s'", rq.auth.region, p.q.BucketRegion),
@@ -407,6 +426,9 @@ var (
 )
 
 func (p *Proxy) rewriteListing(rq request, data []byte) []byte {
+	if p.q.URLEncodeKeys && !rq.gcs {
+		data = urlEncodeKeys(data)
+	}
 	if !p.q.StripToken {
 		return data
 	}
@@ -414,6 +436,30 @@ func (p *Proxy) rewriteListing(rq request, data []byte) []byte {
 		return gcsTokenRE.ReplaceAll(data, nil)
 	}
 	return s3TokenRE.ReplaceAll(data, nil)
+}
+
+var (
+	s3KeyRE    = regexp.MustCompile(`<(Key|Prefix|StartAfter)>([^<]*)</(?:Key|Prefix|StartAfter)>`)
+	s3ResultRE = regexp.MustCompile(`<ListBucketResult[^>]*>`)
+)
+
+// urlEncodeKeys percent-encodes the keys of an S3 listing body and says so
+// with EncodingType url (see Quirks.URLEncodeKeys).
+func urlEncodeKeys(data []byte) []byte {
+	data = s3KeyRE.ReplaceAllFunc(data, func(m []byte) []byte {
+		sub := s3KeyRE.FindSubmatch(m)
+		var v string
+		if err := xml.Unmarshal([]byte("<v>"+string(sub[2])+"</v>"), &v); err != nil {
+			return m
+		}
+		enc := strings.ReplaceAll(url.QueryEscape(v), "%2F", "/")
+		return []byte("<" + string(sub[1]) + ">" + enc + "</" + string(sub[1]) + ">")
+	})
+	loc := s3ResultRE.FindIndex(data)
+	if loc == nil {
+		return data
+	}
+	return append(append(append([]byte(nil), data[:loc[1]]...), "<EncodingType>url</EncodingType>"...), data[loc[1]:]...)
 }
 
 // resign signs out again for the target: the real time and TargetRegion.

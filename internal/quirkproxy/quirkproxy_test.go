@@ -44,6 +44,12 @@ func TestQuirks(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		return p
 	}
+	t.Run("url-encode-keys", func(t *testing.T) {
+		_, b := get(t, start(t, Quirks{URLEncodeKeys: true}), "/b?list-type=2&prefix=x&continuation-token=a:b")
+		if !strings.Contains(b, "<ListBucketResult><EncodingType>url</EncodingType>") || !strings.Contains(b, "<Key>page-a%3Ab</Key>") {
+			t.Errorf("listing: %s", b)
+		}
+	})
 	t.Run("strip-token", func(t *testing.T) {
 		_, b := get(t, start(t, Quirks{StripToken: true}), "/b?list-type=2&prefix=x")
 		if strings.Contains(b, "NextContinuationToken") || !strings.Contains(b, "<IsTruncated>true") {

@@ -1,0 +1,179 @@
+package chunkstore
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"sync"
+)
+
+// snapshotManifest is the file that makes a directory a finished snapshot
+// (snapshot.ManifestName, §1.4).
+const snapshotManifest = "index.json.blob"
+
+// unionState is what a Chain keeps for its listings: which member served
+// each snapshot's manifest (its pin), what it has warned about, and where
+// warnings go.
+type unionState struct {
+	mu     sync.Mutex
+	pins   map[string]int  // snapshot directory → member that served its manifest
+	warned map[string]bool // warning keys already said
+	warn   func(msg string)
+}
+
+// WarnTo sets where the chain says that its members disagree: a snapshot
+// listed by one member and missing from another (a copy that lags), or a
+// member whose listing failed while others answered. Each is said once per
+// member, as one line without a line end, from any goroutine. Call it
+// before the chain is used; without it nothing is said.
+func (c *Chain) WarnTo(f func(msg string)) {
+	c.union.mu.Lock()
+	c.union.warn = f
+	c.union.mu.Unlock()
+}
+
+// say calls the warning function once per key.
+func (c *Chain) say(key, msg string) {
+	u := &c.union
+	u.mu.Lock()
+	f := u.warn
+	if f == nil || u.warned[key] {
+		u.mu.Unlock()
+		return
+	}
+	if u.warned == nil {
+		u.warned = map[string]bool{}
+	}
+	u.warned[key] = true
+	u.mu.Unlock()
+	f(msg)
+}
+
+// openOrder returns the member indexes in the order OpenFile tries them for
+// rel: the member pinned for rel's directory first, then the others in
+// order of preference.
+func (c *Chain) openOrder(rel string) []int {
+	order := make([]int, 0, len(c.members))
+	pin := -1
+	if dir, name := path.Split(rel); name != snapshotManifest {
+		c.union.mu.Lock()
+		if p, ok := c.union.pins[path.Clean(dir)]; ok {
+			pin = p
+		}
+		c.union.mu.Unlock()
+	}
+	if pin >= 0 {
+		order = append(order, pin)
+	}
+	for i := range c.members {
+		if i != pin {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// opened records that member m served rel: for a manifest, m becomes the
+// pin of its directory.
+func (c *Chain) opened(rel string, m int) {
+	dir, name := path.Split(rel)
+	if name != snapshotManifest {
+		return
+	}
+	c.union.mu.Lock()
+	if c.union.pins == nil {
+		c.union.pins = map[string]int{}
+	}
+	c.union.pins[path.Clean(dir)] = m
+	c.union.mu.Unlock()
+}
+
+// ListFiles lists dir in every member and returns the union, directory by
+// directory: the files of each directory come from the first member whose
+// listing of it holds a manifest (index.json.blob: the first store that
+// has the snapshot), else from the first member that lists the directory.
+// So a later store's newer snapshots are listed even when an earlier one
+// lags; the disagreement is said through WarnTo. A member whose listing
+// fails is left out (and said); when every listing fails, the errors are
+// joined.
+func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
+	type dirFiles struct {
+		files    []FileInfo
+		manifest bool
+	}
+	lists := make([]map[string]*dirFiles, len(c.members))
+	failed := make([]error, len(c.members))
+	var errs []error
+	for i, m := range c.members {
+		files, err := m.ListFiles(ctx, dir)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			failed[i] = err
+			errs = append(errs, fmt.Errorf("%s: %w", m, err))
+			continue
+		}
+		byDir := map[string]*dirFiles{}
+		for _, f := range files {
+			d, name := path.Split(f.Path)
+			d = path.Clean(d)
+			df := byDir[d]
+			if df == nil {
+				df = &dirFiles{}
+				byDir[d] = df
+			}
+			df.files = append(df.files, f)
+			df.manifest = df.manifest || name == snapshotManifest
+		}
+		lists[i] = byDir
+	}
+	if len(errs) == len(c.members) {
+		return nil, JoinErrors(errs...)
+	}
+	for i, err := range failed {
+		if err != nil {
+			c.say("list-failed\x00"+c.members[i].String(), fmt.Sprintf("pbsdirect: warning: --store %s could not be listed (%v): listings come from the other stores", c.members[i], err))
+		}
+	}
+	dirs := map[string]bool{}
+	for _, l := range lists {
+		for d := range l {
+			dirs[d] = true
+		}
+	}
+	sorted := make([]string, 0, len(dirs))
+	for d := range dirs {
+		sorted = append(sorted, d)
+	}
+	sort.Strings(sorted)
+	var out []FileInfo
+	for _, d := range sorted {
+		from := -1
+		for i, l := range lists {
+			if df := l[d]; df != nil && df.manifest {
+				from = i
+				break
+			}
+		}
+		if from < 0 {
+			for i, l := range lists {
+				if l[d] != nil {
+					from = i
+					break
+				}
+			}
+		} else {
+			// A snapshot some member lacks: that member lags behind (or is ahead).
+			for i, l := range lists {
+				if l != nil && (l[d] == nil || !l[d].manifest) {
+					c.say("lacks\x00"+c.members[i].String(), fmt.Sprintf("pbsdirect: warning: the stores disagree: --store %s lacks snapshot %s that --store %s holds (and maybe more); listings are the union of the stores, each snapshot read from the first store that has it",
+						c.members[i], d, c.members[from]))
+				}
+			}
+		}
+		out = append(out, lists[from][d].files...)
+	}
+	return out, nil
+}

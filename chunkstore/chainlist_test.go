@@ -1,0 +1,102 @@
+package chunkstore
+
+import (
+	"context"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// chainOf returns a chain of local stores holding files (store → path →
+// content), and the warnings it says.
+func chainOf(t *testing.T, files ...map[string]string) (*Chain, func() []string) {
+	t.Helper()
+	ctx := context.Background()
+	var members []Store
+	for _, fs := range files {
+		s, err := OpenLocal(t.TempDir(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, data := range fs {
+			if err := s.WriteFile(ctx, p, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		members = append(members, s)
+	}
+	c, err := NewChain(members...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var mu sync.Mutex
+	var said []string
+	c.WarnTo(func(msg string) { mu.Lock(); said = append(said, msg); mu.Unlock() })
+	return c, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), said...) }
+}
+
+func readAll(t *testing.T, c *Chain, rel string) string {
+	t.Helper()
+	r, _, err := c.OpenFile(context.Background(), rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestChainListUnion: a chain lists the union of its members, each
+// directory from the first member that has it finished (its manifest), and
+// says once per member that lacks snapshots the others hold.
+func TestChainListUnion(t *testing.T) {
+	const s1, s2, s3 = "vm/100/2026-11-01T00:00:00Z", "vm/100/2026-11-02T00:00:00Z", "vm/200/2026-11-02T00:00:00Z"
+	c, said := chainOf(t,
+		map[string]string{s1 + "/index.json.blob": "a1", s1 + "/d.fidx": "a1", s2 + "/d.fidx": "partial", "vm/100/owner": "a"},
+		map[string]string{s1 + "/index.json.blob": "b1", s1 + "/d.fidx": "b1", s2 + "/index.json.blob": "b2", s2 + "/d.fidx": "b2", s3 + "/index.json.blob": "b3", "vm/100/owner": "b"},
+	)
+	files, err := c.ListFiles(context.Background(), "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path)
+	}
+	sort.Strings(got)
+	want := []string{"vm/100/" + "2026-11-01T00:00:00Z/d.fidx", s1 + "/index.json.blob", s2 + "/d.fidx", s2 + "/index.json.blob", s3 + "/index.json.blob", "vm/100/owner"}
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+	w := said()
+	if len(w) != 1 || !strings.Contains(w[0], "disagree") || !strings.Contains(w[0], c.members[0].String()) {
+		t.Errorf("warnings %q, want one naming the first store", w)
+	}
+	// s2 is finished in the second store only: its files come from there,
+	// the first store's partial copy of d.fidx too once the manifest was read.
+	if m := readAll(t, c, s2+"/index.json.blob"); m != "b2" {
+		t.Errorf("manifest of %s from %q", s2, m)
+	}
+	if d := readAll(t, c, s2+"/d.fidx"); d != "b2" {
+		t.Errorf("%s/d.fidx read from the store without its manifest (%q), want the manifest's store", s2, d)
+	}
+	// s1 is in both: the first store serves it.
+	if m, d := readAll(t, c, s1+"/index.json.blob"), readAll(t, c, s1+"/d.fidx"); m != "a1" || d != "a1" {
+		t.Errorf("%s read as %q, %q, want the first store's", s1, m, d)
+	}
+	// Stores that agree say nothing.
+	c2, said2 := chainOf(t, map[string]string{s1 + "/index.json.blob": "a"}, map[string]string{s1 + "/index.json.blob": "b"})
+	if _, err := c2.ListFiles(context.Background(), "vm"); err != nil {
+		t.Fatal(err)
+	}
+	if w := said2(); len(w) != 0 {
+		t.Errorf("stores that agree: warnings %q", w)
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+)
+
+// nsStore returns a datastore with vm/100 at T0 in each namespace of
+// images (namespace → image), written without the command line.
+func nsStore(t *testing.T, images map[string][]byte) string {
+	t.Helper()
+	store := fixture.NewStore(t)
+	for ns, data := range images {
+		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+		fixture.Backup(t, store, fixture.Snap(t, ns, "vm", "100", fixture.T0), backup.Options{},
+			backup.Source{Name: "drive-scsi0.img", Path: img})
+	}
+	return store
+}
+
+// TestParseNSArg: the readings of a --ns argument.
+func TestParseNSArg(t *testing.T) {
+	for _, c := range []struct {
+		arg         string
+		plain, path string // "-": no such reading
+		bad         bool
+	}{
+		{"", "", "-", false},
+		{"prod", "prod", "-", false},
+		{"prod/db/", "prod/db", "-", false},
+		{"ns", "ns", "-", false},
+		{"ns/prod", "ns/prod", "prod", false},
+		{"ns/ns", "ns/ns", "ns", false},
+		{"ns/prod/ns/db", "ns/prod/ns/db", "prod/db", false},
+		{"ns/prod/db", "ns/prod/db", "-", false},
+		{"ns/prod/x/db", "ns/prod/x/db", "-", false},
+		{"ns/a/ns/b/ns/c/ns/d", "-", "a/b/c/d", false}, // 8 levels: only the path form
+		{"ns/-x", "-", "-", true},
+		{"a//b", "-", "-", true},
+	} {
+		a, err := parseNSArg(c.arg)
+		if c.bad {
+			if exitCode(err) != exitUsage {
+				t.Errorf("%q: want a usage error, got %v", c.arg, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.arg, err)
+			continue
+		}
+		show := func(ns index.Namespace) string {
+			if ns == nil {
+				return "-"
+			}
+			return ns.String()
+		}
+		if show(a.plain) != c.plain || show(a.path) != c.path {
+			t.Errorf("%q: readings %q and %q, want %q and %q", c.arg, show(a.plain), show(a.path), c.plain, c.path)
+		}
+	}
+}
+
+// TestNamespaceNamedNS: "ns" is a valid namespace name, so "--ns ns/prod"
+// (namespace ns → prod, as 'namespaces' prints it) is also the datastore
+// path of namespace prod. The store settles it; when it holds both, the
+// argument is refused naming both, never read as the other namespace.
+func TestNamespaceNamedNS(t *testing.T) {
+	imgA, imgB := fixture.Mixed(200<<10, 1), fixture.Mixed(200<<10, 2)
+	both := nsStore(t, map[string][]byte{"prod": imgA, "ns/prod": imgB})
+	onlyNested := nsStore(t, map[string][]byte{"ns/prod": imgB})
+	onlyTop := nsStore(t, map[string][]byte{"prod": imgA})
+	if r := mustOK(t, "namespaces", "--store", both); !strings.Contains(r.out, "\nns/prod\n") {
+		t.Fatalf("namespaces does not list ns/prod: %v", r)
+	}
+	for _, c := range []struct {
+		name, store, ns string
+		want            []byte // nil: refused
+	}{
+		{"both-listed-form", both, "ns/prod", nil},
+		{"both-other", both, "prod", imgA},
+		{"both-path-of-nested", both, "ns/ns/ns/prod", imgB},
+		{"nested-only", onlyNested, "ns/prod", imgB},
+		{"top-only-path-form", onlyTop, "ns/prod", imgA},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "out.raw")
+			args := []string{"--store", c.store, "--ns", c.ns, "vm/100", "drive-scsi0", target}
+			if c.want == nil {
+				mustFail(t, exitUsage, []string{"ambiguous", "namespace ns/prod", "namespace prod"}, append([]string{"restore"}, args...)...)
+				noFile(t, target)
+				mustFail(t, exitUsage, []string{"ambiguous"}, "snapshots", "--store", c.store, "--ns", c.ns)
+				return
+			}
+			restoreJSON(t, args...)
+			fixture.Equal(t, target, c.want)
+		})
+	}
+}
+
+// TestBackupNamespaceNamedNS: backup never writes an ambiguous --ns into
+// the path form's namespace, and creates no namespace from it.
+func TestBackupNamespaceNamedNS(t *testing.T) {
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Mixed(64<<10, 3))
+	bk := func(store, ns string) result {
+		return pbs(t, "backup", "--store", store, "--ns", ns, "--backup-type", "vm", "--backup-id", "200", "--backup-time", t0str, "drive-scsi0.img:"+img)
+	}
+	// Only "ns" exists: "ns/ns" is its child (to be created) or its path.
+	store := nsStore(t, map[string][]byte{"ns": fixture.Mixed(64<<10, 4)})
+	if r := bk(store, "ns/ns"); r.code != exitUsage || !strings.Contains(r.err, "ambiguous") {
+		t.Errorf("backup --ns ns/ns with namespace ns only: want a refusal, got %v", r)
+	}
+	if r := mustOK(t, "groups", "--store", store, "--ns", "ns"); strings.Contains(r.out, "vm/200") {
+		t.Errorf("backup --ns ns/ns wrote into namespace ns: %s", r.out)
+	}
+	// Neither exists: nothing to tell which to create.
+	if r := bk(fixture.NewStore(t), "ns/prod"); r.code != exitUsage || !strings.Contains(r.err, "ambiguous") {
+		t.Errorf("backup --ns ns/prod into an empty store: want a refusal, got %v", r)
+	}
+	// ns/prod exists: backup writes into it, as named.
+	store = nsStore(t, map[string][]byte{"ns/prod": fixture.Mixed(64<<10, 4), "prod": fixture.Mixed(64<<10, 5)})
+	if r := bk(store, "ns/prod"); r.code != 0 {
+		t.Fatalf("backup --ns ns/prod with ns/prod existing: %v", r)
+	}
+	if r := mustOK(t, "groups", "--store", store, "--ns", "ns/ns/ns/prod"); !strings.Contains(r.out, "vm/200") {
+		t.Errorf("backup --ns ns/prod did not write into namespace ns/prod: %s", r.out)
+	}
+	// Unambiguous forms are taken as written.
+	if r := bk(fixture.NewStore(t), "ns/prod/db"); r.code != 0 {
+		t.Errorf("backup --ns ns/prod/db: %v", r)
+	}
+}
