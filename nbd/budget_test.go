@@ -2,10 +2,8 @@ package nbd_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pbsdirect/pbsdirect/nbd"
 )
@@ -52,34 +50,9 @@ func TestBufferBudgetHostileClients(t *testing.T) {
 	sock := serve(t, srv)
 	var hogs []*rawClient
 	for range conns {
-		rc := dial(t, sock)
-		if typ := rc.goExport("disk"); typ != 1 {
-			t.Fatalf("GO disk: reply %#x", typ)
-		}
-		var b []byte
-		for i := range reads {
-			b = binary.BigEndian.AppendUint32(b, 0x25609513)
-			b = binary.BigEndian.AppendUint16(b, 0)
-			b = binary.BigEndian.AppendUint16(b, 0) // NBD_CMD_READ
-			b = binary.BigEndian.AppendUint64(b, uint64(i))
-			b = binary.BigEndian.AppendUint64(b, uint64(i)*size)
-			b = binary.BigEndian.AppendUint32(b, size)
-		}
-		rc.write(b)
-		hogs = append(hogs, rc)
+		hogs = append(hogs, hog(t, sock, reads, size))
 	}
-	// Wait until the server stops starting reads (every request is
-	// either reading, blocked writing its reply, or waiting for room).
-	last, stable := -1, 0
-	for deadline := time.Now().Add(20 * time.Second); stable < 10 && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-		_, n := pe.state()
-		if n == last {
-			stable++
-		} else {
-			last, stable = n, 0
-		}
-	}
+	waitIdle(pe)
 	held, n := pe.state()
 	if held > bound {
 		t.Fatalf("%d reads of %d bytes buffered at once by %d connections that read no reply: %d MiB, bound %d MiB",

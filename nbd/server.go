@@ -12,8 +12,10 @@
 // connections may read one export (NBD_FLAG_CAN_MULTI_CONN). Memory: the
 // read buffers of all connections together, in use and kept for reuse,
 // stay within Server.MaxBufferBytes (a request larger than that is served
-// alone); requests beyond it wait for buffers, whatever the number of
-// connections.
+// alone); requests beyond it wait for buffers, in arrival order, whatever
+// the number of connections. While several connections are open, one
+// holds at most half of the buffers, and a connection whose replies are
+// not read within Server.WriteTimeout is closed, which frees its buffers.
 //
 // The package knows nothing of what it serves.
 package nbd
@@ -26,8 +28,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Extent is a byte range of an export, [Offset, Offset+Length), that either
@@ -80,23 +84,33 @@ type Server struct {
 	// MaxBufferBytes bounds the bytes of read buffers (each the request's
 	// length rounded up to a power of two, at least 4 KiB) that all
 	// connections hold together, in use or kept free for reuse: a read
-	// waits until its buffer fits. A read larger than the bound is served
-	// when no other buffer is in use. Default DefaultBufferBytes.
+	// waits until its buffer fits, and the reads that came after it wait
+	// too (first come, first served). While more than one connection is
+	// open, one connection holds at most half of the bound (its first
+	// buffer excepted) and its further reads let those of others pass; a
+	// lone connection may use the whole bound. A read larger than the
+	// bound is served when no other buffer is in use. Default
+	// DefaultBufferBytes.
 	MaxBufferBytes int64
 
-	bufOnce  sync.Once
-	bufMu    sync.Mutex
-	bufCond  *sync.Cond   // signalled when a buffer is returned
-	bufs     [14][][]byte // free read buffers by capacity class, 4 KiB << class
-	bufHeld  int64        // bytes of buffers in use and free
-	bufInUse int64        // bytes of buffers in use
-	bufFree  int64        // bytes of free buffers kept
+	// WriteTimeout bounds the time one reply may take to be written (the
+	// client must read it): a connection whose reply is not written
+	// within it is closed, its requests end and their read buffers go
+	// back to the budget, and the closure is logged naming the client.
+	// Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	budget budget // read buffers shared by all connections
 }
 
 // DefaultBufferBytes is the default Server.MaxBufferBytes: 32 MiB, room
 // for one read of the largest size a client may ask for (32 MiB) or, say,
 // eight of 4 MiB at once.
 const DefaultBufferBytes = 32 << 20
+
+// DefaultWriteTimeout is the default Server.WriteTimeout: 60 s, time for a
+// reply of the largest size (32 MiB) at about 0.5 MiB/s.
+const DefaultWriteTimeout = 60 * time.Second
 
 // Serve accepts connections on l until ctx is done or l fails, serving
 // each in its own goroutine, and returns after every connection ended. It
@@ -152,9 +166,9 @@ func (s *Server) logf(format string, args ...any) {
 // disconnect (NBD_CMD_DISC, NBD_OPT_ABORT) returns nil.
 func (s *Server) ServeConn(ctx context.Context, c net.Conn) error {
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	cn := &conn{s: s, c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10), dead: make(chan struct{})}
+	stop := context.AfterFunc(ctx, func() { cn.fail(context.Cause(ctx)) })
 	defer stop()
-	cn := &conn{s: s, c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10)}
 	ex, err := cn.negotiate()
 	if err != nil || ex == nil {
 		if errors.Is(err, io.EOF) || ctx.Err() != nil {
@@ -179,6 +193,61 @@ type conn struct {
 	structured bool       // NBD_OPT_STRUCTURED_REPLY was acknowledged
 	allocation bool       // base:allocation was selected
 	noZeroes   bool
+	share      *bufShare // its part of the read buffers, in transmission
+
+	failMu  sync.Mutex
+	failErr error         // why the connection was closed by fail
+	dead    chan struct{} // closed by fail
+}
+
+// fail closes the connection for err (not nil) unless it was closed so
+// before: the reads waiting for buffers end, and so does the request loop.
+func (cn *conn) fail(err error) {
+	cn.failMu.Lock()
+	defer cn.failMu.Unlock()
+	if cn.failErr != nil {
+		return
+	}
+	cn.failErr = err
+	close(cn.dead)
+	cn.c.Close()
+}
+
+// failed returns the error given to fail, or nil.
+func (cn *conn) failed() error {
+	cn.failMu.Lock()
+	defer cn.failMu.Unlock()
+	return cn.failErr
+}
+
+// errRepliesNotRead is wrapped by the error of a connection closed because
+// a reply was not written within Server.WriteTimeout.
+var errRepliesNotRead = errors.New("replies not read")
+
+// lockWrite takes the right to write a reply, which must be written
+// within the write timeout; unlock with cn.wmu.Unlock.
+func (cn *conn) lockWrite() {
+	cn.wmu.Lock()
+	wt := cn.s.WriteTimeout
+	if wt <= 0 {
+		wt = DefaultWriteTimeout
+	}
+	cn.c.SetWriteDeadline(time.Now().Add(wt))
+}
+
+// flush ends a reply, sending what is buffered. A reply not written
+// within the write timeout returns an error wrapping errRepliesNotRead.
+// cn.wmu is held.
+func (cn *conn) flush() error {
+	err := cn.w.Flush()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		wt := cn.s.WriteTimeout
+		if wt <= 0 {
+			wt = DefaultWriteTimeout
+		}
+		return fmt.Errorf("%w within %v: connection closed, its read buffers released", errRepliesNotRead, wt)
+	}
+	return err
 }
 
 // export returns the export called name ("" = the first), or nil.
@@ -443,14 +512,27 @@ type request struct {
 	length     uint32
 }
 
-// transmit serves requests for ex until the client disconnects.
+// transmit serves requests for ex until the client disconnects. A
+// connection closed because a request failed returns that request's error.
 func (cn *conn) transmit(ex *Export) error {
+	cn.share = cn.s.joinBudget()
+	defer cn.s.leaveBudget()
+	var wg sync.WaitGroup
+	err := cn.requests(ex, &wg)
+	wg.Wait()
+	if ferr := cn.failed(); ferr != nil && (err != nil || errors.Is(ferr, errRepliesNotRead)) {
+		return ferr
+	}
+	return err
+}
+
+// requests reads requests and starts serving them, in wg, until the
+// client disconnects or the connection fails.
+func (cn *conn) requests(ex *Export, wg *sync.WaitGroup) error {
 	inflight := make(chan struct{}, max(cn.s.MaxInFlight, 1))
 	if cn.s.MaxInFlight <= 0 {
 		inflight = make(chan struct{}, 8)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	for {
 		var h [28]byte
 		if _, err := io.ReadFull(cn.r, h[:]); err != nil {
@@ -478,6 +560,7 @@ func (cn *conn) transmit(ex *Export) error {
 				return err
 			}
 			if err := cn.sendError(rq, errEPERM, "read-only export"); err != nil {
+				cn.fail(err)
 				return err
 			}
 			continue
@@ -486,7 +569,7 @@ func (cn *conn) transmit(ex *Export) error {
 		wg.Go(func() {
 			defer func() { <-inflight }()
 			if err := cn.serve(ex, rq); err != nil {
-				cn.c.Close() // the reader loop ends with the connection
+				cn.fail(err) // the request loop ends with the connection
 			}
 		})
 	}
@@ -524,79 +607,6 @@ func (cn *conn) serve(ex *Export, rq request) error {
 	return cn.sendError(rq, errEINVAL, "unknown command")
 }
 
-// bufClass returns the capacity class of a read buffer of n bytes: its
-// capacity is 4096 << class.
-func bufClass(n int) int {
-	cl := 0
-	for 4096<<cl < n {
-		cl++
-	}
-	return cl
-}
-
-// getBuf returns a read buffer of n bytes (n ≤ 32 MiB), reusing a free one
-// of its capacity class (reads make no garbage once the buffers exist). It
-// waits while the buffers held by all connections leave no room for it
-// under MaxBufferBytes, dropping free buffers of other classes first. A
-// buffer larger than the bound is handed out when no other is in use.
-func (s *Server) getBuf(n int) []byte {
-	s.bufOnce.Do(func() { s.bufCond = sync.NewCond(&s.bufMu) })
-	limit := s.MaxBufferBytes
-	if limit <= 0 {
-		limit = DefaultBufferBytes
-	}
-	cl := bufClass(n)
-	size := int64(4096) << cl
-	s.bufMu.Lock()
-	defer s.bufMu.Unlock()
-	for {
-		if k := len(s.bufs[cl]); k > 0 {
-			b := s.bufs[cl][k-1]
-			s.bufs[cl] = s.bufs[cl][:k-1]
-			s.bufFree -= size
-			s.bufInUse += size
-			return b[:n]
-		}
-		for s.bufHeld+size > limit && s.dropFree() {
-		}
-		if s.bufHeld+size <= limit || s.bufInUse == 0 {
-			s.bufHeld += size
-			s.bufInUse += size
-			return make([]byte, n, size)
-		}
-		s.bufCond.Wait()
-	}
-}
-
-// dropFree lets one free buffer go (the largest class first) and reports
-// whether there was one. s.bufMu is held.
-func (s *Server) dropFree() bool {
-	for cl := len(s.bufs) - 1; cl >= 0; cl-- {
-		if k := len(s.bufs[cl]); k > 0 {
-			s.bufs[cl][k-1] = nil
-			s.bufs[cl] = s.bufs[cl][:k-1]
-			size := int64(4096) << cl
-			s.bufFree -= size
-			s.bufHeld -= size
-			return true
-		}
-	}
-	return false
-}
-
-// putBuf returns a buffer from getBuf: it is kept for reuse, still counted
-// against MaxBufferBytes, and the reads waiting for room are woken.
-func (s *Server) putBuf(b []byte) {
-	cl := bufClass(cap(b))
-	size := int64(4096) << cl
-	s.bufMu.Lock()
-	defer s.bufMu.Unlock()
-	s.bufInUse -= size
-	s.bufs[cl] = append(s.bufs[cl], b)
-	s.bufFree += size
-	s.bufCond.Broadcast()
-}
-
 // read answers NBD_CMD_READ: a simple reply with the data, or structured
 // replies sending zero extents as holes (one data chunk with
 // NBD_CMD_FLAG_DF). A failed read returns EIO for the request only.
@@ -610,8 +620,11 @@ func (cn *conn) read(ex *Export, rq request) error {
 	default:
 		extents = []Extent{{Offset: off, Length: n}}
 	}
-	buf := cn.s.getBuf(int(n))
-	defer cn.s.putBuf(buf)
+	buf, err := cn.s.getBuf(cn.share, int(n), cn.dead)
+	if err != nil {
+		return err
+	}
+	defer cn.s.putBuf(cn.share, buf)
 	for _, e := range extents {
 		if e.Zero {
 			continue
@@ -624,7 +637,7 @@ func (cn *conn) read(ex *Export, rq request) error {
 			return cn.sendErrorAt(rq, errEIO, "read failed (see the server's log)", uint64(e.Offset)+uint64(k))
 		}
 	}
-	cn.wmu.Lock()
+	cn.lockWrite()
 	defer cn.wmu.Unlock()
 	if !cn.structured {
 		var h [16]byte
@@ -632,7 +645,7 @@ func (cn *conn) read(ex *Export, rq request) error {
 		binary.BigEndian.PutUint64(h[8:], rq.cookie)
 		cn.w.Write(h[:])
 		cn.w.Write(buf)
-		return cn.w.Flush()
+		return cn.flush()
 	}
 	for i, e := range extents {
 		flags := uint16(0)
@@ -654,7 +667,7 @@ func (cn *conn) read(ex *Export, rq request) error {
 	if len(extents) == 0 { // a zero-length read
 		cn.chunkHeader(replyFlagDone, 0, rq.cookie, 0)
 	}
-	return cn.w.Flush()
+	return cn.flush()
 }
 
 // blockStatus answers NBD_CMD_BLOCK_STATUS for base:allocation: zero
@@ -684,11 +697,11 @@ func (cn *conn) blockStatus(ex *Export, rq request) error {
 			break
 		}
 	}
-	cn.wmu.Lock()
+	cn.lockWrite()
 	defer cn.wmu.Unlock()
 	cn.chunkHeader(replyFlagDone, replyBlockStatus, rq.cookie, uint32(len(b)))
 	cn.w.Write(b)
-	return cn.w.Flush()
+	return cn.flush()
 }
 
 // chunkHeader writes a structured reply chunk header. cn.wmu is held.
@@ -710,19 +723,19 @@ func (cn *conn) sendError(rq request, errno uint32, msg string) error {
 // sendErrorAt answers rq with errno, naming the failing offset in a
 // structured reply when at is not ^0.
 func (cn *conn) sendErrorAt(rq request, errno uint32, msg string, at uint64) error {
-	cn.wmu.Lock()
+	cn.lockWrite()
 	defer cn.wmu.Unlock()
 	if !cn.structured || errno == 0 {
 		if cn.structured {
 			cn.chunkHeader(replyFlagDone, 0, rq.cookie, 0)
-			return cn.w.Flush()
+			return cn.flush()
 		}
 		var h [16]byte
 		binary.BigEndian.PutUint32(h[0:], magicSimple)
 		binary.BigEndian.PutUint32(h[4:], errno)
 		binary.BigEndian.PutUint64(h[8:], rq.cookie)
 		cn.w.Write(h[:])
-		return cn.w.Flush()
+		return cn.flush()
 	}
 	typ, size := uint16(replyError), uint32(6+len(msg))
 	if at != ^uint64(0) {
@@ -736,5 +749,5 @@ func (cn *conn) sendErrorAt(rq request, errno uint32, msg string, at uint64) err
 		b = binary.BigEndian.AppendUint64(b, at)
 	}
 	cn.w.Write(b)
-	return cn.w.Flush()
+	return cn.flush()
 }
