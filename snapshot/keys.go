@@ -17,6 +17,16 @@ import (
 // change (exit code 2).
 var ErrKeyUsage = errors.New("key options")
 
+// keyUsageError is a usage mistake in key options: it says only its
+// message and matches ErrKeyUsage.
+type keyUsageError string
+
+// Error returns the message.
+func (e keyUsageError) Error() string { return string(e) }
+
+// Is matches ErrKeyUsage.
+func (e keyUsageError) Is(target error) bool { return target == ErrKeyUsage }
+
 // KeyOpener opens a key file or paper key at path and returns its key. It
 // asks for the passphrase where one is needed (the terminal prompt, the
 // environment); the key derivation stops when ctx ends.
@@ -84,19 +94,19 @@ func NewKeys(ctx context.Context, o KeyOptions) (*Keys, error) {
 	case "":
 	case "none":
 		if o.File != "" {
-			return nil, fmt.Errorf("%w: --crypt-mode none and --keyfile exclude each other", ErrKeyUsage)
+			return nil, keyUsageError("--crypt-mode none and --keyfile exclude each other")
 		}
 		k.none = true
 		return k, nil
 	case "encrypt", "sign-only":
 		if o.File == "" {
 			if _, err := os.Stat(o.DefaultFile); o.DefaultFile == "" || err != nil {
-				return nil, fmt.Errorf("%w: --crypt-mode %s needs a key: give --keyfile (no default key file %s)", ErrKeyUsage, o.CryptMode, o.DefaultFile)
+				return nil, keyUsageError(fmt.Sprintf("--crypt-mode %s needs a key: give --keyfile (no default key file %s)", o.CryptMode, o.DefaultFile))
 			}
 			k.noDefault = false
 		}
 	default:
-		return nil, fmt.Errorf("%w: --crypt-mode must be none, encrypt or sign-only, not %q", ErrKeyUsage, o.CryptMode)
+		return nil, keyUsageError(fmt.Sprintf("--crypt-mode must be none, encrypt or sign-only, not %q", o.CryptMode))
 	}
 	if o.File != "" {
 		t0 := time.Now()
@@ -225,15 +235,15 @@ func (k *Keys) Check(m *index.Manifest, snap index.Snapshot) (cc *crypto.Config,
 			k.note("--crypt-mode none: the manifest of %s names a key; its signature is not checked", snap)
 		}
 	}
-	if err := k.checkSigned(m, snap, cc); err != nil {
+	if err := k.CheckSigned(m, snap, cc); err != nil {
 		return nil, false, err
 	}
 	return cc, missing, nil
 }
 
-// checkSigned applies RequireSignature to manifest m of snap, which has
-// passed m.Check(cc).
-func (k *Keys) checkSigned(m *index.Manifest, snap index.Snapshot, cc *crypto.Config) error {
+// CheckSigned applies the signature policy (see Check) to manifest m of
+// snap read with key cc; errors wrap index.ErrUnsigned.
+func (k *Keys) CheckSigned(m *index.Manifest, snap index.Snapshot, cc *crypto.Config) error {
 	switch {
 	case k.o.RequireSignature && m.Signature == nil:
 		return fmt.Errorf("%w: the manifest of %s has no signature (--require-signature)", index.ErrUnsigned, snap)
