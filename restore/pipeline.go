@@ -51,6 +51,9 @@ type Options struct {
 	// then only counts them): memory stays bounded however many chunks are
 	// damaged.
 	Damaged func(*ChunkError)
+	// Held, when set, is called by RunResume for each durable chunk found
+	// whole on the target (concurrently), not fetched again.
+	Held func(*Chunk)
 	// Checked, when set, is called by the jobs, concurrently, for every
 	// chunk that passed its check (before it is written).
 	Checked func(*Chunk)
@@ -75,9 +78,18 @@ type Options struct {
 	// Journal, when set, records every chunk once it is written to all its
 	// offsets and the target synced (Journal.Flush, at least every
 	// JournalInterval and when Run returns, whatever the outcome), so that
-	// an interrupted restore can resume.
+	// an interrupted restore can resume. With a Journal, a damaged chunk
+	// under DamageFail does not stop the run at once: the other chunks are
+	// restored and journaled, and Run returns a *DamagedError (Zeroed
+	// false) listing the damaged ones; more than MaxDamagedGoingOn damaged
+	// chunks stop it as without a Journal.
 	Journal *Journal
 }
+
+// MaxDamagedGoingOn is how many damaged chunks a journaled restore under
+// DamageFail records while it goes on restoring the others (see
+// Options.Journal); the next one stops the run.
+const MaxDamagedGoingOn = 64
 
 // JournalInterval is how often Run makes the chunks written so far durable
 // and journals them.
@@ -316,6 +328,24 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 			policy = opts.OnCorrupt
 		default:
 			policy = opts.OnMissing
+		}
+		if policy == DamageFail && opts.Journal != nil && !opts.KeepGoing {
+			// Journaled: the other chunks are still fetched and made
+			// durable, so that a resume (--on-missing/--on-corrupt zero,
+			// another store) fetches only the damaged ones; past
+			// MaxDamagedGoingOn of them (a wrong store, not damage) the
+			// run stops at once.
+			errMu.Lock()
+			goOn := nDamage < MaxDamagedGoingOn
+			if goOn {
+				damaged = append(damaged, ce)
+				nDamage++
+				stats.Failed.Add(1)
+			}
+			errMu.Unlock()
+			if goOn {
+				return
+			}
 		}
 		if policy != DamageZero || opts.KeepGoing {
 			fail(ce)

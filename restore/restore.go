@@ -175,7 +175,7 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		// is fetched again.
 		held := map[crypto.Digest]bool{}
 		if fb, ok := target.(FileBacked); ok {
-			held, err = CheckDurable(ctx, fb.File(), plan, durable, key, o.Pipeline.Jobs)
+			held, err = CheckDurable(ctx, fb.File(), plan, durable, key, o.Pipeline.Jobs, nil)
 			if err != nil {
 				journal.Close()
 				if committer != nil {

@@ -249,6 +249,7 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		}
 		if opts.Locked != nil {
 			if err := opts.Locked(); err != nil {
+				t.keep = true // an earlier restore's partial output: not ours to remove
 				return err
 			}
 		}

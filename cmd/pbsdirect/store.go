@@ -101,7 +101,7 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 		Concurrency: concurrency,
 		Layout:      layout,
 		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps, Fingerprint: sf.s3Print},
-		Policy:      bucket.Options{IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor},
+		Policy:      bucket.Options{IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries},
 	}
 	if sf.retryFor == 0 {
 		opts.Policy.RetryFor = -1 // --retry-for 0: no retries
