@@ -100,7 +100,7 @@ func ChunkRelPath(d crypto.Digest) string {
 // blob), so a file larger than a blob can be is refused (ErrTooLarge) before
 // anything is allocated, and reading stops there too (also for a file of
 // unknown size, read to its end). A file shorter than its size fails.
-func ReadFile(ctx context.Context, s Store, rel string) ([]byte, error) {
+func ReadFile(ctx context.Context, s FileOpener, rel string) ([]byte, error) {
 	r, size, err := s.OpenFile(ctx, rel)
 	if err != nil {
 		return nil, err

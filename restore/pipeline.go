@@ -123,7 +123,7 @@ func DefaultJobs() int { return min(32, runtime.GOMAXPROCS(0)) }
 
 // DefaultWriters is the default number of writers for jobs jobs: max(4,
 // jobs / 2), enough O_DIRECT writes in flight to keep a disk busy (ext4 and
-// XFS run them concurrently into reserved space; see Target.Allocate).
+// XFS run them concurrently into reserved space; see Allocator).
 // Writers block in write system calls: run with GOMAXPROCS at least jobs +
 // writers, or a blocked writer keeps a P the jobs need for up to 10 ms
 // (bench/README.md).
@@ -254,7 +254,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
 	}
 	if opts.CRCOnly {
-		if _, ok := target.(Discard); !ok {
+		if d, ok := target.(Discarder); !ok || !d.Discards() {
 			return fmt.Errorf("%s: CRC-only checking writes nothing: use the Discard target", opts.Archive)
 		}
 	}
@@ -376,12 +376,12 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 	// Then reserve where the data goes: a full file system fails here,
 	// before any chunk is fetched, and the writes become overwrites.
-	if !plan.dropped {
+	if alloc, ok := target.(Allocator); ok && !plan.dropped {
 		for r := range plan.DataRanges() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := target.Allocate(int64(r.Offset), int64(r.Length)); err != nil {
+			if err := alloc.Allocate(int64(r.Offset), int64(r.Length)); err != nil {
 				return err
 			}
 		}

@@ -277,7 +277,7 @@ func decodeBlob(raw []byte, cc *crypto.Config) ([]byte, error) {
 // ReadBlob reads the blob archive name (e.g. "qemu-server.conf.blob") of the
 // snapshot, checks its size and SHA-256 against manifest m (§6.2) and
 // decodes it with cc (needed for crypt mode encrypt). Errors name the file.
-func ReadBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, name string, cc *crypto.Config) ([]byte, error) {
+func ReadBlob(ctx context.Context, store chunkstore.FileOpener, snap index.Snapshot, m *index.Manifest, name string, cc *crypto.Config) ([]byte, error) {
 	fi, err := m.File(name)
 	if err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ func ReadBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, 
 // CheckBlob reads the blob archive name of the snapshot and checks its size
 // and SHA-256 against manifest m (§6.2) without decoding it (no key needed),
 // returning the encoded blob. Errors name the file.
-func CheckBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, name string) ([]byte, error) {
+func CheckBlob(ctx context.Context, store chunkstore.FileOpener, snap index.Snapshot, m *index.Manifest, name string) ([]byte, error) {
 	if _, err := m.File(name); err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ type blobArchive struct {
 func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bool, stderr io.Writer, cmd string) (*snapshotAccess, error) {
 	sf := &a.sf
 	fetchers := a.pf.fetchersFor(sf.fetchSpec())
-	ns, keys, store, err := sf.openAll(ctx, stderr, "", false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{}, fetchers)
 	if err != nil {
 		return nil, err
 	}
@@ -110,21 +110,19 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 			sa.Close()
 		}
 	}()
-	if sa.snap, err = snapshot.Resolve(ctx, store, ns, ref); err != nil {
-		return nil, err
-	}
-	sa.when = time.Unix(sa.snap.Time, 0)
-	m, cc, err := loadManifest(ctx, store, sa.snap, keys, stderr)
+	src, err := snapshot.Open(ctx, store, ns, ref, keys)
 	if err != nil {
 		return nil, err
 	}
+	sa.snap, sa.when = src.Snapshot(), time.Unix(src.Snapshot().Time, 0)
+	m := src.Manifest()
 	var indexes []string
 	for _, f := range m.Files {
 		switch {
 		case strings.HasSuffix(f.Filename, ".fidx"), strings.HasSuffix(f.Filename, ".didx") && !imagesOnly:
 			indexes = append(indexes, f.Filename)
 		case strings.HasSuffix(f.Filename, ".blob") && blobs:
-			data, err := snapshot.ReadBlob(ctx, store, sa.snap, m, f.Filename, cc)
+			data, err := src.Blob(ctx, f.Filename)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +137,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 	// detached lazily serves its remaining users (a loop device) on.
 	live := context.WithoutCancel(ctx)
 	for _, name := range indexes {
-		r, err := archive.Open(live, store, sa.snap.Dir(), m, name, cc, archive.Options{
+		r, err := archive.OpenSnapshot(live, src, name, archive.Options{
 			CacheSize: a.cache / int64(len(indexes)),
 			Fetchers:  fetchers,
 			Log:       logf,
@@ -218,22 +216,19 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	defer signal.Reset(syscall.SIGPIPE)
 	start := time.Now()
 	fetchers := pf.fetchersFor(sf.fetchSpec())
-	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, fetchers)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	snap, err := snapshot.Resolve(ctx, store, ns, ref)
+	src, err := snapshot.Open(ctx, store, ns, ref, keys)
 	if err != nil {
 		return err
 	}
-	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
-	if err != nil {
-		return err
-	}
+	snap := src.Snapshot()
 	var n int64
 	if strings.HasSuffix(name, ".blob") {
-		data, err := snapshot.ReadBlob(ctx, store, snap, m, name, cc)
+		data, err := src.Blob(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -243,7 +238,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 		}
 		n = int64(k)
 	} else {
-		r, err := archive.Open(ctx, store, snap.Dir(), m, name, cc, archive.Options{CacheSize: int64(2*fetchers+2) << 22, Fetchers: fetchers})
+		r, err := archive.OpenSnapshot(ctx, src, name, archive.Options{CacheSize: int64(2*fetchers+2) << 22, Fetchers: fetchers})
 		if err != nil {
 			return err
 		}

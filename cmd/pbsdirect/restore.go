@@ -250,7 +250,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	// Until the progress report starts, retries are said on their own.
 	stopRetryLines := startRetryLines(stderr, sf.progress, "restore", &sf.retries)
 	defer stopRetryLines()
-	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, pf.fetchersFor(sf.fetchSpec()))
+	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, pf.fetchersFor(sf.fetchSpec()))
 	if err != nil {
 		return nil, err
 	}
@@ -264,13 +264,11 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 			err = &resolvedError{snap: snap.String(), err: err}
 		}
 	}()
-	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
+	src, err := snapshot.OpenSnapshot(ctx, store, snap, keys)
 	if err != nil {
-		return nil, snapshot.Removed(ctx, store, snap, err)
-	}
-	if err := checkSigned(m, snap, cc, *rc.requireSig, stderr); err != nil {
 		return nil, err
 	}
+	m, cc := src.Manifest(), src.Key()
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
 			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
@@ -388,7 +386,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	} else {
 		journal.Remove()
 	}
-	el := time.Since(start) - keys.openingTime() // the clock runs from the key opened
+	el := time.Since(start) - keys.OpeningTime() // the clock runs from the key opened
 	r := &restored{plan: plan, created: target.Created(), target: target, damage: damage}
 	if opts.Encrypted {
 		r.key = cc
@@ -557,31 +555,6 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 	}
 	_, err = os.Lstat(targetPath)
 	return resumeState{journal: j, durable: j.Done(), partial: !device && err != nil}, nil
-}
-
-// loadManifest reads the snapshot's manifest, takes the key it needs from
-// keys and checks the manifest against it (snapshot.LoadManifest). With
-// --crypt-mode none a signed manifest is read without checking its
-// signature, which is said on stderr.
-func loadManifest(ctx context.Context, store chunkstore.Store, snap index.Snapshot, keys *keySource, stderr io.Writer) (*index.Manifest, *crypto.Config, error) {
-	m, err := snapshot.ReadManifest(ctx, store, snap)
-	if err != nil {
-		return nil, nil, err
-	}
-	cc, err := keys.forManifest(m)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := m.Check(cc); err != nil {
-		if !keys.none || !errors.Is(err, index.ErrMissingKey) {
-			if errors.Is(err, index.ErrMissingKey) {
-				err = fmt.Errorf("%w: give --keyfile with its key file or paper key (lost it? key import-with-master-key recovers it from a master key)", err)
-			}
-			return nil, nil, fmt.Errorf("%s: %w", path.Join(snap.Dir(), snapshot.ManifestName), err)
-		}
-		fmt.Fprintf(stderr, "pbsdirect: --crypt-mode none: the manifest of %s names a key; its signature is not checked\n", snap)
-	}
-	return m, cc, nil
 }
 
 // targetOptions are the target flags, with the image's data bytes for the

@@ -114,7 +114,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			defer r.abort()
 			listFile, list = r, bufio.NewWriter(r)
 		}
-		ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
+		ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *cryptMode, noDefault: *crcOnly, requireSig: *requireSig}, pf.fetchersFor(sf.fetchSpec()))
 		if err != nil {
 			return err
 		}
@@ -142,9 +142,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		}
 		v := verify.New(store, verify.Options{
 			KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
-				cc, err := keys.forManifest(m)
+				cc, err := keys.ForManifest(m)
 				if err == nil {
-					err = checkSigned(m, m.Snapshot(ns), cc, *requireSig, stderr)
+					err = keys.CheckSigned(m, m.Snapshot(ns), cc)
 				}
 				return cc, err
 			},
