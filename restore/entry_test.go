@@ -61,7 +61,7 @@ func TestRestoreEntry(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "disk.raw")
 	var progressed int64
 	res, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: target}, restore.RestoreOptions{
-		Pipeline: restore.Options{Jobs: 2},
+		Pipeline: restore.Options{Jobs: 2}, KeepWork: true,
 		Progress: func(total int64, done func() int64) func() { return func() { progressed = done() } },
 	})
 	if err != nil {
@@ -93,15 +93,23 @@ func TestRestoreEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture.EqualBytes(t, "memory target", ms.t.bytes(), data)
-	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", ms, restore.RestoreOptions{Resume: true}); !errors.Is(err, restore.ErrNothingToResume) {
-		t.Errorf("resume into a target without a journal: %v", err)
+	var notes []string
+	note := func(msg string) { notes = append(notes, msg) }
+	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", ms, restore.RestoreOptions{Resume: true, Note: note}); err != nil ||
+		len(notes) != 1 || !strings.Contains(notes[0], "nothing to resume (the target keeps no journal)") {
+		t.Errorf("resume into a target without a journal: %v, notes %q", err, notes)
 	}
 
-	// --resume with no interrupted restore to continue.
+	// Resume with no interrupted restore to continue: the restore starts.
 	other := filepath.Join(t.TempDir(), "other.raw")
-	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{Resume: true}); !errors.Is(err, restore.ErrNothingToResume) {
-		t.Errorf("resume without a journal: %v, want ErrNothingToResume", err)
+	notes = nil
+	res, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{Resume: true, Note: note})
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "nothing to resume (no journal ") {
+		t.Fatalf("resume without a journal: %v, notes %q", err, notes)
 	}
+	res.Target.Close(false)
+	fixture.Equal(t, other, data)
+	os.Remove(other)
 
 	// A damaged chunk fails the restore of a new file: nothing is kept.
 	_, digests := fixture.Digests(t, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))

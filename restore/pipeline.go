@@ -235,6 +235,23 @@ func (e *DamagedError) Error() string {
 	return b.String()
 }
 
+// fallThrough is a store that holds several copies of a datastore
+// (chunkstore.Chain): a copy that fails its check is read again from the
+// next member that has one, and each copy is counted where it came from.
+type fallThrough interface {
+	chunkstore.MemberStore
+	// ReadChunkFrom reads d from the first member at index from or later
+	// that has it, and returns that member's index.
+	ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, limit, from int) ([]byte, int, error)
+	// Served counts a copy of n encoded bytes from member m that passed
+	// its check.
+	Served(m, n int)
+	// Damaged counts a copy from member m that failed its check.
+	Damaged(m int)
+}
+
+var _ fallThrough = (*chunkstore.Chain)(nil)
+
 type fetched struct {
 	chunk  *Chunk
 	raw    []byte
@@ -281,7 +298,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		nDamage int
 		zeroed  []*ChunkError
 	)
-	chain, _ := store.(*chunkstore.Chain)
+	chain, _ := store.(fallThrough)
 	// stop fails the run with err (the first one wins).
 	stop := func(err error) {
 		errMu.Lock()
@@ -595,7 +612,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 // damaged and the next member's copy is read into f.buf and checked, until
 // one passes or no member is left. It returns the decoded data or an error
 // naming every copy's failure.
-func nextCopies(ctx context.Context, chain *chunkstore.Chain, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
+func nextCopies(ctx context.Context, chain fallThrough, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
 	var errs []error
 	for err != nil && ctx.Err() == nil {
 		chain.Damaged(f.member)

@@ -290,3 +290,14 @@ func openSame(f *os.File, flags int) (*os.File, error) {
 	}
 	return d, nil
 }
+
+// ReadBackTarget is ReadBackFile of t, a target written through an open
+// file (FileBacked) and still open, named name in messages; a target that
+// cannot be read back returns an error saying so.
+func ReadBackTarget(ctx context.Context, t Target, name string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
+	fb, ok := t.(FileBacked)
+	if !ok || fb.File() == nil {
+		return fmt.Errorf("%s: the target cannot be read back", name)
+	}
+	return ReadBackFile(ctx, fb.File(), name, plan, cc, jobs, stats)
+}
