@@ -45,7 +45,7 @@ type SinkRequest struct {
 	Locked func() error
 	// Head returns the image's first n bytes, read from the store and
 	// checked (ImageHead).
-	Head func(ctx context.Context, n int) ([]byte, error)
+	Head    func(ctx context.Context, n int) ([]byte, error)
 	Plan    *Plan          // the plan, for checks of the target against the image
 	Key     *crypto.Config // the archive's key (nil unless encrypted)
 	Archive string         // snapshot directory and archive name, for messages

@@ -362,7 +362,6 @@ func (rc *restoreCmd) restoreBlob(ctx context.Context, src *snapshot.Reader, arc
 	return nil
 }
 
-
 // humanBytes formats n bytes with a binary unit.
 func humanBytes(n uint64) string {
 	const unit = 1024
