@@ -40,6 +40,13 @@ type Local struct {
 	onDir func(path string)
 }
 
+var (
+	_ WriteStore      = (*Local)(nil)
+	_ SnapshotClaimer = (*Local)(nil)
+	_ ChunkStatter    = (*Local)(nil)
+	_ ChunkReplacer   = (*Local)(nil)
+)
+
 // OpenLocal opens the datastore directory root. With create, a missing
 // datastore is created in the PBS layout (".chunks" with its 65536 prefix
 // directories, ".lock") and a shared fcntl read lock is held on ".lock" until

@@ -269,7 +269,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		nDamage int
 		zeroed  []*ChunkError
 	)
-	chain, _ := store.(*chunkstore.Chain)
+	chain, _ := store.(chunkstore.FallThrough)
 	// stop fails the run with err (the first one wins).
 	stop := func(err error) {
 		errMu.Lock()
@@ -565,7 +565,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 // damaged and the next member's copy is read into f.buf and checked, until
 // one passes or no member is left. It returns the decoded data or an error
 // naming every copy's failure.
-func nextCopies(ctx context.Context, chain *chunkstore.Chain, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
+func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
 	var errs []error
 	for err != nil && ctx.Err() == nil {
 		chain.Damaged(f.member)
