@@ -49,8 +49,8 @@ type Store interface {
 	// that names it and its size, before any of it is read or a buffer
 	// allocated for it. A missing chunk returns an error wrapping
 	// ErrNotFound; a 0-byte chunk file or object returns one wrapping ErrEmpty.
-	// An error that names the chunk's file or object does so with a
-	// *LocatedError (see NamesLocation).
+	// An error that names the chunk's file or object does so by a
+	// *LocatedError or *fs.PathError in its tree (see NamesLocation).
 	ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error)
 	// OpenFile opens the content file rel for streaming and returns its size
 	// in bytes, or -1 when a bucket server did not announce it (no

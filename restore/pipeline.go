@@ -156,7 +156,7 @@ func (e *ChunkError) Error() string {
 // from once, without the digest and byte ranges (Error adds those).
 func (e *ChunkError) Cause() string {
 	msg := strings.TrimPrefix(e.Err.Error(), "chunk "+e.Digest.String()+": ")
-	if strings.Contains(msg, e.Location) {
+	if chunkstore.NamesLocation(e.Err, e.Location) {
 		// The store's error already names the file or object.
 		return msg
 	}

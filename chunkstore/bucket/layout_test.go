@@ -93,7 +93,7 @@ func TestDetectLayout(t *testing.T) {
 				if root == "" {
 					l.keys = l.keys[:len(c.keys)] // the whole bucket is the datastore
 				}
-				got, err := DetectLayout(context.Background(), l, "s3://b/"+path.Clean("/"+root)[1:], root, c.forced, c.create)
+				got, err := DetectLayout(context.Background(), l, "s3://b/"+path.Clean("/" + root)[1:], root, c.forced, c.create)
 				if c.missing {
 					if !errors.Is(err, chunkstore.ErrNotFound) || !strings.Contains(err.Error(), "s3://b/") {
 						t.Fatalf("DetectLayout = %v, %v; want an error naming the store, wrapping ErrNotFound", got, err)

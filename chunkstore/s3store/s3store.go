@@ -629,7 +629,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 		return err
 	}, classifyErr)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+		return nil, fmt.Errorf("chunk %s: %w", d, &chunkstore.LocatedError{Location: s.objURL(key), Err: mapErr(err)})
 	}
 	return out, nil
 }
