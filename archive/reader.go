@@ -46,6 +46,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // DefaultCacheSize is the default bound on decoded chunks kept in memory:
@@ -130,7 +131,20 @@ type worker struct {
 // from reading and checking the index are returned as restore.LoadPlan
 // returns them. Close the Reader when done; ctx bounds every chunk read.
 func Open(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string, cc *crypto.Config, opts Options) (*Reader, error) {
-	plan, fi, err := restore.LoadPlan(ctx, store, snapDir, m, name, cc)
+	return open(ctx, store, store, snapDir, m, name, cc, opts)
+}
+
+// OpenSnapshot opens archive name of the snapshot src for random access
+// (see Open): its index is read as src reads the snapshot's files (from
+// the store member that holds the manifest), its chunks from src's store,
+// with src's key.
+func OpenSnapshot(ctx context.Context, src *snapshot.Reader, name string, opts Options) (*Reader, error) {
+	return open(ctx, src.Store(), src, src.Snapshot().Dir(), src.Manifest(), name, src.Key(), opts)
+}
+
+// open is Open with the snapshot's files opened through files.
+func open(ctx context.Context, store chunkstore.Store, files chunkstore.FileOpener, snapDir string, m *index.Manifest, name string, cc *crypto.Config, opts Options) (*Reader, error) {
+	plan, fi, err := restore.LoadPlan(ctx, files, snapDir, m, name, cc)
 	if err != nil {
 		return nil, err
 	}

@@ -16,10 +16,9 @@ const snapshotManifest = "index.json.blob"
 // each snapshot's manifest (its pin), what it has warned about, and where
 // warnings go.
 type unionState struct {
-	mu     sync.Mutex
-	pins   map[string]int  // snapshot directory → member that served its manifest
-	warned map[string]bool // warning keys already said
-	warn   func(msg string)
+	mu       sync.Mutex
+	pins     map[string]int // snapshot directory → member that served its manifest
+	warnings Warnings
 }
 
 // WarnTo sets where the chain says that its members disagree: a snapshot
@@ -27,28 +26,14 @@ type unionState struct {
 // member whose listing failed while others answered. Each is said once per
 // member, as one line without a line end, from any goroutine. Call it
 // before the chain is used; without it nothing is said.
-func (c *Chain) WarnTo(f func(msg string)) {
-	c.union.mu.Lock()
-	c.union.warn = f
-	c.union.mu.Unlock()
-}
+func (c *Chain) WarnTo(f func(msg string)) { c.union.warnings.WarnTo(f) }
+
+// Warn says msg where WarnTo sends warnings, once per non-empty key (see
+// Warnings.Warn): what a listing over the chain left out.
+func (c *Chain) Warn(key, msg string) { c.union.warnings.Warn(key, msg) }
 
 // say calls the warning function once per key.
-func (c *Chain) say(key, msg string) {
-	u := &c.union
-	u.mu.Lock()
-	f := u.warn
-	if f == nil || u.warned[key] {
-		u.mu.Unlock()
-		return
-	}
-	if u.warned == nil {
-		u.warned = map[string]bool{}
-	}
-	u.warned[key] = true
-	u.mu.Unlock()
-	f(msg)
-}
+func (c *Chain) say(key, msg string) { c.union.warnings.Warn(key, msg) }
 
 // openOrder returns the member indexes in the order OpenFile tries them for
 // rel: the member pinned for rel's directory first, then the others in

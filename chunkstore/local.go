@@ -38,6 +38,8 @@ type Local struct {
 	// onDir, when set (tests), runs as ListFiles enters a directory,
 	// before its entries are read: where a concurrent prune strikes.
 	onDir func(path string)
+	// Warnings say what listings of this store leave out (WarnTo).
+	Warnings
 }
 
 var (

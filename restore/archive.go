@@ -25,18 +25,18 @@ var ErrNotChunkIndex = errors.New("not a chunk index (.fidx or .didx) archive")
 // header's own csum is not trusted. cc is the key for an encrypted archive
 // (nil otherwise; an encrypted archive without key returns an error wrapping
 // index.ErrMissingKey). The index is never held in memory whole.
-func LoadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string, cc *crypto.Config) (*Plan, *index.FileInfo, error) {
+func LoadPlan(ctx context.Context, store chunkstore.FileOpener, snapDir string, m *index.Manifest, name string, cc *crypto.Config) (*Plan, *index.FileInfo, error) {
 	return loadPlan(ctx, store, snapDir, m, name, cc, false)
 }
 
 // LoadPlanUnkeyed is LoadPlan for checking an encrypted archive without its
 // key (Options.CRCOnly): the keyed zero-chunk digest is unknown, so zero
 // chunks are planned as ordinary chunks and get read and checked too.
-func LoadPlanUnkeyed(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string) (*Plan, *index.FileInfo, error) {
+func LoadPlanUnkeyed(ctx context.Context, store chunkstore.FileOpener, snapDir string, m *index.Manifest, name string) (*Plan, *index.FileInfo, error) {
 	return loadPlan(ctx, store, snapDir, m, name, nil, true)
 }
 
-func loadPlan(ctx context.Context, store chunkstore.Store, snapDir string, m *index.Manifest, name string, cc *crypto.Config, unkeyed bool) (*Plan, *index.FileInfo, error) {
+func loadPlan(ctx context.Context, store chunkstore.FileOpener, snapDir string, m *index.Manifest, name string, cc *crypto.Config, unkeyed bool) (*Plan, *index.FileInfo, error) {
 	fi, err := m.File(name)
 	if err != nil {
 		return nil, nil, err

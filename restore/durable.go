@@ -3,8 +3,11 @@ package restore
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"sync"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
@@ -18,8 +21,9 @@ import (
 // since, another device at the same path, a forged journal) is left out, so
 // that a resume fetches it again; a journal is never trusted without the
 // target's bytes. jobs readers run at once. A position that cannot be
-// read counts as not held. The only error is ctx's.
-func CheckDurable(ctx context.Context, f *os.File, plan *Plan, durable map[crypto.Digest]bool, cc *crypto.Config, jobs int) (map[crypto.Digest]bool, error) {
+// read counts as not held. held, when set, is called (concurrently) for
+// each chunk found whole. The only error is ctx's.
+func CheckDurable(ctx context.Context, f *os.File, plan *Plan, durable map[crypto.Digest]bool, cc *crypto.Config, jobs int, held func(*Chunk)) (map[crypto.Digest]bool, error) {
 	ok := make(map[crypto.Digest]bool, len(durable))
 	if len(durable) == 0 {
 		return ok, nil
@@ -58,6 +62,9 @@ func CheckDurable(ctx context.Context, f *os.File, plan *Plan, durable map[crypt
 					mu.Lock()
 					ok[c.Digest] = true
 					mu.Unlock()
+					if held != nil {
+						held(c)
+					}
 				}
 			}
 		})
@@ -81,4 +88,63 @@ func CheckDurable(ctx context.Context, f *os.File, plan *Plan, durable map[crypt
 		return nil, err
 	}
 	return ok, nil
+}
+
+// DurableReaders is how many reads of the target RunResume's check of the
+// durable chunks keeps in flight, whatever Options.Jobs says: the check
+// runs at the target's read speed, beside the fetching.
+const DurableReaders = 8
+
+// RunResume is Run for a resume: the chunks of plan that durable names (a
+// resume journal's, Journal.Done) are checked on the target through f
+// (CheckDurable, DurableReaders at once, opts.Key for an encrypted
+// archive) while the other chunks are fetched and written (Run, with the
+// zero ranges); the durable chunks found missing or changed on the target
+// are fetched after. opts.Held, when set, is called for each chunk found
+// whole. It returns how many chunks were found whole (not fetched), and
+// Run's error; the damaged chunks of both runs are reported together (a
+// *DamagedError, Zeroed only if both zeroed theirs).
+func RunResume(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, f *os.File, durable map[crypto.Digest]bool, opts Options, stats *Stats) (int, error) {
+	if stats == nil {
+		stats = new(Stats)
+	}
+	var key *crypto.Config
+	if opts.Encrypted {
+		key = opts.Key
+	}
+	var (
+		held     map[crypto.Digest]bool
+		checkErr error
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() {
+		held, checkErr = CheckDurable(ctx, f, plan, durable, key, DurableReaders, opts.Held)
+	})
+	err := Run(ctx, store, plan.subset(func(c *Chunk) bool { return !durable[c.Digest] }, true), target, opts, stats)
+	wg.Wait()
+	if checkErr != nil {
+		return 0, checkErr
+	}
+	again := plan.subset(func(c *Chunk) bool { return durable[c.Digest] && !held[c.Digest] }, false)
+	resumed := 0
+	for i := range plan.Chunks {
+		if held[plan.Chunks[i].Digest] {
+			resumed++
+		}
+	}
+	var de *DamagedError
+	if len(again.Chunks) == 0 || (err != nil && !errors.As(err, &de)) {
+		return resumed, err
+	}
+	err2 := Run(ctx, store, again, target, opts, stats)
+	var de2 *DamagedError
+	switch {
+	case err == nil:
+		return resumed, err2
+	case err2 == nil:
+		return resumed, err
+	case !errors.As(err2, &de2):
+		return resumed, err2
+	}
+	return resumed, &DamagedError{Archive: de.Archive, Chunks: append(de.Chunks, de2.Chunks...), Count: max(de.Count, len(de.Chunks)) + max(de2.Count, len(de2.Chunks)), Zeroed: de.Zeroed && de2.Zeroed}
 }

@@ -13,6 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
@@ -45,22 +48,53 @@ type Journal struct {
 	added   int // recorded by this run
 }
 
+// ErrNoJournalPlace is wrapped by JournalPath's error when a block
+// device's journal has no writable place (JournalDirs): the restore then
+// runs without a journal.
+var ErrNoJournalPlace = errors.New("no writable place for a resume journal")
+
+// JournalDirs returns the directories, in order, where the journal of a
+// restore to a block device may live: $XDG_CACHE_HOME/pbsdirect (when set
+// to an absolute path), $HOME/.cache/pbsdirect (when HOME is set),
+// /var/cache/pbsdirect, /var/tmp/pbsdirect-UID and /tmp/pbsdirect-UID.
+func JournalDirs() []string {
+	var dirs []string
+	if x := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		dirs = append(dirs, filepath.Join(x, "pbsdirect"))
+	}
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		dirs = append(dirs, filepath.Join(h, ".cache", "pbsdirect"))
+	}
+	uid := fmt.Sprint(os.Geteuid())
+	return append(dirs, "/var/cache/pbsdirect", "/var/tmp/pbsdirect-"+uid, "/tmp/pbsdirect-"+uid)
+}
+
 // JournalPath returns where the journal of a restore to target lives: for
-// a block device (the path, or a link to one) under the user's cache
-// directory ($XDG_CACHE_HOME/pbsdirect/journal-<sha256 of the device's
-// path>), for a file beside it (".NAME.pbsdirect-journal").
+// a file beside it (".NAME.pbsdirect-journal"); for a block device (the
+// path, or a link to one) "journal-<sha256 of the device's path>" in the
+// first of JournalDirs that holds one already, else in the first that is
+// (or can be made) a writable directory of this user. When none is, the
+// error wraps ErrNoJournalPlace.
 func JournalPath(target string) (string, error) {
-	if st, err := os.Stat(target); err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+	if IsDevice(target) {
 		resolved, err := filepath.EvalSymlinks(target)
 		if err != nil {
 			return "", err
 		}
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("journal for %s: %w", target, err)
-		}
 		sum := sha256.Sum256([]byte(resolved))
-		return filepath.Join(cache, "pbsdirect", "journal-"+hex.EncodeToString(sum[:16])), nil
+		name := "journal-" + hex.EncodeToString(sum[:16])
+		dirs := JournalDirs()
+		for _, d := range dirs {
+			if _, err := os.Lstat(filepath.Join(d, name)); err == nil && ownDir(d) {
+				return filepath.Join(d, name), nil
+			}
+		}
+		for _, d := range dirs {
+			if os.MkdirAll(d, 0o700) == nil && ownDir(d) && unix.Access(d, unix.W_OK) == nil {
+				return filepath.Join(d, name), nil
+			}
+		}
+		return "", fmt.Errorf("journal for %s: %w (tried %s)", target, ErrNoJournalPlace, strings.Join(dirs, ", "))
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
@@ -69,6 +103,13 @@ func JournalPath(target string) (string, error) {
 	// Short enough for the ".new" name it is rewritten under, too.
 	name := strings.TrimSuffix(sideName(filepath.Base(abs), ".pbsdirect-journal.new"), ".new")
 	return filepath.Join(filepath.Dir(abs), name), nil
+}
+
+// ownDir reports whether d is a directory (not a link) owned by this user:
+// a journal is never kept where another user could have put it.
+func ownDir(d string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == os.Geteuid()
 }
 
 // ReadJournal reads the journal at path: its header and the chunks it
@@ -163,8 +204,13 @@ func mustHeader(h JournalHeader) []byte {
 // Done returns the chunks the journal recorded as durable before this run.
 func (j *Journal) Done() map[crypto.Digest]bool { return j.done }
 
-// Path returns the journal's file name.
-func (j *Journal) Path() string { return j.path }
+// Path returns the journal's file name ("" for a nil journal).
+func (j *Journal) Path() string {
+	if j == nil {
+		return ""
+	}
+	return j.path
+}
 
 // Add notes a chunk written to every offset it fills; Flush records it.
 func (j *Journal) Add(d crypto.Digest) {
@@ -207,16 +253,28 @@ func (j *Journal) Flush(target Target) error {
 // Recorded returns how many chunks the journal records as durable: those
 // of earlier runs and those this run flushed.
 func (j *Journal) Recorded() int {
+	if j == nil {
+		return 0
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return len(j.done) + j.added
 }
 
-// Close closes the journal file, keeping it for a resume.
-func (j *Journal) Close() error { return j.f.Close() }
+// Close closes the journal file, keeping it for a resume. A nil journal
+// (a restore without one) does nothing.
+func (j *Journal) Close() error {
+	if j == nil {
+		return nil
+	}
+	return j.f.Close()
+}
 
-// Remove closes and removes the journal: the restore it served is complete.
+// Remove closes and removes the journal. A nil journal does nothing.
 func (j *Journal) Remove() error {
+	if j == nil {
+		return nil
+	}
 	j.f.Close()
 	err := os.Remove(j.path)
 	syncDir(filepath.Dir(j.path))
@@ -241,4 +299,113 @@ func syncDir(dir string) {
 		d.Sync()
 		d.Close()
 	}
+}
+
+// Completion is what a journal keeps of a restore that finished: when, and
+// the identity of the target it left, the evidence that a later --resume
+// finds the same target and not one changed or replaced since. For a file:
+// device, inode, size and modification time (ns) of the committed file;
+// for a block device: its device number and size (the caller reads its
+// data back before calling it complete).
+type Completion struct {
+	Finished time.Time `json:"finished"`
+	Dev      uint64    `json:"dev,omitempty"`
+	Ino      uint64    `json:"ino,omitempty"`
+	Rdev     uint64    `json:"rdev,omitempty"`
+	Size     int64     `json:"size"`
+	MtimeNs  int64     `json:"mtime-ns,omitempty"`
+}
+
+// completePrefix starts the line of a journal that records a completion.
+const completePrefix = "complete "
+
+// TargetIdentity returns the Completion identity of the open target f
+// (Finished left zero).
+func TargetIdentity(f *os.File) (Completion, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return Completion{}, err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+		size, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+		if err != nil {
+			return Completion{}, err
+		}
+		return Completion{Rdev: uint64(st.Rdev), Size: int64(size)}, nil
+	}
+	return Completion{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano()}, nil
+}
+
+// Same reports whether c and o name the same target in the same state
+// (Finished not compared).
+func (c Completion) Same(o Completion) bool {
+	c.Finished, o.Finished = time.Time{}, time.Time{}
+	return c == o
+}
+
+// Complete replaces the journal by the record of a finished restore: its
+// header and one line "complete {Completion}" (written and synced under a
+// temporary name, then renamed into place), and closes it. A nil journal
+// does nothing.
+func (j *Journal) Complete(h JournalHeader, c Completion) error {
+	if j == nil {
+		return nil
+	}
+	j.f.Close()
+	b, _ := json.Marshal(c)
+	data := append(mustHeader(h), completePrefix...)
+	data = append(append(data, b...), '\n')
+	tmp := j.path + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		os.Remove(j.path) // a journal of durable chunks no longer tells the truth either
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	syncDir(filepath.Dir(j.path))
+	return nil
+}
+
+// ReadCompletion returns the completion the journal at path records, or
+// nil when it records none (an interrupted restore's journal). A missing
+// journal returns an error wrapping os.ErrNotExist.
+func ReadCompletion(path string) (JournalHeader, *Completion, error) {
+	var h JournalHeader
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return h, nil, err
+	}
+	line, rest, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok || json.Unmarshal(line, &h) != nil {
+		return h, nil, fmt.Errorf("journal %s: unreadable header", path)
+	}
+	line, _, ok = bytes.Cut(rest, []byte{'\n'})
+	if !ok || !bytes.HasPrefix(line, []byte(completePrefix)) {
+		return h, nil, nil
+	}
+	var c Completion
+	if json.Unmarshal(line[len(completePrefix):], &c) != nil {
+		return h, nil, nil
+	}
+	return h, &c, nil
+}
+
+// IsDevice reports whether path is (or links to) a block device: its
+// journal lives under JournalDirs, and it holds what was written to it
+// without a partial output.
+func IsDevice(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// then only counts them): memory stays bounded however many chunks are
 	// damaged.
 	Damaged func(*ChunkError)
+	// Held, when set, is called by RunResume for each durable chunk found
+	// whole on the target (concurrently), not fetched again.
+	Held func(*Chunk)
 	// Checked, when set, is called by the jobs, concurrently, for every
 	// chunk that passed its check (before it is written).
 	Checked func(*Chunk)
@@ -75,9 +78,18 @@ type Options struct {
 	// Journal, when set, records every chunk once it is written to all its
 	// offsets and the target synced (Journal.Flush, at least every
 	// JournalInterval and when Run returns, whatever the outcome), so that
-	// an interrupted restore can resume.
+	// an interrupted restore can resume. With a Journal, a damaged chunk
+	// under DamageFail does not stop the run at once: the other chunks are
+	// restored and journaled, and Run returns a *DamagedError (Zeroed
+	// false) listing the damaged ones; more than MaxDamagedGoingOn damaged
+	// chunks stop it as without a Journal.
 	Journal *Journal
 }
+
+// MaxDamagedGoingOn is how many damaged chunks a journaled restore under
+// DamageFail records while it goes on restoring the others (see
+// Options.Journal); the next one stops the run.
+const MaxDamagedGoingOn = 64
 
 // JournalInterval is how often Run makes the chunks written so far durable
 // and journals them.
@@ -111,7 +123,7 @@ func DefaultJobs() int { return min(32, runtime.GOMAXPROCS(0)) }
 
 // DefaultWriters is the default number of writers for jobs jobs: max(4,
 // jobs / 2), enough O_DIRECT writes in flight to keep a disk busy (ext4 and
-// XFS run them concurrently into reserved space; see Target.Allocate).
+// XFS run them concurrently into reserved space; see Allocator).
 // Writers block in write system calls: run with GOMAXPROCS at least jobs +
 // writers, or a blocked writer keeps a P the jobs need for up to 10 ms
 // (bench/README.md).
@@ -242,7 +254,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
 	}
 	if opts.CRCOnly {
-		if _, ok := target.(Discard); !ok {
+		if d, ok := target.(Discarder); !ok || !d.Discards() {
 			return fmt.Errorf("%s: CRC-only checking writes nothing: use the Discard target", opts.Archive)
 		}
 	}
@@ -317,6 +329,24 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		default:
 			policy = opts.OnMissing
 		}
+		if policy == DamageFail && opts.Journal != nil && !opts.KeepGoing {
+			// Journaled: the other chunks are still fetched and made
+			// durable, so that a resume (--on-missing/--on-corrupt zero,
+			// another store) fetches only the damaged ones; past
+			// MaxDamagedGoingOn of them (a wrong store, not damage) the
+			// run stops at once.
+			errMu.Lock()
+			goOn := nDamage < MaxDamagedGoingOn
+			if goOn {
+				damaged = append(damaged, ce)
+				nDamage++
+				stats.Failed.Add(1)
+			}
+			errMu.Unlock()
+			if goOn {
+				return
+			}
+		}
 		if policy != DamageZero || opts.KeepGoing {
 			fail(ce)
 			return
@@ -346,12 +376,12 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 	// Then reserve where the data goes: a full file system fails here,
 	// before any chunk is fetched, and the writes become overwrites.
-	if !plan.dropped {
+	if alloc, ok := target.(Allocator); ok && !plan.dropped {
 		for r := range plan.DataRanges() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := target.Allocate(int64(r.Offset), int64(r.Length)); err != nil {
+			if err := alloc.Allocate(int64(r.Offset), int64(r.Length)); err != nil {
 				return err
 			}
 		}

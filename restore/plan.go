@@ -215,6 +215,24 @@ func (p *Plan) Drop(known func(*Chunk) bool) int {
 	return n
 }
 
+// subset returns a copy of p with only the chunks keep selects (sharing
+// p's offsets), without the zero ranges unless withZero; it does not cover
+// the whole image (dropped).
+func (p *Plan) subset(keep func(*Chunk) bool, withZero bool) *Plan {
+	q := *p
+	q.Chunks = nil
+	for i := range p.Chunks {
+		if keep(&p.Chunks[i]) {
+			q.Chunks = append(q.Chunks, p.Chunks[i])
+		}
+	}
+	if !withZero {
+		q.Zero = nil
+	}
+	q.dropped = true
+	return &q
+}
+
 // digestTable finds a plan's chunks by digest: an open-addressing hash
 // table of chunk indexes (4 bytes a slot, at most half full) over the
 // plan's Chunks, which hold the digests; a Go map would store every digest

@@ -12,28 +12,62 @@ import (
 )
 
 // Target receives restored bytes at absolute offsets. WriteAt may be called
-// concurrently and out of order. Implementations: FileTarget (regular file or
-// block device) and Discard (verify).
+// concurrently and out of order. It is all the pipeline needs; what some
+// targets can do beyond it are the capabilities Allocator, DirectWriter,
+// Committer and FileBacked, declared below. Implementations: FileTarget
+// (regular file or block device) and Discard (verify).
 type Target interface {
 	// WriteAt writes p at byte offset off. p is Alignment-aligned in memory.
 	WriteAt(p []byte, off int64) error
 	// Zero makes [off, off+length) read as zeros, unless the target is known
 	// to read as zeros already (a new sparse file, --assume-zeroed).
 	Zero(off, length int64) error
-	// Allocate reserves storage for [off, off+length) before data is written
-	// there, where the file system writes reserved space in place (ext4,
-	// XFS): a full file system then fails the restore before any chunk is
-	// fetched, and O_DIRECT writes into the range are overwrites, which run
-	// concurrently instead of one at a time under the inode lock. A no-op
-	// elsewhere.
-	Allocate(off, length int64) error
 	// Sync makes every written byte durable (fdatasync).
 	Sync() error
 	// Close releases the target. After a failed restore, abort = true removes
 	// a file the target created itself.
 	Close(abort bool) error
-	// Direct reports whether O_DIRECT writes are in use.
+}
+
+// Allocator is a Target that reserves storage for [off, off+length)
+// before data is written there, where the file system writes reserved
+// space in place (ext4, XFS): a full file system then fails the restore
+// before any chunk is fetched, and O_DIRECT writes into the range are
+// overwrites, which run concurrently instead of one at a time under the
+// inode lock. Run reserves every data range of the plan on such a target.
+type Allocator interface {
+	Allocate(off, length int64) error
+}
+
+// DirectWriter is a Target that may write with O_DIRECT; Direct reports
+// whether it does (for the summary).
+type DirectWriter interface {
 	Direct() bool
+}
+
+// Committer is a Target whose writes become the visible result only when
+// committed: Commit makes a completed restore durable and puts it in place
+// (a new file renamed from its partial output); KeepPartial makes Close
+// keep an uncommitted partial output for a resume; Partial reports
+// whether an existing target was changed (after a failure it then holds a
+// partial image).
+type Committer interface {
+	Commit() error
+	KeepPartial()
+	Partial() bool
+}
+
+// FileBacked is a Target written through an open file (a regular file or
+// a block device), which a read-back (ReadBackFile) and a resume check
+// (CheckDurable) read again; File returns nil once closed.
+type FileBacked interface {
+	File() *os.File
+}
+
+// Discarder is a Target that keeps nothing written to it (Discard): the
+// only target a CRC-only check may run into.
+type Discarder interface {
+	Discards() bool
 }
 
 // Discard is the target of verify: it accepts and drops everything.
@@ -45,17 +79,22 @@ func (Discard) WriteAt(p []byte, off int64) error { return nil }
 // Zero does nothing.
 func (Discard) Zero(off, length int64) error { return nil }
 
-// Allocate does nothing.
-func (Discard) Allocate(off, length int64) error { return nil }
-
 // Sync does nothing.
 func (Discard) Sync() error { return nil }
 
 // Close does nothing.
 func (Discard) Close(bool) error { return nil }
 
-// Direct reports false.
-func (Discard) Direct() bool { return false }
+// Discards reports true: nothing written is kept.
+func (Discard) Discards() bool { return true }
+
+var (
+	_ Discarder    = Discard{}
+	_ Allocator    = (*FileTarget)(nil)
+	_ DirectWriter = (*FileTarget)(nil)
+	_ Committer    = (*FileTarget)(nil)
+	_ FileBacked   = (*FileTarget)(nil)
+)
 
 // TargetOptions select how OpenTarget treats an existing target.
 type TargetOptions struct {
@@ -210,6 +249,7 @@ func (t *FileTarget) openFile(opts TargetOptions) error {
 		}
 		if opts.Locked != nil {
 			if err := opts.Locked(); err != nil {
+				t.keep = true // an earlier restore's partial output: not ours to remove
 				return err
 			}
 		}

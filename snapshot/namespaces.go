@@ -22,7 +22,9 @@ var ErrNoNamespace = chunkstore.MissingKind("no such namespace")
 // levels deeper (maxDepth < 0: all), sorted by name (§1.3). A namespace is
 // seen through the files stored in it or below it: a namespace directory
 // with nothing in it is not listed. It returns an error wrapping
-// ErrNoNamespace when ns is not the root and holds nothing.
+// ErrNoNamespace when ns is not the root and holds nothing. Directories
+// whose names are no namespace name are left out with a warning that
+// counts them (see List); hidden ones silently.
 func Namespaces(ctx context.Context, store chunkstore.Store, ns index.Namespace, maxDepth int) ([]index.Namespace, error) {
 	dir := "ns"
 	if !ns.IsRoot() {
@@ -38,6 +40,7 @@ func Namespaces(ctx context.Context, store chunkstore.Store, ns index.Namespace,
 		}
 	}
 	seen := map[string]index.Namespace{ns.String(): ns}
+	var skipped unlisted
 	for _, f := range files {
 		parts := strings.Split(f.Path, "/")
 		var levels []string
@@ -50,11 +53,16 @@ func Namespaces(ctx context.Context, store chunkstore.Store, ns index.Namespace,
 				break
 			}
 			child := index.Namespace(append([]string(nil), levels...))
-			if child.Validate() == nil {
-				seen[child.String()] = child
+			if child.Validate() != nil {
+				if !hidden(parts[i+1]) {
+					skipped.add(strings.Join(parts[:i+2], "/"))
+				}
+				break // the levels below it are no namespace either
 			}
+			seen[child.String()] = child
 		}
 	}
+	skipped.warn(store, dir, "namespace ([A-Za-z0-9_][A-Za-z0-9._-]*, at most 7 levels, 256 bytes in all)")
 	out := make([]index.Namespace, 0, len(seen))
 	for _, n := range seen {
 		out = append(out, n)

@@ -65,6 +65,10 @@ func Removed(ctx context.Context, store chunkstore.Store, snap index.Snapshot, e
 // List returns the finished snapshots of namespace ns (not of its children),
 // oldest first within each group, groups sorted by type and ID. Snapshot
 // directories without index.json.blob (running or aborted backups) are left out.
+// Entries whose names are no snapshot name (junk in the datastore, keys a
+// service encoded without saying so) are left out too, with a warning
+// through the store's warning channel (chunkstore.Warn) that counts them;
+// names PBS keeps there (owner, notes, hidden files) are left out silently.
 func List(ctx context.Context, store chunkstore.Store, ns index.Namespace) ([]Info, error) {
 	byDir := map[string]*Info{}
 	finished := map[string]bool{}
@@ -74,11 +78,15 @@ func List(ctx context.Context, store chunkstore.Store, ns index.Namespace) ([]In
 		if err != nil {
 			return nil, err
 		}
+		var skipped unlisted
 		for _, f := range files {
 			d, name := path.Split(f.Path)
 			d = strings.TrimSuffix(d, "/")
 			snap, ok := index.ParseSnapshotDir(d)
 			if !ok || !sameNS(snap.NS, ns) {
+				if e, ok := snapshotEntry(dir, f.Path); ok {
+					skipped.add(e)
+				}
 				continue
 			}
 			info := byDir[d]
@@ -91,6 +99,7 @@ func List(ctx context.Context, store chunkstore.Store, ns index.Namespace) ([]In
 				finished[d] = true
 			}
 		}
+		skipped.warn(store, dir, "snapshot (<type>/<id>/<time> as PBS names them)")
 	}
 	var out []Info
 	for d, info := range byDir {
@@ -268,7 +277,7 @@ func decodeBlob(raw []byte, cc *crypto.Config) ([]byte, error) {
 // ReadBlob reads the blob archive name (e.g. "qemu-server.conf.blob") of the
 // snapshot, checks its size and SHA-256 against manifest m (§6.2) and
 // decodes it with cc (needed for crypt mode encrypt). Errors name the file.
-func ReadBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, name string, cc *crypto.Config) ([]byte, error) {
+func ReadBlob(ctx context.Context, store chunkstore.FileOpener, snap index.Snapshot, m *index.Manifest, name string, cc *crypto.Config) ([]byte, error) {
 	fi, err := m.File(name)
 	if err != nil {
 		return nil, err
@@ -295,7 +304,7 @@ func ReadBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, 
 // CheckBlob reads the blob archive name of the snapshot and checks its size
 // and SHA-256 against manifest m (§6.2) without decoding it (no key needed),
 // returning the encoded blob. Errors name the file.
-func CheckBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, name string) ([]byte, error) {
+func CheckBlob(ctx context.Context, store chunkstore.FileOpener, snap index.Snapshot, m *index.Manifest, name string) ([]byte, error) {
 	if _, err := m.File(name); err != nil {
 		return nil, err
 	}

@@ -325,7 +325,7 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, cc *crypto.Config, unkeyed bool, a *ArchiveResult) {
 	load := restore.LoadPlan
 	if unkeyed {
-		load = func(ctx context.Context, st chunkstore.Store, dir string, m *index.Manifest, name string, _ *crypto.Config) (*restore.Plan, *index.FileInfo, error) {
+		load = func(ctx context.Context, st chunkstore.FileOpener, dir string, m *index.Manifest, name string, _ *crypto.Config) (*restore.Plan, *index.FileInfo, error) {
 			return restore.LoadPlanUnkeyed(ctx, st, dir, m, name)
 		}
 	}

@@ -49,6 +49,9 @@ type Options struct {
 	// adaptive limit, which halves while the server throttles and grows
 	// back by one per limit's worth of successes (AIMD).
 	Concurrency int
+	// Watch, when set, is told of every retry (RetryWatch); shared by the
+	// policies of several stores.
+	Watch *RetryWatch
 }
 
 // WithDefaults returns o with zero fields set to the defaults.
@@ -115,12 +118,16 @@ type Policy struct {
 	lim     limiter
 
 	retries, throttled, stalls atomic.Int64
+	watch                      *RetryWatch
 }
 
 // NewPolicy returns the policy for o (defaults applied).
 func NewPolicy(o Options) *Policy {
 	o = o.WithDefaults()
-	p := &Policy{opts: o, backoff: Backoff{Min: o.MinBackoff, Max: o.MaxBackoff}}
+	p := &Policy{opts: o, backoff: Backoff{Min: o.MinBackoff, Max: o.MaxBackoff}, watch: o.Watch}
+	if p.watch == nil {
+		p.watch = new(RetryWatch)
+	}
 	p.lim.init(o.Concurrency)
 	return p
 }
@@ -151,6 +158,11 @@ func (p *Policy) Stats() Stats {
 func (p *Policy) Do(ctx context.Context, get bool, fn func(context.Context) error, classify func(error) Class) error {
 	var firstFail time.Time
 	var queued time.Duration // waits for a slot since firstFail: not failing
+	defer func() {
+		if !firstFail.IsZero() {
+			p.watch.failing.Add(-1)
+		}
+	}()
 	for n := 1; ; n++ {
 		if get {
 			t0 := time.Now()
@@ -191,6 +203,7 @@ func (p *Policy) Do(ctx context.Context, get bool, fn func(context.Context) erro
 		now := time.Now()
 		if firstFail.IsZero() {
 			firstFail = now
+			p.watch.failing.Add(1)
 		}
 		delay := p.backoff.Delay(n)
 		if ra := time.Duration(att.retryAfter.Load()); ra > 0 {
@@ -212,6 +225,11 @@ func (p *Policy) Do(ctx context.Context, get bool, fn func(context.Context) erro
 				chunkstore.ErrUnavailable, what, failing.Round(time.Millisecond), n, max(p.opts.RetryFor, 0), err)
 		}
 		p.retries.Add(1)
+		what := "request"
+		if w := att.what.Load(); w != nil {
+			what = *w
+		}
+		p.watch.note.Store(&Retrying{What: what, Cause: causeOf(att, err), Until: firstFail.Add(p.opts.RetryFor + queued)})
 		if err := Sleep(ctx, delay); err != nil {
 			return err
 		}

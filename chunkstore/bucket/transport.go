@@ -40,6 +40,8 @@ type attempt struct {
 	stalled    atomic.Bool
 	throttled  atomic.Bool
 	retryAfter atomic.Int64 // nanoseconds; 0 when not given
+	status     atomic.Int32 // the last error status (>= 400) answered; 0: none
+	what       atomic.Pointer[string]
 }
 
 func attemptOf(ctx context.Context) *attempt {
@@ -65,6 +67,10 @@ type Transport struct {
 // RoundTrip runs req under the watchdog.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	att := attemptOf(req.Context())
+	if att != nil {
+		what := describeRequest(req)
+		att.what.Store(&what)
+	}
 	if t.IOTimeout <= 0 {
 		resp, err := t.Base.RoundTrip(req)
 		if err == nil {
@@ -93,8 +99,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// noteThrottle records a 429 or 503 answer and its Retry-After in att.
+// noteThrottle records an error status in att, and a 429 or 503 answer's
+// Retry-After.
 func noteThrottle(att *attempt, resp *http.Response) {
+	if att != nil && resp.StatusCode >= 400 {
+		att.status.Store(int32(resp.StatusCode))
+	}
 	if att == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
 		return
 	}

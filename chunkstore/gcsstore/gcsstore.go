@@ -96,6 +96,8 @@ type Store struct {
 	url      string
 	pol      *bucket.Policy
 	pageSize int
+	// Warnings say what listings of this store leave out (WarnTo).
+	chunkstore.Warnings
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -96,6 +97,68 @@ func TestListingQuirks(t *testing.T) {
 			}
 			if n := p.Lists() - before; n > 4 {
 				t.Errorf("%d listing requests for two pages", n)
+			}
+		})
+	}
+}
+
+// TestURLEncodedKeysUndecodable lists through a service that says its keys
+// are URL-encoded but sends some as they are: a key with a '%' of its own
+// then does not decode. The keys that decode are listed decoded; the ones
+// that do not are left out with one warning that counts them and names
+// one, escaped; a key that decodes needs no warning.
+func TestURLEncodedKeysUndecodable(t *testing.T) {
+	srv := testenv.StartS3(t)
+	name := newBucket(t, srv)
+	good := []string{"vm/100/2026-11-29T10:00:00Z/index.json.blob", "vm/100/2026-11-29T11:00:00Z/index.json.blob"}
+	for _, k := range good {
+		srv.PutFile(t, name, "ds/.cnt/"+k, []byte("x"))
+	}
+	for _, k := range []string{"vm/100/50%zz/index.json.blob", "vm/100/%G1/index.json.blob"} {
+		srv.PutFile(t, name, "ds/.cnt/"+k, []byte("x"))
+	}
+	for _, tc := range []struct {
+		name string
+		skip string
+		want string // "": no warning
+	}{
+		{"all-encoded", "", ""},
+		{"some-not-encoded", "%", `2 listed key(s) could not be decoded (the listing says EncodingType url), e.g. "ds/.cnt/vm/100/%G1/index.json.blob"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := quirkproxy.Start(srv.Endpoint, quirkproxy.Quirks{URLEncodeKeys: true, URLEncodeSkip: tc.skip})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			s := open(t, name, "ds", testOptions(srv, p.URL))
+			var said []string
+			s.WarnTo(func(msg string) { said = append(said, msg) })
+			files, err := s.ListFiles(context.Background(), "vm")
+			if err != nil {
+				t.Fatalf("ListFiles: %v", err)
+			}
+			var got []string
+			for _, f := range files {
+				got = append(got, f.Path)
+			}
+			want := good
+			if tc.skip == "" {
+				want = []string{"vm/100/%G1/index.json.blob", good[0], good[1], "vm/100/50%zz/index.json.blob"}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("listed %q, want %q", got, want)
+			}
+			switch {
+			case tc.want == "" && len(said) != 0:
+				t.Errorf("warnings %q, want none", said)
+			case tc.want != "" && (len(said) != 1 || !strings.Contains(said[0], tc.want)):
+				t.Errorf("warnings %q, want one saying %q", said, tc.want)
+			}
+			for _, w := range said {
+				if strings.ContainsAny(w, "\x1b\n\r") {
+					t.Errorf("warning %q carries raw control characters", w)
+				}
 			}
 		})
 	}

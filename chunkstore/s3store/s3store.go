@@ -184,8 +184,9 @@ type Store struct {
 	// followed names what Open corrected on its own ("" if nothing): the
 	// bucket's region, path-style addressing.
 	followed []string
-	// warn says what a listing left out (see WarnTo); nil: nothing.
-	warn atomic.Pointer[func(msg string)]
+	// Warnings say what a listing left out (keys that could not be
+	// decoded; WarnTo).
+	chunkstore.Warnings
 }
 
 var (
@@ -862,7 +863,7 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 		}
 		if !more {
 			if bad.n > 0 {
-				s.say(fmt.Sprintf("pbsdirect: warning: %s: %d listed key(s) could not be decoded (the listing says EncodingType url), e.g. %q: left out", s.objURL(base), bad.n, bad.first))
+				s.Warn("", fmt.Sprintf("pbsdirect: warning: %s: %d listed key(s) could not be decoded (the listing says EncodingType url), e.g. %q: left out", s.objURL(base), bad.n, bad.first))
 			}
 			return files, nil
 		}
@@ -883,24 +884,6 @@ func (b *badKeys) add(key string) {
 		b.first = key
 	}
 	b.n++
-}
-
-// WarnTo sets where the store says what a listing left out (keys that
-// could not be decoded), as one line without a line end, from any
-// goroutine; nil says nothing.
-func (s *Store) WarnTo(f func(msg string)) {
-	if f == nil {
-		s.warn.Store(nil)
-		return
-	}
-	s.warn.Store(&f)
-}
-
-// say passes msg to the WarnTo function, if any.
-func (s *Store) say(msg string) {
-	if f := s.warn.Load(); f != nil {
-		(*f)(msg)
-	}
 }
 
 // WriteChunk uploads the chunk blob unless the object exists: a PUT with

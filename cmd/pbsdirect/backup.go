@@ -203,7 +203,7 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			if r.Aside != "" {
 				aside = "kept as " + r.Aside
 			}
-			fmt.Fprintf(stderr, "pbsdirect backup: warning: chunk %s in the store was damaged (%s): written again; the damaged copy %s\n", r.Digest, r.Damage, aside)
+			fmt.Fprintf(stderr, "pbsdirect backup: warning: chunk %s in the store was damaged (%s): written again; the damaged copy %s\n", r.Digest, index.DisplayText(r.Damage), index.DisplayText(aside))
 		}
 		el := time.Since(start)
 		sum := backupSummary{

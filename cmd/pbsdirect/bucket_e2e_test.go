@@ -485,7 +485,7 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 		{name: "s3-reset-chunks-and-latency", store: "s3://bkt/store", snap: bktSnapEnc, latency: 5 * time.Millisecond,
 			rules: []faultproxy.Rule{chunkGET(faultproxy.Rule{Every: 5, Reset: true, ResetAfter: 100}), chunkGET(faultproxy.Rule{Every: 7, Status: 503})}, retries: true},
 		{name: "s3-missing-chunk", store: "s3://bkt/gone", snap: bktSnapEnc, fastFail: true,
-			fail: []string{gone.String(), "s3://bkt/gone/" + goneKey, "nothing was kept"}},
+			fail: []string{gone.String(), "s3://bkt/gone/" + goneKey, "kept", "--resume"}},
 		{name: "s3-persistent-503-chunks", store: "s3://bkt/store", snap: snap0, rules: []faultproxy.Rule{chunkGET(faultproxy.Rule{After: 3, Status: 503})},
 			fail: []string{"s3://bkt/store/.chunks/", "503"}},
 		{name: "s3-persistent-503", store: "s3://bkt/store", snap: snap0, rules: []faultproxy.Rule{{Status: 503}}, fail: []string{"s3://bkt/store", "503"}},

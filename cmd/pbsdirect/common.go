@@ -36,6 +36,8 @@ type storeFlags struct {
 	ioTimeout    time.Duration
 	retryFor     time.Duration
 	progress     progressFlags // registered by the commands that show progress
+	// retries shows the bucket requests being retried (progress).
+	retries bucket.RetryWatch
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {

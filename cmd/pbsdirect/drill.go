@@ -141,7 +141,7 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 // printDrill prints the drill report as text; a failure's error is said
 // once, on stderr (run prints it).
 func printDrill(w io.Writer, r drillReport) {
-	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", r.Snapshot, r.Archive, r.Target, okWord(r.OK))
+	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), index.DisplayText(r.Target), okWord(r.OK))
 	if r.Restore != nil {
 		fmt.Fprintf(w, "  time to restore: %.2fs (%s, %.1f MiB/s; %d chunks fetched, %s of zero chunks skipped)\n",
 			r.RestoreSeconds, humanBytes(r.Restore.Size), r.Restore.MiBps, r.Restore.ChunksFetched, humanBytes(r.Restore.ZeroBytes))

@@ -185,7 +185,7 @@ func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]dril
 		if err != nil {
 			// Drilled anyway: the restore reports the manifest's failure.
 			out = append(out, drillItem{s.String(), "?"})
-			fmt.Fprintf(stderr, "pbsdirect drill: %s: %v\n", s, err)
+			fmt.Fprintf(stderr, "pbsdirect drill: %s: %s\n", s, index.DisplayText(err.Error()))
 			continue
 		}
 		for _, f := range m.Files {
@@ -239,12 +239,12 @@ func printDrillTable(w io.Writer, reps []drillReport, asJSON bool) (failed int, 
 			if r.ReadBack != nil {
 				rb = fmt.Sprintf("%.2fs", r.ReadBackSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fs\t%s\t%s\t%s\n", r.Snapshot, r.Archive, okWord(r.OK), r.RestoreSeconds, size, rate, rb)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fs\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), okWord(r.OK), r.RestoreSeconds, size, rate, rb)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "%d archive(s), %s restored in %.2fs of restore time, %d failed", len(reps), humanBytes(bytes), total, failed)
 		if slowest >= 0 {
-			fmt.Fprintf(w, "; slowest: %s/%s (%.2fs)", reps[slowest].Snapshot, reps[slowest].Archive, reps[slowest].RestoreSeconds)
+			fmt.Fprintf(w, "; slowest: %s/%s (%.2fs)", index.DisplayText(reps[slowest].Snapshot), index.DisplayText(reps[slowest].Archive), reps[slowest].RestoreSeconds)
 		}
 		fmt.Fprintln(w)
 	}

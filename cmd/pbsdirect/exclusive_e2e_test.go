@@ -12,6 +12,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 // TestConcurrentRestores: two restores into one target — an existing file
@@ -274,8 +275,8 @@ func TestTargetRefusedBeforeWork(t *testing.T) {
 
 // TestPartialImageSaid: a --force restore that fails after writing started
 // (a chunk is missing) says that the existing target now holds a partial
-// image; a new file's partial output is removed and the message says
-// nothing was kept.
+// image; a new file's partial output is kept under its partial name, never
+// the target's, with its journal, for --resume.
 func TestPartialImageSaid(t *testing.T) {
 	data := zeroMiddle(35)
 	store := fixture.NewStore(t)
@@ -293,11 +294,14 @@ func TestPartialImageSaid(t *testing.T) {
 	old := fixture.WriteFile(t, dir, "old.raw", []byte("an older image"))
 	mustFail(t, 1, []string{old, "now holds a partial image"}, "restore", "--force", "--store", store, snap0, "drive-scsi0", old)
 	fresh := filepath.Join(dir, "new.raw")
-	r := mustFail(t, 1, []string{fresh, "nothing was kept"}, "restore", "--store", store, snap0, "drive-scsi0", fresh)
+	r := mustFail(t, 1, []string{fresh, "partial output", "--resume"}, "restore", "--store", store, snap0, "drive-scsi0", fresh)
 	if strings.Contains(r.err, "partial image") {
 		t.Errorf("a new file's failed restore speaks of a partial image: %v", r)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Errorf("left in the directory: %v", ents)
+	noFile(t, fresh)
+	for _, p := range []string{restore.PartialPath(fresh), filepath.Join(dir, ".new.raw.pbsdirect-journal")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("not kept for --resume: %v", err)
+		}
 	}
 }

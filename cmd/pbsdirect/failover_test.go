@@ -135,10 +135,10 @@ func TestDegradedRestore(t *testing.T) {
 	}
 
 	target := filepath.Join(t.TempDir(), "fail.raw")
-	mustFail(t, 1, []string{"chunk", "nothing was kept"}, "restore", "--store", store, snap0, "drive-scsi0", target)
+	mustFail(t, 1, []string{"chunk", "kept", "--resume", "--on-missing zero"}, "restore", "--store", store, snap0, "drive-scsi0", target)
 	noFile(t, target)
-	// Missing zeroed, corrupt not: still a failure.
-	mustFail(t, 1, []string{ds[4].String()}, "restore", "--on-missing", "zero", "--store", store, snap0, "drive-scsi0", target)
+	// Missing zeroed, corrupt not: still a failure (the rest kept again).
+	mustFail(t, 1, []string{ds[4].String(), "--resume"}, "restore", "--resume", "--on-missing", "zero", "--store", store, snap0, "drive-scsi0", target)
 	noFile(t, target)
 
 	target = filepath.Join(t.TempDir(), "degraded.raw")

@@ -99,7 +99,7 @@ type blobArchive struct {
 func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bool, stderr io.Writer, cmd string) (*snapshotAccess, error) {
 	sf := &a.sf
 	fetchers := a.pf.fetchersFor(sf.fetchSpec())
-	ns, keys, store, err := sf.openAll(ctx, stderr, "", false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{}, fetchers)
 	if err != nil {
 		return nil, err
 	}
@@ -110,21 +110,19 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 			sa.Close()
 		}
 	}()
-	if sa.snap, err = snapshot.Resolve(ctx, store, ns, ref); err != nil {
-		return nil, err
-	}
-	sa.when = time.Unix(sa.snap.Time, 0)
-	m, cc, err := loadManifest(ctx, store, sa.snap, keys, stderr)
+	src, err := snapshot.Open(ctx, store, ns, ref, keys)
 	if err != nil {
 		return nil, err
 	}
+	sa.snap, sa.when = src.Snapshot(), time.Unix(src.Snapshot().Time, 0)
+	m := src.Manifest()
 	var indexes []string
 	for _, f := range m.Files {
 		switch {
 		case strings.HasSuffix(f.Filename, ".fidx"), strings.HasSuffix(f.Filename, ".didx") && !imagesOnly:
 			indexes = append(indexes, f.Filename)
 		case strings.HasSuffix(f.Filename, ".blob") && blobs:
-			data, err := snapshot.ReadBlob(ctx, store, sa.snap, m, f.Filename, cc)
+			data, err := src.Blob(ctx, f.Filename)
 			if err != nil {
 				return nil, err
 			}
@@ -134,12 +132,12 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 	if len(indexes) == 0 && len(sa.blobs) == 0 {
 		return nil, fmt.Errorf("snapshot %s has no archive to serve", sa.snap)
 	}
-	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %v\n", cmd, err) }
+	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %s\n", cmd, index.DisplayText(err.Error())) }
 	// The readers live until Close, not until an interrupt: a mount
 	// detached lazily serves its remaining users (a loop device) on.
 	live := context.WithoutCancel(ctx)
 	for _, name := range indexes {
-		r, err := archive.Open(live, store, sa.snap.Dir(), m, name, cc, archive.Options{
+		r, err := archive.OpenSnapshot(live, src, name, archive.Options{
 			CacheSize: a.cache / int64(len(indexes)),
 			Fetchers:  fetchers,
 			Log:       logf,
@@ -161,7 +159,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 func (sa *snapshotAccess) report(w io.Writer) {
 	for i, r := range sa.readers {
 		st := r.Stats()
-		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", sa.names[i], st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
+		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", index.DisplayText(sa.names[i]), st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
 		if n := st.FailedChunks.Load(); n > 0 {
 			fmt.Fprintf(w, "; %d chunks missing or damaged, %d chunk reads failed", n, st.FailedReads.Load())
 		}
@@ -218,22 +216,19 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	defer signal.Reset(syscall.SIGPIPE)
 	start := time.Now()
 	fetchers := pf.fetchersFor(sf.fetchSpec())
-	ns, keys, store, err := sf.openAll(ctx, stderr, *rc.cryptMode, false, fetchers)
+	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, fetchers)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	snap, err := snapshot.Resolve(ctx, store, ns, ref)
+	src, err := snapshot.Open(ctx, store, ns, ref, keys)
 	if err != nil {
 		return err
 	}
-	m, cc, err := loadManifest(ctx, store, snap, keys, stderr)
-	if err != nil {
-		return err
-	}
+	snap := src.Snapshot()
 	var n int64
 	if strings.HasSuffix(name, ".blob") {
-		data, err := snapshot.ReadBlob(ctx, store, snap, m, name, cc)
+		data, err := src.Blob(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -243,7 +238,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 		}
 		n = int64(k)
 	} else {
-		r, err := archive.Open(ctx, store, snap.Dir(), m, name, cc, archive.Options{CacheSize: int64(2*fetchers+2) << 22, Fetchers: fetchers})
+		r, err := archive.OpenSnapshot(ctx, src, name, archive.Options{CacheSize: int64(2*fetchers+2) << 22, Fetchers: fetchers})
 		if err != nil {
 			return err
 		}
@@ -259,10 +254,10 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	switch {
 	case sf.json():
 	case strings.HasSuffix(name, ".blob"): // a few KiB: a rate would say nothing
-		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s, verified\n", snap, name, humanBytes(uint64(n)))
+		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s, verified\n", snap, index.DisplayText(name), humanBytes(uint64(n)))
 	default:
 		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s in %.2fs (%.1f MiB/s), verified\n",
-			snap, name, humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
+			snap, index.DisplayText(name), humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
 	}
 	return nil
 }

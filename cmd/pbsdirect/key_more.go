@@ -418,23 +418,21 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 	if err != nil {
 		return nil, nil, err
 	}
-	snap, err := snapshot.Resolve(ctx, store, ns, ref)
+	// The manifest is read without key checks: the key is what is lost.
+	src, err := snapshot.Open(ctx, store, ns, ref, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := snapshot.ReadManifest(ctx, store, snap)
-	if err != nil {
-		return nil, nil, err
-	}
+	snap, m := src.Snapshot(), src.Manifest()
 	if _, err := m.File(index.RSAKeyBlobName); err != nil {
 		if group, _ := index.ParseSnapshotRef(ref); group.IsGroup() {
 			// TYPE/ID: the newest snapshot of the group that has the key.
 			latest := snap
 			lfp, latestHas, _ := m.KeyFingerprint()
-			snap, m, err = newestWithRSAKey(ctx, store, ns, snap)
-			if err != nil {
+			if src, err = newestWithRSAKey(ctx, store, ns, snap); err != nil {
 				return nil, nil, err
 			}
+			snap, m = src.Snapshot(), src.Manifest()
 			fmt.Fprintf(stderr, "pbsdirect: the latest snapshot of %s has no %s: reading it from %s\n", ref, index.RSAKeyBlobName, snap)
 			if fp, has, _ := m.KeyFingerprint(); latestHas && (!has || fp != lfp) {
 				fmt.Fprintf(stderr, "pbsdirect: warning: %s was made with another key (%s) than %s: the key recovered does not open it\n", latest, lfp.Short(), snap)
@@ -443,7 +441,7 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 			return nil, nil, fmt.Errorf("snapshot %s has no %s: it was not backed up with a master public key (--master-pubkey-file)", snap, index.RSAKeyBlobName)
 		}
 	}
-	raw, err := snapshot.CheckBlob(ctx, store, snap, m, index.RSAKeyBlobName)
+	raw, err := src.CheckedBlob(ctx, index.RSAKeyBlobName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -460,26 +458,27 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 
 // newestWithRSAKey returns the newest snapshot of latest's group (latest
 // being its newest) whose manifest lists rsa-encrypted.key.blob, with that
-// manifest; an error naming the group when none has it.
-func newestWithRSAKey(ctx context.Context, store chunkstore.Store, ns index.Namespace, latest index.Snapshot) (index.Snapshot, *index.Manifest, error) {
+// manifest read without key checks; an error naming the group when none
+// has it.
+func newestWithRSAKey(ctx context.Context, store chunkstore.Store, ns index.Namespace, latest index.Snapshot) (*snapshot.Reader, error) {
 	list, err := snapshot.List(ctx, store, ns)
 	if err != nil {
-		return index.Snapshot{}, nil, err
+		return nil, err
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		s := list[i].Snapshot
 		if s.Type != latest.Type || s.ID != latest.ID {
 			continue
 		}
-		m, err := snapshot.ReadManifest(ctx, store, s)
+		r, err := snapshot.OpenSnapshot(ctx, store, s, nil)
 		if err != nil {
 			continue // pruned meanwhile, or unreadable: an older one may do
 		}
-		if _, err := m.File(index.RSAKeyBlobName); err == nil {
-			return s, m, nil
+		if _, err := r.File(index.RSAKeyBlobName); err == nil {
+			return r, nil
 		}
 	}
-	return index.Snapshot{}, nil, fmt.Errorf("no snapshot of %s has %s: none was backed up with a master public key (--master-pubkey-file)", latest.GroupDir(), index.RSAKeyBlobName)
+	return nil, fmt.Errorf("no snapshot of %s has %s: none was backed up with a master public key (--master-pubkey-file)", latest.GroupDir(), index.RSAKeyBlobName)
 }
 
 // decodePlainBlob decodes an unencrypted DataBlob (CRC checked).

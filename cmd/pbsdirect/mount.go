@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pbsdirect/pbsdirect/fusefs"
+	"github.com/pbsdirect/pbsdirect/index"
 )
 
 // cmdMount mounts a snapshot's archives as read-only files with FUSE until
@@ -50,7 +51,7 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 		m, err := fusefs.New(dir, files, fusefs.Options{
 			FsName:     "pbsdirect:" + sa.snap.String(),
 			AllowOther: *allowOther,
-			Log:        func(msg string) { fmt.Fprintf(stderr, "pbsdirect mount: %s\n", msg) },
+			Log:        func(msg string) { fmt.Fprintf(stderr, "pbsdirect mount: %s\n", index.DisplayText(msg)) },
 		})
 		if err != nil {
 			if errors.Is(err, fusefs.ErrUnavailable) {
@@ -66,7 +67,7 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 		}
 		fmt.Fprintf(info, "mounted %s read-only at %s:", sa.snap, dir)
 		for _, f := range files {
-			fmt.Fprintf(info, " %s", f.Name)
+			fmt.Fprintf(info, " %s", index.DisplayText(f.Name))
 		}
 		fmt.Fprintln(info, "\n  press Ctrl-C (or send SIGTERM) to unmount")
 		unmounted := make(chan struct{})
@@ -81,7 +82,7 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 		if err := m.Unmount(); err != nil {
 			// Busy (a loop device or a shell still uses it): detach it now; the
 			// kernel frees it when the last user goes.
-			fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %s; detaching it lazily (it goes when its last user does)\n", dir, strings.Join(strings.Fields(err.Error()), " "))
+			fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %s; detaching it lazily (it goes when its last user does)\n", dir, index.DisplayText(strings.Join(strings.Fields(err.Error()), " ")))
 			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
 				return fmt.Errorf("unmount %s: %w (run fusermount3 -u -z %s)", dir, err, dir)
 			}

@@ -8,7 +8,11 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/pbsdirect/pbsdirect/index"
 	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 )
 
 // Progress modes of --progress.
@@ -53,30 +57,92 @@ type progress struct {
 }
 
 // startProgress polls current() (bytes done: data written, zero ranges not
-// counted) against total bytes. A zero-valued pf shows nothing.
+// counted) against total bytes. A zero-valued pf shows nothing. desc may
+// name an archive of the store: it is escaped (index.DisplayText).
 func startProgress(stderr io.Writer, pf progressFlags, desc string, total int64, current func() int64) *progress {
-	p := &progress{stop: make(chan struct{})}
-	mode := pf.mode
-	if mode == progressAuto {
-		mode = progressLines
+	return startProgressWatch(stderr, pf, desc, total, current, nil)
+}
+
+// progressMode is pf's mode with auto decided for stderr.
+func progressMode(stderr io.Writer, pf progressFlags) string {
+	if pf.mode == progressAuto {
 		if isTerminal(stderr) {
-			mode = progressBar
+			return progressBar
 		}
+		return progressLines
 	}
-	switch mode {
+	return pf.mode
+}
+
+// startProgressWatch is startProgress that also says which bucket request
+// watch shows being retried, why and until when: a line after each
+// progress line, or in the bar's description (nil watch: nothing).
+func startProgressWatch(stderr io.Writer, pf progressFlags, desc string, total int64, current func() int64, watch *bucket.RetryWatch) *progress {
+	desc = index.DisplayText(desc)
+	p := &progress{stop: make(chan struct{})}
+	note := retryNote(watch)
+	switch progressMode(stderr, pf) {
 	case progressBar:
-		p.startBar(stderr, desc, total, current)
+		p.startBar(stderr, desc, total, current, note)
 	case progressLines:
 		t := time.NewTicker(pf.interval)
 		p.wg.Go(func() {
 			defer t.Stop()
-			lineLoop(stderr, desc, total, current, time.Now(), t.C, time.Now, p.stop)
+			lineLoop(stderr, desc, total, current, time.Now(), t.C, time.Now, p.stop, note)
 		})
 	}
 	return p
 }
 
-func (p *progress) startBar(stderr io.Writer, desc string, total int64, current func() int64) {
+// retryNote returns what watch shows being retried now, "retrying WHAT
+// (CAUSE) until HH:MM:SS", or "" (also for a nil watch).
+func retryNote(watch *bucket.RetryWatch) func() string {
+	return func() string {
+		if r, ok := watch.Retrying(); ok {
+			return "retrying " + r.String()
+		}
+		return ""
+	}
+}
+
+// startRetryLines prints "DESC: retrying …" (retryNote) every
+// --progress-interval while a bucket request is being retried, until the
+// returned stop is called (more than once is fine): for the work before a
+// progress report starts (the store opened, the manifest and index read),
+// so that a run waiting out --retry-for does not look hung. Nothing with
+// --progress none.
+func startRetryLines(stderr io.Writer, pf progressFlags, desc string, watch *bucket.RetryWatch) (stop func()) {
+	if progressMode(stderr, pf) == progressNone {
+		return func() {}
+	}
+	desc = index.DisplayText(desc)
+	note := retryNote(watch)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	t := time.NewTicker(pf.interval)
+	wg.Go(func() {
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if n := note(); n != "" {
+					fmt.Fprintf(stderr, "%s: %s\n", desc, n)
+				}
+			}
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+		})
+	}
+}
+
+func (p *progress) startBar(stderr io.Writer, desc string, total int64, current func() int64, note func() string) {
 	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(stderr),
 		progressbar.OptionSetDescription(desc),
@@ -99,6 +165,11 @@ func (p *progress) startBar(stderr io.Writer, desc string, total int64, current 
 				p.bar.Set64(current())
 				return
 			case <-t.C:
+				d := desc
+				if n := note(); n != "" {
+					d += " (" + n + ")"
+				}
+				p.bar.Describe(d)
 				p.bar.Set64(current())
 			}
 		}
@@ -106,14 +177,20 @@ func (p *progress) startBar(stderr io.Writer, desc string, total int64, current 
 }
 
 // lineLoop prints a progress line (progressLine) on each tick until stop
-// is closed; now gives the time of a tick.
-func lineLoop(w io.Writer, desc string, total int64, current func() int64, start time.Time, tick <-chan time.Time, now func() time.Time, stop <-chan struct{}) {
+// is closed, and after it the line of note when note says something (a
+// request being retried; nil: nothing); now gives the time of a tick.
+func lineLoop(w io.Writer, desc string, total int64, current func() int64, start time.Time, tick <-chan time.Time, now func() time.Time, stop <-chan struct{}, note func() string) {
 	for {
 		select {
 		case <-stop:
 			return
 		case <-tick:
 			fmt.Fprintf(w, "%s: %s\n", desc, progressLine(current(), total, now().Sub(start)))
+			if note != nil {
+				if n := note(); n != "" {
+					fmt.Fprintf(w, "%s: %s\n", desc, n)
+				}
+			}
 		}
 	}
 }

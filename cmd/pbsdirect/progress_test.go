@@ -43,7 +43,7 @@ func TestProgressLines(t *testing.T) {
 	stop := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
-		lineLoop(&w, "restore", 10<<30, done.Load, start, tick, func() time.Time { return time.Unix(now.Load(), 0) }, stop)
+		lineLoop(&w, "restore", 10<<30, done.Load, start, tick, func() time.Time { return time.Unix(now.Load(), 0) }, stop, nil)
 		close(finished)
 	}()
 	for i, d := range []int64{1 << 30, 6 << 30} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
@@ -41,6 +42,6 @@ func (rc *restoreCmd) checkSectorSize(ctx context.Context, store chunkstore.Stor
 	if !*rc.force {
 		return err
 	}
-	fmt.Fprintf(stderr, "pbsdirect: warning: --force: writing anyway: %v\n", err)
+	fmt.Fprintf(stderr, "pbsdirect: warning: --force: writing anyway: %s\n", index.DisplayText(err.Error()))
 	return nil
 }

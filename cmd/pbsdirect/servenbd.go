@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/archive"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/nbd"
 )
 
@@ -51,7 +52,7 @@ func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 		if len(sa.readers) == 0 {
 			return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to serve", sa.snap)
 		}
-		srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", msg) }}
+		srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", index.DisplayText(msg)) }}
 		for i, r := range sa.readers {
 			srv.Exports = append(srv.Exports, nbd.Export{
 				Name:               exportName(sa.names[i]),
@@ -88,7 +89,7 @@ func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 		}
 		fmt.Fprintf(info, "serving %s read-only over NBD; Ctrl-C (or SIGTERM) stops\n", sa.snap)
 		for _, e := range srv.Exports {
-			fmt.Fprintf(info, "  %s  %s (%s)\n", uri(e.Name), e.Description, humanBytes(uint64(e.Size)))
+			fmt.Fprintf(info, "  %s  %s (%s)\n", index.DisplayText(uri(e.Name)), index.DisplayText(e.Description), humanBytes(uint64(e.Size)))
 		}
 		if f, ok := info.(*os.File); ok {
 			f.Sync()

@@ -89,7 +89,7 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 			switch {
 			case errors.Is(err, snapshot.ErrNoSnapshot):
 				// Listed, then pruned before its manifest was read.
-				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", s)
+				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", index.DisplayText(s.String()))
 				return ctx.Err()
 			case err != nil:
 				e.Error = err.Error()

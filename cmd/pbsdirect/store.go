@@ -12,18 +12,18 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // openAll resolves what the store flags name for a command: the namespace,
-// the key source (see keySource; cryptMode is --crypt-mode, noDefault keeps
-// the default key file closed) and the opened store (see openStore). The
-// caller closes the store.
-func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode string, noDefault bool, concurrency int) (index.Namespace, *keySource, chunkstore.Store, error) {
+// the snapshot key policy (see newKeys) and the opened store (see
+// openStore). The caller closes the store.
+func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, kp keyPolicy, concurrency int) (index.Namespace, *snapshot.Keys, chunkstore.Store, error) {
 	nsa, err := sf.nsArg()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	keys, err := newKeySource(ctx, sf, cryptMode, noDefault, stderr)
+	keys, err := newKeys(ctx, sf, kp, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -32,7 +32,7 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, cryptMode s
 		return nil, nil, nil, err
 	}
 	for _, w := range sf.skipped {
-		fmt.Fprintln(stderr, w)
+		fmt.Fprintln(stderr, index.DisplayText(w))
 	}
 	noteFollowed(stderr, store)
 	warnDisagreement(stderr, store)
@@ -143,7 +143,7 @@ func (sf *storeFlags) backendOptions(create bool, concurrency int) (backends.Opt
 		Concurrency: concurrency,
 		Layout:      layout,
 		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps, Fingerprint: sf.s3Print},
-		Policy:      bucket.Options{IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor},
+		Policy:      bucket.Options{IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries},
 	}
 	if sf.retryFor == 0 {
 		opts.Policy.RetryFor = -1 // --retry-for 0: no retries

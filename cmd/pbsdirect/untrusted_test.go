@@ -256,6 +256,7 @@ func TestRequireSignature(t *testing.T) {
 	cmds := func(store string, extra ...string) [][]string {
 		return [][]string{
 			append([]string{"restore", "--store", store, snap0, "drive-scsi0", target}, extra...),
+			append([]string{"restore", "--store", store, snap0, "drive-scsi0", "-"}, extra...),
 			append([]string{"verify", "--store", store, snap0}, extra...),
 			append([]string{"verify", "--output-format", "json", "--store", store}, extra...),
 			append([]string{"drill", "--remove", "--store", store, snap0, "drive-scsi0", target}, extra...),

@@ -114,7 +114,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			defer r.abort()
 			listFile, list = r, bufio.NewWriter(r)
 		}
-		ns, keys, store, err := sf.openAll(ctx, stderr, *cryptMode, *crcOnly, pf.fetchersFor(sf.fetchSpec()))
+		ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *cryptMode, noDefault: *crcOnly, requireSig: *requireSig}, pf.fetchersFor(sf.fetchSpec()))
 		if err != nil {
 			return err
 		}
@@ -142,9 +142,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		}
 		v := verify.New(store, verify.Options{
 			KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
-				cc, err := keys.forManifest(m)
+				cc, err := keys.ForManifest(m)
 				if err == nil {
-					err = checkSigned(m, m.Snapshot(ns), cc, *requireSig, stderr)
+					err = keys.CheckSigned(m, m.Snapshot(ns), cc)
 				}
 				return cc, err
 			},
@@ -161,7 +161,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		defer raiseProcs(restore.Options{Jobs: pf.jobs, Writers: restore.DefaultWriters(pf.jobs)})()
 		rep, runErr := v.Run(ctx, sel.Snapshots, func(r verify.SnapshotResult) {
 			if r.Skipped {
-				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", r.Snapshot)
+				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", index.DisplayText(r.Snapshot))
 			}
 			if !sf.json() {
 				printSnapshotResult(stdout, r)
@@ -252,7 +252,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 	} else {
 		what := ""
 		if rep.Shard != "" {
-			what = " (shard " + rep.Shard + ")"
+			what = " (shard " + index.DisplayText(rep.Shard) + ")"
 		}
 		head := fmt.Sprintf("verified %d snapshot(s)%s", len(rep.Snapshots), what)
 		if !rep.OK {
@@ -270,7 +270,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
 		}
 		if len(rep.Skipped) > 0 {
-			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), strings.Join(rep.Skipped, " "))
+			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), index.DisplayText(strings.Join(rep.Skipped, " ")))
 		}
 	}
 	switch {
@@ -297,7 +297,7 @@ func loadState(ctx context.Context, sf *storeFlags, loc, store string, window ti
 		}
 	}
 	if !errors.Is(err, chunkstore.ErrNotFound) {
-		fmt.Fprintf(stderr, "pbsdirect verify: warning: --state %s ignored, every chunk is checked: %v\n", loc, err)
+		fmt.Fprintf(stderr, "pbsdirect verify: warning: --state %s ignored, every chunk is checked: %s\n", loc, index.DisplayText(err.Error()))
 	}
 	return verify.NewState(store, window)
 }
@@ -346,20 +346,24 @@ func okWord(ok bool) string {
 	return "FAILED"
 }
 
+// printSnapshotResult prints r as text. Every string in r may come from
+// the store (names, error texts quoting them) or from a report file that
+// report merge reads: each is escaped (index.DisplayText).
 func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
+	dt := index.DisplayText
 	if r.Skipped {
-		fmt.Fprintf(w, "%s: skipped\n  note: %s\n", r.Snapshot, r.Note)
+		fmt.Fprintf(w, "%s: skipped\n  note: %s\n", dt(r.Snapshot), dt(r.Note))
 		return
 	}
-	fmt.Fprintf(w, "%s: %s\n", r.Snapshot, okWord(r.OK))
+	fmt.Fprintf(w, "%s: %s\n", dt(r.Snapshot), okWord(r.OK))
 	if r.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", r.Error)
+		fmt.Fprintf(w, "  error: %s\n", dt(r.Error))
 	}
 	if r.Note != "" {
-		fmt.Fprintf(w, "  note: %s\n", r.Note)
+		fmt.Fprintf(w, "  note: %s\n", dt(r.Note))
 	}
 	for _, a := range r.Archives {
-		fmt.Fprintf(w, "  %-32s %s", a.Archive, okWord(a.OK))
+		fmt.Fprintf(w, "  %-32s %s", dt(a.Archive), okWord(a.OK))
 		if a.CRCOnly {
 			fmt.Fprint(w, " [CRC only, no key]")
 		}
@@ -372,7 +376,7 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 		}
 		fmt.Fprintln(w)
 		if a.Error != "" && len(a.Damaged) == 0 {
-			fmt.Fprintf(w, "    error: %s\n", a.Error)
+			fmt.Fprintf(w, "    error: %s\n", dt(a.Error))
 		}
 		for _, d := range a.Damaged {
 			var offs []string
@@ -386,7 +390,7 @@ func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
 			if d.Missing {
 				what = "missing"
 			}
-			fmt.Fprintf(w, "    %s chunk %s at %s: %s\n", what, d.Digest, strings.Join(offs, " "), d.Error)
+			fmt.Fprintf(w, "    %s chunk %s at %s: %s\n", what, dt(d.Digest), strings.Join(offs, " "), dt(d.Error))
 		}
 		if n := a.DamagedCount - len(a.Damaged); n > 0 {
 			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)

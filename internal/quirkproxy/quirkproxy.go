@@ -100,6 +100,10 @@ type Quirks struct {
 	// EncodingType the server wrote itself (versitygw: an empty one, last)
 	// stays, as a gateway rewriting the answer would leave it.
 	URLEncodeKeys bool
+	// URLEncodeSkip, with URLEncodeKeys, sends the keys that contain it
+	// as they are, not encoded (a gateway that forgets some): a key with
+	// a '%' of its own then carries a percent-escape that does not decode.
+	URLEncodeSkip string
 	// AccessKey, Secret and TargetRegion are the credentials and region of
 	// the target, for re-signing (Skew, BucketRegion). TargetRegion ""
 	// means "us-east-1".
@@ -427,7 +431,7 @@ var (
 
 func (p *Proxy) rewriteListing(rq request, data []byte) []byte {
 	if p.q.URLEncodeKeys && !rq.gcs {
-		data = urlEncodeKeys(data)
+		data = urlEncodeKeys(data, p.q.URLEncodeSkip)
 	}
 	if !p.q.StripToken {
 		return data
@@ -444,12 +448,16 @@ var (
 )
 
 // urlEncodeKeys percent-encodes the keys of an S3 listing body and says so
-// with EncodingType url (see Quirks.URLEncodeKeys).
-func urlEncodeKeys(data []byte) []byte {
+// with EncodingType url (see Quirks.URLEncodeKeys); keys containing skip
+// (if not "") are left as they are.
+func urlEncodeKeys(data []byte, skip string) []byte {
 	data = s3KeyRE.ReplaceAllFunc(data, func(m []byte) []byte {
 		sub := s3KeyRE.FindSubmatch(m)
 		var v string
 		if err := xml.Unmarshal([]byte("<v>"+string(sub[2])+"</v>"), &v); err != nil {
+			return m
+		}
+		if skip != "" && strings.Contains(v, skip) {
 			return m
 		}
 		enc := strings.ReplaceAll(url.QueryEscape(v), "%2F", "/")

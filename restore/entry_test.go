@@ -1,0 +1,116 @@
+package restore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// memSink opens a memTarget: a target kind with none of the optional
+// capabilities (no journal, no commit, no file to read back).
+type memSink struct{ t *memTarget }
+
+func (s *memSink) String() string { return "memory" }
+func (s *memSink) Open(ctx context.Context, req restore.SinkRequest) (restore.Target, error) {
+	s.t = newMemTarget(int(req.Size))
+	if err := req.Locked(); err != nil {
+		return nil, err
+	}
+	return s.t, nil
+}
+
+// openReader opens the snapshot of dir with key cc (nil: none).
+func openReader(t *testing.T, dir, ref string, cc *crypto.Config) *snapshot.Reader {
+	t.Helper()
+	o := snapshot.KeyOptions{}
+	if cc != nil {
+		o.File = "key"
+		o.Open = func(context.Context, string) (*crypto.Config, error) { return cc, nil }
+	}
+	keys, err := snapshot.NewKeys(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := snapshot.Open(context.Background(), fixture.OpenStore(t, dir), nil, ref, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRestoreEntry: Restore plans the archive through the snapshot reader,
+// writes a new file and commits it; a drill reads it back through the
+// FileBacked capability; a target kind without the file capabilities
+// restores through the same call; --resume without a journal is refused;
+// a damaged chunk leaves nothing behind for a new file.
+func TestRestoreEntry(t *testing.T) {
+	ctx := context.Background()
+	data := fixture.Mixed(40*cs+1234, 7)
+	_, cc := fixture.Key(t, 3)
+	dir, snap := snapshotOf(t, data, cc)
+	src := openReader(t, dir, "vm/100", cc)
+
+	target := filepath.Join(t.TempDir(), "disk.raw")
+	var progressed int64
+	res, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: target}, restore.RestoreOptions{
+		Pipeline: restore.Options{Jobs: 2},
+		Progress: func(total int64, done func() int64) func() { return func() { progressed = done() } },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Key != cc || res.Stats.Fetched.Load() == 0 || progressed != int64(res.Stats.DataBytes.Load()) || res.Damage != nil {
+		t.Errorf("result: key %p, fetched %d, progress %d of %d, damage %v", res.Key, res.Stats.Fetched.Load(), progressed, res.Stats.DataBytes.Load(), res.Damage)
+	}
+	fb, ok := res.Target.(restore.FileBacked)
+	if !ok {
+		t.Fatalf("a file target is not FileBacked")
+	}
+	var rb restore.ReadBackStats
+	if err := restore.ReadBackFile(ctx, fb.File(), target, res.Plan, res.Key, 2, &rb); err != nil {
+		t.Errorf("read back: %v", err)
+	}
+	res.Target.Close(false)
+	fixture.Equal(t, target, data)
+	if _, err := os.Stat(restore.PartialPath(target)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("partial output left: %v", err)
+	}
+
+	// A second target kind: nothing but WriteAt, Zero, Sync and Close.
+	ms := &memSink{}
+	if _, err := restore.Restore(ctx, src, "drive-scsi0.img", ms, restore.RestoreOptions{}); err == nil {
+		t.Errorf("archive name without .fidx accepted")
+	}
+	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", ms, restore.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.EqualBytes(t, "memory target", ms.t.bytes(), data)
+	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", ms, restore.RestoreOptions{Resume: true}); !errors.Is(err, restore.ErrNothingToResume) {
+		t.Errorf("resume into a target without a journal: %v", err)
+	}
+
+	// --resume with no interrupted restore to continue.
+	other := filepath.Join(t.TempDir(), "other.raw")
+	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{Resume: true}); !errors.Is(err, restore.ErrNothingToResume) {
+		t.Errorf("resume without a journal: %v, want ErrNothingToResume", err)
+	}
+
+	// A damaged chunk fails the restore of a new file: nothing is kept.
+	_, digests := fixture.Digests(t, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
+	fixture.FlipByte(t, fixture.ChunkPath(dir, digests[3]), -1)
+	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), "nothing was kept") {
+		t.Errorf("damaged chunk: %v", err)
+	}
+	if _, serr := os.Stat(other); !errors.Is(serr, os.ErrNotExist) {
+		t.Errorf("failed restore left %s: %v", other, serr)
+	}
+}
