@@ -111,12 +111,15 @@ type RedirectFollower interface {
 }
 
 // Warner is a Store whose listings can leave things out or disagree (a
-// bucket's keys it cannot decode, the members of a Chain).
+// bucket's keys it cannot decode, entries that name nothing, the members
+// of a Chain that lag); stores implement it by embedding Warnings.
 type Warner interface {
 	// WarnTo sets where the store says so: one line without a line end per
 	// finding, from any goroutine; f must escape the text for a terminal.
 	// Call it before the store is used.
 	WarnTo(f func(msg string))
+	// Warn says msg through the WarnTo function, once per non-empty key.
+	Warn(key, msg string)
 }
 
 // MaxEncodedSize is the largest DataBlob in bytes: MaxBlobSize of data

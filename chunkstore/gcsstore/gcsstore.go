@@ -105,6 +105,7 @@ var (
 	_ chunkstore.SnapshotClaimer = (*Store)(nil)
 	_ chunkstore.ChunkStatter    = (*Store)(nil)
 	_ chunkstore.ChunkReplacer   = (*Store)(nil)
+	_ chunkstore.Warner          = (*Store)(nil)
 	_ bucket.LayoutReporter      = (*Store)(nil)
 	_ bucket.StatsReporter       = (*Store)(nil)
 	_ bucket.Lister              = lister{}
