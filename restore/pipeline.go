@@ -168,7 +168,7 @@ func (e *ChunkError) Error() string {
 // from once, without the digest and byte ranges (Error adds those).
 func (e *ChunkError) Cause() string {
 	msg := strings.TrimPrefix(e.Err.Error(), "chunk "+e.Digest.String()+": ")
-	if strings.Contains(msg, e.Location) {
+	if chunkstore.NamesLocation(e.Err, e.Location) {
 		// The store's error already names the file or object.
 		return msg
 	}
@@ -235,23 +235,6 @@ func (e *DamagedError) Error() string {
 	return b.String()
 }
 
-// fallThrough is a store that holds several copies of a datastore
-// (chunkstore.Chain): a copy that fails its check is read again from the
-// next member that has one, and each copy is counted where it came from.
-type fallThrough interface {
-	chunkstore.MemberStore
-	// ReadChunkFrom reads d from the first member at index from or later
-	// that has it, and returns that member's index.
-	ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, limit, from int) ([]byte, int, error)
-	// Served counts a copy of n encoded bytes from member m that passed
-	// its check.
-	Served(m, n int)
-	// Damaged counts a copy from member m that failed its check.
-	Damaged(m int)
-}
-
-var _ fallThrough = (*chunkstore.Chain)(nil)
-
 type fetched struct {
 	chunk  *Chunk
 	raw    []byte
@@ -292,7 +275,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	defer cancel()
 
 	errs := &runErrors{cancel: cancel}
-	chain, _ := store.(fallThrough)
+	chain, _ := store.(chunkstore.FallThrough)
 	dp := &damagePolicy{opts: &opts, plan: plan, store: store, target: target, stats: stats, errs: errs}
 
 	// Zero ranges first: cheap, and a device gets them offloaded.
@@ -613,7 +596,7 @@ func (d *damagePolicy) bad(c *Chunk, err error) {
 // damaged and the next member's copy is read into f.buf and checked, until
 // one passes or no member is left. It returns the decoded data or an error
 // naming every copy's failure.
-func nextCopies(ctx context.Context, chain fallThrough, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
+func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
 	var errs []error
 	for err != nil && ctx.Err() == nil {
 		chain.Damaged(f.member)
