@@ -44,6 +44,7 @@ func slowPassphrase(t *testing.T, pass string) {
 // time by at least half of that delay. No bound on how fast the machine is:
 // only a report that counts the wait fails.
 func TestTimingFromKeyOpened(t *testing.T) {
+	fixture.SkipIfShort(t)
 	t.Setenv("PBS_ENCRYPTION_PASSWORD", "timing-pw")
 	keyfile := filepath.Join(t.TempDir(), "key.json")
 	mustOK(t, "key", "create", "--kdf", "pbkdf2", keyfile)
