@@ -124,7 +124,7 @@ var ErrSnapshotExists = errors.New("snapshot already exists")
 // written, so of two concurrent backups of one snapshot one fails
 // (chunkstore.ErrSnapshotBusy, or ErrSnapshotExists once the other
 // finished).
-func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Options, stats *Stats) (res *Result, err error) {
+func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opts Options, stats *Stats) (res *Result, err error) {
 	if len(sources) == 0 {
 		return nil, errors.New("nothing to back up")
 	}
@@ -171,11 +171,7 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 	// One writer per snapshot: claim it (the group lock and an exclusive
 	// snapshot directory, or a bucket's conditional claim marker), then
 	// check that it has no manifest yet.
-	claimer, ok := store.(chunkstore.SnapshotClaimer)
-	if !ok {
-		return nil, fmt.Errorf("%s: this store cannot claim a snapshot for one writer", store)
-	}
-	release, err := claimer.ClaimSnapshot(ctx, dir)
+	release, err := store.ClaimSnapshot(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -248,13 +244,13 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 }
 
 type writer struct {
-	store chunkstore.Store
+	store chunkstore.WriteStore
 	opts  Options
 	stats *Stats
 	mu    sync.Mutex
 	done  map[crypto.Digest]bool // digests written or found in this run
-	// decoders holds *chunkstore.Decoder for checking stored chunks.
-	decoders sync.Pool
+	// decoders holds decoders for checking stored chunks.
+	decoders decoderPool
 	replaced []Replaced // damaged stored chunks replaced, under mu
 }
 

@@ -168,7 +168,7 @@ func (e *ChunkError) Error() string {
 // from once, without the digest and byte ranges (Error adds those).
 func (e *ChunkError) Cause() string {
 	msg := strings.TrimPrefix(e.Err.Error(), "chunk "+e.Digest.String()+": ")
-	if strings.Contains(msg, e.Location) {
+	if chunkstore.NamesLocation(e.Err, e.Location) {
 		// The store's error already names the file or object.
 		return msg
 	}
@@ -281,7 +281,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		nDamage int
 		zeroed  []*ChunkError
 	)
-	chain, _ := store.(*chunkstore.Chain)
+	chain, _ := store.(chunkstore.FallThrough)
 	// stop fails the run with err (the first one wins).
 	stop := func(err error) {
 		errMu.Lock()
@@ -595,7 +595,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 // damaged and the next member's copy is read into f.buf and checked, until
 // one passes or no member is left. It returns the decoded data or an error
 // naming every copy's failure.
-func nextCopies(ctx context.Context, chain *chunkstore.Chain, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
+func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
 	var errs []error
 	for err != nil && ctx.Err() == nil {
 		chain.Damaged(f.member)

@@ -478,7 +478,7 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	var de *restore.DamagedError
 	switch {
 	case errors.As(err, &de):
-		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", a.DamagedCount)
+		a.OK, a.Error, a.DamageError = false, DamageSummary(a.DamagedCount), true
 	case err != nil:
 		a.OK, a.Error = false, v.note(err)
 	}

@@ -61,7 +61,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Scheme:    "gs",
 		NewBucket: func(t testing.TB) string { return newBucket(srv) },
-		Open: func(t testing.TB, bucket, prefix string, create bool) chunkstore.Store {
+		Open: func(t testing.TB, bucket, prefix string, create bool) chunkstore.WriteStore {
 			o := testOptions(srv.URL)
 			o.Create = create
 			return open(t, bucket, prefix, o)

@@ -58,7 +58,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Scheme:    "s3",
 		NewBucket: func(t testing.TB) string { return newBucket(t, srv) },
-		Open: func(t testing.TB, bucket, prefix string, create bool) chunkstore.Store {
+		Open: func(t testing.TB, bucket, prefix string, create bool) chunkstore.WriteStore {
 			o := testOptions(srv, srv.Endpoint)
 			o.Create = create
 			return open(t, bucket, prefix, o)

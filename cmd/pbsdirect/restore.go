@@ -102,7 +102,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly), or a block device holding a file system, partition table, LVM, RAID or other signature; write an image whose GPT is for another sector size than the device's (with a warning)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges (refused on a device holding a signature)")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
-	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; after a completed restore of an unchanged file it exits 0")
+	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; over an existing file no completion record vouches for (restored without --resume) every chunk is read back and checked: whole, it exits 0 writing nothing, else it is refused naming --force")
 	rc.restart = fs.Bool("restart", false, "start over an interrupted restore to TARGET, discarding its partial output and journal (without --restart or --resume such a restore is refused)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
@@ -288,7 +288,11 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, err
 	}
-	rs, err := rc.openResume(jpath, hdr, plan, targetPath, allowBlob, stdout, stderr)
+	var key *crypto.Config // the digests are keyed only for an encrypted archive
+	if fi.CryptMode == index.CryptEncrypt {
+		key = cc
+	}
+	rs, err := rc.openResume(ctx, jpath, hdr, plan, key, targetPath, allowBlob, stdout, stderr)
 	if err != nil || rs.complete {
 		return nil, err
 	}
@@ -468,11 +472,15 @@ type resumeState struct {
 // journal) the restore starts from the beginning, which is said on stderr.
 // A journal that records a completed restore is checked against the
 // target: a file still the one it left (device, inode, size, modification
-// time) is complete (said on stdout in text, with allowComplete: the
-// restore command, not drill; exit 0); for a
-// block device every data chunk is read back and only what does not match
-// is fetched again. Without --resume it returns the zero resumeState.
-func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *restore.Plan, targetPath string, allowComplete bool, stdout, stderr io.Writer) (resumeState, error) {
+// time) is complete (said on stdout, with allowComplete: the restore
+// command, not drill; exit 0); for a block device every data chunk is read
+// back and only what does not match is fetched again. An existing file at
+// targetPath that no record says is this restore's (a run without
+// --resume leaves none, or the file changed since) is read back against
+// the image (keyed with key for an encrypted archive): whole, it is
+// complete; otherwise --resume is refused without --force
+// (resumeOverFile). Without --resume it returns the zero resumeState.
+func (rc *restoreCmd) openResume(ctx context.Context, jpath string, hdr restore.JournalHeader, plan *restore.Plan, key *crypto.Config, targetPath string, allowComplete bool, stdout, stderr io.Writer) (resumeState, error) {
 	if !*rc.resume {
 		return resumeState{}, nil
 	}
@@ -486,19 +494,27 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 	if jpath == "" {
 		return fresh("no place for a journal")
 	}
+	// An existing file no record vouches for: only its bytes can say.
+	st, serr := os.Lstat(targetPath)
+	overFile := serr == nil && st.Mode().IsRegular() && !*rc.force
 	h, complete, err := restore.ReadCompletion(jpath)
 	switch {
+	case errors.Is(err, os.ErrNotExist) && overFile && allowComplete:
+		// Restored by a run without --resume (which leaves no record),
+		// or another file.
+		return rc.resumeOverFile(ctx, "no journal records its restore", hdr, plan, key, targetPath, stdout, stderr)
+	case errors.Is(err, os.ErrNotExist) && overFile:
+		return resumeState{}, usagef("--resume: %s exists and no journal (%s) records its restore: a run without --resume leaves no record, so it may be complete; give --force to restore over it", targetPath, jpath)
 	case errors.Is(err, os.ErrNotExist):
-		if st, serr := os.Lstat(targetPath); serr == nil && st.Mode().IsRegular() && !*rc.force {
-			// Restored by a run without --resume (which leaves no record),
-			// or another file: nothing says which.
-			return resumeState{}, usagef("--resume: %s exists and no journal (%s) records its restore: a run without --resume leaves no record, so it may be complete; give --force to restore over it", targetPath, jpath)
-		}
 		return fresh("no journal " + jpath)
 	case err != nil:
 		return resumeState{}, err
 	}
 	if h != hdr && complete != nil {
+		if overFile && allowComplete {
+			return rc.resumeOverFile(ctx, fmt.Sprintf("its journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive),
+				hdr, plan, key, targetPath, stdout, stderr)
+		}
 		return fresh(fmt.Sprintf("the journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive))
 	}
 	device := restore.IsDevice(targetPath)
@@ -511,13 +527,14 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 					id, ierr := restore.TargetIdentity(f)
 					f.Close()
 					if ierr == nil && id.Same(*complete) && allowComplete {
-						if !rc.sf.json() {
-							fmt.Fprintf(stdout, "%s is complete: the restore of %s/%s to it finished at %s and the file is unchanged since; nothing to do\n",
-								targetPath, hdr.Snapshot, hdr.Archive, complete.Finished.Format(time.RFC3339))
-						}
-						return resumeState{complete: true}, nil
+						return rc.sayComplete(stdout, hdr, plan, targetPath, fmt.Sprintf("%s is complete: the restore of %s/%s to it finished at %s and the file is unchanged since; nothing to do",
+							targetPath, hdr.Snapshot, hdr.Archive, complete.Finished.Format(time.RFC3339)))
 					}
 				}
+			}
+			if overFile && allowComplete {
+				return rc.resumeOverFile(ctx, fmt.Sprintf("it changed since the restore to it completed at %s", complete.Finished.Format(time.RFC3339)),
+					hdr, plan, key, targetPath, stdout, stderr)
 			}
 			return fresh(fmt.Sprintf("the restore to %s completed at %s, but the file there is not the one it left", targetPath, complete.Finished.Format(time.RFC3339)))
 		}
@@ -555,6 +572,53 @@ func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *
 	}
 	_, err = os.Lstat(targetPath)
 	return resumeState{journal: j, durable: j.Done(), partial: !device && err != nil}, nil
+}
+
+// resumeOverFile answers --resume over targetPath, an existing regular file
+// that no completion record vouches for (why says what was found): every
+// chunk position of plan is read back from it and checked against the
+// index (keyed with key for an encrypted archive), and every zero range
+// must read as zeros (restore.CheckFile, restore.DurableReaders readers).
+// A file that holds the image whole is complete: said on stdout, nothing
+// written (exit 0). Otherwise --resume is refused (a usage error, exit 2)
+// naming how many chunks differ and --force: a file is never written to
+// without the user asking to overwrite it. An error reading it is returned.
+func (rc *restoreCmd) resumeOverFile(ctx context.Context, why string, hdr restore.JournalHeader, plan *restore.Plan, key *crypto.Config, targetPath string, stdout, stderr io.Writer) (resumeState, error) {
+	fmt.Fprintf(stderr, "pbsdirect: note: --resume: %s exists and %s: reading it back to check it against %s %s (%d chunks)\n",
+		targetPath, why, hdr.Snapshot, hdr.Archive, len(plan.Chunks)+int(plan.DedupHits()))
+	chk, err := restore.CheckFile(ctx, targetPath, plan, key, restore.DurableReaders)
+	if err != nil {
+		return resumeState{}, fmt.Errorf("--resume: read back %s: %w", targetPath, err)
+	}
+	if chk.Whole(plan) {
+		return rc.sayComplete(stdout, hdr, plan, targetPath, fmt.Sprintf("%s holds %s %s whole, checked %d chunks: nothing to do",
+			targetPath, hdr.Snapshot, hdr.Archive, chk.Chunks))
+	}
+	const how = "give --force to restore over it (or another TARGET)"
+	if chk.Size != int64(plan.Size) {
+		return resumeState{}, usagef("--resume: %s exists and does not hold %s %s: it is %d bytes, the image %d; %s",
+			targetPath, hdr.Snapshot, hdr.Archive, chk.Size, plan.Size, how)
+	}
+	var what []string
+	if chk.Differ > 0 {
+		what = append(what, fmt.Sprintf("%d of %d chunks differ from the index", chk.Differ, chk.Chunks))
+	}
+	if chk.NotZero > 0 {
+		what = append(what, "zero ranges do not read as zeros")
+	}
+	return resumeState{}, usagef("--resume: %s exists and does not hold %s %s whole: %s (%v); %s",
+		targetPath, hdr.Snapshot, hdr.Archive, strings.Join(what, ", "), chk.Mismatch, how)
+}
+
+// sayComplete reports a target found complete by --resume: line on stdout
+// in text, the summary (nothing fetched, every chunk resumed) in JSON.
+func (rc *restoreCmd) sayComplete(stdout io.Writer, hdr restore.JournalHeader, plan *restore.Plan, targetPath, line string) (resumeState, error) {
+	if rc.sf.json() {
+		return resumeState{complete: true}, writeJSON(stdout, restoreSummary{Snapshot: hdr.Snapshot, Archive: hdr.Archive, Target: targetPath,
+			Size: plan.Size, ResumedChunks: len(plan.Chunks)})
+	}
+	fmt.Fprintln(stdout, line)
+	return resumeState{complete: true}, nil
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
@@ -698,6 +762,9 @@ A restore that stops (interrupted, store unreachable or throttled past
 output and journal: run it again with --resume to fetch only the rest (with
 --on-missing zero / --on-corrupt zero or another --store for damage). A run
 without --resume over such a restore is refused; --restart starts over.
+--resume over an existing file (a finished restore, with or without
+--resume) reads it back against the index: whole, it exits 0 and writes
+nothing; otherwise it is refused, naming the chunks that differ and --force.
 
 Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
 PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD
