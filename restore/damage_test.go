@@ -43,10 +43,10 @@ func TestDamagePolicy(t *testing.T) {
 	const victim = 3
 	type outcome int
 	const (
-		zeroed   outcome = iota // nil error or *DamagedError{Zeroed}; the victim's range zero, the rest restored
-		failed                  // *ChunkError naming the victim (proven), the victim's range not zeroed
-		listed                  // *DamagedError listing the victim, not zeroed
-		stopped                 // an error that is no damage: not *DamagedError, victim not zeroed
+		zeroed  outcome = iota // nil error or *DamagedError{Zeroed}; the victim's range zero, the rest restored
+		failed                 // *ChunkError naming the victim (proven), the victim's range not zeroed
+		listed                 // *DamagedError listing the victim, not zeroed
+		stopped                // an error that is no damage: not *DamagedError, victim not zeroed
 	)
 	missing := func(t *testing.T, p string) { os.Remove(p) }
 	corrupt := func(t *testing.T, p string) { fixture.FlipByte(t, p, -1) }
