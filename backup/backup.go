@@ -1,8 +1,3 @@
-// Package backup writes PBS-format snapshots of image files into a Store:
-// the image is cut into fixed-size chunks, each encoded as a DataBlob
-// (zstd level 1 kept only when smaller, optionally AES-256-GCM encrypted,
-// §2.4), uploaded once per digest, then the fixed index (§3) and finally the
-// signed manifest (§6) are written, as proxmox-backup-client would.
 package backup
 
 import (

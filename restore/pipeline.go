@@ -1,9 +1,3 @@
-// Package restore is the restore pipeline (DESIGN.md): plan the chunks of a
-// fixed index, read each unique non-zero chunk once with bounded read-ahead
-// (fetchers), let jobs decode and verify it (CRC, AES-256-GCM, zstd,
-// digest), and writers write it to every offset it fills with positioned,
-// out-of-order writes. Verify runs the same pipeline into a Discard target;
-// drill reads the target back (ReadBack).
 package restore
 
 import (

@@ -1,8 +1,3 @@
-// Package verify is the verify engine: it checks snapshots of a datastore
-// (manifest, blobs, and every chunk of every index archive through the
-// restore pipeline into a Discard target) and reports what is damaged, by
-// snapshot, archive, digest and byte range. Chunks shared between archives
-// and snapshots are read and checked once per Verifier.
 package verify
 
 import (
