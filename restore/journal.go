@@ -44,8 +44,8 @@ type Journal struct {
 	added   int // recorded by this run
 }
 
-// ErrNoJournalPlace is wrapped by JournalPath's error when a block
-// device's journal has no writable place (JournalDirs): the restore then
+// ErrNoJournalPlace is wrapped by Journaled.JournalPath errors when a block
+// device's journal has no writable place (filetarget.JournalDirs): the restore then
 // runs without a journal.
 var ErrNoJournalPlace = errors.New("no writable place for a resume journal")
 

@@ -33,7 +33,7 @@ type SinkRequest struct {
 	DataBytes int64           // bytes of data (not zero chunks), for a free-space check
 	Reserve   iter.Seq[Range] // the image's data ranges (Plan.DataRanges)
 	// Resume continues a new file's partial output left by an interrupted
-	// restore (TargetOptions.Resume).
+	// restore (filetarget.Options.Resume).
 	Resume bool
 	// CheckImage asks the sink to check the target against the image once
 	// it is locked (a block device's sector size against the image's

@@ -15,7 +15,7 @@ import (
 type resumeState struct {
 	journal *Journal               // the journal to append to; nil: a new one is created
 	durable map[crypto.Digest]bool // chunks to check on the target and not fetch again
-	partial bool                   // a new file's partial output is continued (TargetOptions.Resume)
+	partial bool                   // a new file's partial output is continued (filetarget.Options.Resume)
 	// complete, when set, says that the target holds the image already:
 	// nothing to do.
 	complete string
