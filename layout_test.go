@@ -61,6 +61,9 @@ var mayImport = map[string][]string{
 	"paperkey":   {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
 	"progress": {},
+	// fsutil holds local file system helpers (mount points, output files
+	// replaced by rename): nothing of PBS.
+	"fsutil": {},
 }
 
 // top lists the groups that may import any package of ours except cmd (and,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
@@ -70,7 +71,7 @@ func writeVerifyMetrics(path string, rep verify.Report, store chunkstore.Store) 
 	gauge(reg, l, "pbsdirect_verify_damaged_chunks", "Damaged chunks found by the last verify run (per archive using them).", float64(rep.DamagedChunks))
 	gauge(reg, l, "pbsdirect_verify_retries", "Bucket requests retried during the last verify run.", float64(backends.RetriesOf(store)))
 	if err := prometheus.WriteToTextfile(path, reg); err != nil {
-		return localWriteError(path, err)
+		return outfile.WriteError(path, err)
 	}
 	return nil
 }
@@ -111,7 +112,7 @@ func writeDrillMetrics(path string, reps []drillReport) error {
 		ttr.WithLabelValues(r.Snapshot, r.Archive).Set(r.RestoreSeconds)
 	}
 	if err := prometheus.WriteToTextfile(path, reg); err != nil {
-		return localWriteError(path, err)
+		return outfile.WriteError(path, err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -103,15 +104,15 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			return usagef("--reverify-after: %v", err)
 		}
 		var list *bufio.Writer
-		var listFile *replacement
+		var listFile *outfile.Replacement
 		if *damagedList != "" {
 			// A replacement renamed over it at the end: another name of an
 			// old list keeps its content.
-			r, err := newReplacement(*damagedList)
+			r, err := outfile.New(*damagedList)
 			if err != nil {
 				return err
 			}
-			defer r.abort()
+			defer r.Abort()
 			listFile, list = r, bufio.NewWriter(r)
 		}
 		ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *cryptMode, noDefault: *crcOnly, requireSig: *requireSig}, pf.fetchersFor(sf.fetchSpec()))
@@ -182,9 +183,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			if list != nil {
 				err := cmp.Or(v.Err(), list.Flush())
 				if err != nil {
-					err = localWriteError(*damagedList, err)
+					err = outfile.WriteError(*damagedList, err)
 				} else {
-					err = listFile.commit()
+					err = listFile.Commit()
 				}
 				if err != nil {
 					return fmt.Errorf("--damaged-list: %w", err)
