@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,14 +89,9 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 // writeManPage writes page as name in dir, replacing an older page by a
 // rename (outfile.Replace: never through a link, a device or a FIFO; a
 // full disk leaves the older page whole). A file system that refuses it
-// (permission, no space, read-only) lies outside the data.
+// (permission, no space, read-only) lies outside the data (outfile.ErrWrite).
 func writeManPage(dir, name string, page []byte) error {
-	err := outfile.Replace(filepath.Join(dir, name), page)
-	var ue *usageError
-	if err != nil && !errors.As(err, &ue) {
-		return &outsideError{err}
-	}
-	return err
+	return outfile.Replace(filepath.Join(dir, name), page)
 }
 
 // manMarkdown turns a help text into the Markdown that cobra's man page
