@@ -61,6 +61,9 @@ var mayImport = map[string][]string{
 	"paperkey":   {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
 	"progress": {},
+	// keys manages key files and master keys; it reads a snapshot's
+	// rsa-encrypted.key.blob through snapshot, beside restore and verify.
+	"keys": {"snapshot", "chunkstore", "index", "crypto", "paperkey"},
 	// fsutil holds local file system helpers (mount points, output files
 	// replaced by rename): nothing of PBS.
 	"fsutil": {},

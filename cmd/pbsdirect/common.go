@@ -16,6 +16,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/keys"
 )
 
 // storeFlags are the flags shared by every command that reads or writes a
@@ -177,7 +178,7 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 // protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
 // when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
-	kf, err := readKeyFile(path)
+	kf, err := keys.Load(path)
 	if err != nil {
 		return nil, err
 	}
