@@ -61,6 +61,9 @@ var mayImport = map[string][]string{
 	"paperkey":   {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
 	"progress": {},
+	// metrics writes the textfile metrics of verify and drill runs: above
+	// verify's report, beside cmd's printing of it.
+	"metrics": {"verify", "fsutil"},
 	// keys manages key files and master keys; it reads a snapshot's
 	// rsa-encrypted.key.blob through snapshot, beside restore and verify.
 	"keys": {"snapshot", "chunkstore", "index", "crypto", "paperkey"},
