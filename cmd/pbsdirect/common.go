@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -204,22 +203,13 @@ func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Co
 // $CREDENTIALS_DIRECTORY/proxmox-backup-client.encryption-password. With
 // none of them it returns crypto.ErrPassphraseNeeded.
 func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
-	if p, ok := os.LookupEnv("PBS_ENCRYPTION_PASSWORD"); ok {
-		return []byte(p), nil
-	}
-	if fd := os.Getenv("PBS_ENCRYPTION_PASSWORD_FD"); fd != "" {
-		return secretFromFD("PBS_ENCRYPTION_PASSWORD_FD", fd)
-	}
-	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
-		return secretFromFile("PBS_ENCRYPTION_PASSWORD_FILE", f)
+	if p, ok, err := keys.EnvPassphrase(); ok {
+		return p, err
 	}
 	p, err := askPassphrase(prompt, confirm)
 	if errors.Is(err, crypto.ErrPassphraseNeeded) {
-		if dir := os.Getenv("CREDENTIALS_DIRECTORY"); dir != "" {
-			cred := filepath.Join(dir, "proxmox-backup-client.encryption-password")
-			if _, serr := os.Stat(cred); serr == nil {
-				return secretFromFile("systemd credential", cred)
-			}
+		if c, ok, cerr := keys.CredentialPassphrase(); ok {
+			return c, cerr
 		}
 	}
 	return p, err

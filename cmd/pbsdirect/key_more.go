@@ -34,7 +34,7 @@ func keyPathArg(args []string, i int) string {
 // either it is a usage error naming flagName and the alternative (or "").
 func newPassphrase(flagName, file, prompt, alternative string) ([]byte, error) {
 	if file != "" {
-		return secretFromFile(flagName, file)
+		return keys.SecretFromFile(flagName, file)
 	}
 	p, err := askPassphrase(prompt, true)
 	if errors.Is(err, crypto.ErrPassphraseNeeded) {
@@ -207,7 +207,7 @@ func cmdKeyImportWithMasterKey(fs *flag.FlagSet) commandFunc {
 		var mpass []byte
 		if crypto.MasterPrivateKeyEncrypted(pem) {
 			if *passFile != "" {
-				mpass, err = secretFromFile("--master-passphrase-file", *passFile)
+				mpass, err = keys.SecretFromFile("--master-passphrase-file", *passFile)
 			} else if mpass, err = askPassphrase("Master Key Password: ", false); errors.Is(err, crypto.ErrPassphraseNeeded) {
 				err = usagef("%s is passphrase-protected and there is no terminal to ask on: give --master-passphrase-file", fs.Arg(1))
 			}
