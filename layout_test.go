@@ -54,7 +54,7 @@ var mayImport = map[string][]string{
 	"snapshot":   {"chunkstore", "index", "crypto"},
 	"restore":    {"snapshot", "chunkstore", "index", "crypto"},
 	"archive":    {"snapshot", "chunkstore", "index", "crypto"},
-	"backup":     {"snapshot", "chunkstore", "index", "crypto"},
+	"backup":     {"snapshot", "chunkstore", "index", "crypto", "fsutil"},
 	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	"fusefs":     {},
 	"nbd":        {},

@@ -138,7 +138,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, crypto.ErrPassphraseTooShort),
 		errors.Is(err, crypto.ErrNotSecretFile), errors.Is(err, crypto.ErrUnsupportedKDF), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
 		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable),
-		errors.Is(err, outfile.ErrUnusable), errors.Is(err, keys.ErrUsage):
+		errors.Is(err, outfile.ErrUnusable), errors.Is(err, keys.ErrUsage), errors.Is(err, backup.ErrRefused):
 		// A target that cannot take the restore as named: the command
 		// line must change, not the data or the machine.
 		return exitUsage
