@@ -6,15 +6,23 @@
 //
 // The arrows run downward only:
 //
-//	cmd → verify → restore, archive, backup → snapshot → chunkstore (+ bucket, backends), index → crypto
+//	cmd → restore, verify, archive, backup → snapshot → chunkstore (+ bucket, backends), index → crypto
 //
-// and, in rules:
+// cmd parses flags and prints; restore (one Restore call), verify and
+// archive (mount, NBD, stdout) are the engine's entry points and open
+// snapshots through snapshot (its reader and key policy); snapshot reads
+// through chunkstore's Store and index's formats; chunkstore and index are
+// peers that use only crypto. A target package (file and block-device
+// targets) sits below restore's target interface: it may import
+// chunkstore, index and crypto, never restore; place it in mayImport when
+// it appears. In rules:
 //
 //   - no package outside internal/ imports internal/… (test support only;
 //     tests may import it, and so may the packages under internal/);
 //   - fusefs and nbd import no package of ours;
-//   - chunkstore, index and crypto import only each other, downward (crypto
-//     nothing of ours), never restore, verify, archive, backup, snapshot or cmd;
+//   - chunkstore and index import only crypto, and crypto nothing of ours:
+//     never restore, verify, archive, backup, snapshot or cmd;
+//   - snapshot imports only chunkstore, index and crypto;
 //   - restore, archive, backup and verify use what is below them, not each
 //     other, except verify, which runs restore's pipeline;
 //   - nothing imports cmd;
@@ -49,8 +57,8 @@ const module = "github.com/pbsdirect/pbsdirect"
 // and deploy tools, and internal/ (test support).
 var mayImport = map[string][]string{
 	"crypto":     {},
-	"index":      {"crypto", "chunkstore"},
-	"chunkstore": {"crypto", "index"},
+	"index":      {"crypto"},
+	"chunkstore": {"crypto"},
 	"snapshot":   {"chunkstore", "index", "crypto"},
 	"restore":    {"snapshot", "chunkstore", "index", "crypto"},
 	"archive":    {"snapshot", "chunkstore", "index", "crypto"},
@@ -280,6 +288,12 @@ func TestLayoutRules(t *testing.T) {
 		{"exception", pkg{"archive", []string{"restore"}}, map[edge]string{{"archive", "restore"}: "known"}, ""},
 		{"stale exception", pkg{}, map[edge]string{{"archive", "restore"}: "known"}, "archive no longer imports restore"},
 		{"new group", pkg{"widget", []string{"chunkstore"}}, nil, "package group widget is not in the layout"},
+		{"chunkstore imports index", pkg{"chunkstore", []string{"index"}}, nil, "chunkstore imports index: chunkstore is below index"},
+		{"index imports chunkstore", pkg{"index", []string{"chunkstore"}}, nil, "index imports chunkstore: index is below chunkstore"},
+		{"snapshot imports restore", pkg{"snapshot", []string{"restore"}}, nil, "snapshot imports restore: sideways or upward arrow"},
+		{"restore imports verify", pkg{"restore", []string{"verify"}}, nil, "restore imports verify: sideways or upward arrow"},
+		{"restore imports archive", pkg{"restore", []string{"archive"}}, nil, "restore imports archive: sideways or upward arrow"},
+		{"backend imports snapshot", pkg{"chunkstore/gcsstore", []string{"snapshot"}}, nil, "chunkstore/gcsstore imports snapshot: chunkstore is below snapshot"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,8 +1,3 @@
-// Package backup writes PBS-format snapshots of image files into a Store:
-// the image is cut into fixed-size chunks, each encoded as a DataBlob
-// (zstd level 1 kept only when smaller, optionally AES-256-GCM encrypted,
-// §2.4), uploaded once per digest, then the fixed index (§3) and finally the
-// signed manifest (§6) are written, as proxmox-backup-client would.
 package backup
 
 import (
@@ -124,7 +119,7 @@ var ErrSnapshotExists = errors.New("snapshot already exists")
 // written, so of two concurrent backups of one snapshot one fails
 // (chunkstore.ErrSnapshotBusy, or ErrSnapshotExists once the other
 // finished).
-func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Options, stats *Stats) (res *Result, err error) {
+func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opts Options, stats *Stats) (res *Result, err error) {
 	if len(sources) == 0 {
 		return nil, errors.New("nothing to back up")
 	}
@@ -171,11 +166,7 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 	// One writer per snapshot: claim it (the group lock and an exclusive
 	// snapshot directory, or a bucket's conditional claim marker), then
 	// check that it has no manifest yet.
-	claimer, ok := store.(chunkstore.SnapshotClaimer)
-	if !ok {
-		return nil, fmt.Errorf("%s: this store cannot claim a snapshot for one writer", store)
-	}
-	release, err := claimer.ClaimSnapshot(ctx, dir)
+	release, err := store.ClaimSnapshot(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -248,13 +239,13 @@ func Run(ctx context.Context, store chunkstore.Store, sources []Source, opts Opt
 }
 
 type writer struct {
-	store chunkstore.Store
+	store chunkstore.WriteStore
 	opts  Options
 	stats *Stats
 	mu    sync.Mutex
 	done  map[crypto.Digest]bool // digests written or found in this run
-	// decoders holds *chunkstore.Decoder for checking stored chunks.
-	decoders sync.Pool
+	// decoders holds decoders for checking stored chunks.
+	decoders decoderPool
 	replaced []Replaced // damaged stored chunks replaced, under mu
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -35,14 +36,12 @@ func (w *writer) vouch(ctx context.Context, d crypto.Digest, data, blob []byte) 
 	case bytes.Equal(old, blob):
 		return old, nil, nil
 	}
-	dec := w.decoders.Get()
-	if dec == nil {
-		if dec, err = chunkstore.NewDecoder(); err != nil {
-			return nil, nil, err
-		}
+	dec, err := w.decoders.get()
+	if err != nil {
+		return nil, nil, err
 	}
-	defer w.decoders.Put(dec)
-	_, damage = dec.(*chunkstore.Decoder).DecodeChunk(nil, old, d, len(data), w.opts.Key != nil, w.opts.Key)
+	defer w.decoders.put(dec)
+	_, damage = dec.DecodeChunk(nil, old, d, len(data), w.opts.Key != nil, w.opts.Key)
 	if damage != nil && len(old) != len(blob) {
 		damage = fmt.Errorf("%w (stored %d bytes, the new chunk is %d)", damage, len(old), len(blob))
 	}
@@ -74,4 +73,30 @@ type Replaced struct {
 	Location string // the chunk's file or object
 	Aside    string // where the damaged copy was kept ("" when none was)
 	Damage   string // what was wrong with it
+}
+
+// decoderPool keeps chunk decoders for reuse by concurrent writers.
+type decoderPool struct {
+	mu   sync.Mutex
+	free []*chunkstore.Decoder
+}
+
+// get returns a free decoder, or a new one.
+func (p *decoderPool) get() (*chunkstore.Decoder, error) {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		d := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return d, nil
+	}
+	p.mu.Unlock()
+	return chunkstore.NewDecoder()
+}
+
+// put hands d back for reuse.
+func (p *decoderPool) put(d *chunkstore.Decoder) {
+	p.mu.Lock()
+	p.free = append(p.free, d)
+	p.mu.Unlock()
 }

@@ -73,11 +73,7 @@ func TestBackupReplacesDamagedChunk(t *testing.T) {
 }
 
 // noReplace is a store that cannot replace chunks.
-type noReplace struct{ chunkstore.Store }
-
-func (n noReplace) ClaimSnapshot(ctx context.Context, dir string) (func() error, error) {
-	return n.Store.(chunkstore.SnapshotClaimer).ClaimSnapshot(ctx, dir)
-}
+type noReplace struct{ chunkstore.WriteStore }
 
 // TestBackupDamagedChunkNoReplace: a store that cannot replace a damaged
 // chunk fails the backup (no snapshot that cannot be restored).

@@ -1,6 +1,3 @@
-// Package chunkstore knows where PBS bytes live: the Store interface and its
-// local, S3 and GCS backends, the key and path layout rules (FORMAT.md §1.2,
-// §8.1) and the DataBlob codec (§2).
 package chunkstore
 
 import (

@@ -40,7 +40,12 @@ type MemberStats struct {
 	Damaged int64  `json:"damaged"` // copies that failed their check: fell through
 }
 
-var _ Store = (*Chain)(nil)
+var (
+	_ Store        = (*Chain)(nil)
+	_ FallThrough  = (*Chain)(nil)
+	_ Warner       = (*Chain)(nil)
+	_ ChunkStatter = (*Chain)(nil)
+)
 
 // NewChain returns the chain of members, in order of preference. It needs
 // at least one member; Close closes them all.
@@ -154,17 +159,6 @@ func (c *Chain) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	}
 	return nil, 0, fmt.Errorf("%s: in none of the stores: %w", rel, JoinErrors(errs...))
 }
-
-// ErrReadOnly is returned by a Chain's writes: backups go to one store.
-var ErrReadOnly = errors.New("a chain of stores is read-only: give one --store to write to")
-
-// WriteChunk fails with ErrReadOnly.
-func (c *Chain) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
-	return false, ErrReadOnly
-}
-
-// WriteFile fails with ErrReadOnly.
-func (c *Chain) WriteFile(ctx context.Context, rel string, data []byte) error { return ErrReadOnly }
 
 // Close closes every member and returns the first error.
 func (c *Chain) Close() error {

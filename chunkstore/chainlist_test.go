@@ -3,6 +3,8 @@ package chunkstore
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,7 +18,7 @@ func chainOf(t *testing.T, files ...map[string]string) (*Chain, func() []string)
 	ctx := context.Background()
 	var members []Store
 	for _, fs := range files {
-		s, err := OpenLocal(t.TempDir(), true)
+		s, err := OpenLocal(newStoreDir(t), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,6 +38,18 @@ func chainOf(t *testing.T, files ...map[string]string) (*Chain, func() []string)
 	var said []string
 	c.WarnTo(func(msg string) { mu.Lock(); said = append(said, msg); mu.Unlock() })
 	return c, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), said...) }
+}
+
+// newStoreDir returns a fresh datastore directory holding only the last
+// chunk prefix directory (as fixture.NewStore): OpenLocal(create) takes it
+// as initialized instead of making 65536 prefix directories.
+func newStoreDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := os.MkdirAll(filepath.Join(dir, ".chunks", "ffff"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func readAll(t *testing.T, c *Chain, rel string) string {

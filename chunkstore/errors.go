@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"net/url"
 	"syscall"
@@ -98,3 +99,54 @@ func Outside(err error) bool {
 	}
 	return false
 }
+
+// LocatedError is a store error about one file or object: where it is (a
+// file path or object URL, as ChunkLocation names a chunk's) and why. Its
+// text is "LOCATION: CAUSE"; it matches what its cause matches.
+type LocatedError struct {
+	Location string
+	Err      error
+}
+
+// Error returns "LOCATION: CAUSE".
+func (e *LocatedError) Error() string { return e.Location + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *LocatedError) Unwrap() error { return e.Err }
+
+// NamesLocation reports whether err already names loc as the file or
+// object it is about: somewhere in err's tree (errors.Unwrap, joined
+// errors) a *LocatedError with Location loc, or an *fs.PathError with Path
+// loc. A caller that adds the location to a message adds it only when it
+// does not.
+func NamesLocation(err error, loc string) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *LocatedError:
+		if e.Location == loc {
+			return true
+		}
+	case *fs.PathError:
+		if e.Path == loc {
+			return true
+		}
+	}
+	switch u := err.(type) {
+	case wrapper:
+		return NamesLocation(u.Unwrap(), loc)
+	case multiWrapper:
+		for _, e := range u.Unwrap() {
+			if NamesLocation(e, loc) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wrapper is an error that wraps one cause (fmt.Errorf with one %w).
+type wrapper interface{ Unwrap() error }
+
+// multiWrapper is an error that wraps several (errors.Join, JoinErrors).
+type multiWrapper interface{ Unwrap() []error }

@@ -42,6 +42,13 @@ type Local struct {
 	Warnings
 }
 
+var (
+	_ WriteStore      = (*Local)(nil)
+	_ SnapshotClaimer = (*Local)(nil)
+	_ ChunkStatter    = (*Local)(nil)
+	_ ChunkReplacer   = (*Local)(nil)
+)
+
 // OpenLocal opens the datastore directory root. With create, a missing
 // datastore is created in the PBS layout (".chunks" with its 65536 prefix
 // directories, ".lock") and a shared fcntl read lock is held on ".lock" until
@@ -282,10 +289,10 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 	}
 	size := st.Size()
 	if size == 0 {
-		return nil, fmt.Errorf("chunk %s: %s: %w (evicted-chunk marker or corruption)", d, p, ErrEmpty)
+		return nil, fmt.Errorf("chunk %s: %w", d, &LocatedError{Location: p, Err: fmt.Errorf("%w (evicted-chunk marker or corruption)", ErrEmpty)})
 	}
 	if max := ReadLimit(limit); size > max {
-		return nil, fmt.Errorf("chunk %s: %s: %w: file is %d bytes, the chunk at most %d", d, p, ErrTooLarge, size, max)
+		return nil, fmt.Errorf("chunk %s: %w", d, &LocatedError{Location: p, Err: fmt.Errorf("%w: file is %d bytes, the chunk at most %d", ErrTooLarge, size, max)})
 	}
 	if int64(cap(buf)) < size {
 		buf = make([]byte, size)
@@ -294,7 +301,7 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 	// The file may change while read: never more than size bytes.
 	if _, err := io.ReadFull(f, buf); err != nil {
 		// The cause is kept (an EIO is a failure outside the data).
-		return nil, fmt.Errorf("chunk %s: %s: %w", d, p, unwrapPath(err))
+		return nil, fmt.Errorf("chunk %s: %w", d, &LocatedError{Location: p, Err: unwrapPath(err)})
 	}
 	return buf, nil
 }
@@ -339,11 +346,11 @@ func openRegular(dir *os.File, root, rel string) (*os.File, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+		return nil, &LocatedError{Location: f.Name(), Err: err}
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, st.Mode().Type())
+		return nil, &LocatedError{Location: f.Name(), Err: fmt.Errorf("%w (%s)", ErrNotRegular, st.Mode().Type())}
 	}
 	return f, nil
 }

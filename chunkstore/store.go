@@ -26,10 +26,16 @@ type FileInfo struct {
 	Size int64
 }
 
-// Store is where a datastore's bytes live: a directory, or a bucket prefix in
-// either the PBS 4 S3 layout (§8.1) or a plain copy of a datastore directory
-// (§1). Content paths are datastore-relative ("vm/100/<time>/index.json.blob");
-// chunks are addressed by digest. Implementations are safe for concurrent use.
+// Store is where a datastore's bytes live, for reading: a directory, a
+// bucket prefix in either the PBS 4 S3 layout (§8.1) or a plain copy of a
+// datastore directory (§1), or a Chain of several. Content paths are
+// datastore-relative ("vm/100/<time>/index.json.blob"); chunks are
+// addressed by digest. Implementations are safe for concurrent use. What
+// some stores can do beyond reading are the capabilities declared below
+// (WriteStore, ChunkStatter, ChunkReplacer, MemberStore,
+// FallThrough, RedirectFollower, Warner; the bucket backends' in
+// chunkstore/bucket): callers ask for them by these names, never by a
+// concrete type.
 type Store interface {
 	// String names the store for messages, e.g. "/mnt/datastore" or "s3://bucket/prefix".
 	String() string
@@ -43,6 +49,8 @@ type Store interface {
 	// that names it and its size, before any of it is read or a buffer
 	// allocated for it. A missing chunk returns an error wrapping
 	// ErrNotFound; a 0-byte chunk file or object returns one wrapping ErrEmpty.
+	// An error that names the chunk's file or object does so by a
+	// *LocatedError or *fs.PathError in its tree (see NamesLocation).
 	ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error)
 	// OpenFile opens the content file rel for streaming and returns its size
 	// in bytes, or -1 when a bucket server did not announce it (no
@@ -53,6 +61,17 @@ type Store interface {
 	// directory dir (recursively, any order). dir must not be empty, and
 	// listing never descends into ".chunks". A missing dir yields no files.
 	ListFiles(ctx context.Context, dir string) ([]FileInfo, error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// WriteStore is a Store that backups write to: a directory or a bucket
+// prefix (a Chain is not one: a backup writes to one store).
+type WriteStore interface {
+	Store
+	// ClaimSnapshot claims a snapshot directory for one writer (see
+	// SnapshotClaimer).
+	SnapshotClaimer
 	// WriteChunk stores the encoded chunk blob for d unless a chunk with that
 	// digest already exists, in which case it reports existed = true and
 	// leaves the stored chunk as it is (on a filesystem it refreshes its atime
@@ -61,8 +80,46 @@ type Store interface {
 	// WriteFile stores the content file rel, replacing any existing one
 	// atomically (temp file + rename on a filesystem).
 	WriteFile(ctx context.Context, rel string, data []byte) error
-	// Close releases the store's resources.
-	Close() error
+}
+
+// FallThrough is a Store that holds several copies of a datastore (a
+// Chain): a reader that checks what it read can go on to the next copy of
+// a chunk that failed its check, and have each copy counted where it came
+// from.
+type FallThrough interface {
+	MemberStore
+	// ReadChunkFrom reads d, at most limit bytes, from the first member at
+	// index from or later that returns a copy, and returns it with that
+	// member's index (see Chain.ReadChunkFrom).
+	ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, limit, from int) ([]byte, int, error)
+	// Served counts a copy of n encoded bytes from member m that passed the
+	// reader's check.
+	Served(m, n int)
+	// Damaged counts a copy from member m that failed the reader's check.
+	Damaged(m int)
+	// Stats returns what each member contributed, in order of preference.
+	Stats() []MemberStats
+}
+
+// RedirectFollower is a Store that corrected something on its own while
+// opening (a bucket's region, path-style addressing), so that the user can
+// be told which flag skips the detour.
+type RedirectFollower interface {
+	// Followed returns what was corrected, one entry each: "region R", or
+	// the endpoint used instead of the virtual-host name.
+	Followed() []string
+}
+
+// Warner is a Store whose listings can leave things out or disagree (a
+// bucket's keys it cannot decode, entries that name nothing, the members
+// of a Chain that lag); stores implement it by embedding Warnings.
+type Warner interface {
+	// WarnTo sets where the store says so: one line without a line end per
+	// finding, from any goroutine; f must escape the text for a terminal.
+	// Call it before the store is used.
+	WarnTo(f func(msg string))
+	// Warn says msg through the WarnTo function, once per non-empty key.
+	Warn(key, msg string)
 }
 
 // MaxEncodedSize is the largest DataBlob in bytes: MaxBlobSize of data

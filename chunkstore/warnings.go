@@ -41,10 +41,10 @@ func (w *Warnings) Warn(key, msg string) {
 }
 
 // Warn has store s say msg (see Warnings.Warn) when s can say anything
-// (it has a Warn method, as the stores of this module do); otherwise
-// msg is dropped.
+// (it is a Warner, as the bucket stores and the chain are); otherwise msg
+// is dropped.
 func Warn(s Store, key, msg string) {
-	if w, ok := s.(interface{ Warn(key, msg string) }); ok {
+	if w, ok := s.(Warner); ok {
 		w.Warn(key, msg)
 	}
 }

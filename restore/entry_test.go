@@ -61,7 +61,7 @@ func TestRestoreEntry(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "disk.raw")
 	var progressed int64
 	res, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: target}, restore.RestoreOptions{
-		Pipeline: restore.Options{Jobs: 2},
+		Pipeline: restore.Options{Jobs: 2}, KeepWork: true,
 		Progress: func(total int64, done func() int64) func() { return func() { progressed = done() } },
 	})
 	if err != nil {
@@ -93,15 +93,23 @@ func TestRestoreEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture.EqualBytes(t, "memory target", ms.t.bytes(), data)
-	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", ms, restore.RestoreOptions{Resume: true}); !errors.Is(err, restore.ErrNothingToResume) {
-		t.Errorf("resume into a target without a journal: %v", err)
+	var notes []string
+	note := func(msg string) { notes = append(notes, msg) }
+	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", ms, restore.RestoreOptions{Resume: true, Note: note}); err != nil ||
+		len(notes) != 1 || !strings.Contains(notes[0], "nothing to resume (the target keeps no journal)") {
+		t.Errorf("resume into a target without a journal: %v, notes %q", err, notes)
 	}
 
-	// --resume with no interrupted restore to continue.
+	// Resume with no interrupted restore to continue: the restore starts.
 	other := filepath.Join(t.TempDir(), "other.raw")
-	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{Resume: true}); !errors.Is(err, restore.ErrNothingToResume) {
-		t.Errorf("resume without a journal: %v, want ErrNothingToResume", err)
+	notes = nil
+	res, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{Resume: true, Note: note})
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "nothing to resume (no journal ") {
+		t.Fatalf("resume without a journal: %v, notes %q", err, notes)
 	}
+	res.Target.Close(false)
+	fixture.Equal(t, other, data)
+	os.Remove(other)
 
 	// A damaged chunk fails the restore of a new file: nothing is kept.
 	_, digests := fixture.Digests(t, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
@@ -112,5 +120,70 @@ func TestRestoreEntry(t *testing.T) {
 	}
 	if _, serr := os.Stat(other); !errors.Is(serr, os.ErrNotExist) {
 		t.Errorf("failed restore left %s: %v", other, serr)
+	}
+}
+
+// TestRestoreKeepWork: under KeepWork a restore that stops on a missing
+// chunk keeps its partial output and journal (*StoppedError); a rerun
+// without Resume is refused (ErrRefused) and Restart starts over; Resume
+// fetches only the rest and leaves a completion record, so that the next
+// Resume finds the target complete and writes nothing. Without KeepWork
+// (a drill) the same stop keeps nothing.
+func TestRestoreKeepWork(t *testing.T) {
+	ctx := context.Background()
+	data := fixture.Mixed(40*cs+1234, 11)
+	dir, snap := snapshotOf(t, data, nil)
+	src := openReader(t, dir, "vm/100", nil)
+	_, digests := fixture.Digests(t, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
+	chunk := fixture.ChunkPath(dir, digests[len(digests)-1])
+	saved, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(chunk)
+
+	target := filepath.Join(t.TempDir(), "disk.raw")
+	sink := &restore.FileSink{Path: target}
+	var notes []string
+	o := restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true, Note: func(m string) { notes = append(notes, m) }}
+	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", sink, o)
+	var se *restore.StoppedError
+	if !errors.As(err, &se) || se.Durable == 0 || se.Partial != restore.PartialPath(target) {
+		t.Fatalf("stopped restore: %v", err)
+	}
+	if _, err := os.Stat(se.Partial); err != nil {
+		t.Fatalf("partial output not kept: %v", err)
+	}
+	if _, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", sink, o); !errors.Is(err, restore.ErrRefused) {
+		t.Fatalf("rerun over a stopped restore: %v, want ErrRefused", err)
+	}
+
+	if err := os.WriteFile(chunk, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Resume = true
+	res, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", sink, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resumed != se.Durable || res.Created != true || res.ZeroRanges != "holes" {
+		t.Errorf("resume: resumed %d of %d durable, created %v, zero ranges %q", res.Resumed, se.Durable, res.Created, res.ZeroRanges)
+	}
+	res.Target.Close(false)
+	fixture.Equal(t, target, data)
+	res, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", sink, o)
+	if err != nil || res.Complete == "" || res.Target != nil {
+		t.Fatalf("resume of a completed restore: %v, %+v", err, res)
+	}
+
+	// A drill's rules: the same stop keeps nothing.
+	os.Remove(chunk)
+	other := filepath.Join(t.TempDir(), "drill.raw")
+	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{})
+	if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "nothing was kept") {
+		t.Errorf("drill stop: %v", err)
+	}
+	if _, err := os.Stat(restore.PartialPath(other)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drill left its partial output: %v", err)
 	}
 }

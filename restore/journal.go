@@ -250,6 +250,38 @@ func (j *Journal) Flush(target Target) error {
 	return nil
 }
 
+// flushEvery flushes j to target (Flush) every JournalInterval until the
+// function it returns is called, which flushes once more and returns;
+// fail receives a flush's error. A nil journal does nothing.
+func (j *Journal) flushEvery(target Target, fail func(error)) (stop func()) {
+	if j == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(JournalInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if err := j.Flush(target); err != nil {
+					fail(err)
+				}
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		if err := j.Flush(target); err != nil {
+			fail(err)
+		}
+	}
+}
+
 // Recorded returns how many chunks the journal records as durable: those
 // of earlier runs and those this run flushed.
 func (j *Journal) Recorded() int {

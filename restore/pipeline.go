@@ -1,9 +1,3 @@
-// Package restore is the restore pipeline (DESIGN.md): plan the chunks of a
-// fixed index, read each unique non-zero chunk once with bounded read-ahead
-// (fetchers), let jobs decode and verify it (CRC, AES-256-GCM, zstd,
-// digest), and writers write it to every offset it fills with positioned,
-// out-of-order writes. Verify runs the same pipeline into a Discard target;
-// drill reads the target back (ReadBack).
 package restore
 
 import (
@@ -168,7 +162,7 @@ func (e *ChunkError) Error() string {
 // from once, without the digest and byte ranges (Error adds those).
 func (e *ChunkError) Cause() string {
 	msg := strings.TrimPrefix(e.Err.Error(), "chunk "+e.Digest.String()+": ")
-	if strings.Contains(msg, e.Location) {
+	if chunkstore.NamesLocation(e.Err, e.Location) {
 		// The store's error already names the file or object.
 		return msg
 	}
@@ -274,95 +268,9 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	var (
-		errMu   sync.Mutex
-		first   error
-		damaged []*ChunkError
-		nDamage int
-		zeroed  []*ChunkError
-	)
-	chain, _ := store.(*chunkstore.Chain)
-	// stop fails the run with err (the first one wins).
-	stop := func(err error) {
-		errMu.Lock()
-		defer errMu.Unlock()
-		if first == nil {
-			first = err
-			cancel()
-		}
-	}
-	// fail records a damaged chunk (a *ChunkError, KeepGoing) or stops.
-	fail := func(err error) {
-		var ce *ChunkError
-		if !opts.KeepGoing || !errors.As(err, &ce) {
-			stop(err)
-			return
-		}
-		errMu.Lock()
-		defer errMu.Unlock()
-		if opts.Damaged != nil {
-			opts.Damaged(ce)
-		} else {
-			damaged = append(damaged, ce)
-		}
-		nDamage++
-		stats.Failed.Add(1)
-	}
-	chunkErr := func(c *Chunk, err error) *ChunkError {
-		return &ChunkError{Digest: c.Digest, Length: c.Length, Offsets: plan.Offsets(c), Location: store.ChunkLocation(c.Digest), Err: err}
-	}
-	// bad handles a chunk no copy of which could be restored. Only an
-	// error that proves the chunk damaged (read, failed a check) or missing
-	// (the store said it is not there) is damage (chunkstore.Proven): the
-	// damage policy zeroes it, or it fails the run (or is recorded,
-	// KeepGoing). Any other error proves nothing about the chunk: it
-	// stops the run, never zeroed, never recorded as damage.
-	bad := func(c *Chunk, err error) {
-		ce := chunkErr(c, err)
-		var policy Damage
-		switch {
-		case !chunkstore.Proven(err):
-			stop(ce)
-			return
-		case chunkstore.Damaged(err) && !errors.Is(err, chunkstore.ErrEmpty):
-			policy = opts.OnCorrupt
-		default:
-			policy = opts.OnMissing
-		}
-		if policy == DamageFail && opts.Journal != nil && !opts.KeepGoing {
-			// Journaled: the other chunks are still fetched and made
-			// durable, so that a resume (--on-missing/--on-corrupt zero,
-			// another store) fetches only the damaged ones; past
-			// MaxDamagedGoingOn of them (a wrong store, not damage) the
-			// run stops at once.
-			errMu.Lock()
-			goOn := nDamage < MaxDamagedGoingOn
-			if goOn {
-				damaged = append(damaged, ce)
-				nDamage++
-				stats.Failed.Add(1)
-			}
-			errMu.Unlock()
-			if goOn {
-				return
-			}
-		}
-		if policy != DamageZero || opts.KeepGoing {
-			fail(ce)
-			return
-		}
-		for i := c.first; i >= 0; i = plan.next[i] {
-			if err := target.Zero(int64(plan.offs[i]), int64(c.Length)); err != nil {
-				fail(err)
-				return
-			}
-			stats.DamagedBytes.Add(uint64(c.Length))
-		}
-		stats.Failed.Add(1)
-		errMu.Lock()
-		zeroed = append(zeroed, ce)
-		errMu.Unlock()
-	}
+	errs := &runErrors{cancel: cancel}
+	chain, _ := store.(chunkstore.FallThrough)
+	dp := &damagePolicy{opts: &opts, plan: plan, store: store, target: target, stats: stats, errs: errs}
 
 	// Zero ranges first: cheap, and a device gets them offloaded.
 	for _, z := range plan.Zero {
@@ -463,7 +371,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					if ctx.Err() != nil {
 						return
 					}
-					bad(c, err)
+					dp.bad(c, err)
 					continue
 				}
 				stats.FetchedBytes.Add(uint64(len(raw)))
@@ -491,7 +399,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		writeWG.Go(func() {
 			for v := range verifiedCh {
 				if ctx.Err() == nil {
-					writeChunk(plan, v.chunk, v.data, target, stats, fail, opts.Journal)
+					writeChunk(plan, v.chunk, v.data, target, stats, dp.fail, opts.Journal)
 				}
 				dataPool.put(v.buf)
 			}
@@ -501,24 +409,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	// The journal: what is written is made durable and recorded
 	// periodically, and once more when the work ends (also when it was
 	// interrupted), so that a resume fetches none of it again.
-	journalDone := make(chan struct{})
-	var journalWG sync.WaitGroup
-	if opts.Journal != nil {
-		journalWG.Go(func() {
-			t := time.NewTicker(JournalInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					if err := opts.Journal.Flush(target); err != nil {
-						fail(err)
-					}
-				case <-journalDone:
-					return
-				}
-			}
-		})
-	}
+	stopJournal := opts.Journal.flushEvery(target, dp.fail)
 
 	var jobWG sync.WaitGroup
 	for _, dec := range decoders {
@@ -540,13 +431,13 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				switch {
 				case err != nil:
 					if ctx.Err() == nil {
-						bad(f.chunk, err)
+						dp.bad(f.chunk, err)
 					}
 				case opts.Writers > 0:
 					verifiedCh <- verified{chunk: f.chunk, data: data, buf: out}
 					continue
 				case ctx.Err() == nil:
-					writeChunk(plan, f.chunk, data, target, stats, fail, opts.Journal)
+					writeChunk(plan, f.chunk, data, target, stats, dp.fail, opts.Journal)
 				}
 				dataPool.put(out)
 			}
@@ -555,24 +446,18 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	jobWG.Wait()
 	close(verifiedCh)
 	writeWG.Wait()
-	close(journalDone)
-	journalWG.Wait()
-	if opts.Journal != nil {
-		if err := opts.Journal.Flush(target); err != nil {
-			fail(err)
-		}
-	}
+	stopJournal()
 
-	errMu.Lock()
-	defer errMu.Unlock()
-	if first != nil {
-		return first
+	errs.mu.Lock()
+	defer errs.mu.Unlock()
+	if errs.first != nil {
+		return errs.first
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if nDamage > 0 {
-		return &DamagedError{Archive: opts.Archive, Chunks: damaged, Count: nDamage}
+	if errs.count > 0 {
+		return &DamagedError{Archive: opts.Archive, Chunks: errs.damaged, Count: errs.count}
 	}
 	// Backstop: every byte of the image is either written data, a zero
 	// range, or a damaged chunk written as zeros.
@@ -584,10 +469,120 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	if err := target.Sync(); err != nil {
 		return err
 	}
-	if len(zeroed) > 0 {
-		return &DamagedError{Archive: opts.Archive, Chunks: zeroed, Count: len(zeroed), Zeroed: true}
+	if len(errs.zeroed) > 0 {
+		return &DamagedError{Archive: opts.Archive, Chunks: errs.zeroed, Count: len(errs.zeroed), Zeroed: true}
 	}
 	return nil
+}
+
+// runErrors is how a Run ends: the first error that stops it (and cancels
+// the run), and the damaged chunks recorded (KeepGoing, or a journaled
+// restore going on) or written as zeros (DamageZero).
+type runErrors struct {
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	first   error
+	damaged []*ChunkError
+	count   int // damaged chunks recorded (Options.Damaged takes them without damaged)
+	zeroed  []*ChunkError
+}
+
+// stop fails the run with err (the first one wins).
+func (r *runErrors) stop(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == nil {
+		r.first = err
+		r.cancel()
+	}
+}
+
+// damagePolicy is what Run does with a chunk it cannot restore and with a
+// failed write: Options' KeepGoing, Damaged, OnMissing, OnCorrupt and
+// Journal, applied to the run's plan, target and counts.
+type damagePolicy struct {
+	opts   *Options
+	plan   *Plan
+	store  chunkstore.Store
+	target Target
+	stats  *Stats
+	errs   *runErrors
+}
+
+// fail records a damaged chunk (a *ChunkError, KeepGoing) or stops the
+// run with err.
+func (d *damagePolicy) fail(err error) {
+	var ce *ChunkError
+	if !d.opts.KeepGoing || !errors.As(err, &ce) {
+		d.errs.stop(err)
+		return
+	}
+	d.errs.mu.Lock()
+	defer d.errs.mu.Unlock()
+	if d.opts.Damaged != nil {
+		d.opts.Damaged(ce)
+	} else {
+		d.errs.damaged = append(d.errs.damaged, ce)
+	}
+	d.errs.count++
+	d.stats.Failed.Add(1)
+}
+
+// chunkErr is the error of chunk c: its digest, offsets and location.
+func (d *damagePolicy) chunkErr(c *Chunk, err error) *ChunkError {
+	return &ChunkError{Digest: c.Digest, Length: c.Length, Offsets: d.plan.Offsets(c), Location: d.store.ChunkLocation(c.Digest), Err: err}
+}
+
+// bad handles a chunk no copy of which could be restored. Only an error
+// that proves the chunk damaged (read, failed a check) or missing (the
+// store said it is not there) is damage (chunkstore.Proven): the damage
+// policy zeroes it, or it fails the run (or is recorded, KeepGoing). Any
+// other error proves nothing about the chunk: it stops the run, never
+// zeroed, never recorded as damage.
+func (d *damagePolicy) bad(c *Chunk, err error) {
+	ce := d.chunkErr(c, err)
+	var policy Damage
+	switch {
+	case !chunkstore.Proven(err):
+		d.errs.stop(ce)
+		return
+	case chunkstore.Damaged(err) && !errors.Is(err, chunkstore.ErrEmpty):
+		policy = d.opts.OnCorrupt
+	default:
+		policy = d.opts.OnMissing
+	}
+	if policy == DamageFail && d.opts.Journal != nil && !d.opts.KeepGoing {
+		// Journaled: the other chunks are still fetched and made durable,
+		// so that a resume (--on-missing/--on-corrupt zero, another store)
+		// fetches only the damaged ones; past MaxDamagedGoingOn of them (a
+		// wrong store, not damage) the run stops at once.
+		d.errs.mu.Lock()
+		goOn := d.errs.count < MaxDamagedGoingOn
+		if goOn {
+			d.errs.damaged = append(d.errs.damaged, ce)
+			d.errs.count++
+			d.stats.Failed.Add(1)
+		}
+		d.errs.mu.Unlock()
+		if goOn {
+			return
+		}
+	}
+	if policy != DamageZero || d.opts.KeepGoing {
+		d.fail(ce)
+		return
+	}
+	for i := c.first; i >= 0; i = d.plan.next[i] {
+		if err := d.target.Zero(int64(d.plan.offs[i]), int64(c.Length)); err != nil {
+			d.fail(err)
+			return
+		}
+		d.stats.DamagedBytes.Add(uint64(c.Length))
+	}
+	d.stats.Failed.Add(1)
+	d.errs.mu.Lock()
+	d.errs.zeroed = append(d.errs.zeroed, ce)
+	d.errs.mu.Unlock()
 }
 
 // nextCopies handles the check of a copy read from a chain: one that
@@ -595,7 +590,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 // damaged and the next member's copy is read into f.buf and checked, until
 // one passes or no member is left. It returns the decoded data or an error
 // naming every copy's failure.
-func nextCopies(ctx context.Context, chain *chunkstore.Chain, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
+func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
 	var errs []error
 	for err != nil && ctx.Err() == nil {
 		chain.Damaged(f.member)

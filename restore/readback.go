@@ -25,6 +25,8 @@ type ReadBackStats struct {
 	HoleBytes   atomic.Uint64 // zero-range bytes skipped because the target has holes there
 	Chunks      atomic.Uint64 // chunk positions whose digest was recomputed
 	ZeroChecked atomic.Uint64 // zero-range bytes read and checked to be zero
+	Differ      atomic.Uint64 // chunk positions whose digest differs from the index
+	NotZero     atomic.Uint64 // zero-range pieces (up to the largest chunk each) that do not read as zeros
 }
 
 // ErrReadBackMismatch is wrapped by ReadBack errors for target bytes that do
@@ -90,6 +92,11 @@ func ReadBackFile(ctx context.Context, f *os.File, path string, plan *Plan, cc *
 		zeroes = make([]byte, maxLen)
 	)
 	report := func(j job) {
+		if j.zero {
+			stats.NotZero.Add(1)
+		} else {
+			stats.Differ.Add(1)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		bad = append(bad, mismatch{off: j.off, end: j.off + j.length, zero: j.zero})
@@ -282,4 +289,15 @@ func openSame(f *os.File, flags int) (*os.File, error) {
 		return nil, fmt.Errorf("%s: reopened descriptor is another file", f.Name())
 	}
 	return d, nil
+}
+
+// ReadBackTarget is ReadBackFile of t, a target written through an open
+// file (FileBacked) and still open, named name in messages; a target that
+// cannot be read back returns an error saying so.
+func ReadBackTarget(ctx context.Context, t Target, name string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
+	fb, ok := t.(FileBacked)
+	if !ok || fb.File() == nil {
+		return fmt.Errorf("%s: the target cannot be read back", name)
+	}
+	return ReadBackFile(ctx, fb.File(), name, plan, cc, jobs, stats)
 }

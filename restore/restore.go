@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"path"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -32,21 +32,42 @@ type SinkRequest struct {
 	Size      int64           // image bytes
 	DataBytes int64           // bytes of data (not zero chunks), for a free-space check
 	Reserve   iter.Seq[Range] // the image's data ranges (Plan.DataRanges)
-	Resume    bool            // continue an interrupted restore's partial output
-	Locked    func() error    // called once the target is locked, before it changes
-	Plan      *Plan           // the plan, for checks of the target against the image
-	Key       *crypto.Config  // the archive's key (nil unless encrypted)
-	Archive   string          // snapshot directory and archive name, for messages
+	// Resume continues a new file's partial output left by an interrupted
+	// restore (TargetOptions.Resume).
+	Resume bool
+	// CheckImage asks the sink to check the target against the image once
+	// it is locked (a block device's sector size against the image's
+	// partition table, through Head): a restore that starts, not one that
+	// resumes.
+	CheckImage bool
+	// Locked is called once the target is locked, before it changes; its
+	// error stops Open.
+	Locked func() error
+	// Head returns the image's first n bytes, read from the store and
+	// checked (ImageHead).
+	Head    func(ctx context.Context, n int) ([]byte, error)
+	Plan    *Plan          // the plan, for checks of the target against the image
+	Key     *crypto.Config // the archive's key (nil unless encrypted)
+	Archive string         // snapshot directory and archive name, for messages
+	// Note receives warnings, as RestoreOptions.Note.
+	Note func(msg string)
 }
 
-// Journaled is a Sink whose restores keep a resume journal: the path of
-// the journal and of the partial output a new target is written as.
+// Journaled is a Sink at a path of the file system whose restores keep a
+// resume journal. Restore reads what is at the path (an existing file, a
+// block device, a new file's partial output) to decide what --resume
+// continues and whether an earlier restore is started over.
 type Journaled interface {
-	// JournalPath returns where the target's resume journal is kept.
+	Sink // String is the target's path as the user gave it
+	// JournalPath returns where the target's resume journal is kept; an
+	// error wrapping ErrNoJournalPlace when there is no place for one
+	// (the restore then runs without).
 	JournalPath() (string, error)
-	// PartialPath returns the partial output a new target is written as
-	// ("" when the target is written in place).
+	// PartialPath returns the partial output a new target is written as.
 	PartialPath() string
+	// Overwrites reports whether an existing regular file at Path may be
+	// restored over (TargetOptions.Force).
+	Overwrites() bool
 }
 
 // RestoreOptions tune Restore.
@@ -54,29 +75,38 @@ type RestoreOptions struct {
 	// Pipeline tunes the pipeline (jobs, writers, fetchers, damage policy);
 	// Restore sets its Encrypted, Key, Archive and Journal.
 	Pipeline Options
-	// Resume continues an interrupted restore to the same target: the
-	// chunks its journal records, and the target still holds, are not
-	// fetched again. Without it an earlier interrupted restore is started
-	// over (said through Note).
+	// Resume continues an interrupted restore to the same target (see
+	// Restore); with nothing to resume the restore starts, said through
+	// Note.
 	Resume bool
-	// CheckTarget, when set, is called once the target is locked, before
-	// anything in it changes (a device's sector size against the image);
-	// its error stops the restore.
-	CheckTarget func(ctx context.Context, plan *Plan, key *crypto.Config) error
+	// Restart starts over an earlier stopped restore to the target whose
+	// journal records durable chunks; without it (and without Resume)
+	// such a restore is refused (ErrRefused), under KeepWork.
+	Restart bool
+	// KeepWork is the restore command's rule, not drill's: a stopped
+	// restore keeps its partial output and journal whatever the cause, a
+	// rerun over them is refused without Resume or Restart, a Resume run
+	// that completes leaves a completion record, and a target found
+	// complete by Resume ends the restore (Result.Complete). Without it a
+	// failed restore keeps its work only when the cause lies outside the
+	// data or the run was interrupted, and an earlier restore is always
+	// started over.
+	KeepWork bool
 	// Progress, when set, is called when the chunks start to be written,
 	// with the data bytes to write and a function that returns those
 	// written so far; Restore calls the function it returns when the run
 	// ends.
 	Progress func(total int64, done func() int64) (stop func())
-	// Note receives notes (what an earlier restore left, chunks fetched
-	// again), one line without "pbsdirect: " or a line end; nil says
-	// nothing.
+	// Note receives notes and warnings (what an earlier restore left,
+	// chunks fetched again, a journal that cannot be kept), one line
+	// starting "note: " or "warning: ", without "pbsdirect: " or a line
+	// end; nil says nothing.
 	Note func(msg string)
 }
 
 // Result is what a finished Restore leaves: the target committed (durable,
 // in place) and still open and locked for a read-back; the caller closes
-// it.
+// it. When Complete is set nothing was written and Target is nil.
 type Result struct {
 	Target  Target
 	Plan    *Plan
@@ -85,113 +115,128 @@ type Result struct {
 	Stats   *Stats
 	Options Options // the pipeline options the run used
 	// Resumed counts the chunks an interrupted restore had made durable
-	// and this one did not fetch again.
+	// and this one did not fetch again (every chunk when Complete).
 	Resumed int
 	// Damage lists the chunks written as zeros (DamageZero); nil for a
 	// clean restore.
 	Damage *DamagedError
+	// Complete, set by a Resume (with KeepWork) that found the target
+	// holding the image already, says so in one sentence; nothing was
+	// written.
+	Complete string
+	// Created reports whether the restore created the target (a new file).
+	Created bool
+	// Direct reports whether the target was written with O_DIRECT.
+	Direct bool
+	// ZeroRanges says what was done with the zero ranges (ZeroReporter):
+	// "holes", "punched", "zeroed", "skipped"; "" when the target does
+	// not say.
+	ZeroRanges string
+	// Elapsed is Restore's wall time, from the plan to the committed
+	// target.
+	Elapsed time.Duration
 }
 
-// ErrNothingToResume is wrapped by Restore's error for RestoreOptions.Resume
-// without an interrupted restore to the target.
-var ErrNothingToResume = errors.New("nothing to resume")
+// ErrRefused is wrapped by Restore's errors for a restore refused as
+// asked (the command line must change: --resume, --restart, --force).
+var ErrRefused = errors.New("restore refused")
+
+// refusedError is a refusal: its message is said as it is.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string        { return e.msg }
+func (e *refusedError) Is(target error) bool { return target == ErrRefused }
+
+// refusedf returns a refusal (ErrRefused) saying format with args.
+func refusedf(format string, args ...any) error {
+	return &refusedError{msg: fmt.Sprintf(format, args...)}
+}
 
 // Restore restores the index archive name of the snapshot src to the
-// target sink opens: it plans the archive (LoadPlan through src, so that
-// the index comes from the member holding the manifest), opens or resumes
-// the journal, opens the target, checks on it what the journal records as
-// durable, runs the pipeline over src's store, and commits the target.
-// On failure what is durable is kept for a resume when the cause lies
-// outside the data or the run was interrupted (an error saying so);
-// otherwise the journal is removed and the error says what the target
-// holds now (*PartialError for an existing target that was changed).
-// Errors for the resume journal wrap ErrNothingToResume or
-// ErrJournalMismatch.
-func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, o RestoreOptions) (_ *Result, err error) {
-	snap, m := src.Snapshot(), src.Manifest()
-	plan, fi, err := LoadPlan(ctx, src, snap.Dir(), m, name, src.Key())
+// target sink opens. In order it:
+//
+//   - plans the archive (LoadPlan through src, so that the index comes
+//     from the member holding the manifest);
+//   - finds the resume journal's place (Journaled; none: a warning and no
+//     journal) and, with Resume, what it continues (openResume: the
+//     durable chunks of an interrupted restore, a completed one, an
+//     existing file read back; nothing to resume: the restore starts);
+//   - opens the target, and once it is locked checks it against the image
+//     (SinkRequest.CheckImage) and starts over an earlier restore
+//     (refused under KeepWork without Restart);
+//   - runs the pipeline over src's store (RunResume beside the check of
+//     what the journal records, for a target that can be read back);
+//   - commits the target and, for a Resume under KeepWork, leaves the
+//     journal's completion record.
+//
+// A restore that fails after chunks became durable keeps them with the
+// journal (*StoppedError) under KeepWork, or when the cause lies outside
+// the data or the run was interrupted; otherwise what the target holds is
+// said (*PartialError for an existing target that was changed, "nothing
+// was kept" for a new one). Refusals wrap ErrRefused.
+func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, o RestoreOptions) (*Result, error) {
+	start := time.Now()
+	note := o.Note
+	if note == nil {
+		note = func(string) {}
+	}
+	snap := src.Snapshot()
+	plan, fi, err := LoadPlan(ctx, src, snap.Dir(), src.Manifest(), name, src.Key())
 	if err != nil {
 		return nil, src.Removed(ctx, err)
 	}
 	key := src.KeyFor(fi)
-	targetName := sink.String()
+	encrypted := fi.CryptMode == index.CryptEncrypt
+	res := &Result{Plan: plan, File: fi, Key: key}
 	hdr := JournalHeader{Snapshot: snap.String(), Archive: name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
-	jr, journaled := sink.(Journaled)
-	var journal *Journal
-	var durable map[crypto.Digest]bool
-	if o.Resume {
-		if !journaled {
-			return nil, fmt.Errorf("--resume: %w: %s keeps no journal", ErrNothingToResume, targetName)
+	jr, _ := sink.(Journaled)
+	jpath := ""
+	if jr != nil {
+		jpath, err = jr.JournalPath()
+		if errors.Is(err, ErrNoJournalPlace) {
+			note(fmt.Sprintf("warning: %v: restoring without one (an interrupted restore cannot be resumed)", err))
+			jpath, err = "", nil
 		}
-		jpath, err := jr.JournalPath()
 		if err != nil {
 			return nil, err
 		}
-		j, err := ResumeJournal(jpath, hdr)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("--resume: no interrupted restore to %s to continue (no journal %s): run without --resume: %w", targetName, jpath, ErrNothingToResume)
-		case errors.Is(err, ErrJournalMismatch):
-			return nil, fmt.Errorf("--resume refused for %s: %w", targetName, err)
-		case err != nil:
+	}
+	var rs resumeState
+	if o.Resume {
+		if rs, err = openResume(ctx, jr, jpath, hdr, plan, key, o.KeepWork, note); err != nil {
 			return nil, err
 		}
-		journal, durable = j, j.Done()
+		if rs.complete != "" {
+			res.Complete, res.Resumed, res.Elapsed = rs.complete, len(plan.Chunks), time.Since(start)
+			return res, nil
+		}
 	}
-	req := SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: o.Resume,
-		Plan: plan, Key: key, Archive: path.Join(snap.Dir(), name)}
-	req.Locked = func() error {
-		if !o.Resume && o.CheckTarget != nil {
-			if err := o.CheckTarget(ctx, plan, key); err != nil {
-				return err
-			}
-		}
-		if !o.Resume && journaled {
-			return startOver(jr, targetName, o.Note)
-		}
-		return nil
+	journal := rs.journal
+	req := SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: rs.partial,
+		CheckImage: journal == nil && !o.Resume, Plan: plan, Key: key, Archive: path.Join(snap.Dir(), name), Note: note,
+		Head: func(ctx context.Context, n int) ([]byte, error) {
+			return ImageHead(ctx, src.Store(), plan, n, encrypted, key)
+		},
+		Locked: func() error { return nil },
+	}
+	if journal == nil && jr != nil && jpath != "" {
+		// Once the target is ours: an earlier stopped restore is refused
+		// (Resume continues it) or started over (Restart).
+		req.Locked = func() error { return startOver(jr, jpath, o.Restart || !o.KeepWork, note) }
 	}
 	target, err := sink.Open(ctx, req)
 	if err != nil {
-		if journal != nil {
-			journal.Close()
-		}
+		journal.Close()
 		return nil, err
 	}
-	committer, _ := target.(Committer)
-	if journal == nil && journaled {
-		jpath, _ := jr.JournalPath()
-		journal, err = CreateJournal(jpath, hdr)
-		if err != nil {
-			target.Close(true)
-			return nil, err
-		}
-	}
-	resumed := 0
-	if durable != nil {
-		// The journal says which chunks were written and synced; the
-		// target's own bytes must say so too (a partial output changed
-		// since, another device at the same path): what they do not hold
-		// is fetched again.
-		held := map[crypto.Digest]bool{}
-		if fb, ok := target.(FileBacked); ok {
-			held, err = CheckDurable(ctx, fb.File(), plan, durable, key, o.Pipeline.Jobs, nil)
-			if err != nil {
-				journal.Close()
-				if committer != nil {
-					committer.KeepPartial()
-				}
-				target.Close(true)
-				return nil, err
-			}
-		}
-		resumed = plan.Drop(func(c *Chunk) bool { return held[c.Digest] })
-		if n := len(durable) - resumed; n > 0 && o.Note != nil {
-			o.Note(fmt.Sprintf("note: %d chunk(s) the journal records are not on %s as written: they are fetched again", n, targetName))
+	if journal == nil && jpath != "" {
+		if journal, err = CreateJournal(jpath, hdr); err != nil {
+			note(fmt.Sprintf("warning: %v: restoring without a journal (an interrupted restore cannot be resumed)", err))
+			journal = nil
 		}
 	}
 	opts := o.Pipeline
-	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
+	opts.Encrypted = encrypted
 	opts.Key = key
 	opts.Archive = req.Archive
 	opts.Journal = journal
@@ -202,78 +247,129 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		// would only inflate the rate.
 		stop = o.Progress(int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
 	}
-	err = Run(ctx, src.Store(), plan, target, opts, stats)
+	resumed := 0
+	fb, _ := target.(FileBacked)
+	if rs.durable != nil && fb != nil {
+		// The journal says which chunks were written and synced; the
+		// target's own bytes must say so too (a partial output changed
+		// since, another device at the same path): they are read back
+		// while the rest is fetched, and what they do not hold is fetched
+		// after.
+		resumed, err = RunResume(ctx, src.Store(), plan, target, fb.File(), rs.durable, opts, stats)
+		if n := len(rs.durable) - resumed; n > 0 && ctx.Err() == nil {
+			note(fmt.Sprintf("note: %d chunk(s) the journal records are not on %s as written: they are fetched again", n, sink))
+		}
+	} else {
+		err = Run(ctx, src.Store(), plan, target, opts, stats)
+	}
 	stop()
 	var damage *DamagedError
 	if de := (*DamagedError)(nil); errors.As(err, &de) && de.Zeroed {
 		// Every other byte is restored, verified and synced.
 		damage, err = de, nil
 	}
+	committer, _ := target.(Committer)
 	if err == nil && committer != nil {
 		err = committer.Commit()
 	}
 	if err != nil {
-		partial := committer != nil && committer.Partial()
-		if journal != nil {
-			if n := journal.Recorded(); n > 0 && (chunkstore.Outside(err) || ctx.Err() != nil) {
-				// Keep what is durable for a resume.
-				if committer != nil {
-					committer.KeepPartial()
-				}
-				journal.Close()
-				target.Close(true)
-				return nil, fmt.Errorf("restore of %s to %s stopped: %d of %d chunks are durable and kept (journal %s); run the same restore with --resume to continue: %w",
-					opts.Archive, targetName, n, resumed+len(plan.Chunks), journal.Path(), err)
-			}
-			journal.Remove()
-		}
-		target.Close(true)
-		return nil, restoreFailed(opts.Archive, targetName, partial, err)
+		return nil, failed(ctx, sink.String(), target, journal, plan, opts.Archive, o.KeepWork, err)
 	}
-	if journal != nil {
+	// A Resume run (a retry loop's) records its completion, so that the
+	// next Resume knows; other runs leave nothing beside the target.
+	var id Completion
+	ierr := errors.New("no file")
+	if fb != nil {
+		id, ierr = TargetIdentity(fb.File())
+	}
+	if ierr == nil && damage == nil && o.KeepWork && o.Resume {
+		id.Finished = time.Now().UTC()
+		if cerr := journal.Complete(hdr, id); cerr != nil {
+			note(fmt.Sprintf("warning: %v: a later --resume will not know the restore completed", cerr))
+		}
+	} else {
 		journal.Remove()
 	}
-	return &Result{Target: target, Plan: plan, File: fi, Key: key, Stats: stats, Options: opts, Resumed: resumed, Damage: damage}, nil
+	res.Target, res.Stats, res.Options, res.Resumed, res.Damage = target, stats, opts, resumed, damage
+	if dw, ok := target.(DirectWriter); ok {
+		res.Direct = dw.Direct()
+	}
+	if zr, ok := target.(ZeroReporter); ok {
+		res.ZeroRanges = zr.ZeroHandling()
+	}
+	if rm, ok := target.(Remover); ok {
+		res.Created = rm.Created()
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
 }
 
-// startOver says what an earlier interrupted restore to the target left,
-// if anything, and discards its journal: the restore starts over. It runs
-// with the target locked, before anything in it changes.
-func startOver(jr Journaled, targetName string, note func(string)) error {
-	jpath, err := jr.JournalPath()
-	if err != nil {
-		return err
-	}
-	h, done, jerr := ReadJournal(jpath)
-	// This run's own partial output is there already, empty: only one
-	// with content is an earlier restore's.
-	perr := os.ErrNotExist
-	if p := jr.PartialPath(); p != "" {
-		pst, err := os.Lstat(p)
-		if err == nil && pst.Size() > 0 {
-			perr = nil
+// failed closes target after the restore to it failed with err and says
+// what it left. What the journal records as durable is kept for a resume
+// (a *StoppedError) when keepWork is set, the cause lies outside the data
+// or the run was interrupted, unless another program took the target's
+// name meanwhile; otherwise the journal is removed and the error says
+// what the target holds (Failed).
+func failed(ctx context.Context, targetName string, target Target, journal *Journal, plan *Plan, archive string, keepWork bool, err error) error {
+	committer, _ := target.(Committer)
+	keep := keepWork || chunkstore.Outside(err) || ctx.Err() != nil
+	if n := journal.Recorded(); n > 0 && keep && !errors.Is(err, ErrTargetExists) {
+		// Keep what is durable: a resume fetches only the rest.
+		partial := ""
+		if committer != nil {
+			partial = committer.PartialPath()
+			committer.KeepPartial()
 		}
+		journal.Close()
+		target.Close(true)
+		return &StoppedError{Archive: archive, Target: targetName, Partial: partial, Journal: journal.Path(),
+			Durable: n, Total: len(plan.Chunks), Err: err}
 	}
-	if note != nil {
-		switch {
-		case jerr == nil:
-			note(fmt.Sprintf("note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)",
-				h.Snapshot, h.Archive, targetName, len(done)))
-		case perr == nil:
-			note(fmt.Sprintf("note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded", targetName))
-		}
-	}
-	return RemoveJournal(jpath)
+	partial := committer != nil && committer.Partial()
+	journal.Remove()
+	target.Close(true)
+	return Failed(archive, targetName, partial, err)
 }
 
-// restoreFailed says what a failed restore left: an existing target that
-// was written to now holds a partial image; a new file was removed.
-func restoreFailed(archive, targetName string, partial bool, err error) error {
+// Failed says what a failed restore of archive to targetName left: an
+// existing target that was written to (partial) now holds a partial image
+// (*PartialError); a new file was removed.
+func Failed(archive, targetName string, partial bool, err error) error {
 	if partial {
 		return &PartialError{Archive: archive, Target: targetName, Err: err}
 	}
 	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetName, err)
 }
+
+// StoppedError is a restore that stopped (any cause: damage, the store,
+// the target, an interruption) with chunks durable on the target and
+// recorded in its journal: both are kept, for a resume.
+type StoppedError struct {
+	Archive, Target string
+	Partial         string // a new file's partial output; "" for an existing file or a device
+	Journal         string // the journal's path
+	Durable, Total  int    // chunks durable and kept, chunks of the run
+	Err             error
+}
+
+// Error says what was kept, where, and how to continue.
+func (e *StoppedError) Error() string {
+	kept := e.Target + " now holds a partial image, not a usable disk"
+	if e.Partial != "" {
+		kept = "partial output " + e.Partial
+	}
+	how := "once the cause is fixed (the store reachable again, credentials refreshed, space freed)"
+	var de *DamagedError
+	var ce *ChunkError
+	if !chunkstore.Outside(e.Err) && (errors.As(e.Err, &de) || errors.As(e.Err, &ce)) {
+		how = "with another --store that holds the missing or damaged chunks, or with --on-missing zero / --on-corrupt zero to write zeros for them"
+	}
+	return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with --resume to fetch only the rest, %s: %v",
+		e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal, how, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *StoppedError) Unwrap() error { return e.Err }
 
 // PartialError is a restore that failed (or was interrupted) after it
 // changed an existing target: the target now holds a partial image.
@@ -297,8 +393,10 @@ func (e *PartialError) Error() string {
 func (e *PartialError) Unwrap() error { return e.Err }
 
 // FileSink opens a regular file or block device at Path (OpenTarget) with
-// Options; the SinkRequest's size, data bytes, reserve, resume and lock
-// hook replace the corresponding options.
+// Options; the SinkRequest's data bytes, reserve and resume replace the
+// corresponding options, and once the target is locked a device's sector
+// size is checked against the image (CheckSectorSize) before the
+// request's Locked runs.
 type FileSink struct {
 	Path    string
 	Options TargetOptions
@@ -310,7 +408,18 @@ func (s *FileSink) String() string { return s.Path }
 // Open opens the target (OpenTarget).
 func (s *FileSink) Open(ctx context.Context, req SinkRequest) (Target, error) {
 	o := s.Options
-	o.DataBytes, o.Reserve, o.Resume, o.Locked = req.DataBytes, req.Reserve, req.Resume, req.Locked
+	o.DataBytes, o.Reserve, o.Resume = req.DataBytes, req.Reserve, req.Resume
+	o.Locked = func() error {
+		if req.CheckImage && req.Head != nil {
+			if err := CheckSectorSize(ctx, s.Path, req.Head, s.Options.Force, req.Note); err != nil {
+				return err
+			}
+		}
+		if req.Locked != nil {
+			return req.Locked()
+		}
+		return nil
+	}
 	return OpenTarget(s.Path, req.Size, o)
 }
 
@@ -320,4 +429,5 @@ func (s *FileSink) JournalPath() (string, error) { return JournalPath(s.Path) }
 // PartialPath returns PartialPath of the target's path.
 func (s *FileSink) PartialPath() string { return PartialPath(s.Path) }
 
-var _ Journaled = (*FileSink)(nil)
+// Overwrites reports Options.Force.
+func (s *FileSink) Overwrites() bool { return s.Options.Force }

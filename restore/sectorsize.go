@@ -10,6 +10,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 )
 
 // ErrSectorSize is wrapped (with ErrTargetUnusable: exit 2) by
@@ -101,4 +102,38 @@ func ImageHead(ctx context.Context, store chunkstore.Store, plan *Plan, n int, e
 		}
 	}
 	return head, nil
+}
+
+// CheckSectorSize compares the sector size the image's GPT was written
+// for (PartitionSectorSize of head's HeadBytes: the image's first bytes,
+// read and checked from the store) with the logical sector size of the
+// block device at path: on a mismatch the partition table is not found
+// on that device, so the restore is refused (SectorSizeMismatch, exit 2)
+// or, with force, a warning is said through note. A file target, an image
+// without a GPT and a first chunk that cannot be read (the restore itself
+// reports it) pass; ctx's error is returned.
+func CheckSectorSize(ctx context.Context, path string, head func(context.Context, int) ([]byte, error), force bool, note func(string)) error {
+	devSS, err := DeviceSectorSize(path)
+	if err != nil || devSS == 0 {
+		return nil // not a device, or OpenTarget says why
+	}
+	b, err := head(ctx, HeadBytes)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return nil
+	}
+	imgSS := PartitionSectorSize(b)
+	if imgSS == 0 || imgSS == devSS {
+		return nil
+	}
+	err = SectorSizeMismatch(path, imgSS, devSS)
+	if !force {
+		return err
+	}
+	if note != nil {
+		note("warning: --force: writing anyway: " + index.DisplayText(err.Error()))
+	}
+	return nil
 }

@@ -48,13 +48,31 @@ type DirectWriter interface {
 // Committer is a Target whose writes become the visible result only when
 // committed: Commit makes a completed restore durable and puts it in place
 // (a new file renamed from its partial output); KeepPartial makes Close
-// keep an uncommitted partial output for a resume; Partial reports
-// whether an existing target was changed (after a failure it then holds a
-// partial image).
+// keep an uncommitted partial output for a resume, and PartialPath names
+// it ("" for a target written in place); Partial reports whether an
+// existing target was changed (after a failure it then holds a partial
+// image).
 type Committer interface {
 	Commit() error
 	KeepPartial()
+	PartialPath() string
 	Partial() bool
+}
+
+// ZeroReporter is a Target that says what its Zero did to the image's
+// zero ranges, for the summary: "holes" (a new sparse file), "punched"
+// (an existing file), "zeroed" (a block device) or "skipped" (assumed
+// zeroed).
+type ZeroReporter interface {
+	ZeroHandling() string
+}
+
+// Remover is a Target that may have created what it writes (a new file):
+// Created reports whether it did, and Remove removes it again after a
+// committed restore (drill --remove), without closing the target.
+type Remover interface {
+	Created() bool
+	Remove() error
 }
 
 // FileBacked is a Target written through an open file (a regular file or
@@ -94,6 +112,8 @@ var (
 	_ DirectWriter = (*FileTarget)(nil)
 	_ Committer    = (*FileTarget)(nil)
 	_ FileBacked   = (*FileTarget)(nil)
+	_ ZeroReporter = (*FileTarget)(nil)
+	_ Remover      = (*FileTarget)(nil)
 )
 
 // TargetOptions select how OpenTarget treats an existing target.

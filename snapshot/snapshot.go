@@ -1,7 +1,3 @@
-// Package snapshot finds and opens the snapshots of a datastore: listing
-// (namespaces, unfinished snapshots hidden, §1.3–§1.4), resolving "vm/100" to
-// the latest snapshot, loading and checking the manifest (§6), and reading
-// blobs with their manifest checks.
 package snapshot
 
 import (

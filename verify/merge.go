@@ -3,14 +3,11 @@ package verify
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
-
-var damageError = regexp.MustCompile(`^[0-9]+ damaged chunk\(s\)$`)
 
 // MaxShardSpread is how far apart the start times of the reports Merge
 // takes may be: shards of one nightly run start within it, last night's
@@ -142,15 +139,15 @@ func Merge(reports []Report) (Report, error) {
 				if j < 0 {
 					c := a
 					c.Damaged = slices.Clone(a.Damaged)
-					if damageError.MatchString(c.Error) {
-						c.Error = ""
+					if c.damageOnly() {
+						c.Error, c.DamageError = "", false
 					}
 					m.Archives = append(m.Archives, c)
 					continue
 				}
 				x := &m.Archives[j]
 				x.OK = x.OK && a.OK
-				if !damageError.MatchString(a.Error) {
+				if !a.damageOnly() {
 					x.Error = cmp.Or(x.Error, a.Error)
 				}
 				x.ChunksChecked += a.ChunksChecked
@@ -185,7 +182,7 @@ func Merge(reports []Report) (Report, error) {
 				a.ChunksOther = 0
 			}
 			if a.Error == "" && a.DamagedCount > 0 {
-				a.Error = fmt.Sprintf("%d damaged chunk(s)", a.DamagedCount)
+				a.Error, a.DamageError = DamageSummary(a.DamagedCount), true
 			}
 			slices.SortFunc(a.Damaged, func(x, y DamagedChunk) int {
 				return cmp.Or(cmp.Compare(first(x.Offsets), first(y.Offsets)), cmp.Compare(x.Digest, y.Digest))

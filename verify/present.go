@@ -86,9 +86,11 @@ func (v *Verifier) present(ctx context.Context, c *restore.Chunk) error {
 	case err != nil:
 		return err
 	case size == 0:
-		return fmt.Errorf("chunk %s: %s: %w (evicted-chunk marker or corruption)", c.Digest, v.store.ChunkLocation(c.Digest), chunkstore.ErrEmpty)
+		return fmt.Errorf("chunk %s: %w", c.Digest, &chunkstore.LocatedError{Location: v.store.ChunkLocation(c.Digest),
+			Err: fmt.Errorf("%w (evicted-chunk marker or corruption)", chunkstore.ErrEmpty)})
 	case size > int64(limit):
-		return fmt.Errorf("chunk %s: %s: %w: %d bytes, the chunk at most %d", c.Digest, v.store.ChunkLocation(c.Digest), chunkstore.ErrTooLarge, size, limit)
+		return fmt.Errorf("chunk %s: %w", c.Digest, &chunkstore.LocatedError{Location: v.store.ChunkLocation(c.Digest),
+			Err: fmt.Errorf("%w: %d bytes, the chunk at most %d", chunkstore.ErrTooLarge, size, limit)})
 	}
 	return nil
 }

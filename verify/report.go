@@ -1,6 +1,10 @@
 package verify
 
-import "github.com/pbsdirect/pbsdirect/chunkstore"
+import (
+	"fmt"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+)
 
 // ReportVersion is the version of the Report JSON schema.
 const ReportVersion = 1
@@ -22,6 +26,17 @@ type DamagedChunk struct {
 // message); OffsetCount gives the number of all of them.
 const MaxOffsets = 8
 
+// DamageSummary is the Error of an archive whose only failure is its n
+// damaged chunks, e.g. "3 damaged chunk(s)".
+func DamageSummary(n int) string { return fmt.Sprintf("%d damaged chunk(s)", n) }
+
+// damageOnly reports whether a's Error only counts its damaged chunks:
+// DamageError, or, in a report written before that field, an Error that is
+// the DamageSummary of its DamagedCount.
+func (a *ArchiveResult) damageOnly() bool {
+	return a.DamageError || (a.DamagedCount > 0 && a.Error == DamageSummary(a.DamagedCount))
+}
+
 // DefaultMaxDamaged is the default number of damaged chunks a run reports
 // in full; the others are counted (Options.MaxDamaged).
 const DefaultMaxDamaged = 100
@@ -39,6 +54,10 @@ type ArchiveResult struct {
 	ChunksOther   int    `json:"chunks-other-shards,omitempty"`      // left to the other shards (Options.Shard)
 	CRCOnly       bool   `json:"crc-only,omitempty"`                 // encrypted, no key: structure and CRC checked, not content
 	DamagedCount  int    `json:"damaged-count,omitempty"`            // damaged chunks, listed or not
+	// DamageError is set when Error only counts the damaged chunks
+	// (DamageSummary of DamagedCount): a merge of shards' reports counts
+	// them again instead of keeping one shard's count.
+	DamageError bool `json:"error-is-damage,omitempty"`
 	// Damaged lists the damaged chunks, by offset: those among the first
 	// Options.MaxDamaged of the run.
 	Damaged []DamagedChunk `json:"damaged-chunks,omitempty"`

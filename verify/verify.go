@@ -1,8 +1,3 @@
-// Package verify is the verify engine: it checks snapshots of a datastore
-// (manifest, blobs, and every chunk of every index archive through the
-// restore pipeline into a Discard target) and reports what is damaged, by
-// snapshot, archive, digest and byte range. Chunks shared between archives
-// and snapshots are read and checked once per Verifier.
 package verify
 
 import (
@@ -478,7 +473,7 @@ func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifes
 	var de *restore.DamagedError
 	switch {
 	case errors.As(err, &de):
-		a.OK, a.Error = false, fmt.Sprintf("%d damaged chunk(s)", a.DamagedCount)
+		a.OK, a.Error, a.DamageError = false, DamageSummary(a.DamagedCount), true
 	case err != nil:
 		a.OK, a.Error = false, v.note(err)
 	}

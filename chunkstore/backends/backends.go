@@ -62,8 +62,15 @@ func IsRemote(spec string) bool {
 // chunkstore.OpenLocal(spec, opts.Create). Errors wrap chunkstore.ErrNotFound
 // or chunkstore.ErrDenied where that is the cause (missing bucket or
 // directory, refused credentials). The bucket stores also implement
-// Layout() Layout, Retries() int64 and PolicyStats() bucket.Stats.
+// bucket.LayoutReporter and bucket.StatsReporter.
 func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, error) {
+	return OpenWrite(ctx, spec, opts)
+}
+
+// OpenWrite opens the store named by spec as Open does, for writing (a
+// backup, a report written to a store): every backend is a
+// chunkstore.WriteStore. With opts.Create a missing datastore is created.
+func OpenWrite(ctx context.Context, spec string, opts Options) (chunkstore.WriteStore, error) {
 	switch {
 	case strings.HasPrefix(spec, "s3://"):
 		o := opts.S3
@@ -129,7 +136,7 @@ func OpenChain(ctx context.Context, specs []string, opts Options, skipped func(s
 // LayoutOf returns the bucket layout of s, and false for stores without one
 // (local directories).
 func LayoutOf(s chunkstore.Store) (Layout, bool) {
-	if c, ok := s.(*chunkstore.Chain); ok {
+	if c, ok := s.(chunkstore.MemberStore); ok {
 		// A chain: the layout of its first bucket.
 		for _, m := range c.Members() {
 			if l, ok := LayoutOf(m); ok {
@@ -138,7 +145,7 @@ func LayoutOf(s chunkstore.Store) (Layout, bool) {
 		}
 		return LayoutAuto, false
 	}
-	if l, ok := s.(interface{ Layout() Layout }); ok {
+	if l, ok := s.(bucket.LayoutReporter); ok {
 		return l.Layout(), true
 	}
 	return LayoutAuto, false
@@ -154,14 +161,14 @@ func RetriesOf(s chunkstore.Store) int64 {
 // of a store that forwards them (a chain sums its members'); zero for
 // stores without one (directories).
 func PolicyStatsOf(s chunkstore.Store) bucket.Stats {
-	if c, ok := s.(*chunkstore.Chain); ok {
+	if c, ok := s.(chunkstore.MemberStore); ok {
 		var sum bucket.Stats
 		for _, m := range c.Members() {
 			sum = sum.Add(PolicyStatsOf(m))
 		}
 		return sum
 	}
-	if r, ok := s.(interface{ PolicyStats() bucket.Stats }); ok {
+	if r, ok := s.(bucket.StatsReporter); ok {
 		return r.PolicyStats()
 	}
 	return bucket.Stats{}

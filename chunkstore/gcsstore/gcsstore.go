@@ -100,7 +100,16 @@ type Store struct {
 	chunkstore.Warnings
 }
 
-var _ chunkstore.Store = (*Store)(nil)
+var (
+	_ chunkstore.WriteStore      = (*Store)(nil)
+	_ chunkstore.SnapshotClaimer = (*Store)(nil)
+	_ chunkstore.ChunkStatter    = (*Store)(nil)
+	_ chunkstore.ChunkReplacer   = (*Store)(nil)
+	_ chunkstore.Warner          = (*Store)(nil)
+	_ bucket.LayoutReporter      = (*Store)(nil)
+	_ bucket.StatsReporter       = (*Store)(nil)
+	_ bucket.Lister              = lister{}
+)
 
 // OpenURL opens the store at a URL of the form "gs://bucket[/prefix]". See
 // Open.
@@ -194,50 +203,42 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	if s.keys.Prefix != "" {
 		root = s.keys.Prefix + "/"
 	}
-	hasCnt, err := s.anyObject(ctx, root+bucket.ContentDir+"/")
+	l, err := bucket.DetectLayout(ctx, lister{s}, s.url, root, forced, create)
 	if err != nil {
-		return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		return err
 	}
-	switch {
-	case forced != LayoutAuto:
-		s.keys.Layout = forced
-	case hasCnt:
-		s.keys.Layout = LayoutPBS4
-	case !create:
-		// A plain copy of a datastore has chunks; anything else is not a datastore.
-		hasChunks, err := s.anyObject(ctx, root+".chunks/")
-		if err != nil {
-			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
-		}
-		if !hasChunks {
-			return fmt.Errorf("%s: %w: no PBS datastore at this prefix (neither %s.cnt/ nor %s.chunks/ holds objects); --store must name the datastore's prefix",
-				s.url, chunkstore.ErrNotFound, root, root)
-		}
-		s.keys.Layout = LayoutPlain
-	default:
-		// Writer: keep an existing plain copy plain, else use PBS 4's layout.
-		s.keys.Layout = LayoutPBS4
-		q := &storage.Query{Prefix: root, Delimiter: "/"}
-		q.SetAttrSelection([]string{"Name"})
-		pbs4 := false
-		err := s.list(ctx, q, func(a *storage.ObjectAttrs) {
-			if p := strings.TrimPrefix(a.Prefix, root); a.Prefix != "" && p == bucket.ContentDir+"/" {
-				pbs4 = true // written since the first listing (a concurrent writer)
-			} else if a.Prefix != "" && p != ".chunks/" {
-				s.keys.Layout = LayoutPlain
-			}
-			if n := strings.TrimPrefix(a.Name, root); a.Name != "" && (n == ".lock" || n == ".gc-status") {
-				s.keys.Layout = LayoutPlain
-			}
-		})
-		if err != nil {
-			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
-		}
-		if pbs4 {
-			s.keys.Layout = LayoutPBS4
-		}
-	}
+	s.keys.Layout = l
 	return nil
+}
+
+// lister lists the bucket for bucket.DetectLayout.
+type lister struct{ s *Store }
+
+// AnyObject reports whether any object's name starts with prefix.
+func (l lister) AnyObject(ctx context.Context, prefix string) (bool, error) {
+	found, err := l.s.anyObject(ctx, prefix)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return found, nil
+}
+
+// ListLevel lists one level below prefix.
+func (l lister) ListLevel(ctx context.Context, prefix string) (dirs, objects []string, err error) {
+	q := &storage.Query{Prefix: prefix, Delimiter: "/"}
+	q.SetAttrSelection([]string{"Name"})
+	err = l.s.list(ctx, q, func(a *storage.ObjectAttrs) {
+		if a.Prefix != "" {
+			dirs = append(dirs, strings.TrimPrefix(a.Prefix, prefix))
+		}
+		if a.Name != "" {
+			objects = append(objects, strings.TrimPrefix(a.Name, prefix))
+		}
+	})
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	return dirs, objects, nil
 }
 
 // anyObject reports whether any object's name starts with prefix.
@@ -331,7 +332,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 		return err
 	}, classifyErr)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+		return nil, fmt.Errorf("chunk %s: %w", d, &chunkstore.LocatedError{Location: s.objURL(key), Err: mapErr(err)})
 	}
 	return out, nil
 }

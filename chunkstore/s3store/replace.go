@@ -20,7 +20,7 @@ func (s *Store) StatChunk(ctx context.Context, d crypto.Digest) (int64, error) {
 	key := s.keys.Chunk(d)
 	size, err := s.headSize(ctx, key)
 	if err != nil {
-		return 0, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), err)
+		return 0, fmt.Errorf("chunk %s: %w", d, &chunkstore.LocatedError{Location: s.objURL(key), Err: err})
 	}
 	return size, nil
 }

@@ -189,7 +189,17 @@ type Store struct {
 	chunkstore.Warnings
 }
 
-var _ chunkstore.Store = (*Store)(nil)
+var (
+	_ chunkstore.WriteStore       = (*Store)(nil)
+	_ chunkstore.SnapshotClaimer  = (*Store)(nil)
+	_ chunkstore.ChunkStatter     = (*Store)(nil)
+	_ chunkstore.ChunkReplacer    = (*Store)(nil)
+	_ chunkstore.RedirectFollower = (*Store)(nil)
+	_ chunkstore.Warner           = (*Store)(nil)
+	_ bucket.LayoutReporter       = (*Store)(nil)
+	_ bucket.StatsReporter        = (*Store)(nil)
+	_ bucket.Lister               = lister{}
+)
 
 // OpenURL opens the store at a URL of the form "s3://bucket[/prefix]"
 // (prefix may be empty or multi-level). See Open.
@@ -527,79 +537,55 @@ func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) er
 	if s.keys.Prefix != "" {
 		root = s.keys.Prefix + "/"
 	}
+	l, err := bucket.DetectLayout(ctx, lister{s}, s.url, root, forced, create)
+	if err != nil {
+		return err
+	}
+	s.keys.Layout = l
+	return nil
+}
+
+// lister lists the bucket for bucket.DetectLayout.
+type lister struct{ s *Store }
+
+// AnyObject reports whether any key starts with prefix (a one-key listing).
+func (l lister) AnyObject(ctx context.Context, prefix string) (bool, error) {
 	var out *s3.ListObjectsV2Output
-	err := s.do(ctx, func(ctx context.Context) (err error) {
-		out, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-			Bucket:  &s.bucket,
-			Prefix:  aws.String(root + bucket.ContentDir + "/"),
+	err := l.s.do(ctx, func(ctx context.Context) (err error) {
+		out, err = l.s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket:  &l.s.bucket,
+			Prefix:  aws.String(prefix),
 			MaxKeys: aws.Int32(1),
 		})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
+		return false, mapErr(err)
 	}
-	switch {
-	case forced != LayoutAuto:
-		s.keys.Layout = forced
-	case len(out.Contents) > 0:
-		s.keys.Layout = LayoutPBS4
-	case !create:
-		// A plain copy of a datastore has chunks; anything else is not a datastore.
-		var chunks *s3.ListObjectsV2Output
-		err := s.do(ctx, func(ctx context.Context) (err error) {
-			chunks, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-				Bucket:  &s.bucket,
-				Prefix:  aws.String(root + ".chunks/"),
-				MaxKeys: aws.Int32(1),
-			})
-			return err
+	return len(out.Contents) > 0, nil
+}
+
+// ListLevel lists the first page one level below prefix.
+func (l lister) ListLevel(ctx context.Context, prefix string) (dirs, objects []string, err error) {
+	var top *s3.ListObjectsV2Output
+	err = l.s.do(ctx, func(ctx context.Context) (err error) {
+		top, err = l.s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket:    &l.s.bucket,
+			Prefix:    aws.String(prefix),
+			Delimiter: aws.String("/"),
 		})
-		if err != nil {
-			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
-		}
-		if len(chunks.Contents) == 0 {
-			return fmt.Errorf("%s: %w: no PBS datastore at this prefix (neither %s.cnt/ nor %s.chunks/ holds objects); --store must name the datastore's prefix",
-				s.url, chunkstore.ErrNotFound, root, root)
-		}
-		s.keys.Layout = LayoutPlain
-	default:
-		// Writer: keep an existing plain copy plain, else use PBS 4's layout.
-		var top *s3.ListObjectsV2Output
-		err := s.do(ctx, func(ctx context.Context) (err error) {
-			top, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-				Bucket:    &s.bucket,
-				Prefix:    aws.String(root),
-				Delimiter: aws.String("/"),
-			})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("%s: listing bucket: %w", s.url, mapErr(err))
-		}
-		s.keys.Layout = LayoutPBS4
-		pbs4 := false
-		for _, cp := range top.CommonPrefixes {
-			switch name := strings.TrimPrefix(aws.ToString(cp.Prefix), root); name {
-			case ".chunks/":
-			case bucket.ContentDir + "/":
-				// Written since the first listing (a concurrent writer).
-				pbs4 = true
-			default:
-				s.keys.Layout = LayoutPlain
-			}
-		}
-		if pbs4 {
-			s.keys.Layout = LayoutPBS4
-			return nil
-		}
-		for _, o := range top.Contents {
-			if name := strings.TrimPrefix(aws.ToString(o.Key), root); name == ".lock" || name == ".gc-status" {
-				s.keys.Layout = LayoutPlain
-			}
-		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, mapErr(err)
 	}
-	return nil
+	for _, cp := range top.CommonPrefixes {
+		dirs = append(dirs, strings.TrimPrefix(aws.ToString(cp.Prefix), prefix))
+	}
+	for _, o := range top.Contents {
+		objects = append(objects, strings.TrimPrefix(aws.ToString(o.Key), prefix))
+	}
+	return dirs, objects, nil
 }
 
 // Layout returns the layout in use (never LayoutAuto).
@@ -644,7 +630,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 		return err
 	}, classifyErr)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+		return nil, fmt.Errorf("chunk %s: %w", d, &chunkstore.LocatedError{Location: s.objURL(key), Err: mapErr(err)})
 	}
 	return out, nil
 }

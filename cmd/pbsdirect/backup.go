@@ -139,7 +139,7 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 		}
-		store, err := openStore(ctx, &sf, true, max(*jobs, 8))
+		store, err := openBackupStore(ctx, &sf, max(*jobs, 8))
 		if err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 	bar := startProgress(stderr, rc.sf.progress, "read back", int64(r.plan.Size), func() int64 {
 		return int64(rb.Bytes.Load() + rb.HoleBytes.Load())
 	})
-	err = restore.ReadBackFile(ctx, r.target.File(), targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)
+	err = restore.ReadBackTarget(ctx, r.target, targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)
 	bar.done()
 	el := time.Since(rbStart)
 	rep.ReadBackSeconds = el.Seconds()
@@ -128,8 +128,8 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 		Bytes: rb.Bytes.Load(), ChunksChecked: rb.Chunks.Load(), ZeroBytesChecked: rb.ZeroChecked.Load(),
 		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), el),
 	}
-	if err == nil && remove && r.created {
-		if rerr := r.target.Remove(); rerr != nil {
+	if rm, ok := r.target.(restore.Remover); ok && err == nil && remove && r.created {
+		if rerr := rm.Remove(); rerr != nil {
 			err = rerr
 		} else {
 			rep.Removed = true

@@ -214,6 +214,7 @@ func TestRoundTrip(t *testing.T) {
 // create' and a passphrase from PBS_ENCRYPTION_PASSWORD; a wrong passphrase
 // fails.
 func TestPassphraseKey(t *testing.T) {
+	fixture.SkipIfShort(t)
 	data := fixture.Mixed(1<<20+333, 11)
 	for _, kdf := range []string{"scrypt", "pbkdf2"} {
 		t.Run(kdf, func(t *testing.T) {

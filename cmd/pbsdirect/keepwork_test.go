@@ -212,8 +212,15 @@ func TestResumeNothingAndComplete(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(plain)); len(ents) != 1 {
 		t.Errorf("a restore without --resume left beside the target: %v", ents)
 	}
-	// No record of it: --resume claims nothing and says what to do.
-	mustFail(t, 2, []string{"no journal", "may be complete", "--force"}, args(plain, "--resume")...)
+	// No record of it: --resume reads it back and finds it whole.
+	p.SetRules(faultproxy.Rule{Method: "GET", PathContains: "/.chunks/"})
+	if r := mustOK(t, args(plain, "--resume")...); !strings.Contains(r.out, "whole, checked 16 chunks: nothing to do") {
+		t.Errorf("--resume after a restore without it does not say the target is complete: %v", r)
+	}
+	if n := p.Matched()[0]; n != 0 {
+		t.Errorf("--resume over a whole file fetched %d chunks", n)
+	}
+	p.SetRules()
 	target := filepath.Join(t.TempDir(), "disk.img")
 	r := mustOK(t, args(target, "--resume")...)
 	if !strings.Contains(r.err, "nothing to resume") {
@@ -229,14 +236,132 @@ func TestResumeNothingAndComplete(t *testing.T) {
 		t.Errorf("--resume of a complete target fetched %d chunks", n)
 	}
 	fixture.Equal(t, target, data)
-	// Changed since: no evidence of completeness any more.
+	// Touched since: the record no longer vouches for it, its bytes do.
 	later := time.Now().Add(time.Hour)
 	if err := os.Chtimes(target, later, later); err != nil {
 		t.Fatal(err)
 	}
-	r = pbs(t, args(target, "--resume")...)
-	if r.code == 0 || strings.Contains(r.out, "is complete") {
-		t.Errorf("--resume over a changed file: %v", r)
+	r = mustOK(t, args(target, "--resume")...)
+	if !strings.Contains(r.out, "whole, checked") || !strings.Contains(r.err, "changed since") {
+		t.Errorf("--resume over a touched but whole file: %v", r)
+	}
+	// Changed since: no claim of completeness, and nothing written.
+	keepFlip(t, target, 3*keepChunk+5)
+	mustFail(t, 2, []string{"1 of 16 chunks differ", "--force"}, args(target, "--resume")...)
+	if n := p.Matched()[0]; n != 0 {
+		t.Errorf("--resume of a complete target fetched %d chunks", n)
+	}
+}
+
+// keepFlip inverts the byte at off of the file at path, in place.
+func keepFlip(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResumeOverPlainRestore: --resume over a file a restore without
+// --resume completed (no journal, no completion record) reads it back
+// against the index — with the key for an encrypted archive — and, the
+// file whole, says so and exits 0 fetching nothing (the store's chunks are
+// gone) and writing nothing (content and modification time unchanged, no
+// journal left); one byte changed in a data chunk, or data in a zero range,
+// and --resume is refused (exit 2) naming how many chunks differ and
+// --force, the file left as it is.
+func TestResumeOverPlainRestore(t *testing.T) {
+	data := fixture.Build(25, fixture.Region{Kind: fixture.Random, Len: 6 * keepChunk},
+		fixture.Region{Kind: fixture.Zero, Len: 3 * keepChunk}, fixture.Region{Kind: fixture.Random, Len: 2 * keepChunk})
+	for _, c := range []struct {
+		name string
+		key  bool
+	}{{"plain", false}, {"encrypted", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			store := fixture.NewStore(t)
+			var keyArgs []string
+			if c.key {
+				keyfile := filepath.Join(t.TempDir(), "key.json")
+				mustOK(t, "key", "create", "--kdf", "none", keyfile)
+				keyArgs = []string{"--keyfile", keyfile}
+			}
+			backupImage(t, store, data, append([]string{"--chunk-size", "64"}, keyArgs...)...)
+			dir := t.TempDir()
+			target := filepath.Join(dir, "disk.img")
+			args := func(extra ...string) []string {
+				return append(append(append([]string{"restore", "--store", store}, keyArgs...), extra...), snap0, "drive-scsi0", target)
+			}
+			mustOK(t, args()...)
+			// From here on, a fetch fails: nothing is to be fetched.
+			if err := os.Rename(filepath.Join(store, ".chunks"), filepath.Join(store, ".chunks-gone")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(store, ".chunks"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			past := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+			unchanged := func(want []byte) {
+				t.Helper()
+				fixture.Equal(t, target, want)
+				if st, err := os.Stat(target); err != nil || !st.ModTime().Equal(past) {
+					t.Errorf("the target's modification time changed: %v (want %v)", st.ModTime(), past)
+				}
+				if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+					t.Errorf("--resume left beside the target: %v", ents)
+				}
+			}
+			touch := func() {
+				t.Helper()
+				if err := os.Chtimes(target, past, past); err != nil {
+					t.Fatal(err)
+				}
+			}
+			touch()
+			r := mustOK(t, args("--resume")...)
+			if want := "holds " + snap0 + " drive-scsi0.img.fidx whole, checked 8 chunks: nothing to do"; !strings.Contains(r.out, want) {
+				t.Errorf("--resume over a whole file does not say %q: %v", want, r)
+			}
+			unchanged(data)
+			s := restoreJSON(t, args("--resume")[1:]...)
+			if s.ChunksFetched != 0 || s.ResumedChunks == 0 || s.ExitCode != 0 {
+				t.Errorf("--resume over a whole file, JSON: %+v", s)
+			}
+			unchanged(data)
+
+			for _, m := range []struct {
+				name string
+				off  int64
+				want []string
+			}{
+				{"data", 4*keepChunk + 100, []string{"1 of 8 chunks differ", "--force"}},
+				{"zero", 7*keepChunk + 9, []string{"zero ranges do not read as zeros", "--force"}},
+			} {
+				t.Run(m.name, func(t *testing.T) {
+					keepFlip(t, target, m.off)
+					touch()
+					changed, err := os.ReadFile(target)
+					if err != nil {
+						t.Fatal(err)
+					}
+					r := mustFail(t, 2, m.want, args("--resume")...)
+					if strings.Contains(r.out, "nothing to do") {
+						t.Errorf("--resume over a changed file claims it complete: %v", r)
+					}
+					unchanged(changed)
+					keepFlip(t, target, m.off)
+					touch()
+				})
+			}
+		})
 	}
 }
 

@@ -160,6 +160,7 @@ func TestPassphraseSources(t *testing.T) {
 // new key file that restores the snapshot. Once with a master key made by
 // pbsdirect, once with one made by OpenSSL.
 func TestMasterKeyRecovery(t *testing.T) {
+	fixture.SkipIfShort(t)
 	openssl, opensslErr := exec.LookPath("openssl")
 	for _, maker := range []string{"pbsdirect", "openssl"} {
 		t.Run(maker, func(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 
 // openLocationDir opens the bucket "directory" of a remote location as a
 // plain-layout store and returns it with the object's name in it.
-func openLocationDir(ctx context.Context, sf *storeFlags, loc string) (chunkstore.Store, string, error) {
+func openLocationDir(ctx context.Context, sf *storeFlags, loc string) (chunkstore.WriteStore, string, error) {
 	scheme, rest, _ := strings.Cut(loc, "://")
 	dir, name := path.Split(rest)
 	dir = strings.TrimSuffix(dir, "/")
@@ -36,7 +36,7 @@ func openLocationDir(ctx context.Context, sf *storeFlags, loc string) (chunkstor
 		return nil, "", err
 	}
 	layout, _ := backends.ParseLayout("plain")
-	s, err := backends.Open(ctx, scheme+"://"+dir, backends.Options{
+	s, err := backends.OpenWrite(ctx, scheme+"://"+dir, backends.Options{
 		Layout: layout,
 		S3:     s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps},
 	})

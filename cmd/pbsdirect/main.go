@@ -1,12 +1,3 @@
-// Command pbsdirect restores, verifies and writes Proxmox Backup Server
-// archives directly from a datastore directory or a bucket, with no PBS
-// server in the loop.
-//
-// Exit codes (see exitCode): 0 success; 1 the data is damaged or missing
-// (proven: read and failed a check, or definitively not there); 2 usage
-// error; 3 the run could not complete for a reason outside the data, or
-// any error that proves nothing about the data (retrying later can help);
-// 130/143 interrupted by SIGINT/SIGTERM.
 package main
 
 import (

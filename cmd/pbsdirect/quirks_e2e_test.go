@@ -90,6 +90,7 @@ func (e *quirkEnv) restoreLatest(t *testing.T, flags ...string) {
 }
 
 func TestProviderQuirks(t *testing.T) {
+	fixture.SkipIfShort(t)
 	e := newQuirkEnv(t)
 	// Without quirks: the page boundary is where it should be.
 	plain := e.proxy(t, quirkproxy.Quirks{})

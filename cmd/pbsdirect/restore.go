@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -102,7 +99,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly), or a block device holding a file system, partition table, LVM, RAID or other signature; write an image whose GPT is for another sector size than the device's (with a warning)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges (refused on a device holding a signature)")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
-	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; after a completed restore of an unchanged file it exits 0")
+	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; over an existing file no completion record vouches for (restored without --resume) every chunk is read back and checked: whole, it exits 0 writing nothing, else it is refused naming --force")
 	rc.restart = fs.Bool("restart", false, "start over an interrupted restore to TARGET, discarding its partial output and journal (without --restart or --resume such a restore is refused)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
@@ -155,7 +152,7 @@ type restored struct {
 	created bool           // the target file was created by the restore
 	// target is committed (synced, renamed into place) and still open and
 	// locked, for a read-back; the caller closes it.
-	target *restore.FileTarget
+	target restore.Target
 	// damage lists the chunks written as zeros (--on-missing/--on-corrupt
 	// zero); nil for a clean restore.
 	damage *restore.DamagedError
@@ -240,10 +237,11 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 	}
 }
 
-// run restores archive of snapshot ref to targetPath and returns its
-// summary. Blob archives are written whole (allowBlob) and return nil.
-// An error after SNAPSHOT was resolved is a resolvedError naming the
-// snapshot.
+// run restores archive of snapshot ref to targetPath (restore.Restore)
+// and returns its summary. Blob archives are written whole (allowBlob)
+// and return nil, as does a --resume that finds the target complete (said
+// here). An error after SNAPSHOT was resolved is a resolvedError naming
+// the snapshot.
 func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (_ *restored, err error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
@@ -268,293 +266,65 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, err
 	}
-	m, cc := src.Manifest(), src.Key()
 	if strings.HasSuffix(archive, ".blob") {
 		if !allowBlob {
 			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
 		}
-		return nil, restoreBlob(ctx, store, snap, m, archive, targetPath, rc.targetOptions(0), cc, stdout, sf)
+		return nil, rc.restoreBlob(ctx, src, archive, targetPath, stdout)
 	}
-	plan, fi, err := restore.LoadPlan(ctx, store, snap.Dir(), m, archive, cc)
-	if err != nil {
-		return nil, snapshot.Removed(ctx, store, snap, err)
-	}
-	hdr := journalHeader(snap, archive, fi, plan)
-	jpath, err := restore.JournalPath(targetPath)
-	if errors.Is(err, restore.ErrNoJournalPlace) {
-		fmt.Fprintf(stderr, "pbsdirect: warning: %v: restoring without one (an interrupted restore cannot be resumed)\n", err)
-		jpath, err = "", nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	rs, err := rc.openResume(jpath, hdr, plan, targetPath, allowBlob, stdout, stderr)
-	if err != nil || rs.complete {
-		return nil, err
-	}
-	journal, durable := rs.journal, rs.durable
-	topts := rc.targetOptions(int64(plan.DataBytes()))
-	topts.Reserve = plan.DataRanges()
-	topts.Resume = rs.partial
-	if journal == nil {
-		// Once the target is ours: a device's sector size is checked
-		// against the image's partition table, then an earlier
-		// interrupted restore is refused (--resume continues it) or
-		// started over (--restart).
-		topts.Locked = func() error {
-			if !rs.partial {
-				if err := rc.checkSectorSize(ctx, store, plan, fi.CryptMode == index.CryptEncrypt, cc, targetPath, stderr); err != nil {
-					return err
-				}
-			}
-			return startOver(targetPath, jpath, *rc.restart || !rc.keepWork, stderr)
-		}
-	}
-	target, err := restore.OpenTarget(targetPath, int64(plan.Size), topts)
-	if err != nil {
-		journal.Close()
-		return nil, err
-	}
-	if journal == nil && jpath != "" {
-		journal, err = restore.CreateJournal(jpath, hdr)
-		if err != nil {
-			fmt.Fprintf(stderr, "pbsdirect: warning: %v: restoring without a journal (an interrupted restore cannot be resumed)\n", err)
-			journal = nil
-		}
-	}
-	var stats restore.Stats
 	opts := pf.options(sf.fetchSpec())
-	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
-	opts.Key = cc
-	opts.Archive = path.Join(snap.Dir(), archive)
 	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
-	opts.Journal = journal
 	defer raiseProcs(opts)()
-	// Progress counts data written: zero ranges take no time and would
-	// only inflate the rate.
-	stopRetryLines()
-	bar := startProgressWatch(stderr, sf.progress, "restore", int64(plan.DataBytes()), func() int64 {
-		return int64(stats.DataBytes.Load())
-	}, &sf.retries)
-	resumed := 0
-	if durable != nil {
-		// The journal says which chunks were written and synced; the
-		// target's own bytes must say so too (a partial output changed
-		// since, another device at the same path): they are read back
-		// while the rest is fetched, and what they do not hold is fetched
-		// after.
-		resumed, err = restore.RunResume(ctx, store, plan, target, target.File(), durable, opts, &stats)
-		if n := len(durable) - resumed; n > 0 && ctx.Err() == nil {
-			fmt.Fprintf(stderr, "pbsdirect: note: %d chunk(s) the journal records are not on %s as written: they are fetched again\n", n, targetPath)
-		}
-	} else {
-		err = restore.Run(ctx, store, plan, target, opts, &stats)
-	}
-	bar.done()
-	var damage *restore.DamagedError
-	if de := (*restore.DamagedError)(nil); errors.As(err, &de) && de.Zeroed {
-		// Every other byte is restored, verified and synced.
-		damage, err = de, nil
-	}
-	if err == nil {
-		err = target.Commit()
+	res, err := restore.Restore(ctx, src, archive, &restore.FileSink{Path: targetPath, Options: rc.targetOptions(0)}, restore.RestoreOptions{
+		Pipeline: opts, Resume: *rc.resume, Restart: *rc.restart, KeepWork: rc.keepWork,
+		Note: func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) },
+		Progress: func(total int64, done func() int64) func() {
+			stopRetryLines()
+			return startProgressWatch(stderr, sf.progress, "restore", total, done, &sf.retries).done
+		},
+	})
+	if errors.Is(err, restore.ErrRefused) {
+		return nil, usagef("%s", err.Error()) // the command line must change (exit 2)
 	}
 	if err != nil {
-		keep := rc.keepWork || chunkstore.Outside(err) || ctx.Err() != nil
-		if n := journal.Recorded(); n > 0 && keep && !errors.Is(err, restore.ErrTargetExists) {
-			// Keep what is durable: --resume fetches only the rest. (Not
-			// when another program took the target's name meanwhile.)
-			partial := target.PartialPath()
-			target.KeepPartial()
-			journal.Close()
-			target.Close(true)
-			return nil, &stoppedError{archive: opts.Archive, target: targetPath, partial: partial, journal: journal.Path(),
-				durable: n, total: len(plan.Chunks), err: err}
-		}
-		partial := target.Partial()
-		journal.Remove()
-		target.Close(true)
-		return nil, restoreFailed(opts.Archive, targetPath, partial, err)
+		return nil, err
 	}
-	// A --resume run (a retry loop's) records its completion, so that the
-	// next --resume knows; other runs leave nothing beside the target.
-	if id, ierr := restore.TargetIdentity(target.File()); ierr == nil && damage == nil && rc.keepWork && *rc.resume {
-		id.Finished = time.Now().UTC()
-		if cerr := journal.Complete(hdr, id); cerr != nil {
-			fmt.Fprintf(stderr, "pbsdirect: warning: %v: a later --resume will not know the restore completed\n", cerr)
-		}
-	} else {
-		journal.Remove()
+	if res.Complete != "" {
+		return nil, rc.sayComplete(stdout, snap.String(), archive, targetPath, res)
 	}
 	el := time.Since(start) - keys.OpeningTime() // the clock runs from the key opened
-	r := &restored{plan: plan, created: target.Created(), target: target, damage: damage}
-	if opts.Encrypted {
-		r.key = cc
-	}
+	plan, stats, o := res.Plan, res.Stats, res.Options
+	r := &restored{plan: plan, key: res.Key, created: res.Created, target: res.Target, damage: res.Damage}
 	r.summary = restoreSummary{
 		Snapshot: snap.String(), Archive: archive, Target: targetPath, Size: plan.Size,
 		DataBytes: stats.DataBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(), FetchedBytes: stats.FetchedBytes.Load(),
 		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
 		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
-		Direct: target.Direct(), Encrypted: opts.Encrypted, Jobs: opts.Jobs, Writers: opts.Writers, Fetchers: opts.Fetchers,
-		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: target.ZeroHandling(),
+		Direct: res.Direct, Encrypted: o.Encrypted, Jobs: o.Jobs, Writers: o.Writers, Fetchers: o.Fetchers,
+		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: res.ZeroRanges,
+		ResumedChunks: res.Resumed, Stores: storeCounts(store),
 	}
 	if r.summary.Layout != "" {
 		q := backends.PolicyStatsOf(store)
 		r.summary.Requests = &q
 	}
-	r.summary.Stores = storeCounts(store)
-	r.summary.ResumedChunks = resumed
-	if damage != nil {
-		r.summary.DamagedRanges = damage.Ranges()
-		r.summary.DamagedChunks = len(damage.Chunks)
+	if r.damage != nil {
+		r.summary.DamagedRanges = r.damage.Ranges()
+		r.summary.DamagedChunks = len(r.damage.Chunks)
 		r.summary.ExitCode = exitData
 	}
 	return r, nil
 }
 
-// journalHeader names what a restore's journal belongs to.
-func journalHeader(snap index.Snapshot, archive string, fi *index.FileInfo, plan *restore.Plan) restore.JournalHeader {
-	return restore.JournalHeader{Snapshot: snap.String(), Archive: archive, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
-}
-
-// startOver runs, with the target locked and before anything in it
-// changes, when a restore starts without --resume. An earlier interrupted
-// restore whose journal records durable chunks is refused (a usage error
-// naming --resume and --restart) unless restart is set; then, or when
-// there is nothing worth resuming, its journal (or the record of a
-// completed restore) is discarded and what it left is said.
-func startOver(targetPath, jpath string, restart bool, stderr io.Writer) error {
-	if jpath == "" {
-		return nil
+// sayComplete reports a target found complete by --resume: its line on
+// stdout in text, the summary (nothing fetched, every chunk resumed) in
+// JSON.
+func (rc *restoreCmd) sayComplete(stdout io.Writer, snap, archive, targetPath string, res *restore.Result) error {
+	if rc.sf.json() {
+		return writeJSON(stdout, restoreSummary{Snapshot: snap, Archive: archive, Target: targetPath, Size: res.Plan.Size, ResumedChunks: res.Resumed})
 	}
-	h, done, jerr := restore.ReadJournal(jpath)
-	_, complete, _ := restore.ReadCompletion(jpath)
-	// This run's own partial output is there already, empty: only one
-	// with content is an earlier restore's.
-	pst, perr := os.Lstat(restore.PartialPath(targetPath))
-	if perr == nil && pst.Size() == 0 {
-		perr = os.ErrNotExist
-	}
-	if st, err := os.Stat(targetPath); err == nil && st.Mode()&os.ModeDevice != 0 {
-		perr = nil // a device holds what was written to it
-	}
-	switch {
-	case jerr == nil && complete == nil && len(done) > 0 && perr == nil && !restart:
-		return usagef("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
-			targetPath, h.Snapshot, h.Archive, len(done), jpath)
-	case jerr == nil && complete == nil && len(done) > 0 && perr == nil:
-		fmt.Fprintf(stderr, "pbsdirect: note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded\n",
-			len(done), h.Snapshot, h.Archive, targetPath)
-	case perr == nil && !restore.IsDevice(targetPath):
-		fmt.Fprintf(stderr, "pbsdirect: note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded\n", targetPath)
-	}
-	return restore.RemoveJournal(jpath)
-}
-
-// resumeState is what --resume found to continue.
-type resumeState struct {
-	journal  *restore.Journal       // the journal to append to; nil: a new one is created
-	durable  map[crypto.Digest]bool // chunks to check on the target and not fetch again
-	partial  bool                   // a new file's partial output is continued (TargetOptions.Resume)
-	complete bool                   // the target is complete already: nothing to do
-}
-
-// openResume finds what --resume continues: the journal at jpath of the
-// interrupted restore (refusing one of another snapshot, archive or index)
-// and the chunks it records as durable, which the caller checks on the
-// target while the rest is fetched (restore.RunResume). With
-// nothing to resume (no journal, no partial output, or no place for a
-// journal) the restore starts from the beginning, which is said on stderr.
-// A journal that records a completed restore is checked against the
-// target: a file still the one it left (device, inode, size, modification
-// time) is complete (said on stdout in text, with allowComplete: the
-// restore command, not drill; exit 0); for a
-// block device every data chunk is read back and only what does not match
-// is fetched again. Without --resume it returns the zero resumeState.
-func (rc *restoreCmd) openResume(jpath string, hdr restore.JournalHeader, plan *restore.Plan, targetPath string, allowComplete bool, stdout, stderr io.Writer) (resumeState, error) {
-	if !*rc.resume {
-		return resumeState{}, nil
-	}
-	fresh := func(why string) (resumeState, error) {
-		fmt.Fprintf(stderr, "pbsdirect: note: --resume: nothing to resume (%s): the restore starts from the beginning\n", why)
-		if jpath != "" {
-			restore.RemoveJournal(jpath)
-		}
-		return resumeState{}, nil
-	}
-	if jpath == "" {
-		return fresh("no place for a journal")
-	}
-	h, complete, err := restore.ReadCompletion(jpath)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if st, serr := os.Lstat(targetPath); serr == nil && st.Mode().IsRegular() && !*rc.force {
-			// Restored by a run without --resume (which leaves no record),
-			// or another file: nothing says which.
-			return resumeState{}, usagef("--resume: %s exists and no journal (%s) records its restore: a run without --resume leaves no record, so it may be complete; give --force to restore over it", targetPath, jpath)
-		}
-		return fresh("no journal " + jpath)
-	case err != nil:
-		return resumeState{}, err
-	}
-	if h != hdr && complete != nil {
-		return fresh(fmt.Sprintf("the journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive))
-	}
-	device := restore.IsDevice(targetPath)
-	if complete != nil {
-		if !device {
-			st, err := os.Stat(targetPath)
-			if err == nil && st.Mode().IsRegular() {
-				f, oerr := os.Open(targetPath)
-				if oerr == nil {
-					id, ierr := restore.TargetIdentity(f)
-					f.Close()
-					if ierr == nil && id.Same(*complete) && allowComplete {
-						if !rc.sf.json() {
-							fmt.Fprintf(stdout, "%s is complete: the restore of %s/%s to it finished at %s and the file is unchanged since; nothing to do\n",
-								targetPath, hdr.Snapshot, hdr.Archive, complete.Finished.Format(time.RFC3339))
-						}
-						return resumeState{complete: true}, nil
-					}
-				}
-			}
-			return fresh(fmt.Sprintf("the restore to %s completed at %s, but the file there is not the one it left", targetPath, complete.Finished.Format(time.RFC3339)))
-		}
-		j, err := restore.ResumeJournal(jpath, hdr)
-		if err != nil {
-			return resumeState{}, err
-		}
-		all := make(map[crypto.Digest]bool, len(plan.Chunks))
-		for i := range plan.Chunks {
-			all[plan.Chunks[i].Digest] = true
-		}
-		fmt.Fprintf(stderr, "pbsdirect: note: --resume: the restore of %s %s to %s completed at %s: reading its data back, fetching only what no longer matches\n",
-			hdr.Snapshot, hdr.Archive, targetPath, complete.Finished.Format(time.RFC3339))
-		return resumeState{journal: j, durable: all}, nil
-	}
-	if !device {
-		if _, err := os.Lstat(targetPath); errors.Is(err, os.ErrNotExist) {
-			pst, err := os.Lstat(restore.PartialPath(targetPath))
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-				return fresh("no partial output " + restore.PartialPath(targetPath))
-			case err == nil && pst.Mode().IsRegular() && pst.Size() != int64(plan.Size):
-				// Stopped before the partial output had the image's size:
-				// nothing in it was journaled either.
-				return fresh("the partial output " + restore.PartialPath(targetPath) + " is not of the image's size")
-			}
-		}
-	}
-	j, err := restore.ResumeJournal(jpath, hdr)
-	switch {
-	case errors.Is(err, restore.ErrJournalMismatch):
-		return resumeState{}, usagef("--resume refused for %s: %v; or --restart to start over", targetPath, err)
-	case err != nil:
-		return resumeState{}, err
-	}
-	_, err = os.Lstat(targetPath)
-	return resumeState{journal: j, durable: j.Done(), partial: !device && err != nil}, nil
+	fmt.Fprintln(stdout, res.Complete)
+	return nil
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
@@ -568,66 +338,6 @@ func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
 	return o
 }
 
-// restoreFailed says what a failed restore left: an existing target that
-// was written to now holds a partial image; a new file was removed.
-func restoreFailed(archive, targetPath string, partial bool, err error) error {
-	if partial {
-		return &partialError{archive: archive, target: targetPath, err: err}
-	}
-	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetPath, err)
-}
-
-// stoppedError is a restore that stopped (any cause: damage, the store,
-// the target, an interruption) with chunks durable on the target and
-// recorded in its journal: both are kept, for --resume.
-type stoppedError struct {
-	archive, target string
-	partial         string // a new file's partial output; "" for an existing file or a device
-	journal         string
-	durable, total  int
-	err             error
-}
-
-// Error says what was kept, where, and how to continue.
-func (e *stoppedError) Error() string {
-	kept := e.target + " now holds a partial image, not a usable disk"
-	if e.partial != "" {
-		kept = "partial output " + e.partial
-	}
-	how := "once the cause is fixed (the store reachable again, credentials refreshed, space freed)"
-	var de *restore.DamagedError
-	var ce *restore.ChunkError
-	if !chunkstore.Outside(e.err) && (errors.As(e.err, &de) || errors.As(e.err, &ce)) {
-		how = "with another --store that holds the missing or damaged chunks, or with --on-missing zero / --on-corrupt zero to write zeros for them"
-	}
-	return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with --resume to fetch only the rest, %s: %v",
-		e.archive, e.target, e.durable, e.total, kept, e.journal, how, e.err)
-}
-
-// Unwrap returns the cause.
-func (e *stoppedError) Unwrap() error { return e.err }
-
-// partialError is a restore that failed (or was interrupted) after it
-// changed an existing target: the target now holds a partial image.
-type partialError struct {
-	archive, target string
-	err             error
-}
-
-// words says what the target holds now.
-func (e *partialError) words() string {
-	return fmt.Sprintf("%s now holds a partial image, not a usable disk (restore again to repair it)", e.target)
-}
-
-// Error says that the restore failed after writing started, what the
-// target holds now, and why.
-func (e *partialError) Error() string {
-	return fmt.Sprintf("restore of %s to %s failed after writing started: %s: %v", e.archive, e.target, e.words(), e.err)
-}
-
-// Unwrap returns the cause.
-func (e *partialError) Unwrap() error { return e.err }
-
 // zeroWords explains restoreSummary.ZeroRanges in the text summary.
 var zeroWords = map[string]string{
 	"holes":   "left as holes",
@@ -636,19 +346,19 @@ var zeroWords = map[string]string{
 	"skipped": "skipped, device assumed zeroed",
 }
 
-// restoreBlob writes the decoded blob archive to targetPath.
-func restoreBlob(ctx context.Context, store chunkstore.Store, snap index.Snapshot, m *index.Manifest, archive, targetPath string, topts restore.TargetOptions, cc *crypto.Config, stdout io.Writer, sf *storeFlags) error {
-	data, err := snapshot.ReadBlob(ctx, store, snap, m, archive, cc)
+// restoreBlob writes the decoded blob archive of src to targetPath.
+func (rc *restoreCmd) restoreBlob(ctx context.Context, src *snapshot.Reader, archive, targetPath string, stdout io.Writer) error {
+	data, err := src.Blob(ctx, archive)
 	if err != nil {
 		return err
 	}
-	if err := restore.WriteFile(targetPath, data, topts); err != nil {
+	if err := restore.WriteFile(targetPath, data, rc.targetOptions(0)); err != nil {
 		return err
 	}
-	if sf.json() {
-		return writeJSON(stdout, map[string]any{"snapshot": snap.String(), "archive": archive, "target": targetPath, "size": len(data)})
+	if rc.sf.json() {
+		return writeJSON(stdout, map[string]any{"snapshot": src.Snapshot().String(), "archive": archive, "target": targetPath, "size": len(data)})
 	}
-	fmt.Fprintf(stdout, "restored %s/%s to %s: %s, verified and synced\n", snap.String(), index.DisplayText(archive), index.DisplayText(targetPath), humanBytes(uint64(len(data))))
+	fmt.Fprintf(stdout, "restored %s/%s to %s: %s, verified and synced\n", src.Snapshot().String(), index.DisplayText(archive), index.DisplayText(targetPath), humanBytes(uint64(len(data))))
 	return nil
 }
 
@@ -698,6 +408,9 @@ A restore that stops (interrupted, store unreachable or throttled past
 output and journal: run it again with --resume to fetch only the rest (with
 --on-missing zero / --on-corrupt zero or another --store for damage). A run
 without --resume over such a restore is refused; --restart starts over.
+--resume over an existing file (a finished restore, with or without
+--resume) reads it back against the index: whole, it exits 0 and writes
+nothing; otherwise it is refused, naming the chunks that differ and --force.
 
 Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
 PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD

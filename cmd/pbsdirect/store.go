@@ -48,7 +48,7 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, kp keyPolic
 // own (the bucket's region, path-style addressing), so that the flag can be
 // given and the detour skipped next time.
 func noteFollowed(stderr io.Writer, s chunkstore.Store) {
-	f, ok := s.(interface{ Followed() []string })
+	f, ok := s.(chunkstore.RedirectFollower)
 	if !ok {
 		return
 	}
@@ -63,37 +63,79 @@ func noteFollowed(stderr io.Writer, s chunkstore.Store) {
 
 // warnDisagreement has the store say on stderr, escaped for the terminal,
 // what its listings leave out or disagree on: a chain of stores (several
-// --store) where its members disagree (chunkstore.Chain.WarnTo), a bucket
+// --store) where its members disagree (chunkstore.Warner), a bucket
 // store the keys it could not decode.
 func warnDisagreement(stderr io.Writer, s chunkstore.Store) {
 	say := func(msg string) { fmt.Fprintln(stderr, index.DisplayText(msg)) }
-	type warner interface{ WarnTo(func(msg string)) }
 	stores := []chunkstore.Store{s}
-	if c, ok := s.(*chunkstore.Chain); ok {
+	if c, ok := s.(chunkstore.MemberStore); ok {
 		stores = append(stores, c.Members()...)
 	}
 	for _, m := range stores {
-		if w, ok := m.(warner); ok {
+		if w, ok := m.(chunkstore.Warner); ok {
 			w.WarnTo(say)
 		}
 	}
 }
 
-// openStore opens the store named by --store: a directory, s3://… or gs://….
-// create prepares a new datastore (backup); concurrency is the number of
-// requests kept in flight, which sizes bucket connection pools.
+// openStore opens the store named by --store: a directory, s3://… or gs://…,
+// or a chain of them (--store given several times). create prepares a new
+// datastore (backup); concurrency is the number of requests kept in
+// flight, which sizes bucket connection pools.
 func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int) (chunkstore.Store, error) {
-	layout, err := backends.ParseLayout(sf.bucketLayout)
-	if err != nil {
-		return nil, usagef("--bucket-layout: %v", err)
-	}
-	ps, err := sf.pathStyle()
+	opts, err := sf.backendOptions(create, concurrency)
 	if err != nil {
 		return nil, err
 	}
+	if len(sf.stores) > 1 {
+		if create {
+			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
+		}
+		return backends.OpenChain(ctx, sf.stores, opts, func(spec string, err error) {
+			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", spec, err))
+		})
+	}
+	return openWriteStore(ctx, sf, opts)
+}
+
+// openBackupStore opens the one store --store names for a backup to
+// write to, creating a new datastore (see openStore).
+func openBackupStore(ctx context.Context, sf *storeFlags, concurrency int) (chunkstore.WriteStore, error) {
+	if len(sf.stores) > 1 {
+		return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
+	}
+	opts, err := sf.backendOptions(true, concurrency)
+	if err != nil {
+		return nil, err
+	}
+	return openWriteStore(ctx, sf, opts)
+}
+
+// openWriteStore opens the one store --store names with opts; a store
+// that is not there is a *storeMissingError.
+func openWriteStore(ctx context.Context, sf *storeFlags, opts backends.Options) (chunkstore.WriteStore, error) {
+	s, err := backends.OpenWrite(ctx, sf.store, opts)
+	if errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, &storeMissingError{err}
+	}
+	return s, err
+}
+
+// backendOptions returns what the store flags set for opening a store:
+// the bucket layout, the S3 settings and the request policy. create
+// prepares a new datastore; concurrency sizes bucket connection pools.
+func (sf *storeFlags) backendOptions(create bool, concurrency int) (backends.Options, error) {
+	layout, err := backends.ParseLayout(sf.bucketLayout)
+	if err != nil {
+		return backends.Options{}, usagef("--bucket-layout: %v", err)
+	}
+	ps, err := sf.pathStyle()
+	if err != nil {
+		return backends.Options{}, err
+	}
 	if sf.s3Print != "" {
 		if _, err := s3store.ParseFingerprint(sf.s3Print); err != nil {
-			return nil, usagef("--s3-fingerprint: %v", err)
+			return backends.Options{}, usagef("--s3-fingerprint: %v", err)
 		}
 	}
 	opts := backends.Options{
@@ -106,19 +148,7 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 	if sf.retryFor == 0 {
 		opts.Policy.RetryFor = -1 // --retry-for 0: no retries
 	}
-	if len(sf.stores) > 1 {
-		if create {
-			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
-		}
-		return backends.OpenChain(ctx, sf.stores, opts, func(spec string, err error) {
-			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", spec, err))
-		})
-	}
-	s, err := backends.Open(ctx, sf.store, opts)
-	if errors.Is(err, chunkstore.ErrNotFound) {
-		return nil, &storeMissingError{err}
-	}
-	return s, err
+	return opts, nil
 }
 
 // storeMissingError marks a --store that is not there: a directory that
@@ -138,7 +168,7 @@ func (e *storeMissingError) Unwrap() error { return e.err }
 // storeCounts returns what each store of a chain (several --store)
 // contributed, or nil for one store.
 func storeCounts(s chunkstore.Store) []chunkstore.MemberStats {
-	if c, ok := s.(*chunkstore.Chain); ok {
+	if c, ok := s.(chunkstore.FallThrough); ok {
 		return c.Stats()
 	}
 	return nil

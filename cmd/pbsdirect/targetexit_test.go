@@ -86,11 +86,11 @@ func TestTargetRefusalExitCodes(t *testing.T) {
 func TestInterruptedPartialSaid(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(&interruptedError{sig: syscall.SIGTERM})
-	err := interrupted(ctx, restoreFailed("a.img.fidx", "/dev/sdz", true, context.Canceled))
+	err := interrupted(ctx, restore.Failed("a.img.fidx", "/dev/sdz", true, context.Canceled))
 	if exitCode(err) != 143 || !strings.Contains(err.Error(), "interrupted (SIGTERM)") || !strings.Contains(err.Error(), "/dev/sdz now holds a partial image") {
 		t.Errorf("partial: %v (code %d)", err, exitCode(err))
 	}
-	err = interrupted(ctx, restoreFailed("a.img.fidx", "/t/new.img", false, context.Canceled))
+	err = interrupted(ctx, restore.Failed("a.img.fidx", "/t/new.img", false, context.Canceled))
 	if exitCode(err) != 143 || !strings.HasPrefix(err.Error(), "interrupted (SIGTERM)") || strings.Contains(err.Error(), "partial image") {
 		t.Errorf("nothing changed: %v (code %d)", err, exitCode(err))
 	}

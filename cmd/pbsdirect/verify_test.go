@@ -17,6 +17,7 @@ import (
 // than 1 MB of output by default (text and JSON), exits 1, and counts every
 // damaged chunk while listing the first verify.DefaultMaxDamaged.
 func TestVerifyMillionMissing(t *testing.T) {
+	fixture.SkipIfShort(t)
 	const n = 1 << 20
 	store := fixture.NewStore(t)
 	fixture.ManyChunks(t, store, fixture.Snap(t, "", "vm", "100", fixture.T0), n, 64<<10)

@@ -32,7 +32,7 @@ type Harness struct {
 	// NewBucket creates a new empty bucket and returns its name.
 	NewBucket func(t testing.TB) string
 	// Open opens the store at bucket/prefix (create: for writing).
-	Open func(t testing.TB, bucket, prefix string, create bool) chunkstore.Store
+	Open func(t testing.TB, bucket, prefix string, create bool) chunkstore.WriteStore
 	// Put stores a raw object, bypassing the store.
 	Put func(t testing.TB, bucket, key string, data []byte)
 	// Get reads a raw object; ok is false if it does not exist.
@@ -42,11 +42,6 @@ type Harness struct {
 	// counts the object listing requests (one per page); pages returns
 	// that count so far.
 	OpenCounting func(t testing.TB, bucket, prefix string) (s chunkstore.Store, pages func() int)
-}
-
-// Layouter is implemented by the bucket stores.
-type Layouter interface {
-	Layout() bucket.Layout
 }
 
 // Chunk returns a valid encoded chunk for data and its digest.
@@ -128,11 +123,11 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 		"ns/prod/vm/7/2026-01-01T00:00:00Z/index.json.blob": []byte("other"),
 	}
 
-	var s chunkstore.Store
+	var s chunkstore.WriteStore
 	switch layout {
 	case bucket.LayoutPBS4:
 		s = h.Open(t, bkt, prefix, true)
-		if got := s.(Layouter).Layout(); got != bucket.LayoutPBS4 {
+		if got := s.(bucket.LayoutReporter).Layout(); got != bucket.LayoutPBS4 {
 			t.Fatalf("empty prefix opened for writing: layout %v, want pbs4", got)
 		}
 		for _, d := range chunks {
@@ -171,7 +166,7 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 	// Reopen for reading: the layout is detected.
 	s = h.Open(t, bkt, prefix, false)
 	defer s.Close()
-	if got := s.(Layouter).Layout(); got != layout {
+	if got := s.(bucket.LayoutReporter).Layout(); got != layout {
 		t.Fatalf("detected layout %v, want %v", got, layout)
 	}
 	wantName := h.Scheme + "://" + bkt
@@ -315,7 +310,7 @@ func roundTrip(t *testing.T, h Harness, layout bucket.Layout, prefix string) {
 		// A writer opening an existing plain copy keeps it plain.
 		w := h.Open(t, bkt, prefix, true)
 		defer w.Close()
-		if got := w.(Layouter).Layout(); got != bucket.LayoutPlain {
+		if got := w.(bucket.LayoutReporter).Layout(); got != bucket.LayoutPlain {
 			t.Errorf("writer on a plain copy: layout %v", got)
 		}
 	}

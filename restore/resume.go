@@ -1,0 +1,213 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// resumeState is what a resume found to continue.
+type resumeState struct {
+	journal *Journal               // the journal to append to; nil: a new one is created
+	durable map[crypto.Digest]bool // chunks to check on the target and not fetch again
+	partial bool                   // a new file's partial output is continued (TargetOptions.Resume)
+	// complete, when set, says that the target holds the image already:
+	// nothing to do.
+	complete string
+}
+
+// openResume finds what a resume continues: the journal at jpath of the
+// interrupted restore to jr (refusing one of another snapshot, archive or
+// index) and the chunks it records as durable, which Restore checks on
+// the target while the rest is fetched (RunResume). With nothing to
+// resume (no journal, no partial output, no place for a journal, a sink
+// that keeps none) the restore starts from the beginning, said through
+// note.
+//
+// A journal that records a completed restore is checked against the
+// target: a file still the one it left (device, inode, size, modification
+// time) is complete (with allowComplete: the restore command, not drill);
+// for a block device every data chunk is read back and only what does not
+// match is fetched again. An existing file that no record says is this
+// restore's (a run without resume leaves none, or the file changed since)
+// is read back against the image (keyed with key for an encrypted
+// archive): whole, it is complete; otherwise the resume is refused
+// without Force (resumeOverFile).
+func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHeader, plan *Plan, key *crypto.Config, allowComplete bool, note func(string)) (resumeState, error) {
+	fresh := func(why string) (resumeState, error) {
+		note(fmt.Sprintf("note: --resume: nothing to resume (%s): the restore starts from the beginning", why))
+		if jpath != "" {
+			RemoveJournal(jpath)
+		}
+		return resumeState{}, nil
+	}
+	if jr == nil {
+		return fresh("the target keeps no journal")
+	}
+	if jpath == "" {
+		return fresh("no place for a journal")
+	}
+	targetPath := jr.String()
+	// An existing file no record vouches for: only its bytes can say.
+	st, serr := os.Lstat(targetPath)
+	overFile := serr == nil && st.Mode().IsRegular() && !jr.Overwrites()
+	h, complete, err := ReadCompletion(jpath)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && overFile && allowComplete:
+		// Restored by a run without --resume (which leaves no record),
+		// or another file.
+		return resumeOverFile(ctx, "no journal records its restore", hdr, plan, key, targetPath, note)
+	case errors.Is(err, os.ErrNotExist) && overFile:
+		return resumeState{}, refusedf("--resume: %s exists and no journal (%s) records its restore: a run without --resume leaves no record, so it may be complete; give --force to restore over it", targetPath, jpath)
+	case errors.Is(err, os.ErrNotExist):
+		return fresh("no journal " + jpath)
+	case err != nil:
+		return resumeState{}, err
+	}
+	if h != hdr && complete != nil {
+		if overFile && allowComplete {
+			return resumeOverFile(ctx, fmt.Sprintf("its journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive),
+				hdr, plan, key, targetPath, note)
+		}
+		return fresh(fmt.Sprintf("the journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive))
+	}
+	device := IsDevice(targetPath)
+	if complete != nil {
+		if !device {
+			if allowComplete && sameFile(targetPath, *complete) {
+				return resumeState{complete: fmt.Sprintf("%s is complete: the restore of %s/%s to it finished at %s and the file is unchanged since; nothing to do",
+					targetPath, hdr.Snapshot, hdr.Archive, complete.Finished.Format(time.RFC3339))}, nil
+			}
+			if overFile && allowComplete {
+				return resumeOverFile(ctx, fmt.Sprintf("it changed since the restore to it completed at %s", complete.Finished.Format(time.RFC3339)),
+					hdr, plan, key, targetPath, note)
+			}
+			return fresh(fmt.Sprintf("the restore to %s completed at %s, but the file there is not the one it left", targetPath, complete.Finished.Format(time.RFC3339)))
+		}
+		j, err := ResumeJournal(jpath, hdr)
+		if err != nil {
+			return resumeState{}, err
+		}
+		all := make(map[crypto.Digest]bool, len(plan.Chunks))
+		for i := range plan.Chunks {
+			all[plan.Chunks[i].Digest] = true
+		}
+		note(fmt.Sprintf("note: --resume: the restore of %s %s to %s completed at %s: reading its data back, fetching only what no longer matches",
+			hdr.Snapshot, hdr.Archive, targetPath, complete.Finished.Format(time.RFC3339)))
+		return resumeState{journal: j, durable: all}, nil
+	}
+	if !device {
+		if _, err := os.Lstat(targetPath); errors.Is(err, os.ErrNotExist) {
+			partial := jr.PartialPath()
+			pst, err := os.Lstat(partial)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				return fresh("no partial output " + partial)
+			case err == nil && pst.Mode().IsRegular() && pst.Size() != int64(plan.Size):
+				// Stopped before the partial output had the image's size:
+				// nothing in it was journaled either.
+				return fresh("the partial output " + partial + " is not of the image's size")
+			}
+		}
+	}
+	j, err := ResumeJournal(jpath, hdr)
+	switch {
+	case errors.Is(err, ErrJournalMismatch):
+		return resumeState{}, refusedf("--resume refused for %s: %v; or --restart to start over", targetPath, err)
+	case err != nil:
+		return resumeState{}, err
+	}
+	_, err = os.Lstat(targetPath)
+	return resumeState{journal: j, durable: j.Done(), partial: !device && err != nil}, nil
+}
+
+// sameFile reports whether the regular file at path (links followed) is
+// the one a completion record c describes.
+func sameFile(path string, c Completion) bool {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	id, err := TargetIdentity(f)
+	return err == nil && id.Same(c)
+}
+
+// resumeOverFile answers a resume over targetPath, an existing regular
+// file that no completion record vouches for (why says what was found):
+// every chunk position of plan is read back from it and checked against
+// the index (keyed with key for an encrypted archive), and every zero
+// range must read as zeros (CheckFile, DurableReaders readers). A file
+// that holds the image whole is complete: nothing is written. Otherwise
+// the resume is refused (ErrRefused) naming how many chunks differ and
+// --force: a file is never written to without the user asking to
+// overwrite it. An error reading it is returned.
+func resumeOverFile(ctx context.Context, why string, hdr JournalHeader, plan *Plan, key *crypto.Config, targetPath string, note func(string)) (resumeState, error) {
+	note(fmt.Sprintf("note: --resume: %s exists and %s: reading it back to check it against %s %s (%d chunks)",
+		targetPath, why, hdr.Snapshot, hdr.Archive, len(plan.Chunks)+int(plan.DedupHits())))
+	chk, err := CheckFile(ctx, targetPath, plan, key, DurableReaders)
+	if err != nil {
+		return resumeState{}, fmt.Errorf("--resume: read back %s: %w", targetPath, err)
+	}
+	if chk.Whole(plan) {
+		return resumeState{complete: fmt.Sprintf("%s holds %s %s whole, checked %d chunks: nothing to do",
+			targetPath, hdr.Snapshot, hdr.Archive, chk.Chunks)}, nil
+	}
+	const how = "give --force to restore over it (or another TARGET)"
+	if chk.Size != int64(plan.Size) {
+		return resumeState{}, refusedf("--resume: %s exists and does not hold %s %s: it is %d bytes, the image %d; %s",
+			targetPath, hdr.Snapshot, hdr.Archive, chk.Size, plan.Size, how)
+	}
+	var what []string
+	if chk.Differ > 0 {
+		what = append(what, fmt.Sprintf("%d of %d chunks differ from the index", chk.Differ, chk.Chunks))
+	}
+	if chk.NotZero > 0 {
+		what = append(what, "zero ranges do not read as zeros")
+	}
+	return resumeState{}, refusedf("--resume: %s exists and does not hold %s %s whole: %s (%v); %s",
+		targetPath, hdr.Snapshot, hdr.Archive, strings.Join(what, ", "), chk.Mismatch, how)
+}
+
+// startOver runs, with the target locked and before anything in it
+// changes, when a restore starts without resume. An earlier interrupted
+// restore whose journal at jpath records durable chunks is refused
+// (ErrRefused, naming --resume and --restart) unless restart is set;
+// then, or when there is nothing worth resuming, its journal (or the
+// record of a completed restore) is discarded and what it left is said
+// through note.
+func startOver(jr Journaled, jpath string, restart bool, note func(string)) error {
+	targetPath := jr.String()
+	h, done, jerr := ReadJournal(jpath)
+	_, complete, _ := ReadCompletion(jpath)
+	// This run's own partial output is there already, empty: only one
+	// with content is an earlier restore's.
+	pst, perr := os.Lstat(jr.PartialPath())
+	if perr == nil && pst.Size() == 0 {
+		perr = os.ErrNotExist
+	}
+	device := IsDevice(targetPath)
+	if device {
+		perr = nil // a device holds what was written to it
+	}
+	switch {
+	case jerr == nil && complete == nil && len(done) > 0 && perr == nil && !restart:
+		return refusedf("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
+			targetPath, h.Snapshot, h.Archive, len(done), jpath)
+	case jerr == nil && complete == nil && len(done) > 0 && perr == nil:
+		note(fmt.Sprintf("note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded",
+			len(done), h.Snapshot, h.Archive, targetPath))
+	case perr == nil && !device:
+		note(fmt.Sprintf("note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded", targetPath))
+	}
+	return RemoveJournal(jpath)
+}

@@ -1,0 +1,63 @@
+package verify_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/verify"
+)
+
+// TestMergeDamageAsData: merging shards' reports counts the damaged
+// chunks of an archive again from the data (error-is-damage), also for
+// reports written before that field (an error that is the summary of the
+// archive's own count); any other error of an archive is kept, even one
+// that reads like a damage summary of another count.
+func TestMergeDamageAsData(t *testing.T) {
+	const snap = "vm/100/2026-11-01T00:00:00Z"
+	report := func(shard string, a verify.ArchiveResult) verify.Report {
+		return verify.Report{Version: verify.ReportVersion, Store: "/ds", Shard: shard, Started: "2026-11-02T01:00:00Z",
+			Snapshots: []verify.SnapshotResult{{Snapshot: snap, Archives: []verify.ArchiveResult{a}}}}
+	}
+	// A report as written before error-is-damage existed.
+	var old verify.Report
+	if err := json.Unmarshal([]byte(`{"version":1,"store":"/ds","shard":"1/2","started":"2026-11-02T01:00:00Z",
+		"snapshots":[{"snapshot":"`+snap+`","ok":false,"archives":[{"archive":"d.fidx","ok":false,"error":"2 damaged chunk(s)","size":8,"damaged-count":2}]}]}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		a, b      verify.Report
+		wantError string
+		wantFlag  bool
+	}{
+		{"both with the field",
+			report("0/2", verify.ArchiveResult{Archive: "d.fidx", Size: 8, Error: verify.DamageSummary(3), DamageError: true, DamagedCount: 3}),
+			report("1/2", verify.ArchiveResult{Archive: "d.fidx", Size: 8, Error: verify.DamageSummary(2), DamageError: true, DamagedCount: 2}),
+			"5 damaged chunk(s)", true},
+		{"an older report",
+			report("0/2", verify.ArchiveResult{Archive: "d.fidx", Size: 8, Error: verify.DamageSummary(3), DamageError: true, DamagedCount: 3}),
+			old, "5 damaged chunk(s)", true},
+		{"an older report first",
+			old,
+			report("0/2", verify.ArchiveResult{Archive: "d.fidx", Size: 8, Error: verify.DamageSummary(3), DamageError: true, DamagedCount: 3}),
+			"5 damaged chunk(s)", true},
+		{"another error is kept",
+			report("0/2", verify.ArchiveResult{Archive: "d.fidx", Size: 8, Error: "index unreadable", DamagedCount: 0}),
+			old, "index unreadable", false},
+		{"a text like a summary is not one",
+			report("0/2", verify.ArchiveResult{Archive: "d.fidx", Size: 8, Error: verify.DamageSummary(7), DamagedCount: 1}),
+			report("1/2", verify.ArchiveResult{Archive: "d.fidx", Size: 8}),
+			"7 damaged chunk(s)", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := verify.Merge([]verify.Report{c.a, c.b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := m.Snapshots[0].Archives[0]
+			if a.Error != c.wantError || a.DamageError != c.wantFlag || a.OK {
+				t.Errorf("merged archive: error %q (damage %v), OK %v; want %q (damage %v), not OK", a.Error, a.DamageError, a.OK, c.wantError, c.wantFlag)
+			}
+		})
+	}
+}
