@@ -15,7 +15,11 @@
 // peers that use only crypto. A target package (file and block-device
 // targets) sits below restore's target interface: it may import
 // chunkstore, index and crypto, never restore; place it in mayImport when
-// it appears. In rules:
+// it appears. Beside the entry points, keys (key files, master keys; it
+// reads a snapshot's rsa-encrypted.key.blob through snapshot) and metrics
+// (textfile metrics of verify's report and of drills) serve cmd; progress
+// and fsutil (mount points, output files replaced by rename) are leaves
+// that know nothing of PBS. In rules:
 //
 //   - no package outside internal/ imports internal/… (test support only;
 //     tests may import it, and so may the packages under internal/);
