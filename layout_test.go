@@ -22,7 +22,11 @@
 // It imports restore for the interface it implements, and what restore may
 // import; the pipeline (restore and its other packages) never imports it, so
 // a second target kind is added as another package in targets without
-// touching the pipeline. In rules:
+// touching the pipeline. Beside the entry points, keys (key files, master
+// keys; it reads a snapshot's rsa-encrypted.key.blob through snapshot) and
+// metrics (textfile metrics of verify's report and of drills) serve cmd;
+// progress and fsutil (mount points, output files replaced by rename) are
+// leaves that know nothing of PBS. In rules:
 //
 //   - no package outside internal/ imports internal/… (test support only;
 //     tests may import it, and so may the packages under internal/);
@@ -73,11 +77,22 @@ var mayImport = map[string][]string{
 	"snapshot":   {"chunkstore", "index", "crypto"},
 	"restore":    {"snapshot", "chunkstore", "index", "crypto"},
 	"archive":    {"snapshot", "chunkstore", "index", "crypto"},
-	"backup":     {"snapshot", "chunkstore", "index", "crypto"},
+	"backup":     {"snapshot", "chunkstore", "index", "crypto", "fsutil"},
 	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	"fusefs":     {},
 	"nbd":        {},
 	"paperkey":   {"crypto"},
+	// progress draws a run's bar or lines from a byte count: nothing of PBS.
+	"progress": {},
+	// metrics writes the textfile metrics of verify and drill runs: above
+	// verify's report, beside cmd's printing of it.
+	"metrics": {"verify", "fsutil"},
+	// keys manages key files and master keys; it reads a snapshot's
+	// rsa-encrypted.key.blob through snapshot, beside restore and verify.
+	"keys": {"snapshot", "chunkstore", "index", "crypto", "paperkey"},
+	// fsutil holds local file system helpers (mount points, output files
+	// replaced by rename): nothing of PBS.
+	"fsutil": {},
 }
 
 // targets are the target packages: implementations of restore's Target

@@ -4,7 +4,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
-	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // backupSummary is the final report of a backup. The counts are those of
@@ -133,20 +131,8 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		if *jobs == 0 && sf.remote {
 			*jobs = 8 * max(1, runtimeCPUs())
 		}
-		for _, s := range sources {
-			st, err := os.Stat(s.Path)
-			if err != nil {
-				err = fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
-				if errors.Is(err, os.ErrNotExist) {
-					err = usageOf(err) // a path mistyped, not data missing
-				}
-				return err
-			}
-			// An image is a file or a block device; a FIFO or a character
-			// device would be read without end (or waited on).
-			if m := st.Mode(); !m.IsRegular() && (m&os.ModeDevice == 0 || m&os.ModeCharDevice != 0) {
-				return usagef("backup source %s: %s %s, not a regular file or block device (nothing written)", s.Name, s.Path, fileKind(m))
-			}
+		if err := backup.CheckSources(sources); err != nil {
+			return err
 		}
 		if !sf.remote {
 			if err := checkNewDatastore(sf.store, stderr); err != nil {
@@ -161,28 +147,9 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		if snap.NS, err = nsa.resolve(ctx, store, true); err != nil {
 			return err
 		}
-		{
-			// Like PBS, refuse a snapshot that is not newer than the group's
-			// last one; without --backup-time (now), one whose last snapshot
-			// lies in the future (the same second is left to the snapshot
-			// claim: another backup of the group at the same time).
-			existing, err := snapshot.List(ctx, store, snap.NS)
-			if err != nil {
-				return err
-			}
-			var last *index.Snapshot
-			for i, e := range existing {
-				if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && (last == nil || e.Snapshot.Time > last.Time) {
-					last = &existing[i].Snapshot
-				}
-			}
-			switch now := time.Now().Unix(); {
-			case last == nil:
-			case snap.Time != 0 && last.Time >= snap.Time:
-				return usagef("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), last)
-			case snap.Time == 0 && last.Time > now:
-				return usagef("the group's last snapshot %s is in the future (now is %s): PBS keeps a group's snapshots in time order; check the clock, or give --backup-time after it", last, index.FormatTime(now))
-			}
+		// Like PBS, refuse a snapshot that is not newer than the group's last.
+		if err := backup.CheckOrder(ctx, store, snap, time.Now().Unix()); err != nil {
+			return err
 		}
 		start := time.Now()
 		var stats backup.Stats

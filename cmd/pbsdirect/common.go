@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/keys"
 )
 
 // storeFlags are the flags shared by every command that reads or writes a
@@ -177,7 +177,7 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 // protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
 // when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
-	kf, err := readKeyFile(path)
+	kf, err := keys.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -203,22 +203,13 @@ func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Co
 // $CREDENTIALS_DIRECTORY/proxmox-backup-client.encryption-password. With
 // none of them it returns crypto.ErrPassphraseNeeded.
 func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
-	if p, ok := os.LookupEnv("PBS_ENCRYPTION_PASSWORD"); ok {
-		return []byte(p), nil
-	}
-	if fd := os.Getenv("PBS_ENCRYPTION_PASSWORD_FD"); fd != "" {
-		return secretFromFD("PBS_ENCRYPTION_PASSWORD_FD", fd)
-	}
-	if f := os.Getenv("PBS_ENCRYPTION_PASSWORD_FILE"); f != "" {
-		return secretFromFile("PBS_ENCRYPTION_PASSWORD_FILE", f)
+	if p, ok, err := keys.EnvPassphrase(); ok {
+		return p, err
 	}
 	p, err := askPassphrase(prompt, confirm)
 	if errors.Is(err, crypto.ErrPassphraseNeeded) {
-		if dir := os.Getenv("CREDENTIALS_DIRECTORY"); dir != "" {
-			cred := filepath.Join(dir, "proxmox-backup-client.encryption-password")
-			if _, serr := os.Stat(cred); serr == nil {
-				return secretFromFile("systemd credential", cred)
-			}
+		if c, ok, cerr := keys.CredentialPassphrase(); ok {
+			return c, cerr
 		}
 	}
 	return p, err

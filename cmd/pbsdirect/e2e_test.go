@@ -17,6 +17,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/keys"
 )
 
 // result is the outcome of one in-process pbsdirect command line.
@@ -221,7 +222,7 @@ func TestPassphraseKey(t *testing.T) {
 			keyfile := filepath.Join(t.TempDir(), "key.json")
 			mustOK(t, "key", "create", "--kdf", kdf, keyfile)
 			r := mustOK(t, "key", "show", "--verify", "--output-format", "json", keyfile)
-			var info keyInfo
+			var info keys.Info
 			if err := json.Unmarshal([]byte(r.out), &info); err != nil || info.KDF != kdf || !info.Verified {
 				t.Fatalf("key show: %+v %v", info, err)
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -73,6 +74,8 @@ func TestExitCode(t *testing.T) {
 		{"credentials refused", fmt.Errorf("open: %w: 403", chunkstore.ErrDenied), 3},
 		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, 3},
 		{"no space", &fs.PathError{Op: "write", Path: "/t/x", Err: syscall.ENOSPC}, 3},
+		{"output file where none can be", outfile.WriteError("/t/no/r.json", &fs.PathError{Op: "open", Path: "/t/no/.pbsdirect-1.tmp", Err: syscall.ENOENT}), 2},
+		{"output file not written", outfile.WriteError("/t/r.json", &fs.PathError{Op: "write", Path: "/t/.pbsdirect-1.tmp", Err: syscall.EACCES}), 3},
 		{"quota", &fs.PathError{Op: "write", Path: "/t/x", Err: syscall.EDQUOT}, 3},
 		{"target I/O error", fmt.Errorf("restore: %w", &fs.PathError{Op: "pwrite", Path: "/dev/sdz", Err: syscall.EIO}), 3},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), 3},

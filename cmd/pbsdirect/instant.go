@@ -75,21 +75,13 @@ func parseSize(s string) (int64, error) {
 }
 
 // snapshotAccess is a snapshot opened for reading in place: a Reader per
-// chunk index archive and the decoded blobs.
+// chunk index archive and the decoded blobs (archive.Set).
 type snapshotAccess struct {
+	archive.Set
 	store   chunkstore.Store
 	snap    index.Snapshot
 	when    time.Time
-	readers []*archive.Reader
-	names   []string // archive names of readers ("drive-scsi0.img.fidx")
-	blobs   []blobArchive
 	unlimit func() // puts the memory limit back
-}
-
-// blobArchive is a decoded blob archive ("qemu-server.conf.blob").
-type blobArchive struct {
-	name string
-	data []byte
 }
 
 // open resolves ref and opens every chunk index archive (only the fixed
@@ -115,39 +107,16 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		return nil, err
 	}
 	sa.snap, sa.when = src.Snapshot(), time.Unix(src.Snapshot().Time, 0)
-	m := src.Manifest()
-	var indexes []string
-	for _, f := range m.Files {
-		switch {
-		case strings.HasSuffix(f.Filename, ".fidx"), strings.HasSuffix(f.Filename, ".didx") && !imagesOnly:
-			indexes = append(indexes, f.Filename)
-		case strings.HasSuffix(f.Filename, ".blob") && blobs:
-			data, err := src.Blob(ctx, f.Filename)
-			if err != nil {
-				return nil, err
-			}
-			sa.blobs = append(sa.blobs, blobArchive{name: f.Filename, data: data})
-		}
-	}
-	if len(indexes) == 0 && len(sa.blobs) == 0 {
-		return nil, fmt.Errorf("snapshot %s has no archive to serve", sa.snap)
-	}
 	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %s\n", cmd, index.DisplayText(err.Error())) }
-	// The readers live until Close, not until an interrupt: a mount
-	// detached lazily serves its remaining users (a loop device) on.
-	live := context.WithoutCancel(ctx)
-	for _, name := range indexes {
-		r, err := archive.OpenSnapshot(live, src, name, archive.Options{
-			CacheSize: a.cache / int64(len(indexes)),
-			Fetchers:  fetchers,
-			Log:       logf,
-		})
-		if err != nil {
-			return nil, err
-		}
-		sa.readers = append(sa.readers, r)
-		sa.names = append(sa.names, name)
+	set, err := archive.OpenSet(ctx, src, imagesOnly, blobs, archive.Options{
+		CacheSize: a.cache,
+		Fetchers:  fetchers,
+		Log:       logf,
+	})
+	if err != nil {
+		return nil, err
 	}
+	sa.Set = *set
 	unlimit := limitMemory(a.cache)
 	unraise := raiseFetchProcs(sf.store, fetchers)
 	sa.unlimit = func() { unraise(); unlimit() }
@@ -157,9 +126,9 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 
 // report prints what each reader fetched, for the end of a serving run.
 func (sa *snapshotAccess) report(w io.Writer) {
-	for i, r := range sa.readers {
+	for i, r := range sa.Readers {
 		st := r.Stats()
-		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", index.DisplayText(sa.names[i]), st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
+		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", index.DisplayText(sa.Names[i]), st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
 		if n := st.FailedChunks.Load(); n > 0 {
 			fmt.Fprintf(w, "; %d chunks missing or damaged, %d chunk reads failed", n, st.FailedReads.Load())
 		}
@@ -172,9 +141,7 @@ func (sa *snapshotAccess) Close() {
 	if sa.unlimit != nil {
 		sa.unlimit()
 	}
-	for _, r := range sa.readers {
-		r.Close()
-	}
+	sa.Set.Close()
 	sa.store.Close()
 }
 

@@ -6,25 +6,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/keys"
 )
 
 func runtimeCPUs() int { return runtime.GOMAXPROCS(0) }
 
-// defaultKeyPath is where proxmox-backup-client keeps its default key.
-func defaultKeyPath() string {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "encryption-key.json"
-	}
-	return filepath.Join(dir, "proxmox-backup", "encryption-key.json")
-}
+// defaultKeyPath is where proxmox-backup-client keeps its default key
+// (keys.DefaultPath).
+func defaultKeyPath() string { return keys.DefaultPath() }
 
 func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 	kdf := fs.String("kdf", crypto.KDFScrypt, "key derivation: scrypt, pbkdf2 or none (none stores the key unprotected)")
@@ -35,7 +29,7 @@ func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 		if fs.NArg() > 1 {
 			return usagef("want at most one PATH")
 		}
-		if err := parseKDF(*kdf); err != nil {
+		if err := keys.CheckKDF(*kdf); err != nil {
 			return err
 		}
 		if err := checkOutputFormat(*format); err != nil {
@@ -56,20 +50,8 @@ func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 		}
-		key, err := crypto.GenerateKey()
+		kf, err := keys.Create(path, *kdf, pass, *hint)
 		if err != nil {
-			return err
-		}
-		kf, err := crypto.NewKeyFile(key, *kdf, pass, time.Now())
-		if err != nil {
-			return err
-		}
-		kf.Hint = *hint
-		data, err := kf.Marshal()
-		if err != nil {
-			return err
-		}
-		if err := writeKeyFile(path, data, false); err != nil {
 			return err
 		}
 		if outputJSON(stdout) {
@@ -78,17 +60,6 @@ func cmdKeyCreate(fs *flag.FlagSet) commandFunc {
 		fmt.Fprintf(stdout, "created key file %s (kdf %s), fingerprint %s\n", path, *kdf, kf.Fingerprint)
 		return nil
 	}
-}
-
-// keyInfo is what 'key show' prints.
-type keyInfo struct {
-	Path        string `json:"path"`
-	KDF         string `json:"kdf"`
-	Created     string `json:"created"`
-	Modified    string `json:"modified"`
-	Fingerprint string `json:"fingerprint"`
-	Hint        string `json:"hint,omitempty"`
-	Verified    bool   `json:"verified"` // the key was decrypted and its fingerprint recomputed
 }
 
 func cmdKeyShow(fs *flag.FlagSet) commandFunc {
@@ -103,17 +74,11 @@ func cmdKeyShow(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		path := keyPathArg(fs.Args(), 0)
-		kf, err := readKeyFile(path)
+		kf, err := keys.Load(path)
 		if err != nil {
 			return err
 		}
-		info := keyInfo{Path: path, KDF: crypto.KDFNone, Created: kf.Created, Modified: kf.Modified, Fingerprint: kf.Fingerprint, Hint: kf.Hint}
-		switch {
-		case kf.KDF != nil && kf.KDF.Scrypt != nil:
-			info.KDF = crypto.KDFScrypt
-		case kf.KDF != nil:
-			info.KDF = crypto.KDFPBKDF2
-		}
+		info := keys.Describe(path, kf)
 		if *verify || kf.Fingerprint == "" || !kf.NeedsPassphrase() {
 			var pass []byte
 			if kf.NeedsPassphrase() {
@@ -123,9 +88,6 @@ func cmdKeyShow(fs *flag.FlagSet) commandFunc {
 			}
 			_, cfg, err := kf.Open(ctx, pass)
 			if err != nil {
-				if errors.Is(err, crypto.ErrKeyFingerprint) || errors.Is(err, crypto.ErrWrongPassphrase) {
-					return fmt.Errorf("%s: %w", path, err)
-				}
 				return fmt.Errorf("%s: %w", path, err)
 			}
 			info.Fingerprint = cfg.Fingerprint().String()

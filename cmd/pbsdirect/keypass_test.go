@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/keys"
 )
 
 // unsetPassphraseEnv removes PBS_ENCRYPTION_PASSWORD and
@@ -33,7 +34,7 @@ func TestPassphraseFile(t *testing.T) {
 	keyfile := filepath.Join(dir, "key.json")
 	mustOK(t, "key", "create", "--kdf", "pbkdf2", keyfile)
 	r := mustOK(t, "key", "show", "--verify", "--output-format", "json", keyfile)
-	var info keyInfo
+	var info keys.Info
 	if err := json.Unmarshal([]byte(r.out), &info); err != nil || !info.Verified {
 		t.Fatalf("key show --verify: %+v %v", info, err)
 	}

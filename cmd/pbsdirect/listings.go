@@ -14,16 +14,7 @@ import (
 )
 
 // groupEntry is one backup group of the 'groups' listing.
-type groupEntry struct {
-	Group      string `json:"group"` // TYPE/ID, with ns/… for a namespace
-	Namespace  string `json:"ns,omitempty"`
-	BackupType string `json:"backup-type"`
-	BackupID   string `json:"backup-id"`
-	LastBackup int64  `json:"last-backup"`  // epoch seconds of the newest finished snapshot
-	Count      int    `json:"backup-count"` // finished snapshots
-	Owner      string `json:"owner,omitempty"`
-	Comment    string `json:"comment,omitempty"` // first line of the group notes
-}
+type groupEntry = snapshot.Group
 
 func cmdGroups(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
@@ -35,33 +26,9 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		defer store.Close()
-		list, err := snapshot.List(ctx, store, ns)
+		groups, err := snapshot.Groups(ctx, store, ns)
 		if err != nil {
 			return err
-		}
-		if len(list) == 0 {
-			if err := snapshot.Exists(ctx, store, ns); err != nil {
-				return err
-			}
-		}
-		var groups []groupEntry
-		for _, i := range list {
-			s := i.Snapshot
-			if n := len(groups); n > 0 && groups[n-1].BackupType == s.Type && groups[n-1].BackupID == s.ID {
-				groups[n-1].Count++
-				groups[n-1].LastBackup = max(groups[n-1].LastBackup, s.Time)
-				continue
-			}
-			owner, err := snapshot.GroupOwner(ctx, store, s)
-			if err != nil {
-				return err
-			}
-			comment, err := snapshot.GroupComment(ctx, store, s)
-			if err != nil {
-				return err
-			}
-			groups = append(groups, groupEntry{Group: s.GroupDir(), Namespace: ns.String(), BackupType: s.Type, BackupID: s.ID,
-				LastBackup: s.Time, Count: 1, Owner: owner, Comment: comment})
 		}
 		if sf.json() {
 			if groups == nil {

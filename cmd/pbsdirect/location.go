@@ -3,20 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 )
 
 // A location is where a command keeps a file of its own (verify state,
@@ -104,96 +103,7 @@ func writeLocation(ctx context.Context, sf *storeFlags, loc string, data []byte)
 		defer s.Close()
 		return s.WriteFile(ctx, name, data)
 	}
-	return replaceLocalFile(loc, data)
-}
-
-// replaceLocalFile writes data to the local file loc as a new file (synced)
-// renamed over it (see replacement): another name of the old file (a hard
-// link) keeps its content, and a failure leaves loc as it was. Something
-// at loc that is not a regular file (a symbolic link, a device, a FIFO, a
-// directory) is refused, not replaced (a usage error).
-func replaceLocalFile(loc string, data []byte) error {
-	r, err := newReplacement(loc)
-	if err != nil {
-		return err
-	}
-	defer r.abort()
-	if _, err := r.Write(data); err != nil {
-		return localWriteError(loc, err)
-	}
-	return r.commit()
-}
-
-// replacement is a new version of the local file loc being written: a
-// temporary file beside it (a short name: a long one would fail where loc
-// itself fits), renamed over loc by commit. Until then loc is as it was.
-type replacement struct {
-	*os.File
-	loc string
-}
-
-// newReplacement starts a replacement of loc; something at loc that is not
-// a regular file is a usage error.
-func newReplacement(loc string) (*replacement, error) {
-	if st, err := os.Lstat(loc); err == nil && !st.Mode().IsRegular() {
-		return nil, usagef("%s %s, not a regular file: not replaced (give a file path)", loc, fileKind(st.Mode()))
-	}
-	f, err := os.CreateTemp(filepath.Dir(loc), ".pbsdirect-*.tmp")
-	if err != nil {
-		return nil, localWriteError(loc, err)
-	}
-	return &replacement{File: f, loc: loc}, nil
-}
-
-// commit gives the written file loc's mode (outputFileMode), syncs it,
-// renames it over loc and syncs the directory.
-func (r *replacement) commit() error {
-	err := r.Chmod(outputFileMode(r.loc))
-	if err == nil {
-		err = r.Sync()
-	}
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(r.Name(), r.loc)
-	}
-	if err != nil {
-		return localWriteError(r.loc, err)
-	}
-	if d, err := os.Open(filepath.Dir(r.loc)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// abort drops the temporary file unless commit renamed it; it may be
-// deferred right after newReplacement.
-func (r *replacement) abort() {
-	r.Close()
-	os.Remove(r.Name()) // gone already when committed
-}
-
-// localWriteError names loc in a failed write of an output file (a report,
-// a state, metrics, a man page): a path that cannot be one (missing
-// directory, a directory in the way, a name too long) is a usage error
-// (exit 2); no space, no permission, busy and I/O errors lie outside the
-// data (exit 3).
-func localWriteError(loc string, err error) error {
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		err = pe.Err // the temporary name is ours, not the user's
-	case errors.As(err, &le):
-		err = le.Err
-	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENAMETOOLONG) {
-		return usagef("%s: cannot write a file there: %v", loc, err)
-	}
-	// No space, no permission, busy, I/O: the machine, not the data.
-	return &outsideError{fmt.Errorf("%s: %w", loc, err)}
+	return outfile.Replace(loc, data)
 }
 
 // checkOutputPath checks, before any work, that a local output file given
@@ -216,41 +126,5 @@ func checkOutputPath(flag, loc string) error {
 	return nil
 }
 
-// fileKind names what a file of mode m is, for messages: "is a directory",
-// "is a symbolic link", …
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "is a directory"
-	case m&fs.ModeSymlink != 0:
-		return "is a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "is a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "is a socket"
-	case m&fs.ModeDevice != 0:
-		return "is a device"
-	}
-	return "is not a regular file"
-}
-
-// outputFileMode is the mode an output file (report, state, metrics, man
-// page, damaged list) written to loc gets: the mode of the file it
-// replaces, else 0644 less the process's umask, as a file created in place
-// would have had.
-func outputFileMode(loc string) fs.FileMode {
-	if st, err := os.Stat(loc); err == nil && st.Mode().IsRegular() {
-		return st.Mode().Perm()
-	}
-	mask := fs.FileMode(0o022)
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
-					mask = fs.FileMode(m)
-				}
-			}
-		}
-	}
-	return 0o644 &^ mask
-}
+// fileKind names what a file of mode m is, for messages (outfile.Kind).
+func fileKind(m fs.FileMode) string { return outfile.Kind(m) }

@@ -18,8 +18,10 @@ import (
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/keys"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
@@ -126,7 +128,8 @@ func exitCode(err error) int {
 		return 128 + int(ie.sig)
 	case errors.As(err, &ue), errors.Is(err, crypto.ErrPassphraseNeeded), errors.Is(err, crypto.ErrPassphraseTooShort),
 		errors.Is(err, crypto.ErrNotSecretFile), errors.Is(err, crypto.ErrUnsupportedKDF), errors.Is(err, restore.ErrTargetExists), errors.Is(err, restore.ErrTargetSymlink),
-		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable):
+		errors.Is(err, restore.ErrTargetFormat), errors.Is(err, restore.ErrTargetInStore), errors.Is(err, restore.ErrTargetUnusable),
+		errors.Is(err, outfile.ErrUnusable), errors.Is(err, keys.ErrUsage), errors.Is(err, backup.ErrRefused):
 		// A target that cannot take the restore as named: the command
 		// line must change, not the data or the machine.
 		return exitUsage
@@ -150,7 +153,7 @@ func knownOutside(err error) bool {
 	// may succeed. No FUSE: the machine, not the data.
 	return chunkstore.Outside(err) || errors.Is(err, restore.ErrTargetBusy) || errors.Is(err, restore.ErrTargetInUse) ||
 		errors.Is(err, restore.ErrNoSpace) || errors.Is(err, chunkstore.ErrSnapshotBusy) || errors.Is(err, backup.ErrSnapshotExists) ||
-		errors.Is(err, fusefs.ErrUnavailable) || errors.As(err, &sm) || errors.As(err, &oe)
+		errors.Is(err, fusefs.ErrUnavailable) || errors.Is(err, outfile.ErrWrite) || errors.Is(err, keys.ErrWrite) || errors.As(err, &sm) || errors.As(err, &oe)
 }
 
 // interrupted returns the interruptedError that stopped ctx, if one did, in

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 )
 
 // cmdMan is 'pbsdirect man DIR': it writes a man page (section 1) for
@@ -86,16 +87,11 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 }
 
 // writeManPage writes page as name in dir, replacing an older page by a
-// rename (replaceLocalFile: never through a link, a device or a FIFO; a
+// rename (outfile.Replace: never through a link, a device or a FIFO; a
 // full disk leaves the older page whole). A file system that refuses it
-// (permission, no space, read-only) lies outside the data.
+// (permission, no space, read-only) lies outside the data (outfile.ErrWrite).
 func writeManPage(dir, name string, page []byte) error {
-	err := replaceLocalFile(filepath.Join(dir, name), page)
-	var ue *usageError
-	if err != nil && !errors.As(err, &ue) {
-		return &outsideError{err}
-	}
-	return err
+	return outfile.Replace(filepath.Join(dir, name), page)
 }
 
 // manMarkdown turns a help text into the Markdown that cobra's man page

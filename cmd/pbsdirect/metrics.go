@@ -1,117 +1,29 @@
 package main
 
 import (
-	"os"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/metrics"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
-// Metrics for the node_exporter textfile collector (--metrics-textfile).
-// Each run replaces the file atomically (prometheus.WriteToTextfile); the
-// last-success time is carried over from the file a failed run replaces.
-
-// gauge registers a gauge named name with the constant labels and sets it.
-func gauge(reg *prometheus.Registry, labels prometheus.Labels, name, help string, v float64) {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
-	reg.MustRegister(g)
-	g.Set(v)
-}
-
-// lastSuccess returns the value of metric name in the textfile at path
-// (the previous run's), or 0.
-func lastSuccess(path, name string) float64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		return 0
-	}
-	if fam := fams[name]; fam != nil && len(fam.GetMetric()) > 0 {
-		return fam.GetMetric()[0].GetGauge().GetValue()
-	}
-	return 0
-}
-
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// writeVerifyMetrics writes a verify run's metrics to path.
+// writeVerifyMetrics writes a verify run's metrics to path
+// (metrics.WriteVerify), with the requests store retried.
 func writeVerifyMetrics(path string, rep verify.Report, store chunkstore.Store) error {
-	reg := prometheus.NewRegistry()
-	l := prometheus.Labels{"store": rep.Store, "shard": rep.Shard}
-	now := float64(time.Now().Unix())
-	last := lastSuccess(path, "pbsdirect_verify_last_success_timestamp_seconds")
-	if rep.OK {
-		last = now
-	}
-	gauge(reg, l, "pbsdirect_verify_last_run_timestamp_seconds", "When the last verify run ended, Unix seconds.", now)
-	gauge(reg, l, "pbsdirect_verify_last_success_timestamp_seconds", "When the last verify run that found nothing damaged ended, Unix seconds (0: none yet).", last)
-	gauge(reg, l, "pbsdirect_verify_success", "1 if the last verify run found nothing damaged, else 0.", boolFloat(rep.OK))
-	gauge(reg, l, "pbsdirect_verify_duration_seconds", "Duration of the last verify run.", rep.Seconds)
-	gauge(reg, l, "pbsdirect_verify_bytes", "Archive bytes covered by the last verify run.", float64(rep.Bytes))
-	gauge(reg, l, "pbsdirect_verify_snapshots", "Snapshots checked by the last verify run.", float64(len(rep.Snapshots)))
-	gauge(reg, l, "pbsdirect_verify_failed_snapshots", "Snapshots damaged or not verifiable in the last verify run.", float64(rep.Failed()))
-	gauge(reg, l, "pbsdirect_verify_chunks_checked", "Chunks read and checked by the last verify run.", float64(rep.ChunksChecked))
-	gauge(reg, l, "pbsdirect_verify_damaged_chunks", "Damaged chunks found by the last verify run (per archive using them).", float64(rep.DamagedChunks))
-	gauge(reg, l, "pbsdirect_verify_retries", "Bucket requests retried during the last verify run.", float64(backends.RetriesOf(store)))
-	if err := prometheus.WriteToTextfile(path, reg); err != nil {
-		return localWriteError(path, err)
-	}
-	return nil
+	return metrics.WriteVerify(path, rep, backends.RetriesOf(store), time.Now())
 }
 
 // writeDrillMetrics writes the metrics of a drill run (one archive or a
-// fleet) to path.
+// fleet) to path (metrics.WriteDrill).
 func writeDrillMetrics(path string, reps []drillReport) error {
-	reg := prometheus.NewRegistry()
-	now := float64(time.Now().Unix())
-	ok := true
-	var failed, bytes, chunks, retries float64
-	for _, r := range reps {
-		if !r.OK {
-			ok = false
-			failed++
-		}
+	runs := make([]metrics.Drill, len(reps))
+	for i, r := range reps {
+		runs[i] = metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK, RestoreSeconds: r.RestoreSeconds}
 		if r.Restore != nil {
-			bytes += float64(r.Restore.Size)
-			chunks += float64(r.Restore.ChunksFetched)
-			retries += float64(r.Restore.Retries)
+			runs[i].Restored, runs[i].Bytes, runs[i].Chunks, runs[i].Retries = true, r.Restore.Size, r.Restore.ChunksFetched, r.Restore.Retries
 		}
 	}
-	last := lastSuccess(path, "pbsdirect_drill_last_success_timestamp_seconds")
-	if ok {
-		last = now
-	}
-	gauge(reg, nil, "pbsdirect_drill_last_run_timestamp_seconds", "When the last drill run ended, Unix seconds.", now)
-	gauge(reg, nil, "pbsdirect_drill_last_success_timestamp_seconds", "When the last drill run in which every archive passed ended, Unix seconds (0: none yet).", last)
-	gauge(reg, nil, "pbsdirect_drill_success", "1 if every archive of the last drill run passed, else 0.", boolFloat(ok))
-	gauge(reg, nil, "pbsdirect_drill_archives", "Archives drilled in the last run.", float64(len(reps)))
-	gauge(reg, nil, "pbsdirect_drill_failed_archives", "Archives whose drill failed in the last run.", failed)
-	gauge(reg, nil, "pbsdirect_drill_bytes", "Image bytes restored in the last drill run.", bytes)
-	gauge(reg, nil, "pbsdirect_drill_chunks", "Chunks fetched and verified in the last drill run.", chunks)
-	gauge(reg, nil, "pbsdirect_drill_retries", "Bucket requests retried during the last drill run.", retries)
-	ttr := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pbsdirect_drill_time_to_restore_seconds", Help: "Time to restore each archive in the last drill run (manifest to synced target)."}, []string{"snapshot", "archive"})
-	reg.MustRegister(ttr)
-	for _, r := range reps {
-		ttr.WithLabelValues(r.Snapshot, r.Archive).Set(r.RestoreSeconds)
-	}
-	if err := prometheus.WriteToTextfile(path, reg); err != nil {
-		return localWriteError(path, err)
-	}
-	return nil
+	return metrics.WriteDrill(path, runs, time.Now())
 }

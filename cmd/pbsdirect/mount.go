@@ -42,11 +42,11 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 		}
 		defer sa.Close()
 		var files []fusefs.File
-		for i, r := range sa.readers {
-			files = append(files, fusefs.File{Name: mountName(sa.names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
+		for i, r := range sa.Readers {
+			files = append(files, fusefs.File{Name: mountName(sa.Names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
 		}
-		for _, b := range sa.blobs {
-			files = append(files, fusefs.File{Name: mountName(b.name), Size: int64(len(b.data)), Data: strings.NewReader(string(b.data)), ModTime: sa.when})
+		for _, b := range sa.Blobs {
+			files = append(files, fusefs.File{Name: mountName(b.Name), Size: int64(len(b.Data)), Data: strings.NewReader(string(b.Data)), ModTime: sa.when})
 		}
 		m, err := fusefs.New(dir, files, fusefs.Options{
 			FsName:     "pbsdirect:" + sa.snap.String(),

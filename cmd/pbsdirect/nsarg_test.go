@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/backup"
-	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
 
@@ -21,49 +20,6 @@ func nsStore(t *testing.T, images map[string][]byte) string {
 			backup.Source{Name: "drive-scsi0.img", Path: img})
 	}
 	return store
-}
-
-// TestParseNSArg: the readings of a --ns argument.
-func TestParseNSArg(t *testing.T) {
-	for _, c := range []struct {
-		arg         string
-		plain, path string // "-": no such reading
-		bad         bool
-	}{
-		{"", "", "-", false},
-		{"prod", "prod", "-", false},
-		{"prod/db/", "prod/db", "-", false},
-		{"ns", "ns", "-", false},
-		{"ns/prod", "ns/prod", "prod", false},
-		{"ns/ns", "ns/ns", "ns", false},
-		{"ns/prod/ns/db", "ns/prod/ns/db", "prod/db", false},
-		{"ns/prod/db", "ns/prod/db", "-", false},
-		{"ns/prod/x/db", "ns/prod/x/db", "-", false},
-		{"ns/a/ns/b/ns/c/ns/d", "-", "a/b/c/d", false}, // 8 levels: only the path form
-		{"ns/-x", "-", "-", true},
-		{"a//b", "-", "-", true},
-	} {
-		a, err := parseNSArg(c.arg)
-		if c.bad {
-			if exitCode(err) != exitUsage {
-				t.Errorf("%q: want a usage error, got %v", c.arg, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", c.arg, err)
-			continue
-		}
-		show := func(ns index.Namespace) string {
-			if ns == nil {
-				return "-"
-			}
-			return ns.String()
-		}
-		if show(a.plain) != c.plain || show(a.path) != c.path {
-			t.Errorf("%q: readings %q and %q, want %q and %q", c.arg, show(a.plain), show(a.path), c.plain, c.path)
-		}
-	}
 }
 
 // TestNamespaceNamedNS: "ns" is a valid namespace name, so "--ns ns/prod"

@@ -61,7 +61,7 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		}
 		if !sf.json() {
 			for _, s := range rep.Snapshots {
-				printSnapshotResult(stdout, s)
+				s.WriteText(stdout)
 			}
 		}
 		// Exit like the single run would have: the merged reports' worst code

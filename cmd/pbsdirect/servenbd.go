@@ -49,14 +49,14 @@ func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		defer sa.Close()
-		if len(sa.readers) == 0 {
+		if len(sa.Readers) == 0 {
 			return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to serve", sa.snap)
 		}
 		srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", index.DisplayText(msg)) }}
-		for i, r := range sa.readers {
+		for i, r := range sa.Readers {
 			srv.Exports = append(srv.Exports, nbd.Export{
-				Name:               exportName(sa.names[i]),
-				Description:        sa.snap.String() + "/" + sa.names[i],
+				Name:               exportName(sa.Names[i]),
+				Description:        sa.snap.String() + "/" + sa.Names[i],
 				Size:               r.Size(),
 				Data:               r,
 				Extents:            nbdExtents(r),

@@ -4,45 +4,20 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // snapshotEntry is one snapshot of the listing, from its manifest.
-type snapshotEntry struct {
-	Snapshot    string         `json:"snapshot"` // TYPE/ID/TIME
-	Namespace   string         `json:"ns,omitempty"`
-	BackupType  string         `json:"backup-type"`
-	BackupID    string         `json:"backup-id"`
-	BackupTime  int64          `json:"backup-time"` // epoch seconds
-	Files       []snapshotFile `json:"files"`
-	Size        uint64         `json:"size"` // bytes: sum of the archive sizes (image sizes for .fidx)
-	Fingerprint string         `json:"fingerprint,omitempty"`
-	Comment     string         `json:"comment,omitempty"`      // first line of the snapshot notes
-	Verified    string         `json:"verification,omitempty"` // last verify state: ok or failed
-	Protected   bool           `json:"protected"`              // the .protected marker (prune keeps it)
-	Owner       string         `json:"owner,omitempty"`        // the group's owner
-	Error       string         `json:"error,omitempty"`        // manifest unreadable
-}
-
-// snapshotFile is one archive listed in a manifest.
-type snapshotFile struct {
-	Name      string `json:"filename"`
-	CryptMode string `json:"crypt-mode"`
-	Size      uint64 `json:"size"` // bytes (§6.2)
-}
+type snapshotEntry = snapshot.Entry
 
 // manifestReads is how many manifests are read at once for a listing.
-const manifestReads = 16
+const manifestReads = snapshot.ManifestReads
 
 func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
@@ -56,69 +31,12 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 		}
 		noteFollowed(stderr, store)
 		defer store.Close()
-		namespaces := []index.Namespace{ns}
-		if *maxDepth != 0 {
-			if namespaces, err = snapshot.Namespaces(ctx, store, ns, *maxDepth); err != nil {
-				return err
-			}
-		}
-		var list []snapshot.Info
-		for _, n := range namespaces {
-			l, err := snapshot.List(ctx, store, n)
-			if err != nil {
-				return err
-			}
-			list = append(list, l...)
-		}
-		if len(list) == 0 {
-			if err := snapshot.Exists(ctx, store, ns); err != nil {
-				return err
-			}
-		}
-		owners := groupOwners(ctx, store, list)
-		entries := make([]snapshotEntry, len(list))
-		// A plain group, not WithContext: an unreadable manifest is recorded in
-		// its entry and must not stop the others; only ctx ending fails the listing.
-		var g errgroup.Group
-		g.SetLimit(manifestReads)
-		read := func(i int) error {
-			s := list[i].Snapshot
-			e := snapshotEntry{Snapshot: s.String(), Namespace: s.NS.String(), BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []snapshotFile{},
-				Protected: snapshot.Protected(list[i].Files), Owner: owners[s.GroupDir()]}
-			m, err := snapshot.ReadManifest(ctx, store, s)
-			switch {
-			case errors.Is(err, snapshot.ErrNoSnapshot):
-				// Listed, then pruned before its manifest was read.
-				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", index.DisplayText(s.String()))
-				return ctx.Err()
-			case err != nil:
-				e.Error = err.Error()
-			default:
-				for _, f := range m.Files {
-					e.Files = append(e.Files, snapshotFile{Name: f.Filename, CryptMode: string(f.CryptMode), Size: f.Size})
-					e.Size += f.Size
-				}
-				if fp, ok, _ := m.KeyFingerprint(); ok {
-					e.Fingerprint = fp.String()
-				}
-				e.Comment, e.Verified = snapshot.Notes(m), snapshot.VerifyState(m)
-			}
-			entries[i] = e
-			return ctx.Err()
-		}
-		for i := range list {
-			g.Go(func() error { return read(i) })
-		}
-		if err := g.Wait(); err != nil {
+		entries, err := snapshot.Entries(ctx, store, ns, *maxDepth, func(s index.Snapshot) {
+			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", index.DisplayText(s.String()))
+		})
+		if err != nil {
 			return err
 		}
-		kept := entries[:0]
-		for _, e := range entries {
-			if e.Snapshot != "" {
-				kept = append(kept, e)
-			}
-		}
-		entries = kept
 		if sf.json() {
 			return writeJSON(stdout, entries)
 		}
@@ -144,19 +62,6 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 		}
 		return tw.Flush()
 	}
-}
-
-// groupOwners reads the owner of each group in list once, keyed by group
-// directory; an unreadable owner file is left out (the listing goes on).
-func groupOwners(ctx context.Context, store chunkstore.Store, list []snapshot.Info) map[string]string {
-	owners := map[string]string{}
-	for _, i := range list {
-		g := i.Snapshot.GroupDir()
-		if _, done := owners[g]; !done {
-			owners[g], _ = snapshot.GroupOwner(ctx, store, i.Snapshot)
-		}
-	}
-	return owners
 }
 
 func orDash(s string) string {

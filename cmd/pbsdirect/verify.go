@@ -19,6 +19,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -103,15 +104,15 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			return usagef("--reverify-after: %v", err)
 		}
 		var list *bufio.Writer
-		var listFile *replacement
+		var listFile *outfile.Replacement
 		if *damagedList != "" {
 			// A replacement renamed over it at the end: another name of an
 			// old list keeps its content.
-			r, err := newReplacement(*damagedList)
+			r, err := outfile.New(*damagedList)
 			if err != nil {
 				return err
 			}
-			defer r.abort()
+			defer r.Abort()
 			listFile, list = r, bufio.NewWriter(r)
 		}
 		ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *cryptMode, noDefault: *crcOnly, requireSig: *requireSig}, pf.fetchersFor(sf.fetchSpec()))
@@ -164,7 +165,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", index.DisplayText(r.Snapshot))
 			}
 			if !sf.json() {
-				printSnapshotResult(stdout, r)
+				r.WriteText(stdout)
 			}
 		})
 		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
@@ -182,9 +183,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			if list != nil {
 				err := cmp.Or(v.Err(), list.Flush())
 				if err != nil {
-					err = localWriteError(*damagedList, err)
+					err = outfile.WriteError(*damagedList, err)
 				} else {
-					err = listFile.commit()
+					err = listFile.Commit()
 				}
 				if err != nil {
 					return fmt.Errorf("--damaged-list: %w", err)
@@ -258,13 +259,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		if !rep.OK {
 			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Failed())
 		}
-		chunks := checkedChunks(rep.ChunksChecked, rep.DamagedChunks) + freshChunks(rep.ChunksFresh, rep.ChunksPresent)
-		if rep.DamagedChunks > 0 && len(rep.Snapshots) > 1 {
-			// Good chunks are checked once per run; a bad one is counted in
-			// each archive that uses it.
-			chunks += " (bad ones counted in each archive that uses them)"
-		}
-		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), chunks, rep.Seconds, okWord(rep.OK))
+		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
@@ -339,88 +334,8 @@ func writerOrNil(w *bufio.Writer) io.Writer {
 	return w
 }
 
-func okWord(ok bool) string {
-	if ok {
-		return "ok"
-	}
-	return "FAILED"
-}
-
-// printSnapshotResult prints r as text. Every string in r may come from
-// the store (names, error texts quoting them) or from a report file that
-// report merge reads: each is escaped (index.DisplayText).
-func printSnapshotResult(w io.Writer, r verify.SnapshotResult) {
-	dt := index.DisplayText
-	if r.Skipped {
-		fmt.Fprintf(w, "%s: skipped\n  note: %s\n", dt(r.Snapshot), dt(r.Note))
-		return
-	}
-	fmt.Fprintf(w, "%s: %s\n", dt(r.Snapshot), okWord(r.OK))
-	if r.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", dt(r.Error))
-	}
-	if r.Note != "" {
-		fmt.Fprintf(w, "  note: %s\n", dt(r.Note))
-	}
-	for _, a := range r.Archives {
-		fmt.Fprintf(w, "  %-32s %s", dt(a.Archive), okWord(a.OK))
-		if a.CRCOnly {
-			fmt.Fprint(w, " [CRC only, no key]")
-		}
-		if a.ChunksChecked > 0 || a.ChunksKnown > 0 || a.DamagedCount > 0 || a.ChunksFresh > 0 {
-			fmt.Fprintf(w, " (%s%s", checkedChunks(a.ChunksChecked, a.DamagedCount), freshChunks(a.ChunksFresh, a.ChunksPresent))
-			if a.ChunksKnown > 0 {
-				fmt.Fprintf(w, ", %d already verified", a.ChunksKnown)
-			}
-			fmt.Fprint(w, ")")
-		}
-		fmt.Fprintln(w)
-		if a.Error != "" && len(a.Damaged) == 0 {
-			fmt.Fprintf(w, "    error: %s\n", dt(a.Error))
-		}
-		for _, d := range a.Damaged {
-			var offs []string
-			for _, o := range d.Offsets {
-				offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
-			}
-			if d.OffsetCount > len(d.Offsets) {
-				offs = append(offs, fmt.Sprintf("… (%d offsets)", d.OffsetCount))
-			}
-			what := "damaged"
-			if d.Missing {
-				what = "missing"
-			}
-			fmt.Fprintf(w, "    %s chunk %s at %s: %s\n", what, dt(d.Digest), strings.Join(offs, " "), dt(d.Error))
-		}
-		if n := a.DamagedCount - len(a.Damaged); n > 0 {
-			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
-		}
-	}
-}
-
-// checkedChunks says how many chunks were checked: "1 chunk checked", "3
-// chunks checked", or with damage "1 chunk verified, 2 damaged or missing"
-// (checked counts the good ones).
-func checkedChunks(checked uint64, damaged int) string {
-	n := fmt.Sprintf("%d chunk", checked)
-	if checked != 1 {
-		n += "s"
-	}
-	if damaged == 0 {
-		return n + " checked"
-	}
-	return fmt.Sprintf("%s verified, %d damaged or missing", n, damaged)
-}
-
-// freshChunks says how many chunks were skipped as verified recently (--state)
-// and how many of them were confirmed still there: ", 5 skipped as fresh (5
-// confirmed present)", or "" when none was skipped.
-func freshChunks(fresh, present int) string {
-	if fresh == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", %d skipped as fresh (%d confirmed present)", fresh, present)
-}
+// okWord is "ok" or "FAILED" (verify.OKWord).
+func okWord(ok bool) string { return verify.OKWord(ok) }
 
 // verifyCommand is 'pbsdirect verify'.
 func verifyCommand() commandSpec {

@@ -1,4 +1,4 @@
-package main
+package mountpoint
 
 import (
 	"os"
@@ -35,8 +35,8 @@ Type=ext4
 41 22 0:30 / /tmp rw shared:3 - tmpfs tmpfs rw
 42 22 8:33 / /outer/inner rw shared:4 - ext4 /dev/sdc1 rw
 `
-	listed := append(fstabMountPoints(strings.NewReader(fstab)), unitMountPoint(strings.NewReader(unit)))
-	mounted := mountedPoints(strings.NewReader(mountinfo))
+	listed := append(Fstab(strings.NewReader(fstab)), Unit(strings.NewReader(unit)))
+	mounted := Mounted(strings.NewReader(mountinfo))
 	for _, c := range []struct {
 		dir, want string
 	}{
@@ -54,8 +54,8 @@ Type=ext4
 		{"/var/lib/ds", ""},
 		{"/", ""},
 	} {
-		if got := unmountedAncestor(c.dir, listed, mounted); got != c.want {
-			t.Errorf("unmountedAncestor(%q) = %q, want %q", c.dir, got, c.want)
+		if got := UnmountedAncestor(c.dir, listed, mounted); got != c.want {
+			t.Errorf("UnmountedAncestor(%q) = %q, want %q", c.dir, got, c.want)
 		}
 	}
 	// Paths are compared with their links resolved: a link into a mount
@@ -68,7 +68,7 @@ Type=ext4
 	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if got := resolvePath(filepath.Join(dir, "link", "new", "ds")); got != filepath.Join(resolvePath(real), "new", "ds") {
+	if got := ResolvePath(filepath.Join(dir, "link", "new", "ds")); got != filepath.Join(ResolvePath(real), "new", "ds") {
 		t.Errorf("resolvePath through a link: %q", got)
 	}
 }

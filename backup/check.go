@@ -1,0 +1,84 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// ErrRefused is matched by the errors of the checks made before a backup
+// writes anything (CheckSources, CheckOrder) that the command line must
+// change to avoid: a source that is not there or cannot be an image, a
+// snapshot time not after the group's last.
+var ErrRefused = errors.New("backup refused")
+
+// refusal is an ErrRefused error: it says msg and unwraps to its cause,
+// when it has one.
+type refusal struct {
+	msg string
+	err error
+}
+
+// Error returns the message.
+func (e *refusal) Error() string { return e.msg }
+
+// Unwrap returns the cause, or nil.
+func (e *refusal) Unwrap() error { return e.err }
+
+// Is matches ErrRefused.
+func (e *refusal) Is(target error) bool { return target == ErrRefused }
+
+// CheckSources checks, before anything is written, that each source's
+// path is there and is a regular file or a block device (a FIFO or a
+// character device would be read without end, or waited on). A path that
+// is not there, or is something else, is ErrRefused; another stat error is
+// returned naming the source.
+func CheckSources(sources []Source) error {
+	for _, s := range sources {
+		st, err := os.Stat(s.Path)
+		if err != nil {
+			err = fmt.Errorf("backup source %s: %w (nothing written)", s.Name, err)
+			if errors.Is(err, os.ErrNotExist) {
+				err = &refusal{msg: err.Error(), err: err} // a path mistyped, not data missing
+			}
+			return err
+		}
+		if m := st.Mode(); !m.IsRegular() && (m&os.ModeDevice == 0 || m&os.ModeCharDevice != 0) {
+			return &refusal{msg: fmt.Sprintf("backup source %s: %s %s, not a regular file or block device (nothing written)", s.Name, s.Path, outfile.Kind(m))}
+		}
+	}
+	return nil
+}
+
+// CheckOrder refuses, like PBS, a snapshot snap that is not newer than its
+// group's last one in store; for a snapshot without a time (snap.Time 0:
+// it is taken at now, Unix seconds), one whose group's last snapshot lies
+// in the future. The same second is left to the snapshot claim (another
+// backup of the group at the same time). Refusals are ErrRefused; store
+// errors are returned as they are.
+func CheckOrder(ctx context.Context, store chunkstore.Store, snap index.Snapshot, now int64) error {
+	existing, err := snapshot.List(ctx, store, snap.NS)
+	if err != nil {
+		return err
+	}
+	var last *index.Snapshot
+	for i, e := range existing {
+		if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && (last == nil || e.Snapshot.Time > last.Time) {
+			last = &existing[i].Snapshot
+		}
+	}
+	switch {
+	case last == nil:
+	case snap.Time != 0 && last.Time >= snap.Time:
+		return &refusal{msg: fmt.Sprintf("--backup-time %s is not after the group's last snapshot %s: PBS keeps a group's snapshots in time order", index.FormatTime(snap.Time), last)}
+	case snap.Time == 0 && last.Time > now:
+		return &refusal{msg: fmt.Sprintf("the group's last snapshot %s is in the future (now is %s): PBS keeps a group's snapshots in time order; check the clock, or give --backup-time after it", last, index.FormatTime(now))}
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package backup_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+)
+
+// TestCheckOrder: a snapshot not after its group's last one is refused,
+// and so is one taken now when the group's last lies in the future; other
+// groups and later times pass.
+func TestCheckOrder(t *testing.T) {
+	dir := fixture.NewStore(t)
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Mixed(64<<10, 1))
+	fixture.Backup(t, dir, fixture.Snap(t, "", "vm", "100", fixture.T0), backup.Options{}, backup.Source{Name: "drive-scsi0.img", Path: img})
+	store := fixture.OpenStore(t, dir)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		id      string
+		time    int64
+		now     int64
+		refused bool
+	}{
+		{"same time", "100", fixture.T0, fixture.T0 + 10, true},
+		{"earlier", "100", fixture.T0 - 60, fixture.T0 + 10, true},
+		{"later", "100", fixture.T0 + 60, fixture.T0 + 10, false},
+		{"now, last in the past", "100", 0, fixture.T0 + 10, false},
+		{"now, last in the future", "100", 0, fixture.T0 - 10, true},
+		{"another group", "101", fixture.T0 - 60, fixture.T0 + 10, false},
+	} {
+		snap := fixture.Snap(t, "", "vm", c.id, fixture.T0)
+		snap.Time = c.time
+		err := backup.CheckOrder(ctx, store, snap, c.now)
+		if errors.Is(err, backup.ErrRefused) != c.refused || (err != nil && !c.refused) {
+			t.Errorf("%s: %v, want refused %v", c.name, err, c.refused)
+		}
+	}
+}
+
+// TestCheckSources: a missing path and a character device are refused
+// before anything is written; a regular file passes.
+func TestCheckSources(t *testing.T) {
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", []byte("x"))
+	if err := backup.CheckSources([]backup.Source{{Name: "a.img", Path: img}}); err != nil {
+		t.Errorf("regular file: %v", err)
+	}
+	for _, p := range []string{filepath.Join(t.TempDir(), "missing"), "/dev/null"} {
+		if err := backup.CheckSources([]backup.Source{{Name: "a.img", Path: img}, {Name: "b.img", Path: p}}); !errors.Is(err, backup.ErrRefused) {
+			t.Errorf("%s: %v, want ErrRefused", p, err)
+		}
+	}
+}

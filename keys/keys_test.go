@@ -1,0 +1,75 @@
+package keys
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// TestCreateWriteLoad: a created key file loads back with its KDF and
+// fingerprint; it is never overwritten (ErrUsage), and Write with replace
+// re-seals it in place, mode 0600, the key unchanged.
+func TestCreateWriteLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "enc.key")
+	kf, err := Create(path, crypto.KDFNone, nil, "a hint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := Describe(path, got); info.KDF != crypto.KDFNone || info.Fingerprint != kf.Fingerprint || info.Hint != "a hint" {
+		t.Errorf("Describe = %+v, want kdf none, fingerprint %s", info, kf.Fingerprint)
+	}
+	if _, err := Create(path, crypto.KDFNone, nil, ""); !errors.Is(err, ErrUsage) {
+		t.Errorf("second Create: %v, want ErrUsage", err)
+	}
+	key, cfg, err := got.Open(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := Seal(key, crypto.KDFPBKDF2, []byte("a long passphrase"), got.Created, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, data, true); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if KDFName(again) != crypto.KDFPBKDF2 || again.Created != got.Created {
+		t.Errorf("re-sealed: kdf %s created %s, want pbkdf2, %s", KDFName(again), again.Created, got.Created)
+	}
+	if _, cfg2, err := again.Open(context.Background(), []byte("a long passphrase")); err != nil || cfg2.Fingerprint() != cfg.Fingerprint() {
+		t.Errorf("re-sealed key opens to %v (%v), want fingerprint %v", cfg2, err, cfg.Fingerprint())
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v (%v), want 0600", st.Mode(), err)
+	}
+}
+
+// TestLoadRefused: a file that is not there, a PEM file and an unknown KDF
+// are usage mistakes.
+func TestLoadRefused(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(filepath.Join(dir, "missing")); !errors.Is(err, ErrUsage) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	pem := filepath.Join(dir, "master-public.pem")
+	if err := os.WriteFile(pem, []byte("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(pem); !errors.Is(err, ErrUsage) || NotAKeyFile([]byte("-----BEGIN PUBLIC KEY-----")) == "" {
+		t.Errorf("PEM file: %v", err)
+	}
+	if err := CheckKDF("argon2"); !errors.Is(err, ErrUsage) {
+		t.Errorf("CheckKDF(argon2) = %v", err)
+	}
+}
