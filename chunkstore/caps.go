@@ -25,3 +25,21 @@ type MemberStore interface {
 }
 
 var _ MemberStore = (*Chain)(nil)
+
+// DirLister is a Store whose directories exist without files in them (a
+// datastore directory): a namespace that PBS created and nothing was backed
+// up into yet is such a directory (§1.3). Buckets have no directories; a
+// PBS 4 bucket marks a namespace with a ".namespace" object instead (§8.1),
+// which its ListFiles lists.
+type DirLister interface {
+	// ListDirs returns dir itself, when it exists, and every directory
+	// below it (recursively, any order), datastore-relative, empty ones
+	// included; never ".chunks" or what lies below it, never a symbolic
+	// link. A missing dir yields none.
+	ListDirs(ctx context.Context, dir string) ([]string, error)
+}
+
+var (
+	_ DirLister = (*Local)(nil)
+	_ DirLister = (*Chain)(nil)
+)

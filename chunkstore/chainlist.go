@@ -162,3 +162,38 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	}
 	return out, nil
 }
+
+// ListDirs returns the union of the directories its members that are
+// DirListers list (see DirLister); a member whose listing fails is left
+// out (ListFiles says so), and when every one fails the errors are joined.
+func (c *Chain) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	var errs []error
+	asked := 0
+	for _, m := range c.members {
+		dl, ok := m.(DirLister)
+		if !ok {
+			continue
+		}
+		asked++
+		dirs, err := dl.ListDirs(ctx, dir)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m, err))
+			continue
+		}
+		for _, d := range dirs {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+	}
+	if asked > 0 && len(errs) == asked {
+		return nil, JoinErrors(errs...)
+	}
+	return out, nil
+}
