@@ -39,7 +39,17 @@ type DirLister interface {
 	ListDirs(ctx context.Context, dir string) ([]string, error)
 }
 
+// PartialLister is a store whose listings can leave part of it out while
+// the rest answers (a Chain whose members' listings failed), and can say
+// which part: a listing over it is then incomplete.
+type PartialLister interface {
+	// Unlisted returns the names of the parts (members) whose listing
+	// failed so far, each once; none when every listing was complete.
+	Unlisted() []string
+}
+
 var (
-	_ DirLister = (*Local)(nil)
-	_ DirLister = (*Chain)(nil)
+	_ DirLister     = (*Local)(nil)
+	_ DirLister     = (*Chain)(nil)
+	_ PartialLister = (*Chain)(nil)
 )

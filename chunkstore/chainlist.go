@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -18,7 +19,29 @@ const snapshotManifest = "index.json.blob"
 type unionState struct {
 	mu       sync.Mutex
 	pins     map[string]int // snapshot directory → member that served its manifest
+	unlisted []string       // members whose listing failed, each once
 	warnings Warnings
+}
+
+// Unlisted returns the names of the members whose listing (ListFiles,
+// ListDirs) failed so far while others answered, in the order they failed,
+// each once: what the chain's listings left out (see PartialLister).
+func (c *Chain) Unlisted() []string {
+	c.union.mu.Lock()
+	defer c.union.mu.Unlock()
+	return append([]string(nil), c.union.unlisted...)
+}
+
+// listFailed records that member m's listing failed while others answered,
+// and says so once.
+func (c *Chain) listFailed(m int, err error) {
+	name := c.members[m].String()
+	c.union.mu.Lock()
+	if !slices.Contains(c.union.unlisted, name) {
+		c.union.unlisted = append(c.union.unlisted, name)
+	}
+	c.union.mu.Unlock()
+	c.say("list-failed\x00"+name, fmt.Sprintf("pbsdirect: warning: --store %s could not be listed (%v): listings come from the other stores", name, err))
 }
 
 // WarnTo sets where the chain says that its members disagree: a snapshot
@@ -119,7 +142,7 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	}
 	for i, err := range failed {
 		if err != nil {
-			c.say("list-failed\x00"+c.members[i].String(), fmt.Sprintf("pbsdirect: warning: --store %s could not be listed (%v): listings come from the other stores", c.members[i], err))
+			c.listFailed(i, err)
 		}
 	}
 	dirs := map[string]bool{}
@@ -171,7 +194,12 @@ func (c *Chain) ListDirs(ctx context.Context, dir string) ([]string, error) {
 	var out []string
 	var errs []error
 	asked := 0
-	for _, m := range c.members {
+	type failure struct {
+		m   int
+		err error
+	}
+	var failedAt []failure
+	for i, m := range c.members {
 		dl, ok := m.(DirLister)
 		if !ok {
 			continue
@@ -183,6 +211,7 @@ func (c *Chain) ListDirs(ctx context.Context, dir string) ([]string, error) {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m, err))
+			failedAt = append(failedAt, failure{i, err})
 			continue
 		}
 		for _, d := range dirs {
@@ -194,6 +223,9 @@ func (c *Chain) ListDirs(ctx context.Context, dir string) ([]string, error) {
 	}
 	if asked > 0 && len(errs) == asked {
 		return nil, JoinErrors(errs...)
+	}
+	for _, f := range failedAt {
+		c.listFailed(f.m, f.err)
 	}
 	return out, nil
 }
