@@ -76,6 +76,11 @@ func Merge(reports []Report) (Report, error) {
 				nss = append(nss, ns)
 			}
 		}
+		for _, st := range r.StoresLeftOut {
+			if !slices.Contains(out.StoresLeftOut, st) {
+				out.LeaveOut(st) // a shard that left a store out leaves the merge incomplete
+			}
+		}
 		if t, err := time.Parse(time.RFC3339, r.Started); err == nil && (started.IsZero() || t.Before(started)) {
 			started = t
 		}

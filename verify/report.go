@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 )
@@ -107,6 +108,34 @@ type Report struct {
 	// chunks each served and how many copies fell through; set by the
 	// command.
 	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
+	// StoresLeftOut names the stores of a chain that could not be read
+	// (opened or listed) during the run: what only they hold was not
+	// verified, so the run is not OK (LeaveOut); set by the command.
+	StoresLeftOut []string `json:"stores-left-out,omitempty"`
+	// Note says why a run checked nothing although that is no failure: a
+	// namespace that exists and holds no snapshot (Selection.Note).
+	Note string `json:"note,omitempty"`
+}
+
+// LeaveOut records stores that could not be read during the run; any at
+// all makes the run not OK (Incomplete says why).
+func (rep *Report) LeaveOut(stores ...string) {
+	if len(stores) == 0 {
+		return
+	}
+	rep.StoresLeftOut = append(rep.StoresLeftOut, stores...)
+	rep.OK = false
+}
+
+// Incomplete returns, for a run that left stores out (StoresLeftOut), an
+// error wrapping chunkstore.ErrUnavailable (a cause outside the data: exit
+// 3) that names them; nil otherwise. Store names are as given, not escaped.
+func (rep *Report) Incomplete() error {
+	if len(rep.StoresLeftOut) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: not everything could be verified: --store %s could not be read (what only it holds was not verified)",
+		chunkstore.ErrUnavailable, strings.Join(rep.StoresLeftOut, ", --store "))
 }
 
 // Add appends r to the report and updates its counts and OK; a skipped

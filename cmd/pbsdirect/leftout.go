@@ -8,6 +8,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // storesLeftOut returns the stores of a chain (several --store) that a run
@@ -45,4 +46,16 @@ func listingIncomplete(sf *storeFlags, s chunkstore.Store) error {
 	}
 	return &outsideError{fmt.Errorf("%w: the listing is incomplete: --store %s could not be listed; what the other stores hold is listed",
 		chunkstore.ErrUnavailable, index.DisplayText(strings.Join(left, ", --store ")))}
+}
+
+// printVerifyGaps prints, after a verify summary, what the run did not
+// cover: its note (a namespace with no snapshot) and the stores it left
+// out, escaped.
+func printVerifyGaps(w io.Writer, rep *verify.Report) {
+	if rep.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", index.DisplayText(rep.Note))
+	}
+	if len(rep.StoresLeftOut) > 0 {
+		fmt.Fprintf(w, "not everything could be verified: --store %s could not be read\n", index.DisplayText(strings.Join(rep.StoresLeftOut, ", --store ")))
+	}
 }
