@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -157,6 +158,7 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	}
 	sort.Strings(sorted)
 	var out []FileInfo
+	lacks := make([]lacking, len(c.members))
 	for _, d := range sorted {
 		from := -1
 		for i, l := range lists {
@@ -176,14 +178,55 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 			// A snapshot some member lacks: that member lags behind (or is ahead).
 			for i, l := range lists {
 				if l != nil && (l[d] == nil || !l[d].manifest) {
-					c.say("lacks\x00"+c.members[i].String(), fmt.Sprintf("pbsdirect: warning: the stores disagree: --store %s lacks snapshot %s that --store %s holds (and maybe more); listings are the union of the stores, each snapshot read from the first store that has it",
-						c.members[i], d, c.members[from]))
+					lacks[i].add(d, from)
 				}
 			}
 		}
 		out = append(out, lists[from][d].files...)
 	}
+	for i, l := range lacks {
+		if len(l.dirs) > 0 {
+			c.say("lacks\x00"+c.members[i].String(), l.message(c.members[i].String(), c.members))
+		}
+	}
 	return out, nil
+}
+
+// lackShown is how many of the snapshots a member lacks its warning names.
+const lackShown = 3
+
+// lacking is what one member of a chain lacks in one listing: the
+// snapshot directories other members hold, and which members hold them.
+type lacking struct {
+	dirs []string
+	from []int // members holding them, each once
+}
+
+func (l *lacking) add(dir string, from int) {
+	l.dirs = append(l.dirs, dir)
+	if !slices.Contains(l.from, from) {
+		l.from = append(l.from, from)
+	}
+}
+
+// message is the one warning for member name: how many snapshots it
+// lacks, the first lackShown of them, and which stores hold them.
+func (l *lacking) message(name string, members []Store) string {
+	shown := l.dirs[:min(len(l.dirs), lackShown)]
+	list := strings.Join(shown, ", ")
+	if len(l.dirs) > len(shown) {
+		list += fmt.Sprintf(", and %d more", len(l.dirs)-len(shown))
+	}
+	holders := make([]string, len(l.from))
+	for i, m := range l.from {
+		holders[i] = "--store " + members[m].String()
+	}
+	verb := "holds"
+	if len(holders) > 1 {
+		verb = "hold"
+	}
+	return fmt.Sprintf("pbsdirect: warning: the stores disagree: --store %s lacks %d snapshot(s) that %s %s (%s); listings are the union of the stores, each snapshot read from the first store that has it",
+		name, len(l.dirs), strings.Join(holders, " and "), verb, list)
 }
 
 // ListDirs returns the union of the directories its members that are

@@ -63,7 +63,7 @@ func Select(ctx context.Context, store chunkstore.Store, sc Scope) (Selection, e
 		} else if len(sc.NS) != 0 && ref.NS.String() != sc.NS.String() {
 			return sel, fmt.Errorf("%w: %q is in namespace %q, not in the namespace given (%q)", index.ErrBadName, sc.Ref, ref.NS, sc.NS)
 		}
-		list, err := snapshot.List(ctx, store, ref.NS)
+		list, err := snapshot.ListGroup(ctx, store, ref.NS, ref.Type, ref.ID)
 		if err != nil {
 			return sel, err
 		}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+)
+
+// TestSeveralStoresDisagreeSummary: what a store of several lacks is said
+// once per store and run, summarised (how many snapshots, the first
+// named), and only about what the command looked at: restoring vm/700,
+// which both stores hold, says nothing about vm/100, which only the first
+// holds.
+func TestSeveralStoresDisagreeSummary(t *testing.T) {
+	data := fixture.Mixed(64<<10, 1)
+	a, b := fixture.NewStore(t), fixture.NewStore(t)
+	put := func(store, id string, epoch int64) {
+		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+		fixture.Backup(t, store, fixture.Snap(t, "", "vm", id, epoch), backup.Options{}, backup.Source{Name: "drive-scsi0.img", Path: img})
+	}
+	put(a, "100", fixture.T0)
+	put(a, "100", fixture.T0+86400)
+	put(a, "700", fixture.T0)
+	put(b, "700", fixture.T0)
+
+	r := mustOK(t, "restore", "--store", a, "--store", b, "vm/700", "drive-scsi0", filepath.Join(t.TempDir(), "out.raw"))
+	if strings.Contains(r.err, "vm/100") || strings.Contains(r.err, "disagree") {
+		t.Errorf("restore of vm/700 warns about other groups: %v", r)
+	}
+	r = mustOK(t, "snapshots", "--store", a, "--store", b)
+	if n := strings.Count(r.err, "disagree"); n != 1 || !strings.Contains(r.err, "--store "+b+" lacks 2 snapshot(s) that --store "+a+" holds (vm/100/") {
+		t.Errorf("want one summary saying %s lacks 2 snapshots, got %v", b, r)
+	}
+	r = mustOK(t, "verify", "--store", a, "--store", b)
+	if n := strings.Count(r.err, "disagree"); n != 1 {
+		t.Errorf("verify: %d disagreement warnings, want 1: %v", n, r)
+	}
+}
