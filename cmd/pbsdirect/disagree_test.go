@@ -39,3 +39,29 @@ func TestSeveralStoresDisagreeSummary(t *testing.T) {
 		t.Errorf("verify: %d disagreement warnings, want 1: %v", n, r)
 	}
 }
+
+// TestSeveralStoresSameNameOtherContent: the same snapshot name with other
+// content in two stores (another disk behind the name) is warned about
+// when the snapshot is opened, naming both stores, the one used and how
+// to use the other; copies that agree say nothing.
+func TestSeveralStoresSameNameOtherContent(t *testing.T) {
+	imgA, imgB := fixture.Mixed(64<<10, 1), fixture.Mixed(64<<10, 2)
+	a, b, same := fixture.NewStore(t), fixture.NewStore(t), fixture.NewStore(t)
+	put := func(store string, data []byte) {
+		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+		fixture.Backup(t, store, fixture.Snap(t, "", "vm", "100", fixture.T0), backup.Options{}, backup.Source{Name: "drive-scsi0.img", Path: img})
+	}
+	put(a, imgA)
+	put(b, imgB)
+	put(same, imgA)
+	target := filepath.Join(t.TempDir(), "out.raw")
+	r := mustOK(t, "restore", "--store", a, "--store", b, "vm/100", "drive-scsi0", target)
+	fixture.Equal(t, target, imgA)
+	if !strings.Contains(r.err, "different manifests") || !strings.Contains(r.err, "using --store "+a) || !strings.Contains(r.err, "give --store "+b+" first") {
+		t.Errorf("no warning that the stores hold different vm/100: %v", r)
+	}
+	r = mustOK(t, "restore", "--store", a, "--store", same, "vm/100", "drive-scsi0", filepath.Join(t.TempDir(), "out2.raw"))
+	if strings.Contains(r.err, "different manifests") {
+		t.Errorf("copies that agree warned: %v", r)
+	}
+}
