@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -216,15 +217,20 @@ func (r *Reader) Removed(ctx context.Context, err error) error {
 // member's: the same snapshot name with other content (another disk
 // behind the same name). It names the stores, which one is used, and how
 // to use the other. A member without the snapshot or whose copy cannot be
-// read is left alone: the chain's own warnings cover those.
+// read is left alone, and one whose listing already failed is not asked:
+// the chain's own warnings cover those.
 func compareCopies(ctx context.Context, store chunkstore.Store, snap index.Snapshot, pin int, m *index.Manifest) {
 	ms, ok := store.(chunkstore.MemberStore)
 	if !ok {
 		return
 	}
+	var unlisted []string // members already found unreadable: not asked again
+	if pl, ok := store.(chunkstore.PartialLister); ok {
+		unlisted = pl.Unlisted()
+	}
 	members := ms.Members()
 	for i, other := range members {
-		if i == pin {
+		if i == pin || slices.Contains(unlisted, other.String()) {
 			continue
 		}
 		om, err := ReadManifest(ctx, other, snap)
