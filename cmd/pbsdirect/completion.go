@@ -173,15 +173,11 @@ func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, co
 func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) bool) ([]cobra.Completion, cobra.ShellCompDirective) {
 	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
 		var out []cobra.Completion
-		snap, err := snapshot.Resolve(ctx, store, ns, ref)
+		src, err := snapshot.Open(ctx, store, ns, ref, nil)
 		if err != nil {
 			return nil, err
 		}
-		m, err := snapshot.ReadManifest(ctx, store, snap)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range m.Files {
+		for _, f := range src.Manifest().Files {
 			if len(out) >= maxCandidates {
 				break
 			}

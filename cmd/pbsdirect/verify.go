@@ -18,7 +18,6 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
-	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -142,14 +141,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			prog.mode = progressNone
 		}
 		v := verify.New(store, verify.Options{
-			KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
-				cc, err := keys.ForManifest(m)
-				if err == nil {
-					err = keys.CheckSigned(m, m.Snapshot(ns), cc)
-				}
-				return cc, err
-			},
-			CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
+			Keys: keys, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
 			Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
 			MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 			Progress: func(name string, total int64, done func() int64) func() {
