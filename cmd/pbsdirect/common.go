@@ -13,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
-	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/keys"
 )
@@ -88,15 +87,6 @@ func (s *storeFlags) fetchSpec() string {
 		}
 	}
 	return s.store
-}
-
-// pathStyle parses --s3-path-style.
-func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
-	ps, err := s3store.ParsePathStyle(s.s3PathStyle)
-	if err != nil {
-		return ps, usagef("--s3-path-style: %v", err)
-	}
-	return ps, nil
 }
 
 func (s *storeFlags) check() error {
