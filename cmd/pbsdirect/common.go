@@ -167,22 +167,7 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 // protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
 // when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
-	kf, err := keys.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	var pass []byte
-	if kf.NeedsPassphrase() {
-		pass, err = passphrase("Encryption Key Password: ", false, stderr)
-		if err != nil {
-			return nil, fmt.Errorf("key file %s: %w", path, err)
-		}
-	}
-	_, cfg, err := kf.Open(ctx, pass)
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	return cfg, nil
+	return keys.Open(ctx, path, func() ([]byte, error) { return passphrase("Encryption Key Password: ", false, stderr) })
 }
 
 // passphrase returns the key passphrase from, in this order (as
