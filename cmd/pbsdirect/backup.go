@@ -74,24 +74,12 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 		}
-		signOnly := false
-		switch *cryptMode {
-		case "":
-		case "none":
-			cc = nil
-		case "encrypt", "sign-only":
-			if cc == nil {
-				return usagef("--crypt-mode %s needs --keyfile", *cryptMode)
-			}
-			signOnly = *cryptMode == "sign-only"
-		default:
-			return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
+		cc, signOnly, err := backup.CheckCrypt(*cryptMode, cc, *masterPub != "")
+		if err != nil {
+			return err
 		}
 		var rsaKey []byte
 		if *masterPub != "" {
-			if cc == nil || signOnly {
-				return usagef("--master-pubkey-file goes with encryption: give --keyfile (or have a default key) and no --crypt-mode none or sign-only")
-			}
 			if rsaKey, err = rsaEncryptedKey(*masterPub, sf.keyfile, cc); err != nil {
 				return err
 			}
