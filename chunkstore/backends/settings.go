@@ -1,6 +1,8 @@
 package backends
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
@@ -75,4 +77,28 @@ func (s Settings) Options(create bool, concurrency int) (Options, error) {
 		opts.Policy.RetryFor = -1 // no retries
 	}
 	return opts, nil
+}
+
+// CheckSpec refuses a store specification that is a malformed bucket URL:
+// "s3://" without a bucket, or "s3:/bucket", "S3://bucket", "gs:bucket",
+// which would otherwise be taken for a directory. Its errors name the
+// specification as --store gives it and say how a bucket is written.
+func CheckSpec(spec string) error {
+	scheme, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		return nil
+	}
+	if scheme == "s3" || scheme == "gs" {
+		if !strings.HasPrefix(rest, "//") {
+			return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
+		}
+		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
+			return fmt.Errorf("--store: %v", err)
+		}
+		return nil
+	}
+	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
+		return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	}
+	return nil
 }

@@ -30,3 +30,16 @@ func TestSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSpec: malformed bucket URLs are refused, directories and
+// bucket URLs pass.
+func TestCheckSpec(t *testing.T) {
+	for spec, ok := range map[string]bool{
+		"/mnt/ds": true, "ds": true, "s3://b/p": true, "gs://b": true, "./s3:x": true,
+		"s3:/b": false, "S3://b": false, "gs:b": false, "s3://": false,
+	} {
+		if err := backends.CheckSpec(spec); (err == nil) != ok {
+			t.Errorf("CheckSpec(%q) = %v, want ok %v", spec, err, ok)
+		}
+	}
+}

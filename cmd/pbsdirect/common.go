@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/keys"
@@ -117,24 +117,10 @@ func (s *storeFlags) check() error {
 }
 
 // checkStoreSpec refuses a --store that is a malformed bucket URL (usage
-// error): "s3://" without a bucket, or "s3:/bucket", "S3://bucket",
-// "gs:bucket", which would otherwise be taken for a directory.
+// error, backends.CheckSpec).
 func checkStoreSpec(spec string) error {
-	scheme, rest, ok := strings.Cut(spec, ":")
-	if !ok {
-		return nil
-	}
-	if scheme == "s3" || scheme == "gs" {
-		if !strings.HasPrefix(rest, "//") {
-			return usagef("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
-		}
-		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
-			return usagef("--store: %v", err)
-		}
-		return nil
-	}
-	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
-		return usagef("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	if err := backends.CheckSpec(spec); err != nil {
+		return usageOf(err)
 	}
 	return nil
 }
