@@ -12,14 +12,21 @@
 // archive (mount, NBD, stdout) are the engine's entry points and open
 // snapshots through snapshot (its reader and key policy); snapshot reads
 // through chunkstore's Store and index's formats; chunkstore and index are
-// peers that use only crypto. A target package (file and block-device
-// targets) sits below restore's target interface: it may import
-// chunkstore, index and crypto, never restore; place it in mayImport when
-// it appears. Beside the entry points, keys (key files, master keys; it
-// reads a snapshot's rsa-encrypted.key.blob through snapshot) and metrics
-// (textfile metrics of verify's report and of drills) serve cmd; progress
-// and fsutil (mount points, output files replaced by rename) are leaves
-// that know nothing of PBS. In rules:
+// peers that use only crypto. A target package (restore/filetarget: file
+// and block-device targets with their checks, locks and placement) sits
+// below restore's target interface and beside the pipeline:
+//
+//	cmd → restore/filetarget → restore (Target, its capabilities, Sink)
+//	cmd → restore (Restore, given the sink cmd built)
+//
+// It imports restore for the interface it implements, and what restore may
+// import; the pipeline (restore and its other packages) never imports it, so
+// a second target kind is added as another package in targets without
+// touching the pipeline. Beside the entry points, keys (key files, master
+// keys; it reads a snapshot's rsa-encrypted.key.blob through snapshot) and
+// metrics (textfile metrics of verify's report and of drills) serve cmd;
+// progress and fsutil (mount points, output files replaced by rename) are
+// leaves that know nothing of PBS. In rules:
 //
 //   - no package outside internal/ imports internal/… (test support only;
 //     tests may import it, and so may the packages under internal/);
@@ -29,6 +36,10 @@
 //   - snapshot imports only chunkstore, index and crypto;
 //   - restore, archive, backup and verify use what is below them, not each
 //     other, except verify, which runs restore's pipeline;
+//   - no package of ours imports a target package (targets) but cmd and the
+//     other top groups: the pipeline gets its target from its caller; a
+//     target package imports restore and what restore may import, never
+//     another target package, verify, archive or backup;
 //   - nothing imports cmd;
 //   - a new top-level package must be placed in the layout (mayImport) first.
 //
@@ -84,6 +95,15 @@ var mayImport = map[string][]string{
 	"fsutil": {},
 }
 
+// targets are the target packages: implementations of restore's Target
+// that cmd constructs and hands to restore.Restore (see the package doc).
+var targets = []string{"restore/filetarget"}
+
+// isTarget reports whether rel is a target package or lies below one.
+func isTarget(rel string) bool {
+	return slices.ContainsFunc(targets, func(t string) bool { return rel == t || strings.HasPrefix(rel, t+"/") })
+}
+
 // top lists the groups that may import any package of ours except cmd (and,
 // outside internal/, except internal/).
 var top = []string{"cmd", "bench", "deploy", "internal"}
@@ -123,6 +143,13 @@ func rule(from, to string) string {
 		return "nothing imports cmd"
 	case tg == "internal" && fg != "internal":
 		return "internal/ is test support only: only tests and internal/ import it"
+	case isTarget(to) && !slices.Contains(top, fg) && !sameTarget(from, to):
+		return "the pipeline never imports a target package: cmd constructs the target and passes it to restore.Restore"
+	case isTarget(from) && !sameTarget(from, to):
+		if to == "restore" || slices.Contains(mayImport["restore"], tg) {
+			return ""
+		}
+		return "a target package imports only restore (its interface) and what restore may import"
 	case fg == tg:
 		return ""
 	case fg == "fusefs" || fg == "nbd":
@@ -141,6 +168,18 @@ func rule(from, to string) string {
 	default:
 		return "sideways or upward arrow: " + fg + " may import only " + strings.Join(may, ", ")
 	}
+}
+
+// sameTarget reports whether from and to lie in the same target package's
+// subtree.
+func sameTarget(from, to string) bool {
+	for _, t := range targets {
+		in := func(p string) bool { return p == t || strings.HasPrefix(p, t+"/") }
+		if in(from) && in(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // unplaced says that package group g is missing from the layout.
@@ -243,7 +282,7 @@ func TestLayout(t *testing.T) {
 	for _, p := range pkgs {
 		paths = append(paths, p.path)
 	}
-	for _, want := range []string{"cmd/pbsdirect", "chunkstore", "index", "crypto", "restore", "archive", "fusefs", "nbd", "internal/fixture"} {
+	for _, want := range []string{"cmd/pbsdirect", "chunkstore", "index", "crypto", "restore", "restore/filetarget", "archive", "fusefs", "nbd", "internal/fixture"} {
 		if !slices.Contains(paths, want) {
 			t.Fatalf("go list did not list %s (listed: %v)", want, paths)
 		}
@@ -257,7 +296,8 @@ func TestLayout(t *testing.T) {
 // made-up package graphs.
 func TestLayoutRules(t *testing.T) {
 	clean := []pkg{
-		{"cmd/pbsdirect", []string{"verify", "restore", "archive", "fusefs", "nbd", "chunkstore/backends"}},
+		{"cmd/pbsdirect", []string{"verify", "restore", "restore/filetarget", "archive", "fusefs", "nbd", "chunkstore/backends"}},
+		{"restore/filetarget", []string{"restore", "chunkstore", "index", "crypto"}},
 		{"verify", []string{"restore", "snapshot", "chunkstore"}},
 		{"restore", []string{"snapshot", "chunkstore", "index", "crypto"}},
 		{"snapshot", []string{"chunkstore", "index"}},
@@ -297,6 +337,11 @@ func TestLayoutRules(t *testing.T) {
 		{"snapshot imports restore", pkg{"snapshot", []string{"restore"}}, nil, "snapshot imports restore: sideways or upward arrow"},
 		{"restore imports verify", pkg{"restore", []string{"verify"}}, nil, "restore imports verify: sideways or upward arrow"},
 		{"restore imports archive", pkg{"restore", []string{"archive"}}, nil, "restore imports archive: sideways or upward arrow"},
+		{"pipeline imports the file target", pkg{"restore", []string{"restore/filetarget"}}, nil, "restore imports restore/filetarget: the pipeline never imports a target package"},
+		{"verify imports the file target", pkg{"verify", []string{"restore/filetarget"}}, nil, "verify imports restore/filetarget: the pipeline never imports a target package"},
+		{"file target imports verify", pkg{"restore/filetarget", []string{"verify"}}, nil, "restore/filetarget imports verify: a target package imports only restore"},
+		{"file target imports archive", pkg{"restore/filetarget", []string{"archive"}}, nil, "restore/filetarget imports archive: a target package imports only restore"},
+		{"file target imports a pipeline package", pkg{"restore/filetarget", []string{"restore/stage"}}, nil, "restore/filetarget imports restore/stage: a target package imports only restore"},
 		{"backend imports snapshot", pkg{"chunkstore/gcsstore", []string{"snapshot"}}, nil, "chunkstore/gcsstore imports snapshot: chunkstore is below snapshot"},
 	}
 	for _, tc := range tests {

@@ -11,6 +11,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // BenchmarkPipelineScaling restores 64 MiB of text-like data (4 MiB chunks,
@@ -52,7 +53,7 @@ func BenchmarkPipelineScaling(b *testing.B) {
 				var t restore.Target = restore.Discard{}
 				if target == "file" {
 					os.Remove(out)
-					ft, err := restore.OpenTarget(out, int64(plan.Size), restore.TargetOptions{})
+					ft, err := filetarget.Open(out, int64(plan.Size), filetarget.Options{})
 					if err != nil {
 						b.Fatal(err)
 					}

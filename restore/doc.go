@@ -3,13 +3,16 @@
 // (fetchers), let jobs decode and verify it (CRC, AES-256-GCM, zstd,
 // digest), and writers write it to every offset it fills with positioned,
 // out-of-order writes. Verify runs the same pipeline into a Discard target;
-// drill reads the target back (ReadBack).
+// drill reads the target back (ReadBackTarget, through the target's
+// ReadBacker capability).
 //
 // Where things go: Restore is the one call that restores an archive of an
 // opened snapshot (snapshot.Reader) into a Sink; drill is Restore followed
 // by a read-back. A new target kind (an NBD client, a qcow2 writer)
 // implements Target (write at, zero a range, sync, close) and the optional
-// capabilities it has, in its own package below this one's interface; the
-// pipeline does not change. A new damage or resume policy is an Options
+// capabilities it has (ReadBacker makes it readable back and resumable), in
+// its own package below this one's interface, as restore/filetarget does
+// for files and block devices; its Sink is built by the command and given
+// to Restore, and no package of the pipeline imports it (layout_test.go). A new damage or resume policy is an Options
 // value, not code in the command.
 package restore

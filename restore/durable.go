@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"os"
 	"sync"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -12,8 +11,8 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
-// CheckDurable re-reads, through f (the open target, FileTarget.File),
-// every position of each chunk of plan that durable names — the chunks a
+// CheckDurable re-reads, through rb (the open target's read-back,
+// opened cached), every position of each chunk of plan that durable names — the chunks a
 // resume journal records as written and synced — and returns the digests
 // of those found whole at every position: the content hashes to the digest
 // (keyed with cc for an encrypted archive, plain for cc == nil). A chunk
@@ -21,14 +20,15 @@ import (
 // since, another device at the same path, a forged journal) is left out, so
 // that a resume fetches it again; a journal is never trusted without the
 // target's bytes. jobs readers run at once. A position that cannot be
-// read counts as not held. held, when set, is called (concurrently) for
+// read counts as not held, and so does every chunk when the target cannot
+// be read back. held, when set, is called (concurrently) for
 // each chunk found whole. The only error is ctx's.
-func CheckDurable(ctx context.Context, f *os.File, plan *Plan, durable map[crypto.Digest]bool, cc *crypto.Config, jobs int, held func(*Chunk)) (map[crypto.Digest]bool, error) {
+func CheckDurable(ctx context.Context, rb ReadBacker, plan *Plan, durable map[crypto.Digest]bool, cc *crypto.Config, jobs int, held func(*Chunk)) (map[crypto.Digest]bool, error) {
 	ok := make(map[crypto.Digest]bool, len(durable))
 	if len(durable) == 0 {
 		return ok, nil
 	}
-	r, err := openSame(f, os.O_RDONLY)
+	r, err := rb.ReadBack(false)
 	if err != nil {
 		return ok, nil // cannot read the target back: everything is fetched again
 	}
@@ -96,15 +96,15 @@ func CheckDurable(ctx context.Context, f *os.File, plan *Plan, durable map[crypt
 const DurableReaders = 8
 
 // RunResume is Run for a resume: the chunks of plan that durable names (a
-// resume journal's, Journal.Done) are checked on the target through f
-// (CheckDurable, DurableReaders at once, opts.Key for an encrypted
+// resume journal's, Journal.Done) are checked on the target, read back
+// through rb (CheckDurable, DurableReaders at once, opts.Key for an encrypted
 // archive) while the other chunks are fetched and written (Run, with the
 // zero ranges); the durable chunks found missing or changed on the target
 // are fetched after. opts.Held, when set, is called for each chunk found
 // whole. It returns how many chunks were found whole (not fetched), and
 // Run's error; the damaged chunks of both runs are reported together (a
 // *DamagedError, Zeroed only if both zeroed theirs).
-func RunResume(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, f *os.File, durable map[crypto.Digest]bool, opts Options, stats *Stats) (int, error) {
+func RunResume(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, rb ReadBacker, durable map[crypto.Digest]bool, opts Options, stats *Stats) (int, error) {
 	if stats == nil {
 		stats = new(Stats)
 	}
@@ -118,7 +118,7 @@ func RunResume(ctx context.Context, store chunkstore.Store, plan *Plan, target T
 		wg       sync.WaitGroup
 	)
 	wg.Go(func() {
-		held, checkErr = CheckDurable(ctx, f, plan, durable, key, DurableReaders, opts.Held)
+		held, checkErr = CheckDurable(ctx, rb, plan, durable, key, DurableReaders, opts.Held)
 	})
 	err := Run(ctx, store, plan.subset(func(c *Chunk) bool { return !durable[c.Digest] }, true), target, opts, stats)
 	wg.Wait()

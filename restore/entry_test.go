@@ -11,6 +11,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -48,7 +49,7 @@ func openReader(t *testing.T, dir, ref string, cc *crypto.Config) *snapshot.Read
 
 // TestRestoreEntry: Restore plans the archive through the snapshot reader,
 // writes a new file and commits it; a drill reads it back through the
-// FileBacked capability; a target kind without the file capabilities
+// ReadBacker capability; a target kind without the file capabilities
 // restores through the same call; --resume without a journal is refused;
 // a damaged chunk leaves nothing behind for a new file.
 func TestRestoreEntry(t *testing.T) {
@@ -60,7 +61,7 @@ func TestRestoreEntry(t *testing.T) {
 
 	target := filepath.Join(t.TempDir(), "disk.raw")
 	var progressed int64
-	res, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: target}, restore.RestoreOptions{
+	res, err := restore.Restore(ctx, src, "drive-scsi0.img.fidx", &filetarget.Sink{Path: target}, restore.RestoreOptions{
 		Pipeline: restore.Options{Jobs: 2}, KeepWork: true,
 		Progress: func(total int64, done func() int64) func() { return func() { progressed = done() } },
 	})
@@ -70,17 +71,13 @@ func TestRestoreEntry(t *testing.T) {
 	if res.Key != cc || res.Stats.Fetched.Load() == 0 || progressed != int64(res.Stats.DataBytes.Load()) || res.Damage != nil {
 		t.Errorf("result: key %p, fetched %d, progress %d of %d, damage %v", res.Key, res.Stats.Fetched.Load(), progressed, res.Stats.DataBytes.Load(), res.Damage)
 	}
-	fb, ok := res.Target.(restore.FileBacked)
-	if !ok {
-		t.Fatalf("a file target is not FileBacked")
-	}
 	var rb restore.ReadBackStats
-	if err := restore.ReadBackFile(ctx, fb.File(), target, res.Plan, res.Key, 2, &rb); err != nil {
+	if err := restore.ReadBackTarget(ctx, res.Target, target, res.Plan, res.Key, 2, &rb); err != nil {
 		t.Errorf("read back: %v", err)
 	}
 	res.Target.Close(false)
 	fixture.Equal(t, target, data)
-	if _, err := os.Stat(restore.PartialPath(target)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filetarget.PartialPath(target)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("partial output left: %v", err)
 	}
 
@@ -103,7 +100,7 @@ func TestRestoreEntry(t *testing.T) {
 	// Resume with no interrupted restore to continue: the restore starts.
 	other := filepath.Join(t.TempDir(), "other.raw")
 	notes = nil
-	res, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{Resume: true, Note: note})
+	res, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &filetarget.Sink{Path: other}, restore.RestoreOptions{Resume: true, Note: note})
 	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "nothing to resume (no journal ") {
 		t.Fatalf("resume without a journal: %v, notes %q", err, notes)
 	}
@@ -114,7 +111,7 @@ func TestRestoreEntry(t *testing.T) {
 	// A damaged chunk fails the restore of a new file: nothing is kept.
 	_, digests := fixture.Digests(t, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
 	fixture.FlipByte(t, fixture.ChunkPath(dir, digests[3]), -1)
-	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{})
+	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &filetarget.Sink{Path: other}, restore.RestoreOptions{})
 	if err == nil || !strings.Contains(err.Error(), "nothing was kept") {
 		t.Errorf("damaged chunk: %v", err)
 	}
@@ -143,12 +140,12 @@ func TestRestoreKeepWork(t *testing.T) {
 	os.Remove(chunk)
 
 	target := filepath.Join(t.TempDir(), "disk.raw")
-	sink := &restore.FileSink{Path: target}
+	sink := &filetarget.Sink{Path: target}
 	var notes []string
 	o := restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true, Note: func(m string) { notes = append(notes, m) }}
 	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", sink, o)
 	var se *restore.StoppedError
-	if !errors.As(err, &se) || se.Durable == 0 || se.Partial != restore.PartialPath(target) {
+	if !errors.As(err, &se) || se.Durable == 0 || se.Partial != filetarget.PartialPath(target) {
 		t.Fatalf("stopped restore: %v", err)
 	}
 	if _, err := os.Stat(se.Partial); err != nil {
@@ -179,11 +176,11 @@ func TestRestoreKeepWork(t *testing.T) {
 	// A drill's rules: the same stop keeps nothing.
 	os.Remove(chunk)
 	other := filepath.Join(t.TempDir(), "drill.raw")
-	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &restore.FileSink{Path: other}, restore.RestoreOptions{})
+	_, err = restore.Restore(ctx, src, "drive-scsi0.img.fidx", &filetarget.Sink{Path: other}, restore.RestoreOptions{})
 	if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "nothing was kept") {
 		t.Errorf("drill stop: %v", err)
 	}
-	if _, err := os.Stat(restore.PartialPath(other)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filetarget.PartialPath(other)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("drill left its partial output: %v", err)
 	}
 }

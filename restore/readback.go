@@ -7,14 +7,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
@@ -29,46 +25,25 @@ type ReadBackStats struct {
 	NotZero     atomic.Uint64 // zero-range pieces (up to the largest chunk each) that do not read as zeros
 }
 
-// ErrReadBackMismatch is wrapped by ReadBack errors for target bytes that do
+// ErrReadBackMismatch is wrapped by ReadBackFrom errors for target bytes that do
 // not match the index.
 var ErrReadBackMismatch = errors.New("target content does not match the index")
 
-// ReadBack proves a restored target: it reads every chunk position of plan
-// back from path — with O_DIRECT where possible, so the device and not the
-// page cache answers — recomputes its digest (keyed with cc for an encrypted
-// archive, plain for cc == nil) and compares it with the index; zero ranges
-// must read as zeros (holes of a sparse file are skipped, SEEK_HOLE). It runs
-// jobs readers and returns an error listing every mismatching offset range.
-func ReadBack(ctx context.Context, path string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return ReadBackFile(ctx, f, path, plan, cc, jobs, stats)
-}
-
-// ReadBackFile is ReadBack of the open file f (FileTarget.File, held since
-// the restore): the O_DIRECT reader is opened on the same file through
-// /proc/self/fd, never by path again, so a directory moved or a link
-// swapped meanwhile cannot make it read another file. path names f in
-// messages.
-func ReadBackFile(ctx context.Context, f *os.File, path string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
+// ReadBackFrom proves a restored target: it reads every chunk position of
+// plan back through r (a reader opened uncached, ReadBacker.ReadBack, so
+// that the storage and not a cache answers), recomputes its digest (keyed
+// with cc for an encrypted archive, plain for cc == nil) and compares it
+// with the index; zero ranges must read as zeros (what r says holds no
+// data, the holes of a sparse file, is skipped and counted as HoleBytes).
+// It runs jobs readers and returns an error listing every mismatching
+// offset range (ErrReadBackMismatch); name names the target in messages.
+func ReadBackFrom(ctx context.Context, r BackReader, name string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
 	if jobs <= 0 {
 		jobs = 1
 	}
 	if stats == nil {
 		stats = new(ReadBackStats)
 	}
-	rd := f
-	if d, err := openSame(f, os.O_RDONLY|unix.O_DIRECT); err == nil {
-		defer d.Close()
-		rd = d
-	} else {
-		// No O_DIRECT: drop the cached pages so the reads reach the storage.
-		unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-	}
-
 	type job struct {
 		off, length uint64
 		digest      crypto.Digest
@@ -108,11 +83,12 @@ func ReadBackFile(ctx context.Context, f *os.File, path string, plan *Plan, cc *
 				if buf == nil {
 					continue
 				}
-				data, err := readFull(rd, f, buf[:alignUp(int(j.length))], int64(j.off), int(j.length))
+				data := buf[:j.length]
+				_, err := r.ReadAt(data, int64(j.off))
 				if err != nil {
 					mu.Lock()
 					if ioErr == nil {
-						ioErr = fmt.Errorf("%s: read back %d bytes at offset %d: %w", path, j.length, j.off, err)
+						ioErr = fmt.Errorf("%s: read back %d bytes at offset %d: %w", name, j.length, j.off, err)
 						cancel()
 					}
 					mu.Unlock()
@@ -160,7 +136,7 @@ func ReadBackFile(ctx context.Context, f *os.File, path string, plan *Plan, cc *
 			}
 		}
 		for _, z := range plan.Zero {
-			for _, seg := range dataSegments(f, z.Offset, z.Length, stats) {
+			for _, seg := range dataSegments(r, z.Offset, z.Length, stats) {
 				for off := seg[0]; off < seg[1]; off += uint64(maxLen) {
 					if !send(job{off: off, length: min(uint64(maxLen), seg[1]-off), zero: true}) {
 						return
@@ -178,7 +154,7 @@ func ReadBackFile(ctx context.Context, f *os.File, path string, plan *Plan, cc *
 	}
 	if len(bad) > 0 {
 		ranges := mergeMismatches(bad)
-		return fmt.Errorf("%s: %w in %d range(s): %s", path, ErrReadBackMismatch, len(ranges), strings.Join(ranges, ", "))
+		return fmt.Errorf("%s: %w in %d range(s): %s", name, ErrReadBackMismatch, len(ranges), strings.Join(ranges, ", "))
 	}
 	return nil
 }
@@ -219,55 +195,10 @@ func mergeMismatches(ms []mismatch) []string {
 	return out
 }
 
-// readFull reads length bytes at off into buf (Alignment-aligned, at least
-// length rounded up), through the O_DIRECT descriptor d when off is aligned,
-// else through f. A short read at the end of the file is an error.
-func readFull(d, f *os.File, buf []byte, off int64, length int) ([]byte, error) {
-	r := d
-	if off%Alignment != 0 {
-		r = f
-		buf = buf[:length]
-	}
-	n, err := r.ReadAt(buf, off)
-	if n >= length {
-		return buf[:length], nil
-	}
-	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	if errors.Is(err, unix.EINVAL) && r == d {
-		if n, err = f.ReadAt(buf[:length], off); n == length {
-			return buf[:length], nil
-		}
-	}
-	return nil, err
-}
-
 // dataSegments returns the parts of [off, off+length) that hold data
-// according to SEEK_DATA/SEEK_HOLE (all of it when the file system cannot
-// tell), counting the rest as hole bytes.
-func dataSegments(f *os.File, off, length uint64, stats *ReadBackStats) [][2]uint64 {
-	end := off + length
-	fd := int(f.Fd())
-	var segs [][2]uint64
-	for pos := off; pos < end; {
-		data, err := unix.Seek(fd, int64(pos), unix.SEEK_DATA)
-		if err != nil {
-			if errors.Is(err, unix.ENXIO) { // only a hole up to EOF
-				break
-			}
-			return [][2]uint64{{off, end}}
-		}
-		if uint64(data) >= end {
-			break
-		}
-		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
-		if err != nil {
-			return [][2]uint64{{off, end}}
-		}
-		segs = append(segs, [2]uint64{uint64(data), min(uint64(hole), end)})
-		pos = uint64(hole)
-	}
+// according to r (BackReader.Data), counting the rest as hole bytes.
+func dataSegments(r BackReader, off, length uint64, stats *ReadBackStats) [][2]uint64 {
+	segs := r.Data(off, length)
 	var dataBytes uint64
 	for _, s := range segs {
 		dataBytes += s[1] - s[0]
@@ -276,28 +207,19 @@ func dataSegments(f *os.File, off, length uint64, stats *ReadBackStats) [][2]uin
 	return segs
 }
 
-// openSame opens the file f is open on again, with flags, through
-// /proc/self/fd, and checks that it is the same inode.
-func openSame(f *os.File, flags int) (*os.File, error) {
-	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), flags|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	var a, b unix.Stat_t
-	if unix.Fstat(int(d.Fd()), &a) != nil || unix.Fstat(int(f.Fd()), &b) != nil || a.Ino != b.Ino || a.Dev != b.Dev {
-		d.Close()
-		return nil, fmt.Errorf("%s: reopened descriptor is another file", f.Name())
-	}
-	return d, nil
-}
-
-// ReadBackTarget is ReadBackFile of t, a target written through an open
-// file (FileBacked) and still open, named name in messages; a target that
-// cannot be read back returns an error saying so.
+// ReadBackTarget is ReadBackFrom of t, a target that can be read back
+// (ReadBacker) and is still open, through a reader opened uncached; name
+// names it in messages. A target that cannot be read back returns an
+// error saying so.
 func ReadBackTarget(ctx context.Context, t Target, name string, plan *Plan, cc *crypto.Config, jobs int, stats *ReadBackStats) error {
-	fb, ok := t.(FileBacked)
-	if !ok || fb.File() == nil {
+	rb, ok := t.(ReadBacker)
+	if !ok {
 		return fmt.Errorf("%s: the target cannot be read back", name)
 	}
-	return ReadBackFile(ctx, fb.File(), name, plan, cc, jobs, stats)
+	r, err := rb.ReadBack(true)
+	if err != nil {
+		return fmt.Errorf("%s: the target cannot be read back", name)
+	}
+	defer r.Close()
+	return ReadBackFrom(ctx, r, name, plan, cc, jobs, stats)
 }

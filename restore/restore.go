@@ -33,7 +33,7 @@ type SinkRequest struct {
 	DataBytes int64           // bytes of data (not zero chunks), for a free-space check
 	Reserve   iter.Seq[Range] // the image's data ranges (Plan.DataRanges)
 	// Resume continues a new file's partial output left by an interrupted
-	// restore (TargetOptions.Resume).
+	// restore (filetarget.Options.Resume).
 	Resume bool
 	// CheckImage asks the sink to check the target against the image once
 	// it is locked (a block device's sector size against the image's
@@ -53,21 +53,50 @@ type SinkRequest struct {
 	Note func(msg string)
 }
 
-// Journaled is a Sink at a path of the file system whose restores keep a
-// resume journal. Restore reads what is at the path (an existing file, a
-// block device, a new file's partial output) to decide what --resume
-// continues and whether an earlier restore is started over.
+// Journaled is a Sink whose restores keep a resume journal. Restore asks
+// it what is at its place (an existing target, a new target's partial
+// output) to decide what --resume continues and whether an earlier restore
+// is started over; the target's bytes are checked through ReadBacker.
 type Journaled interface {
-	Sink // String is the target's path as the user gave it
+	Sink // String names the target as the user gave it
 	// JournalPath returns where the target's resume journal is kept; an
 	// error wrapping ErrNoJournalPlace when there is no place for one
 	// (the restore then runs without).
 	JournalPath() (string, error)
-	// PartialPath returns the partial output a new target is written as.
+	// PartialPath names the partial output a new target is written as.
 	PartialPath() string
-	// Overwrites reports whether an existing regular file at Path may be
-	// restored over (TargetOptions.Force).
+	// Overwrites reports whether an existing target may be restored over
+	// (filetarget.Options.Force).
 	Overwrites() bool
+	// State says what is at the target's place now; it changes nothing.
+	State() TargetState
+	// Same reports whether the target is the one the completion record c
+	// describes (Identified.Identity), unchanged since.
+	Same(c Completion) bool
+	// CheckExisting reads the existing target back against plan (every
+	// chunk position's digest, keyed with cc for an encrypted archive,
+	// plain for cc == nil; zero ranges reading as zeros; jobs readers)
+	// without changing it. Content that differs is FileCheck's, not an
+	// error.
+	CheckExisting(ctx context.Context, plan *Plan, cc *crypto.Config, jobs int) (FileCheck, error)
+}
+
+// TargetState is what a Journaled sink finds at its place (State).
+type TargetState struct {
+	// Exists says that something is at the target's name (a symbolic
+	// link not followed), Regular that it is a regular file, Missing that
+	// nothing is (neither Exists nor Missing: it cannot be told).
+	Exists, Regular, Missing bool
+	// Device says that the target is (or links to) a block device: it
+	// holds what is written to it, without a partial output, and its
+	// identity does not vouch for its content (a completed restore to it
+	// is read back).
+	Device bool
+	// PartialSeen says that a new target's partial output is there
+	// (PartialRegular: a regular file, of PartialSize bytes); PartialGone
+	// that it is not; neither, that it cannot be told.
+	PartialSeen, PartialGone, PartialRegular bool
+	PartialSize                              int64
 }
 
 // RestoreOptions tune Restore.
@@ -248,14 +277,14 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		stop = o.Progress(int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
 	}
 	resumed := 0
-	fb, _ := target.(FileBacked)
-	if rs.durable != nil && fb != nil {
+	rb, _ := target.(ReadBacker)
+	if rs.durable != nil && rb != nil {
 		// The journal says which chunks were written and synced; the
 		// target's own bytes must say so too (a partial output changed
 		// since, another device at the same path): they are read back
 		// while the rest is fetched, and what they do not hold is fetched
 		// after.
-		resumed, err = RunResume(ctx, src.Store(), plan, target, fb.File(), rs.durable, opts, stats)
+		resumed, err = RunResume(ctx, src.Store(), plan, target, rb, rs.durable, opts, stats)
 		if n := len(rs.durable) - resumed; n > 0 && ctx.Err() == nil {
 			note(fmt.Sprintf("note: %d chunk(s) the journal records are not on %s as written: they are fetched again", n, sink))
 		}
@@ -279,8 +308,8 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	// next Resume knows; other runs leave nothing beside the target.
 	var id Completion
 	ierr := errors.New("no file")
-	if fb != nil {
-		id, ierr = TargetIdentity(fb.File())
+	if idt, ok := target.(Identified); ok {
+		id, ierr = idt.Identity()
 	}
 	if ierr == nil && damage == nil && o.KeepWork && o.Resume {
 		id.Finished = time.Now().UTC()
@@ -391,43 +420,3 @@ func (e *PartialError) Error() string {
 
 // Unwrap returns the cause.
 func (e *PartialError) Unwrap() error { return e.Err }
-
-// FileSink opens a regular file or block device at Path (OpenTarget) with
-// Options; the SinkRequest's data bytes, reserve and resume replace the
-// corresponding options, and once the target is locked a device's sector
-// size is checked against the image (CheckSectorSize) before the
-// request's Locked runs.
-type FileSink struct {
-	Path    string
-	Options TargetOptions
-}
-
-// String returns the path.
-func (s *FileSink) String() string { return s.Path }
-
-// Open opens the target (OpenTarget).
-func (s *FileSink) Open(ctx context.Context, req SinkRequest) (Target, error) {
-	o := s.Options
-	o.DataBytes, o.Reserve, o.Resume = req.DataBytes, req.Reserve, req.Resume
-	o.Locked = func() error {
-		if req.CheckImage && req.Head != nil {
-			if err := CheckSectorSize(ctx, s.Path, req.Head, s.Options.Force, req.Note); err != nil {
-				return err
-			}
-		}
-		if req.Locked != nil {
-			return req.Locked()
-		}
-		return nil
-	}
-	return OpenTarget(s.Path, req.Size, o)
-}
-
-// JournalPath returns JournalPath of the target's path.
-func (s *FileSink) JournalPath() (string, error) { return JournalPath(s.Path) }
-
-// PartialPath returns PartialPath of the target's path.
-func (s *FileSink) PartialPath() string { return PartialPath(s.Path) }
-
-// Overwrites reports Options.Force.
-func (s *FileSink) Overwrites() bool { return s.Options.Force }

@@ -15,7 +15,7 @@ import (
 type resumeState struct {
 	journal *Journal               // the journal to append to; nil: a new one is created
 	durable map[crypto.Digest]bool // chunks to check on the target and not fetch again
-	partial bool                   // a new file's partial output is continued (TargetOptions.Resume)
+	partial bool                   // a new file's partial output is continued (filetarget.Options.Resume)
 	// complete, when set, says that the target holds the image already:
 	// nothing to do.
 	complete string
@@ -53,15 +53,15 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 		return fresh("no place for a journal")
 	}
 	targetPath := jr.String()
+	st := jr.State()
 	// An existing file no record vouches for: only its bytes can say.
-	st, serr := os.Lstat(targetPath)
-	overFile := serr == nil && st.Mode().IsRegular() && !jr.Overwrites()
+	overFile := st.Regular && !jr.Overwrites()
 	h, complete, err := ReadCompletion(jpath)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && overFile && allowComplete:
 		// Restored by a run without --resume (which leaves no record),
 		// or another file.
-		return resumeOverFile(ctx, "no journal records its restore", hdr, plan, key, targetPath, note)
+		return resumeOverFile(ctx, jr, "no journal records its restore", hdr, plan, key, note)
 	case errors.Is(err, os.ErrNotExist) && overFile:
 		return resumeState{}, refusedf("--resume: %s exists and no journal (%s) records its restore: a run without --resume leaves no record, so it may be complete; give --force to restore over it", targetPath, jpath)
 	case errors.Is(err, os.ErrNotExist):
@@ -71,21 +71,21 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 	}
 	if h != hdr && complete != nil {
 		if overFile && allowComplete {
-			return resumeOverFile(ctx, fmt.Sprintf("its journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive),
-				hdr, plan, key, targetPath, note)
+			return resumeOverFile(ctx, jr, fmt.Sprintf("its journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive),
+				hdr, plan, key, note)
 		}
 		return fresh(fmt.Sprintf("the journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive))
 	}
-	device := IsDevice(targetPath)
+	device := st.Device
 	if complete != nil {
 		if !device {
-			if allowComplete && sameFile(targetPath, *complete) {
+			if allowComplete && jr.Same(*complete) {
 				return resumeState{complete: fmt.Sprintf("%s is complete: the restore of %s/%s to it finished at %s and the file is unchanged since; nothing to do",
 					targetPath, hdr.Snapshot, hdr.Archive, complete.Finished.Format(time.RFC3339))}, nil
 			}
 			if overFile && allowComplete {
-				return resumeOverFile(ctx, fmt.Sprintf("it changed since the restore to it completed at %s", complete.Finished.Format(time.RFC3339)),
-					hdr, plan, key, targetPath, note)
+				return resumeOverFile(ctx, jr, fmt.Sprintf("it changed since the restore to it completed at %s", complete.Finished.Format(time.RFC3339)),
+					hdr, plan, key, note)
 			}
 			return fresh(fmt.Sprintf("the restore to %s completed at %s, but the file there is not the one it left", targetPath, complete.Finished.Format(time.RFC3339)))
 		}
@@ -101,18 +101,14 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 			hdr.Snapshot, hdr.Archive, targetPath, complete.Finished.Format(time.RFC3339)))
 		return resumeState{journal: j, durable: all}, nil
 	}
-	if !device {
-		if _, err := os.Lstat(targetPath); errors.Is(err, os.ErrNotExist) {
-			partial := jr.PartialPath()
-			pst, err := os.Lstat(partial)
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-				return fresh("no partial output " + partial)
-			case err == nil && pst.Mode().IsRegular() && pst.Size() != int64(plan.Size):
-				// Stopped before the partial output had the image's size:
-				// nothing in it was journaled either.
-				return fresh("the partial output " + partial + " is not of the image's size")
-			}
+	if partial := jr.PartialPath(); !device && st.Missing {
+		switch {
+		case st.PartialGone:
+			return fresh("no partial output " + partial)
+		case st.PartialSeen && st.PartialRegular && st.PartialSize != int64(plan.Size):
+			// Stopped before the partial output had the image's size:
+			// nothing in it was journaled either.
+			return fresh("the partial output " + partial + " is not of the image's size")
 		}
 	}
 	j, err := ResumeJournal(jpath, hdr)
@@ -122,39 +118,24 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 	case err != nil:
 		return resumeState{}, err
 	}
-	_, err = os.Lstat(targetPath)
-	return resumeState{journal: j, durable: j.Done(), partial: !device && err != nil}, nil
+	return resumeState{journal: j, durable: j.Done(), partial: !device && !st.Exists}, nil
 }
 
-// sameFile reports whether the regular file at path (links followed) is
-// the one a completion record c describes.
-func sameFile(path string, c Completion) bool {
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	id, err := TargetIdentity(f)
-	return err == nil && id.Same(c)
-}
-
-// resumeOverFile answers a resume over targetPath, an existing regular
-// file that no completion record vouches for (why says what was found):
+// resumeOverFile answers a resume over the target of jr, an existing
+// regular file that no completion record vouches for (why says what was found):
 // every chunk position of plan is read back from it and checked against
 // the index (keyed with key for an encrypted archive), and every zero
-// range must read as zeros (CheckFile, DurableReaders readers). A file
+// range must read as zeros (Journaled.CheckExisting, DurableReaders
+// readers). A file
 // that holds the image whole is complete: nothing is written. Otherwise
 // the resume is refused (ErrRefused) naming how many chunks differ and
 // --force: a file is never written to without the user asking to
 // overwrite it. An error reading it is returned.
-func resumeOverFile(ctx context.Context, why string, hdr JournalHeader, plan *Plan, key *crypto.Config, targetPath string, note func(string)) (resumeState, error) {
+func resumeOverFile(ctx context.Context, jr Journaled, why string, hdr JournalHeader, plan *Plan, key *crypto.Config, note func(string)) (resumeState, error) {
+	targetPath := jr.String()
 	note(fmt.Sprintf("note: --resume: %s exists and %s: reading it back to check it against %s %s (%d chunks)",
 		targetPath, why, hdr.Snapshot, hdr.Archive, len(plan.Chunks)+int(plan.DedupHits())))
-	chk, err := CheckFile(ctx, targetPath, plan, key, DurableReaders)
+	chk, err := jr.CheckExisting(ctx, plan, key, DurableReaders)
 	if err != nil {
 		return resumeState{}, fmt.Errorf("--resume: read back %s: %w", targetPath, err)
 	}
@@ -189,24 +170,20 @@ func startOver(jr Journaled, jpath string, restart bool, note func(string)) erro
 	targetPath := jr.String()
 	h, done, jerr := ReadJournal(jpath)
 	_, complete, _ := ReadCompletion(jpath)
+	st := jr.State()
 	// This run's own partial output is there already, empty: only one
-	// with content is an earlier restore's.
-	pst, perr := os.Lstat(jr.PartialPath())
-	if perr == nil && pst.Size() == 0 {
-		perr = os.ErrNotExist
-	}
-	device := IsDevice(targetPath)
-	if device {
-		perr = nil // a device holds what was written to it
-	}
+	// with content is an earlier restore's; a device holds what was
+	// written to it.
+	device := st.Device
+	left := device || st.PartialSeen && st.PartialSize != 0
 	switch {
-	case jerr == nil && complete == nil && len(done) > 0 && perr == nil && !restart:
+	case jerr == nil && complete == nil && len(done) > 0 && left && !restart:
 		return refusedf("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
 			targetPath, h.Snapshot, h.Archive, len(done), jpath)
-	case jerr == nil && complete == nil && len(done) > 0 && perr == nil:
+	case jerr == nil && complete == nil && len(done) > 0 && left:
 		note(fmt.Sprintf("note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded",
 			len(done), h.Snapshot, h.Archive, targetPath))
-	case perr == nil && !device:
+	case left && !device:
 		note(fmt.Sprintf("note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded", targetPath))
 	}
 	return RemoveJournal(jpath)

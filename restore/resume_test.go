@@ -10,6 +10,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // startStore wraps a store: the first ReadChunk closes started; every read
@@ -53,7 +54,7 @@ func TestRunResumeOverlaps(t *testing.T) {
 	for i := range 6 {
 		durable[plan.Chunks[i].Digest] = true
 	}
-	ft, err := restore.OpenTarget(out, int64(plan.Size), restore.TargetOptions{Force: true})
+	ft, err := filetarget.Open(out, int64(plan.Size), filetarget.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRunResumeOverlaps(t *testing.T) {
 			}
 		})
 	}}
-	resumed, err := restore.RunResume(context.Background(), store, plan, ft, ft.File(), durable, opts, nil)
+	resumed, err := restore.RunResume(context.Background(), store, plan, ft, ft, durable, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

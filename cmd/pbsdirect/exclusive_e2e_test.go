@@ -12,7 +12,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
-	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // TestConcurrentRestores: two restores into one target — an existing file
@@ -303,7 +303,7 @@ func TestPartialImageSaid(t *testing.T) {
 		t.Errorf("a new file's failed restore speaks of a partial image: %v", r)
 	}
 	noFile(t, fresh)
-	for _, p := range []string{restore.PartialPath(fresh), filepath.Join(dir, ".new.raw.pbsdirect-journal")} {
+	for _, p := range []string{filetarget.PartialPath(fresh), filepath.Join(dir, ".new.raw.pbsdirect-journal")} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("not kept for --resume: %v", err)
 		}

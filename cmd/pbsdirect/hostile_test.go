@@ -17,7 +17,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
-	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
@@ -115,7 +115,7 @@ func TestHostileDatastore(t *testing.T) {
 			}
 			// A restore that stopped on a bad chunk keeps its partial
 			// output and journal for --resume, and says so; nothing else.
-			kept := map[string]bool{filepath.Base(restore.PartialPath(target)): true, ".img.pbsdirect-journal": true}
+			kept := map[string]bool{filepath.Base(filetarget.PartialPath(target)): true, ".img.pbsdirect-journal": true}
 			for _, e := range func() []os.DirEntry { ents, _ := os.ReadDir(filepath.Dir(target)); return ents }() {
 				if !kept[e.Name()] || !strings.Contains(r.err, "--resume") {
 					t.Errorf("left beside the target: %s: %v", e.Name(), r)

@@ -18,6 +18,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // keepChunk is the chunk size of the keep-work tests' image.
@@ -47,7 +48,7 @@ func keepSetup(t *testing.T) (data []byte, last crypto.Digest, p *faultproxy.Pro
 // keepJournal returns the chunks the journal of target records.
 func keepJournal(t *testing.T, target string) map[crypto.Digest]bool {
 	t.Helper()
-	jpath, err := restore.JournalPath(target)
+	jpath, err := filetarget.JournalPath(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestStoppedRestoreKeepsWork(t *testing.T) {
 				go func() {
 					// Interrupted once the 15 other chunks are durable and
 					// the last one is waited for.
-					jpath, _ := restore.JournalPath(target)
+					jpath, _ := filetarget.JournalPath(target)
 					for {
 						if _, done, err := restore.ReadJournal(jpath); err == nil && len(done) == 15 {
 							break
@@ -149,7 +150,7 @@ func TestStoppedRestoreKeepsWork(t *testing.T) {
 				}
 			}
 			noFile(t, target)
-			if _, err := os.Stat(restore.PartialPath(target)); err != nil {
+			if _, err := os.Stat(filetarget.PartialPath(target)); err != nil {
 				t.Fatalf("partial output not kept: %v", err)
 			}
 			done := keepJournal(t, target)
@@ -188,7 +189,7 @@ func TestRerunOverPartialRefused(t *testing.T) {
 	if n := len(keepJournal(t, target)); n != len(done) {
 		t.Fatalf("the refused run changed the journal: %d chunks, had %d", n, len(done))
 	}
-	if st, err := os.Stat(restore.PartialPath(target)); err != nil || st.Size() != int64(len(data)) {
+	if st, err := os.Stat(filetarget.PartialPath(target)); err != nil || st.Size() != int64(len(data)) {
 		t.Fatalf("the refused run changed the partial output: %v", err)
 	}
 	mustFail(t, 2, []string{"--restart"}, args(target, "--resume", "--restart")...)
@@ -367,7 +368,7 @@ func TestResumeOverPlainRestore(t *testing.T) {
 
 // TestDeviceJournalWithoutHome: a restore to a block device needs no
 // writable HOME (read-only, or none at all): its journal goes to the next
-// writable place of restore.JournalDirs. A --resume after a completed
+// writable place of filetarget.JournalDirs. A --resume after a completed
 // --resume run reads the device back and fetches nothing.
 func TestDeviceJournalWithoutHome(t *testing.T) {
 	fixture.SkipIfShort(t)
@@ -395,7 +396,7 @@ func TestDeviceJournalWithoutHome(t *testing.T) {
 				os.Unsetenv("HOME")
 			}
 			t.Cleanup(func() {
-				if j, err := restore.JournalPath(dev); err == nil {
+				if j, err := filetarget.JournalPath(dev); err == nil {
 					restore.RemoveJournal(j)
 				}
 			})

@@ -16,6 +16,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -275,7 +276,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	opts := pf.options(sf.fetchSpec())
 	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
 	defer raiseProcs(opts)()
-	res, err := restore.Restore(ctx, src, archive, &restore.FileSink{Path: targetPath, Options: rc.targetOptions(0)}, restore.RestoreOptions{
+	res, err := restore.Restore(ctx, src, archive, &filetarget.Sink{Path: targetPath, Options: rc.targetOptions(0)}, restore.RestoreOptions{
 		Pipeline: opts, Resume: *rc.resume, Restart: *rc.restart, KeepWork: rc.keepWork,
 		Note: func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) },
 		Progress: func(total int64, done func() int64) func() {
@@ -329,8 +330,8 @@ func (rc *restoreCmd) sayComplete(stdout io.Writer, snap, archive, targetPath st
 
 // targetOptions are the target flags, with the image's data bytes for the
 // free-space check and a directory store to keep targets out of.
-func (rc *restoreCmd) targetOptions(dataBytes int64) restore.TargetOptions {
-	o := restore.TargetOptions{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
+func (rc *restoreCmd) targetOptions(dataBytes int64) filetarget.Options {
+	o := filetarget.Options{Force: *rc.force, AssumeZeroed: *rc.assumeZeroed, NoDirect: *rc.noDirect,
 		FollowSymlinks: *rc.follow, DataBytes: dataBytes}
 	if !strings.Contains(rc.sf.store, "://") {
 		o.StoreDir = rc.sf.store // never write into the datastore being read
@@ -352,7 +353,7 @@ func (rc *restoreCmd) restoreBlob(ctx context.Context, src *snapshot.Reader, arc
 	if err != nil {
 		return err
 	}
-	if err := restore.WriteFile(targetPath, data, rc.targetOptions(0)); err != nil {
+	if err := filetarget.WriteFile(targetPath, data, rc.targetOptions(0)); err != nil {
 		return err
 	}
 	if rc.sf.json() {

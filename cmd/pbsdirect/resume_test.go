@@ -18,6 +18,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // TestResumeAfterSIGKILL: a restore from S3 (versitygw, through a 20 ms
@@ -44,7 +45,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	}
 	p := bktProxy(t, s3.Endpoint, 20*time.Millisecond)
 	target := filepath.Join(t.TempDir(), "disk.img")
-	jpath, err := restore.JournalPath(target)
+	jpath, err := filetarget.JournalPath(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestResumeChecksTarget(t *testing.T) {
 			snap0, "drive-scsi0", target)
 	}
 	mustFail(t, 3, []string{"--resume"}, args()...)
-	jpath, err := restore.JournalPath(target)
+	jpath, err := filetarget.JournalPath(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestResumeChecksTarget(t *testing.T) {
 		t.Fatalf("journal after the stop: %d chunks (last one: %v), %v; want the 15 others", len(done), done[last], err)
 	}
 	// The partial output changed since: 8 bytes of the first chunk.
-	f, err := os.OpenFile(restore.PartialPath(target), os.O_WRONLY, 0)
+	f, err := os.OpenFile(filetarget.PartialPath(target), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // TestTargetRefusalExitCodes: the errors of real target refusals map to
@@ -36,21 +37,21 @@ func TestTargetRefusalExitCodes(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		path string
-		opts restore.TargetOptions
+		opts filetarget.Options
 		want int
 	}{
-		{"exists without --force", existing, restore.TargetOptions{}, 2},
-		{"symlink without --follow-symlinks", link, restore.TargetOptions{Force: true}, 2},
-		{"qcow2", qcow, restore.TargetOptions{Force: true}, 2},
-		{"directory", dir, restore.TargetOptions{Force: true}, 2},
-		{"FIFO", fifo, restore.TargetOptions{Force: true}, 2},
-		{"/dev/null", "/dev/null", restore.TargetOptions{Force: true}, 2},
-		{"missing directory", filepath.Join(dir, "nodir", "t.raw"), restore.TargetOptions{}, 2},
-		{"not a directory", filepath.Join(existing, "t.raw"), restore.TargetOptions{}, 2},
-		{"inside the store", inStore, restore.TargetOptions{StoreDir: store}, 2},
-		{"no space", existing, restore.TargetOptions{Force: true, DataBytes: 1 << 60}, 3},
+		{"exists without --force", existing, filetarget.Options{}, 2},
+		{"symlink without --follow-symlinks", link, filetarget.Options{Force: true}, 2},
+		{"qcow2", qcow, filetarget.Options{Force: true}, 2},
+		{"directory", dir, filetarget.Options{Force: true}, 2},
+		{"FIFO", fifo, filetarget.Options{Force: true}, 2},
+		{"/dev/null", "/dev/null", filetarget.Options{Force: true}, 2},
+		{"missing directory", filepath.Join(dir, "nodir", "t.raw"), filetarget.Options{}, 2},
+		{"not a directory", filepath.Join(existing, "t.raw"), filetarget.Options{}, 2},
+		{"inside the store", inStore, filetarget.Options{StoreDir: store}, 2},
+		{"no space", existing, filetarget.Options{Force: true, DataBytes: 1 << 60}, 3},
 	} {
-		tg, err := restore.OpenTarget(c.path, size, c.opts)
+		tg, err := filetarget.Open(c.path, size, c.opts)
 		if err == nil {
 			tg.Close(true)
 			t.Errorf("%s: accepted", c.name)
@@ -62,16 +63,16 @@ func TestTargetRefusalExitCodes(t *testing.T) {
 	}
 	// A device smaller than the image.
 	dev, _ := fixture.LoopDevice(t, size, []byte{1})
-	if _, err := restore.OpenTarget(dev, 2*size, restore.TargetOptions{}); exitCode(err) != 2 {
+	if _, err := filetarget.Open(dev, 2*size, filetarget.Options{}); exitCode(err) != 2 {
 		t.Errorf("device too small: exitCode(%v) = %d, want 2", err, exitCode(err))
 	}
 	// Busy: a second open of the same target.
-	tg, err := restore.OpenTarget(filepath.Join(dir, "busy.raw"), size, restore.TargetOptions{})
+	tg, err := filetarget.Open(filepath.Join(dir, "busy.raw"), size, filetarget.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close(true)
-	if _, err := restore.OpenTarget(filepath.Join(dir, "busy.raw"), size, restore.TargetOptions{}); exitCode(err) != 3 {
+	if _, err := filetarget.Open(filepath.Join(dir, "busy.raw"), size, filetarget.Options{}); exitCode(err) != 3 {
 		t.Errorf("busy: exitCode(%v) = %d, want 3", err, exitCode(err))
 	}
 	if got := exitCode(fmt.Errorf("backup: %w", backup.ErrSnapshotExists)); got != 3 {

@@ -1,31 +1,16 @@
-package restore
+package filetarget
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/restore"
 )
-
-// ErrTargetFormat is wrapped by OpenTarget errors for an existing target
-// that holds a disk-image container or an encrypted volume (qcow2, VMDK,
-// VHD, VHDX, VDI, QED, LUKS): raw bytes written over it would destroy it.
-var ErrTargetFormat = errors.New("target holds a disk image format")
-
-// ErrTargetInUse is wrapped by OpenTarget errors for a regular file that
-// backs a loop device (a mounted file system image, or an attached disk),
-// and for a target another program holds byte-range (fcntl/OFD) locks on,
-// as QEMU does on the disks of a running guest.
-var ErrTargetInUse = errors.New("target file is in use as a loop device's backing file")
-
-// ErrNoSpace is wrapped by OpenTarget errors when the target's file system
-// has less free space than the image's data needs (found before anything
-// is written).
-var ErrNoSpace = errors.New("not enough free space")
 
 // imageMagic is a format signature at a byte offset of a file or device.
 type imageMagic struct {
@@ -49,7 +34,7 @@ var imageMagics = []imageMagic{
 
 // checkFormat reads the start (and for a regular file of size bytes, the
 // VHD footer at the end) of f and refuses a known image container or LUKS
-// volume with ErrTargetFormat and a hint on what to do instead.
+// volume with restore.ErrTargetFormat and a hint on what to do instead.
 func checkFormat(f *os.File, user string, size int64, device bool) error {
 	head := make([]byte, 512)
 	n, err := f.ReadAt(head, 0)
@@ -79,7 +64,7 @@ func checkFormat(f *os.File, user string, size int64, device bool) error {
 			what = "clear the signature first (wipefs -a " + user + ")"
 		}
 		return fmt.Errorf("%s: %w: it starts with a LUKS header, and raw data written over it destroys the encrypted volume; "+
-			"to restore into the volume, open it (cryptsetup open) and restore to /dev/mapper/NAME; if it is a plain disk whose guest uses LUKS, %s", user, ErrTargetFormat, what)
+			"to restore into the volume, open it (cryptsetup open) and restore to /dev/mapper/NAME; if it is a plain disk whose guest uses LUKS, %s", user, restore.ErrTargetFormat, what)
 	}
 	replace := "remove " + user + " first"
 	if device {
@@ -87,7 +72,7 @@ func checkFormat(f *os.File, user string, size int64, device bool) error {
 	}
 	return fmt.Errorf("%s: %w: it is a %s image, and the raw disk written over it would destroy the container; "+
 		"restore to a raw file and convert it, e.g. qemu-img convert -f raw -O qcow2 disk.raw %s (or %s to replace it with a raw image)",
-		user, ErrTargetFormat, found, user, replace)
+		user, restore.ErrTargetFormat, found, user, replace)
 }
 
 // checkNotLoopBacked refuses a regular file that backs a loop device: it is
@@ -109,7 +94,7 @@ func checkNotLoopBacked(st *unix.Stat_t, user string) error {
 			continue
 		}
 		if info.Inode == st.Ino && info.Device == uint64(st.Dev) {
-			return fmt.Errorf("%s: %w (%s): detach it first (umount, losetup -d %s)", user, ErrTargetInUse, dev, dev)
+			return fmt.Errorf("%s: %w (%s): detach it first (umount, losetup -d %s)", user, restore.ErrTargetInUse, dev, dev)
 		}
 	}
 	return nil
@@ -156,16 +141,16 @@ func checkSpace(fd int, user string, dataBytes, reused, shared int64, compress f
 	case reused > 0:
 		msg += fmt.Sprintf(" and the existing file %d bytes allocated", reused)
 	}
-	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, ErrNoSpace, msg, unix.ENOSPC)
+	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, restore.ErrNoSpace, msg, unix.ENOSPC)
 }
 
 // lockLoopBacking takes the lock of a loop device target's backing file
 // (found by LOOP_GET_STATUS64 and /sys/block/loopN/loop/backing_file, and
 // checked to be that inode) for the run, as a restore into the file itself
-// would: a run writing the file makes this one fail with ErrTargetBusy. A
+// would: a run writing the file makes this one fail with restore.ErrTargetBusy. A
 // device that is not a loop device, or whose backing file cannot be
 // opened, is left alone.
-func (t *FileTarget) lockLoopBacking() error {
+func (t *Target) lockLoopBacking() error {
 	info, err := unix.IoctlLoopGetStatus64(int(t.buffered.Fd()))
 	if err != nil {
 		return nil // not a loop device (or not attached)
@@ -219,5 +204,5 @@ func checkNoRecordLocks(f *os.File, user string) error {
 		kind = "write"
 	}
 	return fmt.Errorf("%s: %w: %s holds a %s lock on bytes from %d (fcntl/OFD, as QEMU takes on the images it runs): stop it first",
-		user, ErrTargetInUse, who, kind, lk.Start)
+		user, restore.ErrTargetInUse, who, kind, lk.Start)
 }

@@ -1,7 +1,6 @@
-package restore
+package filetarget
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -9,12 +8,9 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
-)
 
-// ErrTargetInStore is wrapped by OpenTarget and WriteFile errors for a
-// target inside the datastore directory being read (TargetOptions.StoreDir),
-// or a hard link of one of its files: writing it would destroy the backup.
-var ErrTargetInStore = errors.New("target is part of the datastore")
+	"github.com/pbsdirect/pbsdirect/restore"
+)
 
 // checkNotInStore refuses a target whose directory (dir, an open
 // descriptor) is the store directory storeDir or lies below it — compared
@@ -42,7 +38,7 @@ func checkNotInStore(storeDir string, dir *os.File, f *os.File, user string) err
 		}
 		if st.Dev == store.Dev && st.Ino == store.Ino {
 			unix.Close(fd)
-			return fmt.Errorf("%s: %w: it is inside the datastore %s being restored from; restore somewhere else", user, ErrTargetInStore, storeDir)
+			return fmt.Errorf("%s: %w: it is inside the datastore %s being restored from; restore somewhere else", user, restore.ErrTargetInStore, storeDir)
 		}
 		up, err := unix.Openat(fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
@@ -71,7 +67,7 @@ func checkNotInStore(storeDir string, dir *os.File, f *os.File, user string) err
 	case index.MagicFixed, index.MagicDynamic, chunkstore.MagicUncompressed, chunkstore.MagicCompressed,
 		chunkstore.MagicEncrypted, chunkstore.MagicEncryptedCompressed:
 		return fmt.Errorf("%s: %w: it is a PBS index or blob with %d hard links on the datastore's file system, likely a file of %s; restore somewhere else",
-			user, ErrTargetInStore, st.Nlink, storeDir)
+			user, restore.ErrTargetInStore, st.Nlink, storeDir)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package restore_test
+package filetarget_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // smallBtrfs mounts a fresh btrfs of size bytes (on a loop device, with
@@ -84,7 +85,7 @@ func TestForceSharedExtentsNoSpace(t *testing.T) {
 				f.Close()
 				unix.Sync()
 			}
-			tg, err := restore.OpenTarget(p, fileSize, restore.TargetOptions{Force: true, DataBytes: fileSize})
+			tg, err := filetarget.Open(p, fileSize, filetarget.Options{Force: true, DataBytes: fileSize})
 			if !c.wantFail {
 				if err != nil {
 					t.Fatalf("a file not shared with anything: %v", err)

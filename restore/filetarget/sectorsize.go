@@ -1,4 +1,4 @@
-package restore
+package filetarget
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/pbsdirect/pbsdirect/chunkstore"
-	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
+
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
-// ErrSectorSize is wrapped (with ErrTargetUnusable: exit 2) by
+// ErrSectorSize is wrapped (with restore.ErrTargetUnusable: exit 2) by
 // SectorSizeMismatch: the image's partition table was written for
 // another logical sector size than the target device has, so on that
 // device it is not found.
@@ -57,51 +57,12 @@ func DeviceSectorSize(path string) (int, error) {
 
 // SectorSizeMismatch is the error for an image whose partition table is
 // for imageSS-byte sectors going to the device target with deviceSS-byte
-// logical sectors; it wraps ErrSectorSize and ErrTargetUnusable.
+// logical sectors; it wraps ErrSectorSize and restore.ErrTargetUnusable.
 func SectorSizeMismatch(target string, imageSS, deviceSS int) error {
-	return unusable(fmt.Errorf("%s: %w: the image's GPT partition table is for %d-byte sectors (its header at byte %d), the device has %d-byte logical sectors, "+
+	return restore.Unusable(fmt.Errorf("%s: %w: the image's GPT partition table is for %d-byte sectors (its header at byte %d), the device has %d-byte logical sectors, "+
 		"where that partition table is not found (its partitions would not be seen, the disk would not boot); nothing was written: "+
 		"restore to a device with %d-byte sectors or to a file, or give --force to write the image anyway",
 		target, ErrSectorSize, imageSS, imageSS, deviceSS, imageSS))
-}
-
-// ImageHead returns the first n bytes of plan's image (fewer for a smaller
-// image): the chunks holding them are read from store and pass the
-// restore's check (crypt mode, decryption with key when encrypted, length,
-// digest); zero ranges read as zeros. It returns nil, nil when plan no
-// longer covers the image (a resume dropped chunks). Errors name the
-// chunk's digest and offset.
-func ImageHead(ctx context.Context, store chunkstore.Store, plan *Plan, n int, encrypted bool, key *crypto.Config) ([]byte, error) {
-	if plan.dropped {
-		return nil, nil
-	}
-	head := make([]byte, min(uint64(n), plan.Size))
-	var dec *chunkstore.Decoder
-	for i := range plan.Chunks {
-		c := &plan.Chunks[i]
-		for _, off := range plan.Offsets(c) {
-			if off >= uint64(len(head)) {
-				continue
-			}
-			if dec == nil {
-				var err error
-				if dec, err = chunkstore.NewDecoderLimit(max(plan.maxChunk(), 8<<20)); err != nil {
-					return nil, err
-				}
-				defer dec.Close()
-			}
-			raw, err := store.ReadChunk(ctx, c.Digest, nil, chunkstore.ChunkLimit(c.Length))
-			if err != nil {
-				return nil, fmt.Errorf("chunk %s at offset %d: %w", c.Digest, off, err)
-			}
-			data, err := dec.DecodeChunk(nil, raw, c.Digest, c.Length, encrypted, key)
-			if err != nil {
-				return nil, fmt.Errorf("chunk %s at offset %d: %w", c.Digest, off, err)
-			}
-			copy(head[off:], data)
-		}
-	}
-	return head, nil
 }
 
 // CheckSectorSize compares the sector size the image's GPT was written
@@ -115,7 +76,7 @@ func ImageHead(ctx context.Context, store chunkstore.Store, plan *Plan, n int, e
 func CheckSectorSize(ctx context.Context, path string, head func(context.Context, int) ([]byte, error), force bool, note func(string)) error {
 	devSS, err := DeviceSectorSize(path)
 	if err != nil || devSS == 0 {
-		return nil // not a device, or OpenTarget says why
+		return nil // not a device, or Open says why
 	}
 	b, err := head(ctx, HeadBytes)
 	if err != nil {

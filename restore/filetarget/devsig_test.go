@@ -1,4 +1,4 @@
-package restore_test
+package filetarget_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // writeAt writes b at off of the device dev.
@@ -93,14 +94,14 @@ func TestDeviceSignaturesRefused(t *testing.T) {
 			dev, _ := fixture.LoopDevice(t, size, nil)
 			c.setup(t, dev)
 			before := readAll(t, dev)
-			tg, err := restore.OpenTarget(dev, 1<<20, restore.TargetOptions{})
+			tg, err := filetarget.Open(dev, 1<<20, filetarget.Options{})
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("device of %s refused: %v", c.name, err)
 				}
 				tg.Close(true)
 				if c.name == "zeros" {
-					tg, err := restore.OpenTarget(dev, 1<<20, restore.TargetOptions{AssumeZeroed: true})
+					tg, err := filetarget.Open(dev, 1<<20, filetarget.Options{AssumeZeroed: true})
 					if err != nil {
 						t.Fatalf("zeroed device with --assume-zeroed refused: %v", err)
 					}
@@ -111,21 +112,21 @@ func TestDeviceSignaturesRefused(t *testing.T) {
 			if err == nil {
 				tg.Close(true)
 			}
-			if !errors.Is(err, restore.ErrTargetNotEmpty) || !errors.Is(err, restore.ErrTargetUnusable) ||
+			if !errors.Is(err, filetarget.ErrTargetNotEmpty) || !errors.Is(err, restore.ErrTargetUnusable) ||
 				!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dev) || !strings.Contains(err.Error(), "--force") {
 				t.Fatalf("got %v, want ErrTargetNotEmpty naming %s and %q and --force", err, dev, c.want)
 			}
 			if !bytes.Equal(readAll(t, dev), before) {
 				t.Fatal("refused device changed")
 			}
-			tg, err = restore.OpenTarget(dev, 1<<20, restore.TargetOptions{Force: true, AssumeZeroed: true})
+			tg, err = filetarget.Open(dev, 1<<20, filetarget.Options{Force: true, AssumeZeroed: true})
 			if err == nil {
 				tg.Close(true)
 			}
-			if !errors.Is(err, restore.ErrTargetNotEmpty) || !strings.Contains(err.Error(), "--assume-zeroed") {
+			if !errors.Is(err, filetarget.ErrTargetNotEmpty) || !strings.Contains(err.Error(), "--assume-zeroed") {
 				t.Fatalf("--force --assume-zeroed: got %v, want ErrTargetNotEmpty naming --assume-zeroed", err)
 			}
-			tg, err = restore.OpenTarget(dev, 1<<20, restore.TargetOptions{Force: true})
+			tg, err = filetarget.Open(dev, 1<<20, filetarget.Options{Force: true})
 			if err != nil {
 				t.Fatalf("--force: %v", err)
 			}

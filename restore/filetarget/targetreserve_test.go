@@ -1,4 +1,4 @@
-package restore_test
+package filetarget_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // smallExt4 mounts a fresh ext4 file system of size bytes (on a loop
@@ -92,7 +93,7 @@ func TestForceReserveNoSpace(t *testing.T) {
 	ranges := slices.Values([]restore.Range{{Offset: 0, Length: 2 << 20}, {Offset: 64 << 20, Length: 128 << 20}})
 	// DataBytes 0 skips the statfs check: the reservation is what fails, as
 	// when another run took the space after the check.
-	tg, err := restore.OpenTarget(p, size, restore.TargetOptions{Force: true, Reserve: ranges})
+	tg, err := filetarget.Open(p, size, filetarget.Options{Force: true, Reserve: ranges})
 	if err == nil {
 		tg.Close(true)
 	}
@@ -113,7 +114,7 @@ func TestForceReserveNoSpace(t *testing.T) {
 	fixture.Equal(t, p, old)
 
 	// With room, the reservation succeeds and the restore goes on.
-	tg, err = restore.OpenTarget(p, 8<<20, restore.TargetOptions{Force: true, Reserve: slices.Values([]restore.Range{{Offset: 0, Length: 8 << 20}})})
+	tg, err = filetarget.Open(p, 8<<20, filetarget.Options{Force: true, Reserve: slices.Values([]restore.Range{{Offset: 0, Length: 8 << 20}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestReadOnlyDeviceRefused(t *testing.T) {
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{})
+	tg, err := filetarget.Open(dev, size, filetarget.Options{})
 	if err == nil {
 		tg.Close(true)
 	}
@@ -162,8 +163,8 @@ func TestLockHolderNamed(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var err error
 	for range 100 {
-		var tg *restore.FileTarget
-		if tg, err = restore.OpenTarget(p, 1<<20, restore.TargetOptions{Force: true}); err == nil {
+		var tg *filetarget.Target
+		if tg, err = filetarget.Open(p, 1<<20, filetarget.Options{Force: true}); err == nil {
 			tg.Close(true)
 			time.Sleep(20 * time.Millisecond) // flock has not locked yet
 			continue
@@ -190,14 +191,14 @@ func TestLoopBackingLocked(t *testing.T) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
-	if tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{}); !errors.Is(err, restore.ErrTargetBusy) || !strings.Contains(err.Error(), backing) {
+	if tg, err := filetarget.Open(dev, size, filetarget.Options{}); !errors.Is(err, restore.ErrTargetBusy) || !strings.Contains(err.Error(), backing) {
 		if err == nil {
 			tg.Close(true)
 		}
 		t.Fatalf("device over a locked file: got %v, want ErrTargetBusy naming %s", err, backing)
 	}
 	f.Close()
-	tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{})
+	tg, err := filetarget.Open(dev, size, filetarget.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestRecordLockedRefused(t *testing.T) {
 	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
 		t.Fatal(err)
 	}
-	tg, err := restore.OpenTarget(p, 1<<20, restore.TargetOptions{Force: true})
+	tg, err := filetarget.Open(p, 1<<20, filetarget.Options{Force: true})
 	if err == nil {
 		tg.Close(true)
 	}
@@ -236,7 +237,7 @@ func TestRecordLockedRefused(t *testing.T) {
 	}
 	fixture.Equal(t, p, old)
 	f.Close()
-	if tg, err = restore.OpenTarget(p, 1<<20, restore.TargetOptions{Force: true}); err != nil {
+	if tg, err = filetarget.Open(p, 1<<20, filetarget.Options{Force: true}); err != nil {
 		t.Fatalf("after unlock: %v", err)
 	}
 	tg.Close(true)
@@ -265,7 +266,7 @@ func TestBlobTargetChecks(t *testing.T) {
 		old  []byte
 		want error
 	}{{qp, qcow, restore.ErrTargetFormat}, {lp, luks, restore.ErrTargetFormat}, {locked, []byte("in use"), restore.ErrTargetInUse}} {
-		if err := restore.WriteFile(c.path, []byte("memory: 512\n"), restore.TargetOptions{Force: true}); !errors.Is(err, c.want) {
+		if err := filetarget.WriteFile(c.path, []byte("memory: 512\n"), filetarget.Options{Force: true}); !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.path, err, c.want)
 		}
 		fixture.Equal(t, c.path, c.old)
@@ -279,12 +280,12 @@ func TestLongTargetName(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, strings.Repeat("a", 250)+"1.img")
 	b := filepath.Join(dir, strings.Repeat("a", 250)+"2.img")
-	ta, err := restore.OpenTarget(a, 1<<20, restore.TargetOptions{})
+	ta, err := filetarget.Open(a, 1<<20, filetarget.Options{})
 	if err != nil {
 		t.Fatalf("255-byte name: %v", err)
 	}
 	defer ta.Close(true)
-	tb, err := restore.OpenTarget(b, 1<<20, restore.TargetOptions{})
+	tb, err := filetarget.Open(b, 1<<20, filetarget.Options{})
 	if err != nil {
 		t.Fatalf("second long name sharing a prefix: %v", err)
 	}
@@ -306,7 +307,7 @@ func TestLongTargetName(t *testing.T) {
 // device node.
 func TestDeviceFormatAdvice(t *testing.T) {
 	dev, _ := fixture.LoopDevice(t, 1<<20, []byte("QFI\xfb\x00\x00\x00\x03"))
-	_, err := restore.OpenTarget(dev, 1<<20, restore.TargetOptions{})
+	_, err := filetarget.Open(dev, 1<<20, filetarget.Options{})
 	if !errors.Is(err, restore.ErrTargetFormat) || !strings.Contains(err.Error(), "wipefs -a "+dev) || strings.Contains(err.Error(), "remove "+dev) {
 		t.Fatalf("got %v, want a wipefs hint", err)
 	}

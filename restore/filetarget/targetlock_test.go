@@ -1,4 +1,4 @@
-package restore_test
+package filetarget_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // TestTargetLock: a target is locked from OpenTarget to Close. A second
@@ -34,12 +35,12 @@ func TestTargetLock(t *testing.T) {
 			default:
 				p, _ = fixture.LoopDevice(t, size, []byte{7})
 			}
-			opts := restore.TargetOptions{Force: true}
-			first, err := restore.OpenTarget(p, size, opts)
+			opts := filetarget.Options{Force: true}
+			first, err := filetarget.Open(p, size, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = restore.OpenTarget(p, size, opts)
+			_, err = filetarget.Open(p, size, opts)
 			if !errors.Is(err, restore.ErrTargetBusy) || !strings.Contains(err.Error(), pid) || !strings.Contains(err.Error(), p) {
 				t.Fatalf("second writer: got %v, want ErrTargetBusy naming %s and %s", err, p, pid)
 			}
@@ -47,7 +48,7 @@ func TestTargetLock(t *testing.T) {
 				t.Errorf("message names the internal partial file: %v", err)
 			}
 			if kind != "block-device" {
-				if err := restore.WriteFile(p, []byte("blob"), opts); !errors.Is(err, restore.ErrTargetBusy) {
+				if err := filetarget.WriteFile(p, []byte("blob"), opts); !errors.Is(err, restore.ErrTargetBusy) {
 					t.Errorf("blob into a locked target: got %v, want ErrTargetBusy", err)
 				}
 			}
@@ -57,7 +58,7 @@ func TestTargetLock(t *testing.T) {
 			if err := first.Close(false); err != nil {
 				t.Fatal(err)
 			}
-			second, err := restore.OpenTarget(p, size, opts)
+			second, err := filetarget.Open(p, size, opts)
 			if err != nil {
 				t.Fatalf("after the first closed: %v", err)
 			}
@@ -83,46 +84,46 @@ func TestTargetChecks(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		setup func(t *testing.T, dir string) string // returns the target path
-		opts  restore.TargetOptions
+		opts  filetarget.Options
 		want  error  // errors.Is
 		words string // in the message
 	}{
 		{"missing-directory", func(t *testing.T, dir string) string { return filepath.Join(dir, "nodir", "sub", "t.img") },
-			restore.TargetOptions{}, os.ErrNotExist, "target directory"},
+			filetarget.Options{}, os.ErrNotExist, "target directory"},
 		{"dangling-link", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "t.img")
 			mustSymlink(t, filepath.Join(dir, "gone.img"), p)
 			return p
-		}, restore.TargetOptions{Force: true}, restore.ErrTargetSymlink, "gone.img"},
+		}, filetarget.Options{Force: true}, restore.ErrTargetSymlink, "gone.img"},
 		{"dangling-link-followed", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "t.img")
 			mustSymlink(t, filepath.Join(dir, "gone.img"), p)
 			return p
-		}, restore.TargetOptions{Force: true, FollowSymlinks: true}, restore.ErrTargetSymlink, "dangling"},
+		}, filetarget.Options{Force: true, FollowSymlinks: true}, restore.ErrTargetSymlink, "dangling"},
 		{"link-to-file", func(t *testing.T, dir string) string {
 			fixture.WriteFile(t, dir, "real.img", []byte("keep me"))
 			p := filepath.Join(dir, "t.img")
 			mustSymlink(t, "real.img", p)
 			return p
-		}, restore.TargetOptions{Force: true}, restore.ErrTargetSymlink, "--follow-symlinks"},
+		}, filetarget.Options{Force: true}, restore.ErrTargetSymlink, "--follow-symlinks"},
 		{"qcow2", func(t *testing.T, dir string) string { return fixture.WriteFile(t, dir, "vm.qcow2", qcow) },
-			restore.TargetOptions{Force: true}, restore.ErrTargetFormat, "qemu-img convert"},
+			filetarget.Options{Force: true}, restore.ErrTargetFormat, "qemu-img convert"},
 		{"vhdx", func(t *testing.T, dir string) string { return fixture.WriteFile(t, dir, "vm.vhdx", vhdx) },
-			restore.TargetOptions{Force: true}, restore.ErrTargetFormat, "VHDX"},
+			filetarget.Options{Force: true}, restore.ErrTargetFormat, "VHDX"},
 		{"luks-file", func(t *testing.T, dir string) string { return fixture.WriteFile(t, dir, "crypt.img", luks) },
-			restore.TargetOptions{Force: true}, restore.ErrTargetFormat, "LUKS"},
+			filetarget.Options{Force: true}, restore.ErrTargetFormat, "LUKS"},
 		{"loop-backing-file", func(t *testing.T, dir string) string {
 			_, backing := fixture.LoopDevice(t, size, []byte{3})
 			return backing
-		}, restore.TargetOptions{Force: true}, restore.ErrTargetInUse, "losetup -d"},
+		}, filetarget.Options{Force: true}, restore.ErrTargetInUse, "losetup -d"},
 		{"no-space", func(t *testing.T, dir string) string { return fixture.WriteFile(t, dir, "small.img", []byte("old")) },
-			restore.TargetOptions{Force: true, DataBytes: 1 << 60}, restore.ErrNoSpace, "nothing was written"},
+			filetarget.Options{Force: true, DataBytes: 1 << 60}, restore.ErrNoSpace, "nothing was written"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			p := c.setup(t, dir)
 			before := snapshotDir(t, dir)
-			_, err := restore.OpenTarget(p, size, c.opts)
+			_, err := filetarget.Open(p, size, c.opts)
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), c.words) {
 				t.Fatalf("got %v, want %v naming %s and %q", err, c.want, p, c.words)
 			}
@@ -137,7 +138,7 @@ func TestTargetChecks(t *testing.T) {
 
 	t.Run("luks-device", func(t *testing.T) {
 		dev, _ := fixture.LoopDevice(t, size, []byte("LUKS\xba\xbe\x00\x02"))
-		if _, err := restore.OpenTarget(dev, size, restore.TargetOptions{}); !errors.Is(err, restore.ErrTargetFormat) || !strings.Contains(err.Error(), "wipefs") {
+		if _, err := filetarget.Open(dev, size, filetarget.Options{}); !errors.Is(err, restore.ErrTargetFormat) || !strings.Contains(err.Error(), "wipefs") {
 			t.Fatalf("got %v, want ErrTargetFormat with a wipefs hint", err)
 		}
 	})
@@ -145,7 +146,7 @@ func TestTargetChecks(t *testing.T) {
 		dev, _ := fixture.LoopDevice(t, size, []byte{1})
 		p := filepath.Join(t.TempDir(), "by-id")
 		mustSymlink(t, dev, p)
-		tg, err := restore.OpenTarget(p, size, restore.TargetOptions{})
+		tg, err := filetarget.Open(p, size, filetarget.Options{})
 		if err != nil {
 			t.Fatalf("a link to a block device (as /dev/VG/LV) must be followed: %v", err)
 		}
@@ -158,9 +159,9 @@ func TestTargetChecks(t *testing.T) {
 // FollowSymlinks, leaving link and file alone; with it, the file the link
 // names gets the data and the link stays.
 func TestTargetSymlinkSame(t *testing.T) {
-	write := map[string]func(p string, opts restore.TargetOptions) error{
-		"image": func(p string, opts restore.TargetOptions) error {
-			tg, err := restore.OpenTarget(p, 4096, opts)
+	write := map[string]func(p string, opts filetarget.Options) error{
+		"image": func(p string, opts filetarget.Options) error {
+			tg, err := filetarget.Open(p, 4096, opts)
 			if err != nil {
 				return err
 			}
@@ -169,8 +170,8 @@ func TestTargetSymlinkSame(t *testing.T) {
 			}
 			return tg.Close(false)
 		},
-		"blob": func(p string, opts restore.TargetOptions) error {
-			return restore.WriteFile(p, bytes.Repeat([]byte{'x'}, 4096), opts)
+		"blob": func(p string, opts filetarget.Options) error {
+			return filetarget.WriteFile(p, bytes.Repeat([]byte{'x'}, 4096), opts)
 		},
 	}
 	for _, kind := range []string{"image", "blob"} {
@@ -179,12 +180,12 @@ func TestTargetSymlinkSame(t *testing.T) {
 			real := fixture.WriteFile(t, dir, "real.img", []byte("old"))
 			link := filepath.Join(dir, "link.img")
 			mustSymlink(t, "real.img", link)
-			err := write[kind](link, restore.TargetOptions{Force: true})
+			err := write[kind](link, filetarget.Options{Force: true})
 			if !errors.Is(err, restore.ErrTargetSymlink) || !strings.Contains(err.Error(), link) {
 				t.Fatalf("without FollowSymlinks: got %v, want ErrTargetSymlink naming %s", err, link)
 			}
 			fixture.Equal(t, real, []byte("old"))
-			if err := write[kind](link, restore.TargetOptions{Force: true, FollowSymlinks: true}); err != nil {
+			if err := write[kind](link, filetarget.Options{Force: true, FollowSymlinks: true}); err != nil {
 				t.Fatalf("with FollowSymlinks: %v", err)
 			}
 			fixture.Equal(t, real, bytes.Repeat([]byte{'x'}, 4096))
@@ -214,7 +215,7 @@ func TestTargetDirectoryMoved(t *testing.T) {
 	}
 	for _, abort := range []bool{true, false} {
 		p := filepath.Join(dir, fmt.Sprintf("t-%v.img", abort))
-		tg, err := restore.OpenTarget(p, 4096, restore.TargetOptions{})
+		tg, err := filetarget.Open(p, 4096, filetarget.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +258,7 @@ func TestTargetDirectoryMoved(t *testing.T) {
 func TestThinDeviceZero(t *testing.T) {
 	const size = 16 << 20
 	dev, backing := fixture.LoopDevice(t, size, nil)
-	tg, err := restore.OpenTarget(dev, size, restore.TargetOptions{})
+	tg, err := filetarget.Open(dev, size, filetarget.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

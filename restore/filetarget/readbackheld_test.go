@@ -1,4 +1,4 @@
-package restore_test
+package filetarget_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // TestReadBackHeldFile: the read-back of drill goes through the target's
@@ -28,7 +29,7 @@ func TestReadBackHeldFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(sub, "new.img")
-	ft, err := restore.OpenTarget(out, int64(plan.Size), restore.TargetOptions{})
+	ft, err := filetarget.Open(out, int64(plan.Size), filetarget.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +48,11 @@ func TestReadBackHeldFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture.WriteFile(t, sub, "new.img", make([]byte, len(data)))
-	if err := restore.ReadBackFile(context.Background(), ft.File(), out, plan, nil, 2, nil); err != nil {
+	if err := filetarget.ReadBackFile(context.Background(), ft.File(), out, plan, nil, 2, nil); err != nil {
 		t.Fatalf("read-back of the held file: %v", err)
 	}
 	// The path now names the impostor: a read-back by path checks it.
-	if err := restore.ReadBack(context.Background(), out, plan, nil, 2, nil); !errors.Is(err, restore.ErrReadBackMismatch) {
+	if err := filetarget.ReadBack(context.Background(), out, plan, nil, 2, nil); !errors.Is(err, restore.ErrReadBackMismatch) {
 		t.Fatalf("read-back by path: got %v, want a mismatch over the impostor", err)
 	}
 }

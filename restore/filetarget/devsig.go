@@ -1,4 +1,4 @@
-package restore
+package filetarget
 
 import (
 	"encoding/binary"
@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
-// ErrTargetNotEmpty is wrapped by OpenTarget errors for a block device
+// ErrTargetNotEmpty is wrapped by Open errors for a block device
 // that holds a file system, a partition table, an LVM physical volume, an
-// MD RAID member or another known signature, when TargetOptions.Force was
+// MD RAID member or another known signature, when Options.Force was
 // not given (or AssumeZeroed was: such a device does not read as zeros).
 // It is a usage mistake (exit 2): the device is left as it was.
 var ErrTargetNotEmpty = errors.New("target block device is not empty")
@@ -181,7 +183,7 @@ func hasAny(found []Signature, names ...string) bool {
 // checkDeviceEmpty refuses a block device that holds known signatures
 // (ProbeSignatures) unless force; with assumeZeroed it refuses them even
 // with force, since such a device does not read as zeros. The error wraps
-// ErrTargetNotEmpty and is a usage mistake (ErrTargetUnusable): it names
+// ErrTargetNotEmpty and is a usage mistake (restore.ErrTargetUnusable): it names
 // what was found and at which offset. An unreadable device is left to the
 // restore's own writes to report.
 func checkDeviceEmpty(f *os.File, user string, size int64, force, assumeZeroed bool) error {
@@ -198,9 +200,9 @@ func checkDeviceEmpty(f *os.File, user string, size int64, force, assumeZeroed b
 	}
 	what := strings.Join(words, ", ")
 	if assumeZeroed {
-		return unusable(fmt.Errorf("%s: %w: --assume-zeroed, but it holds %s: it does not read as zeros; nothing was written (drop --assume-zeroed, so zero ranges are zeroed)",
+		return restore.Unusable(fmt.Errorf("%s: %w: --assume-zeroed, but it holds %s: it does not read as zeros; nothing was written (drop --assume-zeroed, so zero ranges are zeroed)",
 			user, ErrTargetNotEmpty, what))
 	}
-	return unusable(fmt.Errorf("%s: %w: it holds %s; nothing was written: give --force to overwrite it (check it is the right device first: lsblk -f %s)",
+	return restore.Unusable(fmt.Errorf("%s: %w: it holds %s; nothing was written: give --force to overwrite it (check it is the right device first: lsblk -f %s)",
 		user, ErrTargetNotEmpty, what, user))
 }

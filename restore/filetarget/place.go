@@ -1,4 +1,4 @@
-package restore
+package filetarget
 
 import (
 	"bufio"
@@ -13,35 +13,9 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pbsdirect/pbsdirect/restore"
 )
-
-// ErrTargetBusy is wrapped by OpenTarget and WriteFile errors for a target
-// that another process is writing (its lock is held, or a block device is
-// held open exclusively).
-var ErrTargetBusy = errors.New("target is in use")
-
-// ErrTargetSymlink is wrapped by OpenTarget and WriteFile errors for a
-// TARGET that is a symbolic link to a file (or a dangling one) when
-// following links was not asked for.
-var ErrTargetSymlink = errors.New("target is a symbolic link")
-
-// ErrTargetUnusable is matched (errors.Is) by OpenTarget and WriteFile
-// errors for a target that cannot take the restore as named, whatever the
-// data: a missing directory or one that is not a directory, a path that
-// is a directory, FIFO or character device, a block device smaller than
-// the image. The message is not changed by it. Like ErrTargetExists,
-// ErrTargetSymlink, ErrTargetFormat and ErrTargetInStore, it is a usage
-// mistake (exit 2), unlike ErrTargetBusy, ErrTargetInUse and ErrNoSpace.
-var ErrTargetUnusable = errors.New("target cannot be used")
-
-// unusable marks err as ErrTargetUnusable, keeping its message.
-func unusable(err error) error { return unusableError{err} }
-
-type unusableError struct{ error }
-
-func (e unusableError) Unwrap() error { return e.error }
-
-func (e unusableError) Is(target error) bool { return target == ErrTargetUnusable }
 
 // partialSuffix ends the name of the partial output beside a target: a new
 // file (image or blob) is written as ".NAME.pbsdirect-partial" in the
@@ -65,7 +39,7 @@ type place struct {
 
 // resolveTarget applies the symlink policy to the user's path and returns
 // the path to work on and its Lstat (nil when nothing is there). A symbolic
-// link at path is refused (ErrTargetSymlink) unless follow is set, except
+// link at path is refused (restore.ErrTargetSymlink) unless follow is set, except
 // one that leads to a block device: device names (/dev/VG/LV,
 // /dev/disk/by-id/…) are links by design. A dangling link is refused either
 // way, as is a missing directory.
@@ -78,16 +52,16 @@ func resolveTarget(path string, follow bool) (string, os.FileInfo, error) {
 		if derr != nil {
 			err := fmt.Errorf("%s: target directory %s: %w", path, dir, causeOf(derr))
 			if errors.Is(derr, unix.ENOENT) || errors.Is(derr, unix.ENOTDIR) {
-				err = unusable(err)
+				err = restore.Unusable(err)
 			}
 			return "", nil, err
 		}
 		if !dst.IsDir() {
-			return "", nil, unusable(fmt.Errorf("%s: %s is not a directory", path, dir))
+			return "", nil, restore.Unusable(fmt.Errorf("%s: %s is not a directory", path, dir))
 		}
 		return path, nil, nil
 	case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENAMETOOLONG):
-		return "", nil, unusable(fmt.Errorf("%s: %w", path, causeOf(err)))
+		return "", nil, restore.Unusable(fmt.Errorf("%s: %w", path, causeOf(err)))
 	case err != nil:
 		return "", nil, fmt.Errorf("%s: %w", path, causeOf(err))
 	case st.Mode()&os.ModeSymlink == 0:
@@ -96,15 +70,15 @@ func resolveTarget(path string, follow bool) (string, os.FileInfo, error) {
 	dest, _ := os.Readlink(path)
 	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w to %s, which does not resolve (dangling link): %w", path, ErrTargetSymlink, dest, causeOf(err))
+		return "", nil, fmt.Errorf("%s: %w to %s, which does not resolve (dangling link): %w", path, restore.ErrTargetSymlink, dest, causeOf(err))
 	}
 	rst, err := os.Stat(resolved)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w to %s: %w", path, ErrTargetSymlink, resolved, causeOf(err))
+		return "", nil, fmt.Errorf("%s: %w to %s: %w", path, restore.ErrTargetSymlink, resolved, causeOf(err))
 	}
 	isDev := rst.Mode()&os.ModeDevice != 0 && rst.Mode()&os.ModeCharDevice == 0
 	if !follow && !isDev {
-		return "", nil, fmt.Errorf("%s: %w to %s: refusing to write through it (name the file itself, or give --follow-symlinks)", path, ErrTargetSymlink, dest)
+		return "", nil, fmt.Errorf("%s: %w to %s: refusing to write through it (name the file itself, or give --follow-symlinks)", path, restore.ErrTargetSymlink, dest)
 	}
 	return resolved, rst, nil
 }
@@ -149,7 +123,7 @@ func (p *place) dirName() string { return p.dir.Name() }
 // createPartial creates (or takes over, after a killed run) the partial
 // output and locks it: it is opened relative to the directory, never
 // through a link, and held with flock(LOCK_EX|LOCK_NB). A lock held by
-// another process fails at once with ErrTargetBusy, naming its PID when
+// another process fails at once with restore.ErrTargetBusy, naming its PID when
 // /proc/locks tells it. A lock taken on a file that was renamed or removed
 // meanwhile (the previous holder finished) is dropped and taken again. The
 // file is empty on return, unless keep (a resume) leaves it as it is.
@@ -197,7 +171,7 @@ func (p *place) createPartial(keep bool) (*os.File, error) {
 		}
 		return f, nil
 	}
-	return nil, fmt.Errorf("%s: %w: other runs keep replacing its partial output", p.path, ErrTargetBusy)
+	return nil, fmt.Errorf("%s: %w: other runs keep replacing its partial output", p.path, restore.ErrTargetBusy)
 }
 
 // removePartial removes the partial output (call it while the lock is held).
@@ -236,7 +210,7 @@ func (p *place) commit(replace bool) error {
 		}
 	}
 	if errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("%s: %w: it was created by another program while restoring; the restored data was removed", p.path, ErrTargetExists)
+		return fmt.Errorf("%s: %w: it was created by another program while restoring; the restored data was removed", p.path, restore.ErrTargetExists)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: rename into place: %w", p.path, err)
@@ -281,7 +255,7 @@ func (p *place) close() {
 }
 
 // lockFile takes flock(LOCK_EX|LOCK_NB) on f for the whole run; a lock held
-// elsewhere fails at once with ErrTargetBusy naming the holder's PID when
+// elsewhere fails at once with restore.ErrTargetBusy naming the holder's PID when
 // /proc/locks tells it. user names the target in messages.
 func lockFile(f *os.File, user string) error {
 	for {
@@ -292,7 +266,7 @@ func lockFile(f *os.File, user string) error {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.EWOULDBLOCK):
-			return fmt.Errorf("%s: %w: %s", user, ErrTargetBusy, holderWords(f))
+			return fmt.Errorf("%s: %w: %s", user, restore.ErrTargetBusy, holderWords(f))
 		}
 		return fmt.Errorf("%s: lock: %w", user, err)
 	}

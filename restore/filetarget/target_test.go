@@ -1,4 +1,4 @@
-package restore_test
+package filetarget_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // TestOpenTarget covers new, existing (with and without Force) and
@@ -21,7 +22,7 @@ func TestOpenTarget(t *testing.T) {
 	t.Run("new-sparse-and-abort", func(t *testing.T) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "new.raw")
-		tg, err := restore.OpenTarget(p, size, restore.TargetOptions{})
+		tg, err := filetarget.Open(p, size, filetarget.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +51,7 @@ func TestOpenTarget(t *testing.T) {
 
 		// Aborted: nothing is left, neither the name nor the temporary file.
 		p2 := filepath.Join(dir, "aborted.raw")
-		tg, err = restore.OpenTarget(p2, size, restore.TargetOptions{})
+		tg, err = filetarget.Open(p2, size, filetarget.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestOpenTarget(t *testing.T) {
 	t.Run("exists-without-force", func(t *testing.T) {
 		old := page(0x33)
 		p := fixture.WriteFile(t, t.TempDir(), "old.raw", old)
-		if _, err := restore.OpenTarget(p, size, restore.TargetOptions{}); !errors.Is(err, restore.ErrTargetExists) {
+		if _, err := filetarget.Open(p, size, filetarget.Options{}); !errors.Is(err, restore.ErrTargetExists) {
 			t.Fatalf("got %v, want ErrTargetExists", err)
 		}
 		fixture.Equal(t, p, old)
@@ -78,7 +79,7 @@ func TestOpenTarget(t *testing.T) {
 		name := map[bool]string{false: "force", true: "force-no-direct"}[noDirect]
 		t.Run(name, func(t *testing.T) {
 			p := fixture.WriteFile(t, t.TempDir(), "old.raw", bytes.Repeat([]byte{0xab}, 5<<20))
-			tg, err := restore.OpenTarget(p, size, restore.TargetOptions{Force: true, NoDirect: noDirect})
+			tg, err := filetarget.Open(p, size, filetarget.Options{Force: true, NoDirect: noDirect})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,12 +111,12 @@ func TestOpenTarget(t *testing.T) {
 	}
 
 	t.Run("directory", func(t *testing.T) {
-		if _, err := restore.OpenTarget(t.TempDir(), size, restore.TargetOptions{Force: true}); err == nil {
+		if _, err := filetarget.Open(t.TempDir(), size, filetarget.Options{Force: true}); err == nil {
 			t.Fatal("directory accepted as target")
 		}
 	})
 	t.Run("char-device", func(t *testing.T) {
-		if _, err := restore.OpenTarget("/dev/null", size, restore.TargetOptions{Force: true}); err == nil {
+		if _, err := filetarget.Open("/dev/null", size, filetarget.Options{Force: true}); err == nil {
 			t.Fatal("character device accepted as target")
 		}
 	})

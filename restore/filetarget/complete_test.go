@@ -1,4 +1,4 @@
-package restore_test
+package filetarget_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // TestCheckFile: CheckFile finds a file holding the image whole, counts
@@ -24,17 +25,17 @@ func TestCheckFile(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
 	whole := fixture.WriteFile(t, base, "whole.img", data)
-	c, err := restore.CheckFile(ctx, whole, plan, nil, 2)
+	c, err := filetarget.CheckFile(ctx, whole, plan, nil, 2)
 	if err != nil || !c.Whole(plan) || c.Chunks == 0 || c.Mismatch != nil {
 		t.Fatalf("whole file: %+v, %v", c, err)
 	}
 	changed := append([]byte(nil), data...)
 	changed[0] ^= 1
-	c, err = restore.CheckFile(ctx, fixture.WriteFile(t, base, "changed.img", changed), plan, nil, 2)
+	c, err = filetarget.CheckFile(ctx, fixture.WriteFile(t, base, "changed.img", changed), plan, nil, 2)
 	if err != nil || c.Whole(plan) || c.Differ == 0 || !errors.Is(c.Mismatch, restore.ErrReadBackMismatch) {
 		t.Fatalf("changed file: %+v, %v", c, err)
 	}
-	c, err = restore.CheckFile(ctx, fixture.WriteFile(t, base, "short.img", data[:len(data)-1]), plan, nil, 2)
+	c, err = filetarget.CheckFile(ctx, fixture.WriteFile(t, base, "short.img", data[:len(data)-1]), plan, nil, 2)
 	if err != nil || c.Whole(plan) || c.Size != int64(len(data)-1) || c.Chunks != 0 {
 		t.Fatalf("short file: %+v, %v", c, err)
 	}
@@ -42,7 +43,7 @@ func TestCheckFile(t *testing.T) {
 	if err := os.Symlink(whole, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restore.CheckFile(ctx, link, plan, nil, 2); err == nil {
+	if _, err := filetarget.CheckFile(ctx, link, plan, nil, 2); err == nil {
 		t.Fatal("a symbolic link was followed")
 	}
 	f, err := os.Open(whole)
@@ -53,7 +54,7 @@ func TestCheckFile(t *testing.T) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restore.CheckFile(ctx, whole, plan, nil, 2); !errors.Is(err, restore.ErrTargetBusy) {
+	if _, err := filetarget.CheckFile(ctx, whole, plan, nil, 2); !errors.Is(err, restore.ErrTargetBusy) {
 		t.Fatalf("a locked file: got %v, want ErrTargetBusy", err)
 	}
 	fixture.Equal(t, whole, data)
