@@ -9,12 +9,13 @@ import (
 	"time"
 
 	flag "github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/keys"
+
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 )
 
 // storeFlags are the flags shared by every command that reads or writes a
@@ -48,13 +49,6 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 // registerOutput adds --output-format.
 func (s *storeFlags) registerOutput(fs *flag.FlagSet) {
 	registerOutputFormat(fs, &s.outputFormat)
-}
-
-// registerOutputFormat adds --output-format, its default from
-// PROXMOX_OUTPUT_FORMAT.
-func registerOutputFormat(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
-	manDefault(fs, "output-format", formatText, "")
 }
 
 // registerLocation adds the flags that name a store and a namespace in it
@@ -177,40 +171,12 @@ func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 }
 
 // askPassphrase reads a passphrase from the terminal (twice when confirm is
-// set); without a terminal it returns crypto.ErrPassphraseNeeded.
+// set, cli.ReadSecret); without a terminal it returns
+// crypto.ErrPassphraseNeeded.
 func askPassphrase(prompt string, confirm bool) ([]byte, error) {
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil || !term.IsTerminal(int(tty.Fd())) {
-		if tty != nil {
-			tty.Close()
-		}
+	p, err := cli.ReadSecret(prompt, confirm)
+	if errors.Is(err, cli.ErrNoTerminal) {
 		return nil, crypto.ErrPassphraseNeeded
 	}
-	defer tty.Close()
-	read := func(p string) ([]byte, error) {
-		fmt.Fprint(tty, p)
-		b, err := term.ReadPassword(int(tty.Fd()))
-		fmt.Fprintln(tty)
-		return b, err
-	}
-	p1, err := read(prompt)
-	if err != nil {
-		return nil, err
-	}
-	if confirm {
-		p2, err := read("Verify Password: ")
-		if err != nil {
-			return nil, err
-		}
-		if string(p1) != string(p2) {
-			return nil, errors.New("passphrases do not match")
-		}
-	}
-	return p1, nil
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return p, err
 }

@@ -11,12 +11,9 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
-)
 
-// argCompleter completes a command's positional arguments for the shell
-// (cobra's ValidArgsFunction): args are the arguments before the one being
-// completed, toComplete its beginning.
-type argCompleter = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective)
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
+)
 
 // completionTimeout bounds the store reads of one completion request: a
 // shell waiting on a slow bucket is worse than no candidates.
@@ -29,7 +26,7 @@ const maxCandidates = 1000
 // flagValues are the values the shell offers for the flags that take one
 // of a fixed set (a command that has no such flag offers nothing).
 var flagValues = map[string][]string{
-	"output-format": {formatText, formatJSON, formatJSONPretty},
+	"output-format": {cli.FormatText, cli.FormatJSON, cli.FormatJSONPretty},
 	"progress":      {"auto", "bar", "lines", "none"},
 	"on-missing":    {"fail", "zero"},
 	"on-corrupt":    {"fail", "zero"},
@@ -40,16 +37,9 @@ var flagValues = map[string][]string{
 	"backup-type":   {"vm", "ct", "host"},
 }
 
-// registerFlagCompletions offers flagValues for those of c's flags that
-// take one of a fixed set.
-func registerFlagCompletions(c *cobra.Command) {
-	c.Flags().VisitAll(func(f *flag.Flag) {
-		values, ok := flagValues[f.Name]
-		if !ok {
-			return
-		}
-		c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
-	})
+// completeFlags completes --ns of the commands that take --store with the
+// store's namespaces (the fixed values are flagValues).
+func completeFlags(c *cobra.Command) {
 	if c.Flags().Lookup("ns") != nil && c.Flags().Lookup("store") != nil {
 		c.RegisterFlagCompletionFunc("ns", completeNamespace)
 	}
@@ -61,11 +51,6 @@ func completeNamespace(c *cobra.Command, _ []string, prefix string) ([]cobra.Com
 	return storeCandidates(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error) {
 		return snapshot.NamespaceCandidates(ctx, store, prefix, maxCandidates)
 	})
-}
-
-// completeNothing is the completer of commands that take no argument.
-func completeNothing(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeSnapshot offers the groups (TYPE/ID) and snapshots (TYPE/ID/TIME)
@@ -169,9 +154,9 @@ func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Na
 	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
-	copyFlags(fs, c.Flags())
+	cli.CopyFlags(fs, c.Flags())
 	sf.stores = sf.stores[:min(len(sf.stores), 1)]
-	sf.outputFormat = formatText // whatever PROXMOX_OUTPUT_FORMAT says: candidates are text
+	sf.outputFormat = cli.FormatText // whatever PROXMOX_OUTPUT_FORMAT says: candidates are text
 	if err := sf.check(); err != nil {
 		return nil, err
 	}
@@ -179,24 +164,15 @@ func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Na
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), completionTimeout)
-	defer cancel()
-	type result struct {
-		cands []cobra.Completion
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
+	return cli.Bounded(c.Context(), completionTimeout, func(ctx context.Context) ([]cobra.Completion, error) {
 		store, err := openStore(ctx, &sf, false, manifestReads)
 		if err != nil {
-			done <- result{err: err}
-			return
+			return nil, err
 		}
 		defer store.Close()
 		ns, err := nsa.resolve(ctx, store, false)
 		if err != nil {
-			done <- result{err: err}
-			return
+			return nil, err
 		}
 		list, err := list(ctx, ns, store)
 		var cands []cobra.Completion
@@ -207,30 +183,6 @@ func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Na
 				cands = append(cands, cobra.CompletionWithDesc(c.Name, c.Desc))
 			}
 		}
-		done <- result{cands, err}
-	}()
-	select {
-	case r := <-done:
-		return r.cands, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// copyFlags sets the flags of dst that src has and were given on the
-// command line to src's values.
-func copyFlags(dst, src *flag.FlagSet) {
-	src.Visit(func(f *flag.Flag) {
-		d := dst.Lookup(f.Name)
-		if d == nil {
-			return
-		}
-		if sv, ok := f.Value.(flag.SliceValue); ok {
-			if dv, ok := d.Value.(flag.SliceValue); ok {
-				dv.Replace(sv.GetSlice())
-			}
-			return
-		}
-		d.Value.Set(f.Value.String())
+		return cands, err
 	})
 }

@@ -9,6 +9,8 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
+
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 )
 
 // Progress modes of --progress.
@@ -60,7 +62,7 @@ func startProgress(stderr io.Writer, pf progressFlags, desc string, total int64,
 // progressMode is pf's mode with auto decided for stderr.
 func progressMode(stderr io.Writer, pf progressFlags) string {
 	if pf.mode == progressAuto {
-		if isTerminal(stderr) {
+		if cli.IsTerminal(stderr) {
 			return progressBar
 		}
 		return progressLines
