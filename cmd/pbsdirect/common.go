@@ -102,8 +102,8 @@ func (s *storeFlags) check() error {
 	if s.retryFor < 0 {
 		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
-	if s.progress.mode != "" {
-		if err := s.progress.check(); err != nil {
+	if s.progress.Mode != "" {
+		if err := s.progress.Check(); err != nil {
 			return err
 		}
 	}

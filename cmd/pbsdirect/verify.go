@@ -17,6 +17,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/progress"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
@@ -135,7 +136,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		// draw over each other.
 		prog := sf.progress
 		if len(sel.Snapshots) > 1 {
-			prog.mode = progressNone
+			prog.Mode = progress.None
 		}
 		v := verify.New(store, verify.Options{
 			Keys: keys, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,

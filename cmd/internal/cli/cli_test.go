@@ -254,3 +254,31 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressFlags: the four modes and a positive interval are taken,
+// anything else is a usage error; auto is lines when stderr is no terminal.
+func TestProgressFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--progress=none", "--progress-interval=1s"}, true},
+		{[]string{"--progress=sometimes"}, false},
+		{[]string{"--progress-interval=0s"}, false},
+	} {
+		var p ProgressFlags
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		p.Register(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		var ue *UsageError
+		if err := p.Check(); (err == nil) != c.ok || err != nil && !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want ok %v or a usage error", c.args, err, c.ok)
+		}
+	}
+	if m := (ProgressFlags{Mode: "auto"}).ModeFor(io.Discard); m != "lines" {
+		t.Errorf("auto without a terminal: %q, want lines", m)
+	}
+}
