@@ -81,3 +81,13 @@ func (res *Result) Summary(elapsed time.Duration) Summary {
 	}
 	return sum
 }
+
+// DamagedBytes returns the bytes of DamagedRanges: the image's bytes
+// written as zeros.
+func (s Summary) DamagedBytes() uint64 {
+	var n uint64
+	for _, r := range s.DamagedRanges {
+		n += r.Length
+	}
+	return n
+}

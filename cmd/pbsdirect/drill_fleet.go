@@ -67,10 +67,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 		rep.ExitCode = codeFor(ctx, err)
 		return rep
 	}, func(rep drill.Report) {
-		// One JSON line per archive, as it ends.
-		if b, err := jsonLine(rep); err == nil {
-			stdout.Write(b)
-		}
+		json.NewEncoder(stdout).Encode(rep) // one JSON line per archive, as it ends
 	})
 	if metrics != "" {
 		if err := writeDrillMetrics(metrics, reps); err != nil {
@@ -87,12 +84,6 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 		return &dataError{err}
 	}
 	return ctx.Err()
-}
-
-// jsonLine returns v as one line of JSON.
-func jsonLine(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	return append(b, '\n'), err
 }
 
 // readDrillList reads the "SNAPSHOT ARCHIVE" pairs of --list

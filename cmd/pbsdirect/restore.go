@@ -169,11 +169,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		printStores(stdout, sum.Stores)
 		if len(sum.DamagedRanges) > 0 {
-			var n uint64
-			for _, r := range sum.DamagedRanges {
-				n += r.Length
-			}
-			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(n))
+			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(sum.DamagedBytes()))
 			for _, r := range sum.DamagedRanges {
 				fmt.Fprintf(stdout, "    [%d,%d)\n", r.Offset, r.Offset+r.Length)
 			}
