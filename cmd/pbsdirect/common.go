@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
-	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/keys"
 )
@@ -90,15 +89,6 @@ func (s *storeFlags) fetchSpec() string {
 	return s.store
 }
 
-// pathStyle parses --s3-path-style.
-func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
-	ps, err := s3store.ParsePathStyle(s.s3PathStyle)
-	if err != nil {
-		return ps, usagef("--s3-path-style: %v", err)
-	}
-	return ps, nil
-}
-
 func (s *storeFlags) check() error {
 	if len(s.stores) == 0 || s.stores[0] == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
@@ -127,24 +117,10 @@ func (s *storeFlags) check() error {
 }
 
 // checkStoreSpec refuses a --store that is a malformed bucket URL (usage
-// error): "s3://" without a bucket, or "s3:/bucket", "S3://bucket",
-// "gs:bucket", which would otherwise be taken for a directory.
+// error, backends.CheckSpec).
 func checkStoreSpec(spec string) error {
-	scheme, rest, ok := strings.Cut(spec, ":")
-	if !ok {
-		return nil
-	}
-	if scheme == "s3" || scheme == "gs" {
-		if !strings.HasPrefix(rest, "//") {
-			return usagef("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
-		}
-		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
-			return usagef("--store: %v", err)
-		}
-		return nil
-	}
-	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
-		return usagef("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	if err := backends.CheckSpec(spec); err != nil {
+		return usageOf(err)
 	}
 	return nil
 }
@@ -177,22 +153,7 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 // protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
 // when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
-	kf, err := keys.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	var pass []byte
-	if kf.NeedsPassphrase() {
-		pass, err = passphrase("Encryption Key Password: ", false, stderr)
-		if err != nil {
-			return nil, fmt.Errorf("key file %s: %w", path, err)
-		}
-	}
-	_, cfg, err := kf.Open(ctx, pass)
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	return cfg, nil
+	return keys.Open(ctx, path, func() ([]byte, error) { return passphrase("Encryption Key Password: ", false, stderr) })
 }
 
 // passphrase returns the key passphrase from, in this order (as

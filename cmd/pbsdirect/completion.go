@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,18 +58,8 @@ func registerFlagCompletions(c *cobra.Command) {
 // completeNamespace offers the namespaces of --store (as --ns takes them:
 // prod/db) that start with prefix; --ns itself is ignored here.
 func completeNamespace(c *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return storeCandidates(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
-		var out []cobra.Completion
-		list, err := snapshot.Namespaces(ctx, store, nil, -1)
-		if err != nil {
-			return nil, err
-		}
-		for _, ns := range list[:min(len(list), maxCandidates)] {
-			if name := ns.String(); name != "" && strings.HasPrefix(name, prefix) {
-				out = append(out, name)
-			}
-		}
-		return out, nil
+	return storeCandidates(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error) {
+		return snapshot.NamespaceCandidates(ctx, store, prefix, maxCandidates)
 	})
 }
 
@@ -143,57 +132,16 @@ func completeArchiveOf(c *cobra.Command, args []string, toComplete string, keep 
 
 // snapshotCandidates lists the groups and snapshots that start with prefix.
 func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
-		var out []cobra.Completion
-		list, err := snapshot.List(ctx, store, ns)
-		if err != nil {
-			return nil, err
-		}
-		lastGroup := ""
-		for _, i := range list {
-			if len(out) >= maxCandidates {
-				break
-			}
-			s := i.Snapshot
-			group := s.Type + "/" + s.ID
-			if group != lastGroup && strings.HasPrefix(group, prefix) {
-				out = append(out, cobra.CompletionWithDesc(group, "the latest snapshot of the group"))
-			}
-			lastGroup = group
-			if name := group + "/" + index.FormatTime(s.Time); strings.HasPrefix(name, prefix) {
-				out = append(out, name)
-			}
-		}
-		return out, nil
+	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error) {
+		return snapshot.RefCandidates(ctx, store, ns, prefix, maxCandidates)
 	})
 }
 
 // archiveCandidates lists the archives of snapshot ref (its manifest's
 // files) that start with prefix and that keep keeps.
 func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) bool) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
-		var out []cobra.Completion
-		snap, err := snapshot.Resolve(ctx, store, ns, ref)
-		if err != nil {
-			return nil, err
-		}
-		m, err := snapshot.ReadManifest(ctx, store, snap)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range m.Files {
-			if len(out) >= maxCandidates {
-				break
-			}
-			switch {
-			case !strings.HasPrefix(f.Filename, prefix), !keep(f.Filename):
-			case f.CryptMode == index.CryptNone:
-				out = append(out, f.Filename)
-			default:
-				out = append(out, cobra.CompletionWithDesc(f.Filename, "crypt mode "+string(f.CryptMode)))
-			}
-		}
-		return out, nil
+	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error) {
+		return snapshot.ArchiveCandidates(ctx, store, ns, ref, prefix, keep, maxCandidates)
 	})
 }
 
@@ -205,7 +153,7 @@ func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) b
 // the request). Nothing is printed: a completion that fails offers nothing,
 // and no file names in their place either (a shell falls back to those on
 // an error directive).
-func storeCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
+func storeCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
 	cands, err := readCandidates(c, list)
 	if err != nil {
 		cobra.CompDebugln(err.Error(), false)
@@ -216,7 +164,7 @@ func storeCandidates(c *cobra.Command, list func(ctx context.Context, ns index.N
 
 // readCandidates is storeCandidates' work: the candidates, or why there are
 // none.
-func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error)) ([]cobra.Completion, error) {
+func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error)) ([]cobra.Completion, error) {
 	var sf storeFlags
 	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
 	sf.registerLocation(fs)
@@ -250,7 +198,15 @@ func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Na
 			done <- result{err: err}
 			return
 		}
-		cands, err := list(ctx, ns, store)
+		list, err := list(ctx, ns, store)
+		var cands []cobra.Completion
+		for _, c := range list {
+			if c.Desc == "" {
+				cands = append(cands, c.Name)
+			} else {
+				cands = append(cands, cobra.CompletionWithDesc(c.Name, c.Desc))
+			}
+		}
 		done <- result{cands, err}
 	}()
 	select {
