@@ -23,7 +23,9 @@
 // It imports restore for the interface it implements, and what restore may
 // import; the pipeline (restore and its other packages) never imports it, so
 // a second target kind is added as another package in targets without
-// touching the pipeline. Beside the entry points, keys (key files, master
+// touching the pipeline. drill (reports and the fleet drill) sits above
+// restore, whose Drill does one drill's work, and verify, whose Select picks
+// a fleet's snapshots. Beside the entry points, keys (key files, master
 // keys; it reads a snapshot's rsa-encrypted.key.blob through snapshot) and
 // metrics (textfile metrics of verify's report and of drills) serve cmd;
 // progress and fsutil (mount points, output files replaced by rename) are
@@ -88,6 +90,10 @@ var mayImport = map[string][]string{
 	"paperkey":   {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
 	"progress": {},
+	// drill holds drill reports and the fleet drill (the newest images of
+	// a namespace, chosen with verify's Select, each drilled by
+	// restore.Drill): above restore and verify, below cmd.
+	"drill": {"restore", "verify", "snapshot", "chunkstore", "index", "crypto"},
 	// metrics writes the textfile metrics of verify and drill runs: above
 	// verify's report, beside cmd's printing of it.
 	"metrics": {"verify", "fsutil"},

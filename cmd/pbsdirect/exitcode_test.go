@@ -171,7 +171,7 @@ func TestJSONExitCode(t *testing.T) {
 	store := fixture.NewStore(t)
 	backupImage(t, store, zeroMiddle(3))
 	r = mustOK(t, "restore", "--output-format", "json", "--store", store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "ok.img"))
-	var sum restoreSummary
+	var sum restore.Summary
 	if err := json.Unmarshal([]byte(r.out), &sum); err != nil || sum.ExitCode != 0 || !strings.Contains(r.out, `"exit-code":0`) {
 		t.Errorf("restore summary: %v, %v", err, r)
 	}
