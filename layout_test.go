@@ -7,6 +7,7 @@
 // The arrows run downward only:
 //
 //	cmd → restore, verify, archive, backup → snapshot → chunkstore (+ bucket, backends), index → crypto
+//	cmd/pbsdirect → cmd/internal/cli → (progress, fsutil)
 //
 // cmd parses flags and prints; restore (one Restore call), verify and
 // archive (mount, NBD, stdout) are the engine's entry points and open
@@ -22,11 +23,16 @@
 // It imports restore for the interface it implements, and what restore may
 // import; the pipeline (restore and its other packages) never imports it, so
 // a second target kind is added as another package in targets without
-// touching the pipeline. Beside the entry points, keys (key files, master
+// touching the pipeline. drill (reports and the fleet drill) sits above
+// restore, whose Drill does one drill's work, and verify, whose Select picks
+// a fleet's snapshots. Beside the entry points, keys (key files, master
 // keys; it reads a snapshot's rsa-encrypted.key.blob through snapshot) and
 // metrics (textfile metrics of verify's report and of drills) serve cmd;
 // progress and fsutil (mount points, output files replaced by rename) are
-// leaves that know nothing of PBS. In rules:
+// leaves that know nothing of PBS. cmd/internal/cli is the command layer's
+// generic machinery (command tree, help, output formats, exit codes, man
+// pages, completion plumbing): the commands import it, and it knows nothing
+// of PBS, so it imports none of the engines or stores. In rules:
 //
 //   - no package outside internal/ imports internal/… (test support only;
 //     tests may import it, and so may the packages under internal/);
@@ -40,7 +46,7 @@
 //     other top groups: the pipeline gets its target from its caller; a
 //     target package imports restore and what restore may import, never
 //     another target package, verify, archive or backup;
-//   - nothing imports cmd;
+//   - nothing imports cmd, and only cmd imports cmd/internal/cli;
 //   - a new top-level package must be placed in the layout (mayImport) first.
 //
 // Checking the direct imports of every package of ours is enough: each rule
@@ -84,6 +90,10 @@ var mayImport = map[string][]string{
 	"paperkey":   {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
 	"progress": {},
+	// drill holds drill reports and the fleet drill (the newest images of
+	// a namespace, chosen with verify's Select, each drilled by
+	// restore.Drill): above restore and verify, below cmd.
+	"drill": {"restore", "verify", "snapshot", "chunkstore", "index", "crypto"},
 	// metrics writes the textfile metrics of verify and drill runs: above
 	// verify's report, beside cmd's printing of it.
 	"metrics": {"verify", "fsutil"},
@@ -93,7 +103,16 @@ var mayImport = map[string][]string{
 	// fsutil holds local file system helpers (mount points, output files
 	// replaced by rename): nothing of PBS.
 	"fsutil": {},
+	// cmd/internal/cli is the commands' generic machinery (command tree,
+	// output formats, exit codes, man pages): below cmd's commands, and
+	// nothing of PBS below it; the program's exit-code classification of
+	// engine errors stays in cmd/pbsdirect.
+	cliLayer: {"progress", "fsutil"},
 }
+
+// cliLayer is the command layer's generic machinery: a group of its own
+// below the rest of cmd (see group).
+const cliLayer = "cmd/internal/cli"
 
 // targets are the target packages: implementations of restore's Target
 // that cmd constructs and hands to restore.Restore (see the package doc).
@@ -128,8 +147,12 @@ type pkg struct {
 	imports []string
 }
 
-// group is the first element of a relative package path.
+// group is the first element of a relative package path, or cliLayer for
+// the packages under it.
 func group(rel string) string {
+	if rel == cliLayer || strings.HasPrefix(rel, cliLayer+"/") {
+		return cliLayer
+	}
 	g, _, _ := strings.Cut(rel, "/")
 	return g
 }
@@ -141,6 +164,8 @@ func rule(from, to string) string {
 	switch {
 	case tg == "cmd":
 		return "nothing imports cmd"
+	case tg == cliLayer && fg != "cmd" && fg != cliLayer:
+		return "only the commands (cmd/…) import " + cliLayer
 	case tg == "internal" && fg != "internal":
 		return "internal/ is test support only: only tests and internal/ import it"
 	case isTarget(to) && !slices.Contains(top, fg) && !sameTarget(from, to):
@@ -282,7 +307,7 @@ func TestLayout(t *testing.T) {
 	for _, p := range pkgs {
 		paths = append(paths, p.path)
 	}
-	for _, want := range []string{"cmd/pbsdirect", "chunkstore", "index", "crypto", "restore", "restore/filetarget", "archive", "fusefs", "nbd", "internal/fixture"} {
+	for _, want := range []string{"cmd/pbsdirect", "cmd/internal/cli", "chunkstore", "index", "crypto", "restore", "restore/filetarget", "archive", "fusefs", "nbd", "internal/fixture"} {
 		if !slices.Contains(paths, want) {
 			t.Fatalf("go list did not list %s (listed: %v)", want, paths)
 		}
@@ -296,7 +321,8 @@ func TestLayout(t *testing.T) {
 // made-up package graphs.
 func TestLayoutRules(t *testing.T) {
 	clean := []pkg{
-		{"cmd/pbsdirect", []string{"verify", "restore", "restore/filetarget", "archive", "fusefs", "nbd", "chunkstore/backends"}},
+		{"cmd/pbsdirect", []string{"verify", "restore", "restore/filetarget", "archive", "fusefs", "nbd", "chunkstore/backends", "cmd/internal/cli"}},
+		{"cmd/internal/cli", []string{"progress", "fsutil/outfile"}},
 		{"restore/filetarget", []string{"restore", "chunkstore", "index", "crypto"}},
 		{"verify", []string{"restore", "snapshot", "chunkstore"}},
 		{"restore", []string{"snapshot", "chunkstore", "index", "crypto"}},
@@ -327,6 +353,11 @@ func TestLayoutRules(t *testing.T) {
 		{"crypto imports index", pkg{"crypto", []string{"index"}}, nil, "crypto imports index: crypto is below index"},
 		{"crypto imports cmd", pkg{"crypto", []string{"cmd/pbsdirect"}}, nil, "crypto imports cmd/pbsdirect: nothing imports cmd"},
 		{"tool imports cmd", pkg{"internal/fixture", []string{"cmd/pbsdirect"}}, nil, "nothing imports cmd"},
+		{"cli imports an engine", pkg{"cmd/internal/cli", []string{"restore"}}, nil, "cmd/internal/cli imports restore: sideways or upward arrow: cmd/internal/cli may import only progress, fsutil"},
+		{"cli imports a store", pkg{"cmd/internal/cli/x", []string{"chunkstore"}}, nil, "cmd/internal/cli/x imports chunkstore: sideways or upward arrow"},
+		{"cli imports the commands", pkg{"cmd/internal/cli", []string{"cmd/pbsdirect"}}, nil, "cmd/internal/cli imports cmd/pbsdirect: nothing imports cmd"},
+		{"engine imports cli", pkg{"verify", []string{"cmd/internal/cli"}}, nil, "verify imports cmd/internal/cli: only the commands (cmd/…) import cmd/internal/cli"},
+		{"bench tool imports cli", pkg{"bench/cmd/x", []string{"cmd/internal/cli"}}, nil, "only the commands (cmd/…) import cmd/internal/cli"},
 		{"sideways", pkg{"archive", []string{"restore"}}, nil, "archive imports restore: sideways or upward arrow"},
 		{"upward", pkg{"snapshot", []string{"verify"}}, nil, "snapshot imports verify: sideways or upward arrow"},
 		{"exception", pkg{"archive", []string{"restore"}}, map[edge]string{{"archive", "restore"}: "known"}, ""},

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -81,4 +82,30 @@ func CheckOrder(ctx context.Context, store chunkstore.Store, snap index.Snapshot
 		return &refusal{msg: fmt.Sprintf("the group's last snapshot %s is in the future (now is %s): PBS keeps a group's snapshots in time order; check the clock, or give --backup-time after it", last, index.FormatTime(now))}
 	}
 	return nil
+}
+
+// CheckCrypt applies the crypt mode mode (--crypt-mode: "", "none",
+// "encrypt" or "sign-only") to key, the key given or found (nil: none),
+// and returns the key the backup uses (nil for none) and whether it only
+// signs. withMaster says an RSA master public key is to store the key
+// (--master-pubkey-file): it needs encryption. A mode that is not one of
+// those, or that needs a key there is not, is ErrRefused.
+func CheckCrypt(mode string, key *crypto.Config, withMaster bool) (*crypto.Config, bool, error) {
+	signOnly := false
+	switch mode {
+	case "":
+	case "none":
+		key = nil
+	case "encrypt", "sign-only":
+		if key == nil {
+			return nil, false, &refusal{msg: fmt.Sprintf("--crypt-mode %s needs --keyfile", mode)}
+		}
+		signOnly = mode == "sign-only"
+	default:
+		return nil, false, &refusal{msg: fmt.Sprintf("--crypt-mode must be none, encrypt or sign-only, not %q", mode)}
+	}
+	if withMaster && (key == nil || signOnly) {
+		return nil, false, &refusal{msg: "--master-pubkey-file goes with encryption: give --keyfile (or have a default key) and no --crypt-mode none or sign-only"}
+	}
+	return key, signOnly, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
 
@@ -52,6 +53,35 @@ func TestCheckSources(t *testing.T) {
 	for _, p := range []string{filepath.Join(t.TempDir(), "missing"), "/dev/null"} {
 		if err := backup.CheckSources([]backup.Source{{Name: "a.img", Path: img}, {Name: "b.img", Path: p}}); !errors.Is(err, backup.ErrRefused) {
 			t.Errorf("%s: %v, want ErrRefused", p, err)
+		}
+	}
+}
+
+// TestCheckCrypt: the crypt mode against the key there is; refusals are
+// ErrRefused.
+func TestCheckCrypt(t *testing.T) {
+	_, cc := fixture.Key(t, 1)
+	for _, c := range []struct {
+		mode       string
+		key        *crypto.Config
+		master     bool
+		wantKey    bool
+		wantSign   bool
+		wantRefuse bool
+	}{
+		{"", cc, false, true, false, false},
+		{"", nil, false, false, false, false},
+		{"none", cc, false, false, false, false},
+		{"encrypt", cc, true, true, false, false},
+		{"sign-only", cc, false, true, true, false},
+		{"encrypt", nil, false, false, false, true},
+		{"sign-only", cc, true, false, false, true},
+		{"none", cc, true, false, false, true},
+		{"aes", cc, false, false, false, true},
+	} {
+		key, sign, err := backup.CheckCrypt(c.mode, c.key, c.master)
+		if (key != nil) != c.wantKey || sign != c.wantSign || errors.Is(err, backup.ErrRefused) != c.wantRefuse || (err != nil) != c.wantRefuse {
+			t.Errorf("CheckCrypt(%q, key %v, master %v) = key %v, sign-only %v, %v", c.mode, c.key != nil, c.master, key != nil, sign, err)
 		}
 	}
 }

@@ -2,9 +2,14 @@ package keys
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -71,5 +76,74 @@ func TestLoadRefused(t *testing.T) {
 	}
 	if err := CheckKDF("argon2"); !errors.Is(err, ErrUsage) {
 		t.Errorf("CheckKDF(argon2) = %v", err)
+	}
+}
+
+// TestOpen: a protected key file asks for its passphrase (a wrong one
+// fails naming the file), an unprotected one does not ask.
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	prot, plain := filepath.Join(dir, "prot.key"), filepath.Join(dir, "plain.key")
+	kf, err := Create(prot, crypto.KDFPBKDF2, []byte("secret-pass"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(plain, crypto.KDFNone, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	ask := func(p string) func() ([]byte, error) {
+		return func() ([]byte, error) { asked++; return []byte(p), nil }
+	}
+	cc, err := Open(context.Background(), prot, ask("secret-pass"))
+	if err != nil || asked != 1 || cc.Fingerprint().String() != kf.Fingerprint {
+		t.Errorf("protected: %v, asked %d", err, asked)
+	}
+	if _, err := Open(context.Background(), prot, ask("wrong")); err == nil || !strings.Contains(err.Error(), prot) {
+		t.Errorf("wrong passphrase: %v, want an error naming %s", err, prot)
+	}
+	asked = 0
+	if _, err := Open(context.Background(), plain, ask("x")); err != nil || asked != 0 {
+		t.Errorf("unprotected: %v, asked %d", err, asked)
+	}
+}
+
+// TestOpenMaster: a protected master private key asks for its passphrase,
+// one without does not; a wrong passphrase names the file.
+func TestOpenMaster(t *testing.T) {
+	dir := t.TempDir()
+	_, protPEM, err := crypto.GenerateMasterKey(crypto.MinMasterKeyBits, []byte("master-pass"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk, err := rsa.GenerateKey(rand.Reader, crypto.MinMasterKeyBits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	prot, plain := filepath.Join(dir, "prot.pem"), filepath.Join(dir, "plain.pem")
+	if err := os.WriteFile(prot, protPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, plainPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	ask := func(p string) func() ([]byte, error) {
+		return func() ([]byte, error) { asked++; return []byte(p), nil }
+	}
+	if k, err := OpenMaster(prot, ask("master-pass")); err != nil || k == nil || asked != 1 {
+		t.Errorf("protected: %v, asked %d", err, asked)
+	}
+	if _, err := OpenMaster(prot, ask("wrong")); err == nil || !strings.Contains(err.Error(), prot) {
+		t.Errorf("wrong passphrase: %v, want an error naming %s", err, prot)
+	}
+	asked = 0
+	if k, err := OpenMaster(plain, ask("x")); err != nil || k == nil || asked != 0 {
+		t.Errorf("unprotected: %v, asked %d", err, asked)
 	}
 }

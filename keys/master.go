@@ -189,3 +189,39 @@ func RSAEncrypt(pub *rsa.PublicKey, keyfile string, cc *crypto.Config) ([]byte, 
 	}
 	return crypto.RSAEncryptKeyFile(pub, cc.UnprotectedKeyFile(created, time.Now()))
 }
+
+// RSAEncryptUnder encrypts the key cc (opened from keyfile) under the
+// master public key in the PEM file pubFile, as RSAEncrypt does. Errors
+// reading or parsing pubFile name it as --master-pubkey-file.
+func RSAEncryptUnder(pubFile, keyfile string, cc *crypto.Config) ([]byte, error) {
+	data, err := ReadFile(pubFile)
+	if err != nil {
+		return nil, fmt.Errorf("--master-pubkey-file: %w", err)
+	}
+	pub, err := crypto.ParseMasterPublicKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("--master-pubkey-file %s: %w", pubFile, err)
+	}
+	return RSAEncrypt(pub, keyfile, cc)
+}
+
+// OpenMaster reads the master private key in the PEM file path and opens
+// it, asking pass for its passphrase only when it is protected (pass's
+// errors are returned as they are). Errors parsing it name path.
+func OpenMaster(path string, pass func() ([]byte, error)) (*rsa.PrivateKey, error) {
+	pem, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p []byte
+	if crypto.MasterPrivateKeyEncrypted(pem) {
+		if p, err = pass(); err != nil {
+			return nil, err
+		}
+	}
+	priv, err := crypto.ParseMasterPrivateKey(pem, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return priv, nil
+}

@@ -2,6 +2,7 @@ package keys
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -88,4 +89,25 @@ func firstLine(what string, r io.Reader) ([]byte, error) {
 	}
 	line, _, _ := bytes.Cut(data, []byte("\n"))
 	return bytes.TrimSuffix(line, []byte("\r")), nil
+}
+
+// Open reads the key file or paper key at path (see Load) and opens it,
+// asking ask for the passphrase only when the file is protected; the key
+// derivation stops when ctx ends. Errors after the file was read name it.
+func Open(ctx context.Context, path string, ask func() ([]byte, error)) (*crypto.Config, error) {
+	kf, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	var pass []byte
+	if kf.NeedsPassphrase() {
+		if pass, err = ask(); err != nil {
+			return nil, fmt.Errorf("key file %s: %w", path, err)
+		}
+	}
+	_, cfg, err := kf.Open(ctx, pass)
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", path, err)
+	}
+	return cfg, nil
 }

@@ -137,12 +137,17 @@ type RestoreOptions struct {
 // in place) and still open and locked for a read-back; the caller closes
 // it. When Complete is set nothing was written and Target is nil.
 type Result struct {
-	Target  Target
-	Plan    *Plan
-	File    *index.FileInfo
-	Key     *crypto.Config // the archive's key; nil unless it is encrypted
-	Stats   *Stats
-	Options Options // the pipeline options the run used
+	Target Target
+	// Snapshot and Archive are what was restored; TargetName names the
+	// target as the sink does (Sink.String).
+	Snapshot   index.Snapshot
+	Archive    string
+	TargetName string
+	Plan       *Plan
+	File       *index.FileInfo
+	Key        *crypto.Config // the archive's key; nil unless it is encrypted
+	Stats      *Stats
+	Options    Options // the pipeline options the run used
 	// Resumed counts the chunks an interrupted restore had made durable
 	// and this one did not fetch again (every chunk when Complete).
 	Resumed int
@@ -164,6 +169,7 @@ type Result struct {
 	// Elapsed is Restore's wall time, from the plan to the committed
 	// target.
 	Elapsed time.Duration
+	store   chunkstore.Store // read from (Summary's counts)
 }
 
 // ErrRefused is wrapped by Restore's errors for a restore refused as
@@ -216,7 +222,7 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	}
 	key := src.KeyFor(fi)
 	encrypted := fi.CryptMode == index.CryptEncrypt
-	res := &Result{Plan: plan, File: fi, Key: key}
+	res := &Result{Plan: plan, File: fi, Key: key, Snapshot: snap, Archive: name, TargetName: sink.String(), store: src.Store()}
 	hdr := JournalHeader{Snapshot: snap.String(), Archive: name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
 	jr, _ := sink.(Journaled)
 	jpath := ""

@@ -76,7 +76,11 @@ func Entries(ctx context.Context, store chunkstore.Store, ns index.Namespace, ma
 		s := list[i].Snapshot
 		e := Entry{Snapshot: s.String(), Namespace: s.NS.String(), BackupType: s.Type, BackupID: s.ID, BackupTime: s.Time, Files: []EntryFile{},
 			Protected: Protected(list[i].Files), Owner: owners[s.GroupDir()]}
-		m, err := ReadManifest(ctx, store, s)
+		var m *index.Manifest
+		r, err := OpenSnapshot(ctx, store, s, nil)
+		if err == nil {
+			m = r.Manifest()
+		}
 		switch {
 		case errors.Is(err, ErrNoSnapshot):
 			// Listed, then pruned before its manifest was read.

@@ -110,6 +110,16 @@ func (r *Reader) Manifest() *index.Manifest { return r.m }
 // without keys.
 func (r *Reader) Key() *crypto.Config { return r.key }
 
+// WithKey returns a copy of r whose Key is cc, for a caller that picked the
+// key and checked the manifest with it under a policy of its own (verify,
+// which reads a snapshot without its key by structure and CRC): Blob and
+// KeyFor then use cc.
+func (r *Reader) WithKey(cc *crypto.Config) *Reader {
+	c := *r
+	c.key = cc
+	return &c
+}
+
 // KeyMissing reports whether the manifest names a key that was not
 // available (KeyOptions.AllowMissing, CryptMode none): its signature was
 // not checked.

@@ -215,3 +215,25 @@ func shardNames(reports []Report, idx []int, in bool) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Incomplete returns why merged, the Merge of reports, checked less than
+// the whole run would have, for a cause outside the data (the command
+// exits 3 for it): shards missing, snapshots seen by only some shards, a
+// shard that could not check everything (exit code 3). It returns nil when
+// nothing is missing.
+func Incomplete(merged Report, reports []Report) error {
+	var err error
+	if merged.Shard != "" {
+		err = fmt.Errorf("only shards %s merged: the chunks of the other shards are not checked (merge the reports of all shards, or run the missing ones again)", merged.Shard)
+	}
+	if len(merged.NotVerified) > 0 {
+		err = fmt.Errorf("%d snapshot(s) seen by only some shards (a backup or prune ran between them), not verified: %s",
+			len(merged.NotVerified), strings.Join(merged.NotVerified, " "))
+	}
+	for _, r := range reports {
+		if r.ExitCode == 3 {
+			err = fmt.Errorf("shard %s could not check everything (exit code %d)", cmp.Or(r.Shard, "0/1"), r.ExitCode)
+		}
+	}
+	return err
+}

@@ -2,6 +2,8 @@ package verify_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -59,5 +61,28 @@ func TestMergeDamageAsData(t *testing.T) {
 				t.Errorf("merged archive: error %q (damage %v), OK %v; want %q (damage %v), not OK", a.Error, a.DamageError, a.OK, c.wantError, c.wantFlag)
 			}
 		})
+	}
+}
+
+// TestIncomplete: a merge of only some shards, of shards that saw other
+// snapshots, or with a shard that could not check everything is
+// incomplete; a merge of every shard is not.
+func TestIncomplete(t *testing.T) {
+	shard := func(s string, code int) verify.Report { return verify.Report{Shard: s, ExitCode: code} }
+	for _, c := range []struct {
+		name   string
+		merged verify.Report
+		shards []verify.Report
+		want   string
+	}{
+		{"whole", verify.Report{}, []verify.Report{shard("0/2", 0), shard("1/2", 1)}, ""},
+		{"some shards", verify.Report{Shard: "0/2"}, []verify.Report{shard("0/2", 0)}, "only shards 0/2 merged"},
+		{"not seen by all", verify.Report{NotVerified: []string{"vm/1/x"}}, []verify.Report{shard("0/2", 0), shard("1/2", 0)}, "1 snapshot(s) seen by only some shards"},
+		{"shard outside", verify.Report{}, []verify.Report{shard("0/2", 0), shard("1/2", 3)}, "shard 1/2 could not check everything (exit code 3)"},
+	} {
+		err := verify.Incomplete(c.merged, c.shards)
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && !strings.Contains(got, c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

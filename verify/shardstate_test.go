@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -222,5 +223,41 @@ func TestMergeShards(t *testing.T) {
 				t.Errorf("merged reports of different runs: %v, want an error saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestParseAge: --reverify-after ages with a day unit.
+func TestParseAge(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"30d", 30 * 24 * time.Hour, true},
+		{"12h", 12 * time.Hour, true},
+		{"1d12h", 36 * time.Hour, true},
+		{"-1h", 0, false},
+		{"xd", 0, false},
+		{"99999d", 0, false},
+		{"soon", 0, false},
+	} {
+		got, err := verify.ParseAge(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseAge(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// TestStateFrom: a state not there starts empty without a word; a damaged
+// one starts empty and says why.
+func TestStateFrom(t *testing.T) {
+	st, ignored := verify.StateFrom(nil, fmt.Errorf("state: %w", chunkstore.ErrNotFound), "s", time.Hour)
+	if st == nil || st.Len() != 0 || ignored != nil {
+		t.Errorf("missing state: %v, %v", st, ignored)
+	}
+	st, ignored = verify.StateFrom([]byte("junk"), nil, "s", time.Hour)
+	if st == nil || st.Len() != 0 || !errors.Is(ignored, verify.ErrBadState) {
+		t.Errorf("damaged state: %v, %v", st, ignored)
 	}
 }

@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -176,4 +179,49 @@ func (s *State) WriteTo(w io.Writer, now time.Time) (int64, error) {
 	n := int64(8 + 32 + 8 + len(list)*stateEntrySize)
 	m, err := w.Write(h.Sum(nil))
 	return n + int64(m), err
+}
+
+// MaxStateSize bounds a state file read: 48 bytes a chunk, 100 M chunks.
+const MaxStateSize = 48 << 30 / 10
+
+// StateFrom returns the state for the store named store from b, the
+// content of a state file, or readErr, why it could not be read. A state
+// not there yet (readErr wraps chunkstore.ErrNotFound) starts empty; so
+// does one that could not be read or is damaged or foreign, and then
+// ignored says why, for a warning.
+func StateFrom(b []byte, readErr error, store string, reverifyAfter time.Duration) (st *State, ignored error) {
+	err := readErr
+	if err == nil {
+		if st, err = ReadState(bytes.NewReader(b), int64(len(b)), store, reverifyAfter); err == nil {
+			return st, nil
+		}
+	}
+	if errors.Is(err, chunkstore.ErrNotFound) {
+		err = nil
+	}
+	return NewState(store, reverifyAfter), err
+}
+
+// ParseAge parses a --reverify-after age: a duration with a day unit too,
+// "30d", "12h", "1d12h", or "0". Errors say what is wanted.
+func ParseAge(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	var d time.Duration
+	if i := strings.Index(s, "d"); i >= 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("%q: want a number of days before d", s)
+		}
+		d, s = time.Duration(n)*24*time.Hour, s[i+1:]
+		if s == "" {
+			return d, nil
+		}
+	}
+	r, err := time.ParseDuration(s)
+	if err != nil || r < 0 {
+		return 0, fmt.Errorf("%q: want e.g. 30d, 12h or 1d12h", s)
+	}
+	return d + r, nil
 }

@@ -26,11 +26,12 @@ type Options struct {
 	// checks plain and sign-only archives only (and, with CRCOnly,
 	// encrypted ones by structure and CRC).
 	Key *crypto.Config
-	// KeyFor, when set, gives the key for a snapshot from its manifest
-	// instead of Key (so that a key is opened only for snapshots that are
-	// encrypted or signed); it may be called concurrently. An error fails
+	// Keys, when set, gives the key for each snapshot from its manifest
+	// instead of Key (snapshot.Keys.ForManifest: a default key file is
+	// opened only for snapshots that are encrypted or signed) and applies
+	// its signature policy (snapshot.Keys.CheckSigned). An error fails
 	// that snapshot.
-	KeyFor func(m *index.Manifest) (*crypto.Config, error)
+	Keys *snapshot.Keys
 	// CRCOnly checks encrypted archives without a key by structure and CRC,
 	// as PBS's own verify job does (no decryption, no digest check).
 	CRCOnly bool
@@ -266,16 +267,22 @@ func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkE
 // result, never returned.
 func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResult {
 	res := SnapshotResult{Snapshot: s.String(), OK: true, Archives: []ArchiveResult{}}
+	// Opened without keys: the key policy below is verify's own (a
+	// snapshot without its key is checked by structure and CRC).
+	src, err := snapshot.OpenSnapshot(ctx, v.store, s, nil)
 	cc := v.opts.Key
-	m, err := snapshot.ReadManifest(ctx, v.store, s)
-	if err == nil && v.opts.KeyFor != nil {
-		if cc, err = v.opts.KeyFor(m); err != nil {
+	if err == nil && v.opts.Keys != nil {
+		cc, err = v.opts.Keys.ForManifest(src.Manifest())
+		if err == nil {
+			err = v.opts.Keys.CheckSigned(src.Manifest(), s, cc)
+		}
+		if err != nil {
 			res.OK, res.Error = false, v.note(err)
 			return res
 		}
 	}
 	if err == nil {
-		err = m.Check(cc)
+		err = src.Manifest().Check(cc)
 	}
 	noKey := cc == nil && errors.Is(err, index.ErrMissingKey)
 	if noKey && !v.opts.CRCOnly {
@@ -290,21 +297,22 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 		res.OK, res.Error = false, v.note(err)
 		return res
 	}
-	for _, f := range m.Files {
+	src = src.WithKey(cc)
+	for _, f := range src.Manifest().Files {
 		a := ArchiveResult{Archive: f.Filename, OK: true, Size: f.Size}
 		unkeyed := cc == nil && v.opts.CRCOnly && f.CryptMode == index.CryptEncrypt
 		switch {
 		case strings.HasSuffix(f.Filename, ".blob") && unkeyed:
 			a.CRCOnly = true
-			if _, err := snapshot.CheckBlob(ctx, v.store, s, m, f.Filename); err != nil {
+			if _, err := src.CheckedBlob(ctx, f.Filename); err != nil {
 				a.OK, a.Error = false, v.note(err)
 			}
 		case strings.HasSuffix(f.Filename, ".blob"):
-			if _, err := snapshot.ReadBlob(ctx, v.store, s, m, f.Filename, cc); err != nil {
+			if _, err := src.Blob(ctx, f.Filename); err != nil {
 				a.OK, a.Error = false, v.note(err)
 			}
 		default:
-			v.index(ctx, s, m, f.Filename, cc, unkeyed, &a)
+			v.index(ctx, src, f.Filename, unkeyed, &a)
 		}
 		res.OK = res.OK && a.OK
 		res.Archives = append(res.Archives, a)
@@ -317,14 +325,20 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 // archive of the run, left to other shards or fresh in the state are not
 // read; chunks another archive is checking right now are waited for
 // afterwards, and checked here if they did not pass there.
-func (v *Verifier) index(ctx context.Context, s index.Snapshot, m *index.Manifest, name string, cc *crypto.Config, unkeyed bool, a *ArchiveResult) {
-	load := restore.LoadPlan
+func (v *Verifier) index(ctx context.Context, src *snapshot.Reader, name string, unkeyed bool, a *ArchiveResult) {
+	s, m, cc := src.Snapshot(), src.Manifest(), src.Key()
+	var (
+		plan *restore.Plan
+		fi   *index.FileInfo
+		err  error
+	)
+	// The indexes come from the chain member that holds the manifest
+	// (the Reader's files), the chunks from the whole store.
 	if unkeyed {
-		load = func(ctx context.Context, st chunkstore.FileOpener, dir string, m *index.Manifest, name string, _ *crypto.Config) (*restore.Plan, *index.FileInfo, error) {
-			return restore.LoadPlanUnkeyed(ctx, st, dir, m, name)
-		}
+		plan, fi, err = restore.LoadPlanUnkeyed(ctx, src, s.Dir(), m, name)
+	} else {
+		plan, fi, err = restore.LoadPlan(ctx, src, s.Dir(), m, name, cc)
 	}
-	plan, fi, err := load(ctx, v.store, s.Dir(), m, name, cc)
 	if err != nil {
 		a.OK, a.Error = false, v.note(err)
 		return

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,32 +16,8 @@ import (
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
-// backupSummary is the final report of a backup. The counts are those of
-// backup.Stats: chunks = zero-chunks + chunks-uploaded + chunks-existing +
-// dedup-hits; chunks-uploaded + chunks-existing (chunks with data) is what
-// restore reports as chunks-fetched and verify as chunks-checked, and
-// zero-chunks what restore reports as zero-chunks. The zero chunk itself is
-// zero-chunk-uploaded or zero-chunk-existing.
-type backupSummary struct {
-	Snapshot      string   `json:"snapshot"`
-	Archives      []string `json:"archives"`
-	ImageBytes    uint64   `json:"image-bytes"`
-	ZeroBytes     uint64   `json:"zero-bytes"`
-	Chunks        uint64   `json:"chunks"`
-	ZeroChunks    uint64   `json:"zero-chunks"`
-	Uploaded      uint64   `json:"chunks-uploaded"`
-	UploadedBytes uint64   `json:"uploaded-bytes"` // the zero chunk's included
-	Existing      uint64   `json:"chunks-existing"`
-	DedupHits     uint64   `json:"dedup-hits"`
-	Replaced      uint64   `json:"chunks-replaced,omitempty"` // found damaged in the store and written again (in chunks-uploaded)
-	ZeroUploaded  bool     `json:"zero-chunk-uploaded"`
-	ZeroExisting  bool     `json:"zero-chunk-existing"`
-	Seconds       float64  `json:"seconds"`
-	MiBps         float64  `json:"mib-per-second"`
-	Encrypted     bool     `json:"encrypted"`
-	CryptMode     string   `json:"crypt-mode"`
-	Fingerprint   string   `json:"key-fingerprint,omitempty"`
-}
+// backupSummary is the final report of a backup (backup.Summary).
+type backupSummary = backup.Summary
 
 func cmdBackup(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
@@ -86,15 +61,8 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		}
 		snap := index.Snapshot{Type: *btype, ID: *bid}
 		if *btime != "" {
-			if t, err := strconv.ParseInt(*btime, 10, 64); err == nil {
-				snap.Time = t
-			} else if t, err := time.Parse(time.RFC3339, *btime); err == nil {
-				snap.Time = t.Unix()
-			} else {
-				return usagef("--backup-time %q: want RFC 3339 (2026-11-29T10:00:00Z or with an offset) or epoch seconds", *btime)
-			}
-			if snap.Time <= 0 {
-				return usagef("--backup-time %q: must be after 1970-01-01T00:00:00Z", *btime)
+			if snap.Time, err = backup.ParseTime(*btime); err != nil {
+				return usagef("--backup-time %q: %v", *btime, err)
 			}
 		}
 		if _, err := index.ParseSnapshotRef(fmt.Sprintf("%s/%s", snap.Type, snap.ID)); err != nil {
@@ -106,24 +74,12 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 		}
-		signOnly := false
-		switch *cryptMode {
-		case "":
-		case "none":
-			cc = nil
-		case "encrypt", "sign-only":
-			if cc == nil {
-				return usagef("--crypt-mode %s needs --keyfile", *cryptMode)
-			}
-			signOnly = *cryptMode == "sign-only"
-		default:
-			return usagef("--crypt-mode must be none, encrypt or sign-only, not %q", *cryptMode)
+		cc, signOnly, err := backup.CheckCrypt(*cryptMode, cc, *masterPub != "")
+		if err != nil {
+			return err
 		}
 		var rsaKey []byte
 		if *masterPub != "" {
-			if cc == nil || signOnly {
-				return usagef("--master-pubkey-file goes with encryption: give --keyfile (or have a default key) and no --crypt-mode none or sign-only")
-			}
 			if rsaKey, err = rsaEncryptedKey(*masterPub, sf.keyfile, cc); err != nil {
 				return err
 			}
@@ -173,19 +129,8 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			fmt.Fprintf(stderr, "pbsdirect backup: warning: chunk %s in the store was damaged (%s): written again; the damaged copy %s\n", r.Digest, index.DisplayText(r.Damage), index.DisplayText(aside))
 		}
 		el := time.Since(start)
-		sum := backupSummary{
-			Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
-			Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
-			Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Replaced: stats.Replaced.Load(), Seconds: el.Seconds(),
-			ZeroChunks: stats.ZeroChunks.Load(), ZeroUploaded: stats.ZeroUploaded.Load() > 0, ZeroExisting: stats.ZeroExisting.Load() > 0,
-			MiBps: restore.MiBps(stats.ImageBytes.Load(), el), Encrypted: cc != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
-		}
-		for _, f := range res.Manifest.Files {
-			sum.Archives = append(sum.Archives, f.Filename)
-		}
-		if cc != nil {
-			sum.Fingerprint = cc.Fingerprint().String()
-		}
+		sum := backup.Summarize(res, &stats, el, cc, signOnly)
+		sum.MiBps = restore.MiBps(sum.ImageBytes, el)
 		if sf.json() {
 			return writeJSON(stdout, sum)
 		}

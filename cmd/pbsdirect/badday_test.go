@@ -10,6 +10,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 // badDayEnv is a 2 MiB random image backed up with 256 KiB chunks (8 data
@@ -38,7 +39,7 @@ func newBadDayEnv(t *testing.T) *badDayEnv {
 // restoreThrough restores snap0 from backend ("s3" or "gcs") through a
 // proxy made by mk, with extra flags, checks the image byte for byte and
 // returns the summary and the time taken.
-func (e *badDayEnv) restoreThrough(t *testing.T, backend string, p *faultproxy.Proxy, flags ...string) (restoreSummary, time.Duration) {
+func (e *badDayEnv) restoreThrough(t *testing.T, backend string, p *faultproxy.Proxy, flags ...string) (restore.Summary, time.Duration) {
 	t.Helper()
 	args := []string{"restore", "--output-format", "json"}
 	if backend == "s3" {
@@ -56,7 +57,7 @@ func (e *badDayEnv) restoreThrough(t *testing.T, backend string, p *faultproxy.P
 		t.Fatalf("restore failed after %v: %v", el, r)
 	}
 	fixture.Equal(t, target, e.data)
-	var s restoreSummary
+	var s restore.Summary
 	if err := json.Unmarshal([]byte(r.out), &s); err != nil || s.Requests == nil {
 		t.Fatalf("restore JSON: %v\n%s", err, r.out)
 	}

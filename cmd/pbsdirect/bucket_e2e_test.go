@@ -29,6 +29,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
@@ -104,7 +105,7 @@ func (e *bucketEnv) backup(t *testing.T, store string, flags []string, btime str
 
 // restoreOK restores snap from store, checks the target byte for byte and
 // returns the summary.
-func (e *bucketEnv) restoreOK(t *testing.T, store string, flags []string, snap string) restoreSummary {
+func (e *bucketEnv) restoreOK(t *testing.T, store string, flags []string, snap string) restore.Summary {
 	t.Helper()
 	target := filepath.Join(t.TempDir(), "restored.raw")
 	args := append(append([]string{"--store", store}, flags...), e.keyArgs(snap)...)
@@ -536,7 +537,7 @@ func (e *bucketEnv) testFaults(t *testing.T, gone crypto.Digest) {
 				t.Fatalf("want success despite faults: %v", r)
 			}
 			fixture.Equal(t, target, e.data)
-			var s restoreSummary
+			var s restore.Summary
 			if err := json.Unmarshal([]byte(r.out), &s); err != nil {
 				t.Fatalf("restore JSON: %v\n%s", err, r.out)
 			}

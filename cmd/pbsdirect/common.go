@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	flag "github.com/spf13/pflag"
-	"golang.org/x/term"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
-	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/keys"
+
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 )
 
 // storeFlags are the flags shared by every command that reads or writes a
@@ -52,13 +52,6 @@ func (s *storeFlags) registerOutput(fs *flag.FlagSet) {
 	registerOutputFormat(fs, &s.outputFormat)
 }
 
-// registerOutputFormat adds --output-format, its default from
-// PROXMOX_OUTPUT_FORMAT.
-func registerOutputFormat(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "output-format", defaultOutputFormat(), "output format: text, json (one line) or json-pretty (env PROXMOX_OUTPUT_FORMAT)")
-	manDefault(fs, "output-format", formatText, "")
-}
-
 // registerLocation adds the flags that name a store and a namespace in it
 // (no key, no output format).
 func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
@@ -91,15 +84,6 @@ func (s *storeFlags) fetchSpec() string {
 	return s.store
 }
 
-// pathStyle parses --s3-path-style.
-func (s *storeFlags) pathStyle() (s3store.PathStyle, error) {
-	ps, err := s3store.ParsePathStyle(s.s3PathStyle)
-	if err != nil {
-		return ps, usagef("--s3-path-style: %v", err)
-	}
-	return ps, nil
-}
-
 func (s *storeFlags) check() error {
 	if len(s.stores) == 0 || s.stores[0] == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
@@ -119,8 +103,8 @@ func (s *storeFlags) check() error {
 	if s.retryFor < 0 {
 		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
-	if s.progress.mode != "" {
-		if err := s.progress.check(); err != nil {
+	if s.progress.Mode != "" {
+		if err := s.progress.Check(); err != nil {
 			return err
 		}
 	}
@@ -128,24 +112,10 @@ func (s *storeFlags) check() error {
 }
 
 // checkStoreSpec refuses a --store that is a malformed bucket URL (usage
-// error): "s3://" without a bucket, or "s3:/bucket", "S3://bucket",
-// "gs:bucket", which would otherwise be taken for a directory.
+// error, backends.CheckSpec).
 func checkStoreSpec(spec string) error {
-	scheme, rest, ok := strings.Cut(spec, ":")
-	if !ok {
-		return nil
-	}
-	if scheme == "s3" || scheme == "gs" {
-		if !strings.HasPrefix(rest, "//") {
-			return usagef("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
-		}
-		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
-			return usagef("--store: %v", err)
-		}
-		return nil
-	}
-	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
-		return usagef("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	if err := backends.CheckSpec(spec); err != nil {
+		return usageOf(err)
 	}
 	return nil
 }
@@ -178,22 +148,7 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 // protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
 // when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
-	kf, err := keys.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	var pass []byte
-	if kf.NeedsPassphrase() {
-		pass, err = passphrase("Encryption Key Password: ", false, stderr)
-		if err != nil {
-			return nil, fmt.Errorf("key file %s: %w", path, err)
-		}
-	}
-	_, cfg, err := kf.Open(ctx, pass)
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	return cfg, nil
+	return keys.Open(ctx, path, func() ([]byte, error) { return passphrase("Encryption Key Password: ", false, stderr) })
 }
 
 // passphrase returns the key passphrase from, in this order (as
@@ -217,40 +172,12 @@ func passphrase(prompt string, confirm bool, stderr io.Writer) ([]byte, error) {
 }
 
 // askPassphrase reads a passphrase from the terminal (twice when confirm is
-// set); without a terminal it returns crypto.ErrPassphraseNeeded.
+// set, cli.ReadSecret); without a terminal it returns
+// crypto.ErrPassphraseNeeded.
 func askPassphrase(prompt string, confirm bool) ([]byte, error) {
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil || !term.IsTerminal(int(tty.Fd())) {
-		if tty != nil {
-			tty.Close()
-		}
+	p, err := cli.ReadSecret(prompt, confirm)
+	if errors.Is(err, cli.ErrNoTerminal) {
 		return nil, crypto.ErrPassphraseNeeded
 	}
-	defer tty.Close()
-	read := func(p string) ([]byte, error) {
-		fmt.Fprint(tty, p)
-		b, err := term.ReadPassword(int(tty.Fd()))
-		fmt.Fprintln(tty)
-		return b, err
-	}
-	p1, err := read(prompt)
-	if err != nil {
-		return nil, err
-	}
-	if confirm {
-		p2, err := read("Verify Password: ")
-		if err != nil {
-			return nil, err
-		}
-		if string(p1) != string(p2) {
-			return nil, errors.New("passphrases do not match")
-		}
-	}
-	return p1, nil
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return p, err
 }

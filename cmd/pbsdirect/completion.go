@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,12 +11,9 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
-)
 
-// argCompleter completes a command's positional arguments for the shell
-// (cobra's ValidArgsFunction): args are the arguments before the one being
-// completed, toComplete its beginning.
-type argCompleter = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective)
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
+)
 
 // completionTimeout bounds the store reads of one completion request: a
 // shell waiting on a slow bucket is worse than no candidates.
@@ -30,7 +26,7 @@ const maxCandidates = 1000
 // flagValues are the values the shell offers for the flags that take one
 // of a fixed set (a command that has no such flag offers nothing).
 var flagValues = map[string][]string{
-	"output-format": {formatText, formatJSON, formatJSONPretty},
+	"output-format": {cli.FormatText, cli.FormatJSON, cli.FormatJSONPretty},
 	"progress":      {"auto", "bar", "lines", "none"},
 	"on-missing":    {"fail", "zero"},
 	"on-corrupt":    {"fail", "zero"},
@@ -41,16 +37,9 @@ var flagValues = map[string][]string{
 	"backup-type":   {"vm", "ct", "host"},
 }
 
-// registerFlagCompletions offers flagValues for those of c's flags that
-// take one of a fixed set.
-func registerFlagCompletions(c *cobra.Command) {
-	c.Flags().VisitAll(func(f *flag.Flag) {
-		values, ok := flagValues[f.Name]
-		if !ok {
-			return
-		}
-		c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
-	})
+// completeFlags completes --ns of the commands that take --store with the
+// store's namespaces (the fixed values are flagValues).
+func completeFlags(c *cobra.Command) {
 	if c.Flags().Lookup("ns") != nil && c.Flags().Lookup("store") != nil {
 		c.RegisterFlagCompletionFunc("ns", completeNamespace)
 	}
@@ -59,24 +48,9 @@ func registerFlagCompletions(c *cobra.Command) {
 // completeNamespace offers the namespaces of --store (as --ns takes them:
 // prod/db) that start with prefix; --ns itself is ignored here.
 func completeNamespace(c *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return storeCandidates(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
-		var out []cobra.Completion
-		list, err := snapshot.Namespaces(ctx, store, nil, -1)
-		if err != nil {
-			return nil, err
-		}
-		for _, ns := range list[:min(len(list), maxCandidates)] {
-			if name := ns.String(); name != "" && strings.HasPrefix(name, prefix) {
-				out = append(out, name)
-			}
-		}
-		return out, nil
+	return storeCandidates(c, func(ctx context.Context, _ index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error) {
+		return snapshot.NamespaceCandidates(ctx, store, prefix, maxCandidates)
 	})
-}
-
-// completeNothing is the completer of commands that take no argument.
-func completeNothing(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeSnapshot offers the groups (TYPE/ID) and snapshots (TYPE/ID/TIME)
@@ -143,57 +117,16 @@ func completeArchiveOf(c *cobra.Command, args []string, toComplete string, keep 
 
 // snapshotCandidates lists the groups and snapshots that start with prefix.
 func snapshotCandidates(c *cobra.Command, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
-		var out []cobra.Completion
-		list, err := snapshot.List(ctx, store, ns)
-		if err != nil {
-			return nil, err
-		}
-		lastGroup := ""
-		for _, i := range list {
-			if len(out) >= maxCandidates {
-				break
-			}
-			s := i.Snapshot
-			group := s.Type + "/" + s.ID
-			if group != lastGroup && strings.HasPrefix(group, prefix) {
-				out = append(out, cobra.CompletionWithDesc(group, "the latest snapshot of the group"))
-			}
-			lastGroup = group
-			if name := group + "/" + index.FormatTime(s.Time); strings.HasPrefix(name, prefix) {
-				out = append(out, name)
-			}
-		}
-		return out, nil
+	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error) {
+		return snapshot.RefCandidates(ctx, store, ns, prefix, maxCandidates)
 	})
 }
 
 // archiveCandidates lists the archives of snapshot ref (its manifest's
 // files) that start with prefix and that keep keeps.
 func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) bool) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error) {
-		var out []cobra.Completion
-		snap, err := snapshot.Resolve(ctx, store, ns, ref)
-		if err != nil {
-			return nil, err
-		}
-		m, err := snapshot.ReadManifest(ctx, store, snap)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range m.Files {
-			if len(out) >= maxCandidates {
-				break
-			}
-			switch {
-			case !strings.HasPrefix(f.Filename, prefix), !keep(f.Filename):
-			case f.CryptMode == index.CryptNone:
-				out = append(out, f.Filename)
-			default:
-				out = append(out, cobra.CompletionWithDesc(f.Filename, "crypt mode "+string(f.CryptMode)))
-			}
-		}
-		return out, nil
+	return storeCandidates(c, func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error) {
+		return snapshot.ArchiveCandidates(ctx, store, ns, ref, prefix, keep, maxCandidates)
 	})
 }
 
@@ -205,7 +138,7 @@ func archiveCandidates(c *cobra.Command, ref, prefix string, keep func(string) b
 // the request). Nothing is printed: a completion that fails offers nothing,
 // and no file names in their place either (a shell falls back to those on
 // an error directive).
-func storeCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
+func storeCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
 	cands, err := readCandidates(c, list)
 	if err != nil {
 		cobra.CompDebugln(err.Error(), false)
@@ -216,14 +149,14 @@ func storeCandidates(c *cobra.Command, list func(ctx context.Context, ns index.N
 
 // readCandidates is storeCandidates' work: the candidates, or why there are
 // none.
-func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]cobra.Completion, error)) ([]cobra.Completion, error) {
+func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Namespace, store chunkstore.Store) ([]snapshot.Candidate, error)) ([]cobra.Completion, error) {
 	var sf storeFlags
 	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
-	copyFlags(fs, c.Flags())
+	cli.CopyFlags(fs, c.Flags())
 	sf.stores = sf.stores[:min(len(sf.stores), 1)]
-	sf.outputFormat = formatText // whatever PROXMOX_OUTPUT_FORMAT says: candidates are text
+	sf.outputFormat = cli.FormatText // whatever PROXMOX_OUTPUT_FORMAT says: candidates are text
 	if err := sf.check(); err != nil {
 		return nil, err
 	}
@@ -231,50 +164,25 @@ func readCandidates(c *cobra.Command, list func(ctx context.Context, ns index.Na
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), completionTimeout)
-	defer cancel()
-	type result struct {
-		cands []cobra.Completion
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
+	return cli.Bounded(c.Context(), completionTimeout, func(ctx context.Context) ([]cobra.Completion, error) {
 		store, err := openStore(ctx, &sf, false, manifestReads)
 		if err != nil {
-			done <- result{err: err}
-			return
+			return nil, err
 		}
 		defer store.Close()
 		ns, err := nsa.resolve(ctx, store, false)
 		if err != nil {
-			done <- result{err: err}
-			return
+			return nil, err
 		}
-		cands, err := list(ctx, ns, store)
-		done <- result{cands, err}
-	}()
-	select {
-	case r := <-done:
-		return r.cands, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// copyFlags sets the flags of dst that src has and were given on the
-// command line to src's values.
-func copyFlags(dst, src *flag.FlagSet) {
-	src.Visit(func(f *flag.Flag) {
-		d := dst.Lookup(f.Name)
-		if d == nil {
-			return
-		}
-		if sv, ok := f.Value.(flag.SliceValue); ok {
-			if dv, ok := d.Value.(flag.SliceValue); ok {
-				dv.Replace(sv.GetSlice())
+		list, err := list(ctx, ns, store)
+		var cands []cobra.Completion
+		for _, c := range list {
+			if c.Desc == "" {
+				cands = append(cands, c.Name)
+			} else {
+				cands = append(cands, cobra.CompletionWithDesc(c.Name, c.Desc))
 			}
-			return
 		}
-		d.Value.Set(f.Value.String())
+		return cands, err
 	})
 }

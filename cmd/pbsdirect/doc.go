@@ -8,10 +8,12 @@
 // any error that proves nothing about the data (retrying later can help);
 // 130/143 interrupted by SIGINT/SIGTERM.
 //
-// Where things go: this package parses flags, asks for passphrases on the
-// terminal, prints text and JSON and maps errors to exit codes; the work is
-// the engine's (restore.Restore, verify, archive, backup, opened through
-// snapshot). A new command is a file here that registers in commands.go,
+// Where things go: this package declares the commands (their flags, help
+// texts, what runs them and what they print) and maps the engine's errors
+// to exit codes (exitCode); the generic machinery under them (command tree,
+// help, output formats and JSON results, man pages, completion plumbing,
+// terminal prompts) is cmd/internal/cli's, and the work is the engine's
+// (restore.Restore, verify, archive, backup, opened through snapshot). A new command is a file here that registers in commands.go,
 // calls those packages and holds no engine logic; its tests here are about
 // flags, output and exit codes, and end-to-end runs with real servers and
 // devices (skipped under go test -short); the engine's behaviour is tested

@@ -4,40 +4,14 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
-
-// drillReport is the JSON (or text) report of a disaster-recovery drill.
-type drillReport struct {
-	OK              bool            `json:"ok"`
-	Error           string          `json:"error,omitempty"`
-	Snapshot        string          `json:"snapshot,omitempty"`
-	Archive         string          `json:"archive"`
-	Target          string          `json:"target"`
-	Started         string          `json:"started"`                           // RFC 3339, UTC
-	RestoreSeconds  float64         `json:"time-to-restore-seconds,omitempty"` // store opened to synced target, less the time opening the key; absent when the restore failed
-	ReadBackSeconds float64         `json:"read-back-seconds,omitempty"`       // re-check of every chunk from the target
-	TotalSeconds    float64         `json:"total-seconds"`
-	Restore         *restoreSummary `json:"restore,omitempty"`
-	ReadBack        *readBackReport `json:"read-back,omitempty"`
-	Removed         bool            `json:"target-removed,omitempty"`
-	ExitCode        int             `json:"exit-code"` // the process exit code
-}
-
-// readBackReport says what the read-back checked.
-type readBackReport struct {
-	Bytes            uint64  `json:"bytes"`              // read from the target
-	ChunksChecked    uint64  `json:"chunks-checked"`     // positions whose digest was recomputed
-	ZeroBytesChecked uint64  `json:"zero-bytes-checked"` // zero ranges read and found zero
-	HoleBytes        uint64  `json:"hole-bytes"`         // zero ranges that are holes of a sparse target
-	MiBps            float64 `json:"mib-per-second"`
-}
 
 func cmdDrill(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
@@ -68,7 +42,7 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		}
 		rep.ExitCode = codeFor(ctx, err)
 		if *metrics != "" {
-			if merr := writeDrillMetrics(*metrics, []drillReport{rep}); merr != nil {
+			if merr := writeDrillMetrics(*metrics, []drill.Report{rep}); merr != nil {
 				return fmt.Errorf("--metrics-textfile: %w", merr)
 			}
 		}
@@ -86,61 +60,28 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	}
 }
 
-// drillOne restores archive of snapshot ref to targetPath, reads it back
-// re-checking every chunk and, with remove, removes a target it created
-// after success. The report says what happened; the error is why it failed
-// (a usage error: nothing was done).
-func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath string, remove bool, stdout, stderr io.Writer) (drillReport, error) {
+// drillOne drills archive of snapshot ref to targetPath (restore.Drill:
+// restore, read back re-checking every chunk and, with remove, remove a
+// target it created after success). The report says what happened; the
+// error is why it failed (a usage error: nothing was done).
+func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath string, remove bool, stdout, stderr io.Writer) (drill.Report, error) {
 	start := time.Now()
-	rep := drillReport{Snapshot: ref, Archive: archive, Target: targetPath, Started: start.UTC().Format(time.RFC3339)}
-	finish := func(err error) (drillReport, error) {
-		rep.OK = err == nil
-		if err != nil {
-			rep.Error = err.Error()
-		}
-		var re *resolvedError
-		if errors.As(err, &re) {
-			rep.Snapshot = re.snap // TYPE/ID resolved to the snapshot drilled, also on failure
-		}
-		rep.TotalSeconds = time.Since(start).Seconds()
-		return rep, err
+	rep := drill.NewReport(ref, archive, targetPath, start)
+	r, err := rc.run(ctx, ref, archive, targetPath, &restore.DrillOptions{Jobs: rc.pf.jobs + max(rc.pf.writers, 0), Remove: remove,
+		Progress: func(total int64, done func() int64) func() {
+			return startProgress(stderr, rc.sf.progress, "read back", total, done).done
+		}}, stdout, stderr)
+	if r != nil {
+		rep.Snapshot = r.snap // TYPE/ID resolved to the snapshot drilled, also on failure
+		rep.Add(r.drill, r.took)
 	}
-	r, err := rc.run(ctx, ref, archive, targetPath, false, stdout, stderr)
-	if err != nil {
-		return finish(err)
-	}
-	rep.RestoreSeconds = r.summary.Seconds // from the key opened: a KDF or a prompt is no restore time
-	rep.Snapshot, rep.Restore = r.summary.Snapshot, &r.summary
-	// The target stays open and locked until the read-back (and --remove)
-	// are done: no other run can write it meanwhile.
-	defer r.target.Close(false)
-
-	rbStart := time.Now()
-	var rb restore.ReadBackStats
-	bar := startProgress(stderr, rc.sf.progress, "read back", int64(r.plan.Size), func() int64 {
-		return int64(rb.Bytes.Load() + rb.HoleBytes.Load())
-	})
-	err = restore.ReadBackTarget(ctx, r.target, targetPath, r.plan, r.key, rc.pf.jobs+max(rc.pf.writers, 0), &rb)
-	bar.done()
-	el := time.Since(rbStart)
-	rep.ReadBackSeconds = el.Seconds()
-	rep.ReadBack = &readBackReport{
-		Bytes: rb.Bytes.Load(), ChunksChecked: rb.Chunks.Load(), ZeroBytesChecked: rb.ZeroChecked.Load(),
-		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), el),
-	}
-	if rm, ok := r.target.(restore.Remover); ok && err == nil && remove && r.created {
-		if rerr := rm.Remove(); rerr != nil {
-			err = rerr
-		} else {
-			rep.Removed = true
-		}
-	}
-	return finish(err)
+	rep.Finish(err, start)
+	return rep, err
 }
 
 // printDrill prints the drill report as text; a failure's error is said
 // once, on stderr (run prints it).
-func printDrill(w io.Writer, r drillReport) {
+func printDrill(w io.Writer, r drill.Report) {
 	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), index.DisplayText(r.Target), okWord(r.OK))
 	if r.Restore != nil {
 		fmt.Fprintf(w, "  time to restore: %.2fs (%s, %.1f MiB/s; %d chunks fetched, %s of zero chunks skipped)\n",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
 
@@ -29,7 +30,7 @@ func TestDrill(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "drill.raw")
 			args := append([]string{"drill", "--output-format", "json", "--store", store}, tc.args...)
 			r := mustOK(t, append(args, snap0, "drive-scsi0", target)...)
-			var rep drillReport
+			var rep drill.Report
 			if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 				t.Fatalf("drill JSON: %v\n%s", err, r.out)
 			}
@@ -74,7 +75,7 @@ func TestDrillFails(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("want exit 1: %v", r)
 	}
-	var rep drillReport
+	var rep drill.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 		t.Fatalf("drill JSON: %v\n%s", err, r.out)
 	}
@@ -133,10 +134,10 @@ func TestDrillRemoveKeeps(t *testing.T) {
 	data := zeroMiddle(13)
 	store := fixture.NewStore(t)
 	backupImage(t, store, data)
-	drill := func(target string) drillReport {
+	drillTo := func(target string) drill.Report {
 		t.Helper()
 		r := mustOK(t, "drill", "--output-format", "json", "--force", "--remove", "--store", store, snap0, "drive-scsi0", target)
-		var rep drillReport
+		var rep drill.Report
 		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 			t.Fatalf("drill JSON: %v\n%s", err, r.out)
 		}
@@ -147,12 +148,12 @@ func TestDrillRemoveKeeps(t *testing.T) {
 	}
 	t.Run("existing-file", func(t *testing.T) {
 		target := fixture.WriteFile(t, t.TempDir(), "old.raw", []byte("an older image"))
-		drill(target)
+		drillTo(target)
 		fixture.Equal(t, target, data)
 	})
 	t.Run("device", func(t *testing.T) {
 		dev, _ := fixture.LoopDevice(t, int64(len(data)), []byte{0x5a})
-		drill(dev)
+		drillTo(dev)
 		if st, err := os.Stat(dev); err != nil || st.Mode()&os.ModeDevice == 0 {
 			t.Fatalf("%s after drill --remove: %v %v", dev, st, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/keys"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 // result is the outcome of one in-process pbsdirect command line.
@@ -87,10 +88,10 @@ func backupImage(t *testing.T, store string, data []byte, extra ...string) strin
 	return img
 }
 
-func restoreJSON(t *testing.T, args ...string) restoreSummary {
+func restoreJSON(t *testing.T, args ...string) restore.Summary {
 	t.Helper()
 	r := mustOK(t, append([]string{"restore", "--output-format", "json"}, args...)...)
-	var s restoreSummary
+	var s restore.Summary
 	if err := json.Unmarshal([]byte(r.out), &s); err != nil {
 		t.Fatalf("restore JSON: %v\n%s", err, r.out)
 	}

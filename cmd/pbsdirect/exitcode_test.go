@@ -18,6 +18,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/fusefs"
@@ -82,8 +83,8 @@ func TestExitCode(t *testing.T) {
 		{"no FUSE", fmt.Errorf("mount: %w: /dev/fuse: no such file", fusefs.ErrUnavailable), 3},
 		{"target busy", fmt.Errorf("/t/x: %w: another pbsdirect run (PID 7) is writing it", restore.ErrTargetBusy), 3},
 		{"snapshot busy", fmt.Errorf("backup failed: %w", chunkstore.ErrSnapshotBusy), 3},
-		{"SIGINT", &interruptedError{sig: syscall.SIGINT}, 130},
-		{"SIGTERM", &interruptedError{sig: syscall.SIGTERM}, 143},
+		{"SIGINT", &cli.InterruptedError{Sig: syscall.SIGINT}, 130},
+		{"SIGTERM", &cli.InterruptedError{Sig: syscall.SIGTERM}, 143},
 		{"canceled, no signal", context.Canceled, 3},
 	} {
 		if got := exitCode(c.err); got != c.want {
@@ -91,7 +92,7 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(&interruptedError{sig: syscall.SIGTERM})
+	cancel(&cli.InterruptedError{Sig: syscall.SIGTERM})
 	if err := interrupted(ctx, context.Canceled); err.Error() != "interrupted (SIGTERM)" || codeFor(ctx, context.Canceled) != 143 {
 		t.Errorf("interrupted run: %v, code %d; want \"interrupted (SIGTERM)\", 143", err, codeFor(ctx, context.Canceled))
 	}
@@ -170,7 +171,7 @@ func TestJSONExitCode(t *testing.T) {
 	store := fixture.NewStore(t)
 	backupImage(t, store, zeroMiddle(3))
 	r = mustOK(t, "restore", "--output-format", "json", "--store", store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "ok.img"))
-	var sum restoreSummary
+	var sum restore.Summary
 	if err := json.Unmarshal([]byte(r.out), &sum); err != nil || sum.ExitCode != 0 || !strings.Contains(r.out, `"exit-code":0`) {
 		t.Errorf("restore summary: %v, %v", err, r)
 	}

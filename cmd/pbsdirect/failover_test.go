@@ -147,7 +147,7 @@ func TestDegradedRestore(t *testing.T) {
 		t.Fatalf("want exit 1, restored with damage: %v", r)
 	}
 	fixture.Equal(t, target, want)
-	var s restoreSummary
+	var s restore.Summary
 	if err := json.Unmarshal([]byte(r.out), &s); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, r.out)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -403,10 +404,10 @@ func TestDrillFleet(t *testing.T) {
 	prom := filepath.Join(t.TempDir(), "drill.prom")
 	r := mustOK(t, "drill", "--store", f.store, "--scratch", scratch, "--parallel", "2", "--metrics-textfile", prom)
 	lines := strings.Split(r.out, "\n")
-	var reps []drillReport
+	var reps []drill.Report
 	for _, l := range lines {
 		if strings.HasPrefix(l, "{") {
-			var d drillReport
+			var d drill.Report
 			if err := json.Unmarshal([]byte(l), &d); err != nil {
 				t.Fatalf("%q: %v", l, err)
 			}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -117,7 +115,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		return nil, err
 	}
 	sa.Set = *set
-	unlimit := limitMemory(a.cache)
+	unlimit := archive.LimitMemory(a.cache)
 	unraise := raiseFetchProcs(sf.store, fetchers)
 	sa.unlimit = func() { unraise(); unlimit() }
 	ok = true
@@ -143,18 +141,6 @@ func (sa *snapshotAccess) Close() {
 	}
 	sa.Set.Close()
 	sa.store.Close()
-}
-
-// limitMemory asks the garbage collector to keep the heap within the cache
-// plus 64 MiB, unless GOMEMLIMIT says otherwise: what serving needs beside
-// the cache (request buffers, fetch buffers) stays small. It returns the
-// function that puts the previous limit back.
-func limitMemory(cache int64) (restoreLimit func()) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	prev := debug.SetMemoryLimit(cache + 64<<20)
-	return func() { debug.SetMemoryLimit(prev) }
 }
 
 // raiseFetchProcs gives every fetcher of a directory store a P (raiseProcs):
@@ -193,29 +179,13 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 		return err
 	}
 	snap := src.Snapshot()
-	var n int64
-	if strings.HasSuffix(name, ".blob") {
-		data, err := src.Blob(ctx, name)
-		if err != nil {
-			return err
-		}
-		k, err := stdout.Write(data)
-		if err != nil {
-			return stdoutError(name, int64(k), err)
-		}
-		n = int64(k)
-	} else {
-		r, err := archive.OpenSnapshot(ctx, src, name, archive.Options{CacheSize: int64(2*fetchers+2) << 22, Fetchers: fetchers})
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		defer raiseFetchProcs(sf.store, fetchers)()
-		buf := make([]byte, max(r.ChunkSize(), 1<<20))
-		n, err = io.CopyBuffer(onlyWriter{stdout}, io.NewSectionReader(r, 0, r.Size()), buf)
-		if err != nil {
-			return stdoutError(r.Name(), n, err)
-		}
+	defer raiseFetchProcs(sf.store, fetchers)()
+	n, err := archive.Copy(ctx, src, name, stdout, archive.Options{Fetchers: fetchers})
+	if ce := (*archive.CopyError)(nil); errors.As(err, &ce) {
+		return stdoutError(ce.Name, ce.N, ce.Err)
+	}
+	if err != nil {
+		return err
 	}
 	el := time.Since(start)
 	switch {
@@ -237,7 +207,3 @@ func stdoutError(name string, n int64, err error) error {
 	}
 	return fmt.Errorf("restore of %s to standard output failed after %d bytes: %w", name, n, err)
 }
-
-// onlyWriter hides a writer's ReadFrom, so that io.CopyBuffer reads in
-// chunks of the buffer given.
-type onlyWriter struct{ io.Writer }

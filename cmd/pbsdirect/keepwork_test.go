@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -132,7 +133,7 @@ func TestStoppedRestoreKeepsWork(t *testing.T) {
 						}
 						time.Sleep(20 * time.Millisecond)
 					}
-					cancel(&interruptedError{sig: syscall.SIGTERM})
+					cancel(&cli.InterruptedError{Sig: syscall.SIGTERM})
 				}()
 				var out, errb bytes.Buffer
 				a := args(target)

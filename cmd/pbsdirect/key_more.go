@@ -200,24 +200,18 @@ func cmdKeyImportWithMasterKey(fs *flag.FlagSet) commandFunc {
 		if err != nil {
 			return err
 		}
-		pem, err := keys.ReadFile(fs.Arg(1))
-		if err != nil {
-			return err
-		}
-		var mpass []byte
-		if crypto.MasterPrivateKeyEncrypted(pem) {
+		priv, err := keys.OpenMaster(fs.Arg(1), func() ([]byte, error) {
 			if *passFile != "" {
-				mpass, err = keys.SecretFromFile("--master-passphrase-file", *passFile)
-			} else if mpass, err = askPassphrase("Master Key Password: ", false); errors.Is(err, crypto.ErrPassphraseNeeded) {
+				return keys.SecretFromFile("--master-passphrase-file", *passFile)
+			}
+			p, err := askPassphrase("Master Key Password: ", false)
+			if errors.Is(err, crypto.ErrPassphraseNeeded) {
 				err = usagef("%s is passphrase-protected and there is no terminal to ask on: give --master-passphrase-file", fs.Arg(1))
 			}
-			if err != nil {
-				return err
-			}
-		}
-		priv, err := crypto.ParseMasterPrivateKey(pem, mpass)
+			return p, err
+		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", fs.Arg(1), err)
+			return err
 		}
 		rec, err := keys.Recover(ctx, fs.Arg(0), fs.Arg(1), priv, ct, wantFP)
 		if err != nil {
@@ -271,22 +265,13 @@ func readRSAKeyBlob(ctx context.Context, sf *storeFlags, ref string, stderr io.W
 }
 
 // rsaEncryptedKey encrypts the key cc (opened from keyfile, or the default
-// key file when keyfile is "") under the master public key in pubFile, as
-// proxmox-backup-client does for rsa-encrypted.key.blob (§5.5): the key in
-// clear, with the key file's creation time, RSA PKCS#1 v1.5-encrypted.
+// key file when keyfile is "") under the master public key in pubFile
+// (keys.RSAEncryptUnder).
 func rsaEncryptedKey(pubFile, keyfile string, cc *crypto.Config) ([]byte, error) {
-	data, err := keys.ReadFile(pubFile)
-	if err != nil {
-		return nil, fmt.Errorf("--master-pubkey-file: %w", err)
-	}
-	pub, err := crypto.ParseMasterPublicKey(data)
-	if err != nil {
-		return nil, fmt.Errorf("--master-pubkey-file %s: %w", pubFile, err)
-	}
 	if keyfile == "" {
 		keyfile = defaultKeyPath()
 	}
-	return keys.RSAEncrypt(pub, keyfile, cc)
+	return keys.RSAEncryptUnder(pubFile, keyfile, cc)
 }
 
 // keyChangePassphraseCommand is 'pbsdirect key change-passphrase'.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
-	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 )
 
@@ -31,15 +30,11 @@ func openLocationDir(ctx context.Context, sf *storeFlags, loc string) (chunkstor
 	if name == "" || dir == "" {
 		return nil, "", usagef("%s: want %s://bucket/[prefix/]name", loc, scheme)
 	}
-	ps, err := sf.pathStyle()
+	s3, err := sf.settings().S3Options()
 	if err != nil {
-		return nil, "", err
+		return nil, "", usageOf(err)
 	}
-	layout, _ := backends.ParseLayout("plain")
-	s, err := backends.OpenWrite(ctx, scheme+"://"+dir, backends.Options{
-		Layout: layout,
-		S3:     s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps},
-	})
+	s, err := backends.OpenWrite(ctx, scheme+"://"+dir, backends.Options{Layout: backends.LayoutPlain, S3: s3})
 	return s, name, err
 }
 

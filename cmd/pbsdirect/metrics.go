@@ -5,6 +5,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/metrics"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
@@ -17,7 +18,7 @@ func writeVerifyMetrics(path string, rep verify.Report, store chunkstore.Store) 
 
 // writeDrillMetrics writes the metrics of a drill run (one archive or a
 // fleet) to path (metrics.WriteDrill).
-func writeDrillMetrics(path string, reps []drillReport) error {
+func writeDrillMetrics(path string, reps []drill.Report) error {
 	runs := make([]metrics.Drill, len(reps))
 	for i, r := range reps {
 		runs[i] = metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK, RestoreSeconds: r.RestoreSeconds}

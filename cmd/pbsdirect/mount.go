@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/index"
 )
@@ -43,10 +44,10 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 		defer sa.Close()
 		var files []fusefs.File
 		for i, r := range sa.Readers {
-			files = append(files, fusefs.File{Name: mountName(sa.Names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
+			files = append(files, fusefs.File{Name: archive.FileName(sa.Names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
 		}
 		for _, b := range sa.Blobs {
-			files = append(files, fusefs.File{Name: mountName(b.Name), Size: int64(len(b.Data)), Data: strings.NewReader(string(b.Data)), ModTime: sa.when})
+			files = append(files, fusefs.File{Name: archive.FileName(b.Name), Size: int64(len(b.Data)), Data: strings.NewReader(string(b.Data)), ModTime: sa.when})
 		}
 		m, err := fusefs.New(dir, files, fusefs.Options{
 			FsName:     "pbsdirect:" + sa.snap.String(),
@@ -92,18 +93,6 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 		sa.report(info)
 		return nil
 	}
-}
-
-// mountName is an archive's file name in a mount: the index or blob
-// suffix dropped ("drive-scsi0.img.fidx" → "drive-scsi0.img",
-// "qemu-server.conf.blob" → "qemu-server.conf").
-func mountName(archive string) string {
-	for _, suf := range []string{".fidx", ".didx", ".blob"} {
-		if s, ok := strings.CutSuffix(archive, suf); ok {
-			return s
-		}
-	}
-	return archive
 }
 
 // mountCommand is 'pbsdirect mount'.

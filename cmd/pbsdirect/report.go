@@ -3,13 +3,11 @@ package main
 import (
 	flag "github.com/spf13/pflag"
 
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -67,17 +65,8 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 		// Exit like the single run would have: the merged reports' worst code
 		// outside the data (3) stays, damage is 1.
 		var outside error
-		if rep.Shard != "" {
-			outside = &outsideError{fmt.Errorf("only shards %s merged: the chunks of the other shards are not checked (merge the reports of all shards, or run the missing ones again)", rep.Shard)}
-		}
-		if len(rep.NotVerified) > 0 {
-			outside = &outsideError{fmt.Errorf("%d snapshot(s) seen by only some shards (a backup or prune ran between them), not verified: %s",
-				len(rep.NotVerified), strings.Join(rep.NotVerified, " "))}
-		}
-		for _, r := range reps {
-			if r.ExitCode == exitOutside {
-				outside = &outsideError{fmt.Errorf("shard %s could not check everything (exit code %d)", cmp.Or(r.Shard, "0/1"), r.ExitCode)}
-			}
+		if err := verify.Incomplete(rep, reps); err != nil {
+			outside = &outsideError{err}
 		}
 		return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {
 			if *out == "" {

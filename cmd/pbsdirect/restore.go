@@ -11,55 +11,11 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
-	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
-	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
-	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
-
-// restoreSummary is the final report of a restore (text or JSON).
-type restoreSummary struct {
-	Snapshot      string  `json:"snapshot"`
-	Archive       string  `json:"archive"`
-	Target        string  `json:"target"`
-	Size          uint64  `json:"size"`           // image bytes
-	DataBytes     uint64  `json:"data-bytes"`     // non-zero bytes written
-	ZeroBytes     uint64  `json:"zero-bytes"`     // bytes of zero chunks, never fetched
-	FetchedBytes  uint64  `json:"fetched-bytes"`  // encoded bytes read from the store
-	ChunksFetched uint64  `json:"chunks-fetched"` // unique chunks fetched and verified
-	ZeroChunks    uint64  `json:"zero-chunks"`    // zero-chunk positions skipped
-	DedupHits     uint64  `json:"dedup-hits"`     // positions served from an already fetched chunk
-	Seconds       float64 `json:"seconds"`        // wall time of the whole restore
-	MiBps         float64 `json:"mib-per-second"` // image bytes / seconds
-	DataMiBps     float64 `json:"data-mib-per-second"`
-	Direct        bool    `json:"o-direct"`
-	Encrypted     bool    `json:"encrypted"`
-	Jobs          int     `json:"jobs"`
-	Writers       int     `json:"writers"`
-	Fetchers      int     `json:"fetchers"`
-	Layout        string  `json:"bucket-layout,omitempty"`
-	Retries       int64   `json:"retries"`
-	// Requests counts what the bucket request policy did: throttled
-	// answers, stalled transfers, and the changes of the GETs in flight.
-	Requests   *bucket.Stats `json:"bucket-requests,omitempty"`
-	ZeroRanges string        `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
-	// ResumedChunks are the chunks an interrupted restore had made durable
-	// (its journal), not fetched again by this --resume.
-	ResumedChunks int `json:"resumed-chunks,omitempty"`
-	// Stores says, with several --store, how many chunks and bytes came
-	// from each and how many copies fell through (missing, damaged).
-	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
-	// DamagedRanges are the image's byte ranges written as zeros because
-	// their chunk was missing or damaged in every store (--on-missing,
-	// --on-corrupt zero), adjacent ranges merged; DamagedChunks counts
-	// those chunks. The image is then "restored with damage" (exit 1).
-	DamagedRanges []restore.Range `json:"damaged-ranges,omitempty"`
-	DamagedChunks int             `json:"damaged-chunks,omitempty"`
-	ExitCode      int             `json:"exit-code"` // the process exit code (0: restored, verified and synced)
-}
 
 // restoreCmd holds the flags of restore (and drill, which restores first).
 type restoreCmd struct {
@@ -145,18 +101,16 @@ func checkSnapshotRef(ref string) error {
 	return nil
 }
 
-// restored is what a finished image restore leaves for reports and drills.
+// restored is what run did: the snapshot once SNAPSHOT was resolved
+// (also when the restore then failed), the restore's (or drill's) result
+// and its time to restore.
 type restored struct {
-	summary restoreSummary
-	plan    *restore.Plan
-	key     *crypto.Config // nil unless the archive is encrypted
-	created bool           // the target file was created by the restore
-	// target is committed (synced, renamed into place) and still open and
-	// locked, for a read-back; the caller closes it.
-	target restore.Target
-	// damage lists the chunks written as zeros (--on-missing/--on-corrupt
-	// zero); nil for a clean restore.
-	damage *restore.DamagedError
+	snap  string               // TYPE/ID/TIME; "" until resolved
+	res   *restore.Result      // nil unless an image was restored
+	drill *restore.DrillResult // a drill's, when run drilled
+	// took runs from the store opened to the target committed, less the
+	// time opening the key took (a KDF or a prompt is no restore time).
+	took time.Duration
 }
 
 func cmdRestore(fs *flag.FlagSet) commandFunc {
@@ -183,17 +137,18 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		if fs.Arg(2) == "-" {
 			return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
 		}
-		r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), true, stdout, stderr)
-		if err != nil || r == nil {
+		r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), nil, stdout, stderr)
+		if err != nil || r.res == nil {
 			return err
 		}
-		if err := r.target.Close(false); err != nil {
+		if err := r.res.Target.Close(false); err != nil {
 			return err
 		}
-		sum := r.summary
+		sum := r.res.Summary(r.took)
 		var damaged error
-		if r.damage != nil {
-			damaged = fmt.Errorf("restored with damage: %w", r.damage)
+		if r.res.Damage != nil {
+			damaged = fmt.Errorf("restored with damage: %w", r.res.Damage)
+			sum.ExitCode = exitData
 		}
 		if rc.sf.json() {
 			if err := writeJSON(stdout, sum); err != nil {
@@ -214,11 +169,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		printStores(stdout, sum.Stores)
 		if len(sum.DamagedRanges) > 0 {
-			var n uint64
-			for _, r := range sum.DamagedRanges {
-				n += r.Length
-			}
-			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(n))
+			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(sum.DamagedBytes()))
 			for _, r := range sum.DamagedRanges {
 				fmt.Fprintf(stdout, "    [%d,%d)\n", r.Offset, r.Offset+r.Length)
 			}
@@ -238,12 +189,13 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 	}
 }
 
-// run restores archive of snapshot ref to targetPath (restore.Restore)
-// and returns its summary. Blob archives are written whole (allowBlob)
-// and return nil, as does a --resume that finds the target complete (said
-// here). An error after SNAPSHOT was resolved is a resolvedError naming
-// the snapshot.
-func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, allowBlob bool, stdout, stderr io.Writer) (_ *restored, err error) {
+// run restores archive of snapshot ref to targetPath: through
+// restore.Restore, or with drill through restore.Drill given those options
+// (a blob is then refused). A blob archive is written whole (restoreBlob)
+// and leaves no Result, as does a --resume that finds the target complete
+// (said here, Result.Summary in JSON). The result is nil only when the
+// error came before SNAPSHOT was resolved.
+func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, drill *restore.DrillOptions, stdout, stderr io.Writer) (_ *restored, err error) {
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()
 	// Until the progress report starts, retries are said on their own.
@@ -258,74 +210,50 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			err = &resolvedError{snap: snap.String(), err: err}
-		}
-	}()
+	r := &restored{snap: snap.String()}
 	src, err := snapshot.OpenSnapshot(ctx, store, snap, keys)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	if strings.HasSuffix(archive, ".blob") {
-		if !allowBlob {
-			return nil, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
+		if drill != nil {
+			return r, usagef("%s is a blob: give a disk image archive (.img.fidx)", archive)
 		}
-		return nil, rc.restoreBlob(ctx, src, archive, targetPath, stdout)
+		return r, rc.restoreBlob(ctx, src, archive, targetPath, stdout)
 	}
 	opts := pf.options(sf.fetchSpec())
 	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
 	defer raiseProcs(opts)()
-	res, err := restore.Restore(ctx, src, archive, &filetarget.Sink{Path: targetPath, Options: rc.targetOptions(0)}, restore.RestoreOptions{
+	sink := &filetarget.Sink{Path: targetPath, Options: rc.targetOptions(0)}
+	ro := restore.RestoreOptions{
 		Pipeline: opts, Resume: *rc.resume, Restart: *rc.restart, KeepWork: rc.keepWork,
 		Note: func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) },
 		Progress: func(total int64, done func() int64) func() {
 			stopRetryLines()
 			return startProgressWatch(stderr, sf.progress, "restore", total, done, &sf.retries).done
 		},
-	})
+	}
+	if drill != nil {
+		drill.Restore = ro
+		r.drill, err = restore.Drill(ctx, src, archive, sink, *drill)
+		r.res, r.took = r.drill.Restore, r.drill.Restored.Sub(start)-keys.OpeningTime()
+	} else {
+		r.res, err = restore.Restore(ctx, src, archive, sink, ro)
+		r.took = time.Since(start) - keys.OpeningTime()
+	}
 	if errors.Is(err, restore.ErrRefused) {
-		return nil, usagef("%s", err.Error()) // the command line must change (exit 2)
+		return r, usagef("%s", err.Error()) // the command line must change (exit 2)
 	}
-	if err != nil {
-		return nil, err
+	if err != nil || r.res.Complete == "" {
+		return r, err
 	}
-	if res.Complete != "" {
-		return nil, rc.sayComplete(stdout, snap.String(), archive, targetPath, res)
-	}
-	el := time.Since(start) - keys.OpeningTime() // the clock runs from the key opened
-	plan, stats, o := res.Plan, res.Stats, res.Options
-	r := &restored{plan: plan, key: res.Key, created: res.Created, target: res.Target, damage: res.Damage}
-	r.summary = restoreSummary{
-		Snapshot: snap.String(), Archive: archive, Target: targetPath, Size: plan.Size,
-		DataBytes: stats.DataBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(), FetchedBytes: stats.FetchedBytes.Load(),
-		ChunksFetched: stats.Fetched.Load(), ZeroChunks: plan.ZeroBytes / max(plan.ChunkSize, 1), DedupHits: stats.DedupHits.Load(),
-		Seconds: el.Seconds(), MiBps: restore.MiBps(plan.Size, el), DataMiBps: restore.MiBps(stats.DataBytes.Load(), el),
-		Direct: res.Direct, Encrypted: o.Encrypted, Jobs: o.Jobs, Writers: o.Writers, Fetchers: o.Fetchers,
-		Layout: storeLayout(store), Retries: backends.RetriesOf(store), ZeroRanges: res.ZeroRanges,
-		ResumedChunks: res.Resumed, Stores: storeCounts(store),
-	}
-	if r.summary.Layout != "" {
-		q := backends.PolicyStatsOf(store)
-		r.summary.Requests = &q
-	}
-	if r.damage != nil {
-		r.summary.DamagedRanges = r.damage.Ranges()
-		r.summary.DamagedChunks = len(r.damage.Chunks)
-		r.summary.ExitCode = exitData
-	}
-	return r, nil
-}
-
-// sayComplete reports a target found complete by --resume: its line on
-// stdout in text, the summary (nothing fetched, every chunk resumed) in
-// JSON.
-func (rc *restoreCmd) sayComplete(stdout io.Writer, snap, archive, targetPath string, res *restore.Result) error {
+	res := r.res
+	r.res = nil
 	if rc.sf.json() {
-		return writeJSON(stdout, restoreSummary{Snapshot: snap, Archive: archive, Target: targetPath, Size: res.Plan.Size, ResumedChunks: res.Resumed})
+		return r, writeJSON(stdout, res.Summary(0))
 	}
 	fmt.Fprintln(stdout, res.Complete)
-	return nil
+	return r, nil
 }
 
 // targetOptions are the target flags, with the image's data bytes for the
@@ -339,7 +267,7 @@ func (rc *restoreCmd) targetOptions(dataBytes int64) filetarget.Options {
 	return o
 }
 
-// zeroWords explains restoreSummary.ZeroRanges in the text summary.
+// zeroWords explains restore.Summary.ZeroRanges in the text summary.
 var zeroWords = map[string]string{
 	"holes":   "left as holes",
 	"punched": "holes punched",
@@ -376,19 +304,6 @@ func humanBytes(n uint64) string {
 	}
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
-
-// resolvedError is a restore's error once SNAPSHOT (TYPE/ID) was resolved:
-// it carries the snapshot for reports (drill) and says what err says.
-type resolvedError struct {
-	snap string // TYPE/ID/TIME
-	err  error
-}
-
-// Error is the error's own message.
-func (e *resolvedError) Error() string { return e.err.Error() }
-
-// Unwrap returns the error.
-func (e *resolvedError) Unwrap() error { return e.err }
 
 // restoreCommand is 'pbsdirect restore'.
 func restoreCommand() commandSpec {

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/index"
@@ -55,7 +54,7 @@ func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 		srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", index.DisplayText(msg)) }}
 		for i, r := range sa.Readers {
 			srv.Exports = append(srv.Exports, nbd.Export{
-				Name:               exportName(sa.Names[i]),
+				Name:               archive.ExportName(sa.Names[i]),
 				Description:        sa.snap.String() + "/" + sa.Names[i],
 				Size:               r.Size(),
 				Data:               r,
@@ -99,12 +98,6 @@ func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 		sa.report(info)
 		return err
 	}
-}
-
-// exportName is an image archive's export name: "drive-scsi0.img.fidx" →
-// "drive-scsi0".
-func exportName(archive string) string {
-	return strings.TrimSuffix(strings.TrimSuffix(archive, ".fidx"), ".img")
 }
 
 // nbdExtents adapts the reader's zero extents for base:allocation.

@@ -9,8 +9,6 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
-	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
-	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -122,34 +120,21 @@ func openWriteStore(ctx context.Context, sf *storeFlags, opts backends.Options) 
 	return s, err
 }
 
-// backendOptions returns what the store flags set for opening a store:
-// the bucket layout, the S3 settings and the request policy. create
-// prepares a new datastore; concurrency sizes bucket connection pools.
+// backendOptions returns what the store flags set for opening a store
+// (backends.Settings.Options); a setting that does not parse is a usage
+// error.
 func (sf *storeFlags) backendOptions(create bool, concurrency int) (backends.Options, error) {
-	layout, err := backends.ParseLayout(sf.bucketLayout)
+	opts, err := sf.settings().Options(create, concurrency)
 	if err != nil {
-		return backends.Options{}, usagef("--bucket-layout: %v", err)
-	}
-	ps, err := sf.pathStyle()
-	if err != nil {
-		return backends.Options{}, err
-	}
-	if sf.s3Print != "" {
-		if _, err := s3store.ParseFingerprint(sf.s3Print); err != nil {
-			return backends.Options{}, usagef("--s3-fingerprint: %v", err)
-		}
-	}
-	opts := backends.Options{
-		Create:      create,
-		Concurrency: concurrency,
-		Layout:      layout,
-		S3:          s3store.Options{Endpoint: sf.s3Endpoint, Region: sf.s3Region, PathStyle: ps, Fingerprint: sf.s3Print},
-		Policy:      bucket.Options{IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries},
-	}
-	if sf.retryFor == 0 {
-		opts.Policy.RetryFor = -1 // --retry-for 0: no retries
+		return opts, usageOf(err)
 	}
 	return opts, nil
+}
+
+// settings returns the store flags as backends.Settings.
+func (sf *storeFlags) settings() backends.Settings {
+	return backends.Settings{Layout: sf.bucketLayout, S3Endpoint: sf.s3Endpoint, S3Region: sf.s3Region, S3PathStyle: sf.s3PathStyle,
+		S3Fingerprint: sf.s3Print, IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries}
 }
 
 // storeMissingError marks a --store that is not there: a directory that

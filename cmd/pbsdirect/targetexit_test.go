@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
@@ -86,7 +87,7 @@ func TestTargetRefusalExitCodes(t *testing.T) {
 // partial image.
 func TestInterruptedPartialSaid(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(&interruptedError{sig: syscall.SIGTERM})
+	cancel(&cli.InterruptedError{Sig: syscall.SIGTERM})
 	err := interrupted(ctx, restore.Failed("a.img.fidx", "/dev/sdz", true, context.Canceled))
 	if exitCode(err) != 143 || !strings.Contains(err.Error(), "interrupted (SIGTERM)") || !strings.Contains(err.Error(), "/dev/sdz now holds a partial image") {
 		t.Errorf("partial: %v (code %d)", err, exitCode(err))

@@ -8,19 +8,16 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
-	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/progress"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
@@ -99,7 +96,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 				return usagef("--shard: %v", err)
 			}
 		}
-		window, err := parseAge(*reverify)
+		window, err := verify.ParseAge(*reverify)
 		if err != nil {
 			return usagef("--reverify-after: %v", err)
 		}
@@ -139,17 +136,10 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		// draw over each other.
 		prog := sf.progress
 		if len(sel.Snapshots) > 1 {
-			prog.mode = progressNone
+			prog.Mode = progress.None
 		}
 		v := verify.New(store, verify.Options{
-			KeyFor: func(m *index.Manifest) (*crypto.Config, error) {
-				cc, err := keys.ForManifest(m)
-				if err == nil {
-					err = keys.CheckSigned(m, m.Snapshot(ns), cc)
-				}
-				return cc, err
-			},
-			CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
+			Keys: keys, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
 			Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
 			MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
 			Progress: func(name string, total int64, done func() int64) func() {
@@ -288,46 +278,15 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 	return verr
 }
 
-// maxStateSize bounds a state file read: 48 bytes a chunk, 100 M chunks.
-const maxStateSize = 48 << 30 / 10
-
 // loadState reads the verify state at loc for store. A missing state
 // starts empty; a damaged or foreign one is ignored with a warning.
 func loadState(ctx context.Context, sf *storeFlags, loc, store string, window time.Duration, stderr io.Writer) *verify.State {
-	b, err := readLocation(ctx, sf, loc, maxStateSize)
-	if err == nil {
-		var st *verify.State
-		if st, err = verify.ReadState(bytes.NewReader(b), int64(len(b)), store, window); err == nil {
-			return st
-		}
+	b, err := readLocation(ctx, sf, loc, verify.MaxStateSize)
+	st, ignored := verify.StateFrom(b, err, store, window)
+	if ignored != nil {
+		fmt.Fprintf(stderr, "pbsdirect verify: warning: --state %s ignored, every chunk is checked: %s\n", loc, index.DisplayText(ignored.Error()))
 	}
-	if !errors.Is(err, chunkstore.ErrNotFound) {
-		fmt.Fprintf(stderr, "pbsdirect verify: warning: --state %s ignored, every chunk is checked: %s\n", loc, index.DisplayText(err.Error()))
-	}
-	return verify.NewState(store, window)
-}
-
-// parseAge parses a duration with a day unit too: "30d", "12h", "1d12h", "0".
-func parseAge(s string) (time.Duration, error) {
-	if s == "0" {
-		return 0, nil
-	}
-	var d time.Duration
-	if i := strings.Index(s, "d"); i >= 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 || n > 36500 {
-			return 0, fmt.Errorf("%q: want a number of days before d", s)
-		}
-		d, s = time.Duration(n)*24*time.Hour, s[i+1:]
-		if s == "" {
-			return d, nil
-		}
-	}
-	r, err := time.ParseDuration(s)
-	if err != nil || r < 0 {
-		return 0, fmt.Errorf("%q: want e.g. 30d, 12h or 1d12h", s)
-	}
-	return d + r, nil
+	return st
 }
 
 // hostname returns the host's name, or "" when it is unknown.

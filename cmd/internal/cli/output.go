@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -12,33 +12,33 @@ import (
 
 // Output formats, as proxmox-backup-client names them.
 const (
-	formatText       = "text"
-	formatJSON       = "json"        // one line
-	formatJSONPretty = "json-pretty" // indented by two spaces
+	FormatText       = "text"
+	FormatJSON       = "json"        // one line
+	FormatJSONPretty = "json-pretty" // indented by two spaces
 )
 
-// defaultOutputFormat is PROXMOX_OUTPUT_FORMAT, else text.
-func defaultOutputFormat() string {
+// DefaultFormat is PROXMOX_OUTPUT_FORMAT, else text.
+func DefaultFormat() string {
 	if f := os.Getenv("PROXMOX_OUTPUT_FORMAT"); f != "" {
 		return f
 	}
-	return formatText
+	return FormatText
 }
 
-// checkOutputFormat refuses an unknown --output-format (usage error).
-func checkOutputFormat(f string) error {
+// CheckFormat refuses an unknown --output-format (usage error).
+func CheckFormat(f string) error {
 	switch f {
-	case formatText, formatJSON, formatJSONPretty:
+	case FormatText, FormatJSON, FormatJSONPretty:
 		return nil
 	}
-	return usagef("--output-format must be text, json or json-pretty, not %q", f)
+	return Usagef("--output-format must be text, json or json-pretty, not %q", f)
 }
 
-// outputFormatOf returns the output format a command line asks for: the
-// last --output-format value before "--", else PROXMOX_OUTPUT_FORMAT, else
-// text. An unknown value counts as text (the command refuses it).
-func outputFormatOf(args []string) string {
-	f := defaultOutputFormat()
+// FormatOf returns the output format a command line asks for: the last
+// --output-format value before "--", else PROXMOX_OUTPUT_FORMAT, else text.
+// An unknown value counts as text (the command refuses it).
+func FormatOf(args []string) string {
+	f := DefaultFormat()
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -51,26 +51,33 @@ func outputFormatOf(args []string) string {
 			i++
 		}
 	}
-	if checkOutputFormat(f) != nil {
-		return formatText
+	if CheckFormat(f) != nil {
+		return FormatText
 	}
 	return f
 }
 
-// output is the stdout run gives a command. Text goes straight through; in
-// a JSON format, the command's result (writeJSON) is held and printed once
-// by finish, with "ok", "exit-code" and, on failure, "error" added, so that
+// Output is the stdout Run gives a command. Text goes straight through; in
+// a JSON format, the command's result (WriteJSON) is held and printed once
+// by Finish, with "ok", "exit-code" and, on failure, "error" added, so that
 // every command prints exactly one JSON result, success or failure.
-type output struct {
+type Output struct {
 	w      io.Writer
 	format string
-	result []byte // the command's JSON result, compact; nil until writeJSON
+	result []byte // the command's JSON result, compact; nil until WriteJSON
 	werr   error  // the first error writing to the real stdout
 }
 
+// NewOutput returns the Output of a command writing to w in format (one of
+// FormatText, FormatJSON, FormatJSONPretty).
+func NewOutput(w io.Writer, format string) *Output { return &Output{w: w, format: format} }
+
+// Err returns the first error writing to the real stdout, or nil.
+func (o *Output) Err() error { return o.werr }
+
 // Write passes text through to the real stdout, remembering the first
-// error (run does not report success for output that was not written).
-func (o *output) Write(p []byte) (int, error) {
+// error (Run does not report success for output that was not written).
+func (o *Output) Write(p []byte) (int, error) {
 	n, err := o.w.Write(p)
 	if err != nil && o.werr == nil {
 		o.werr = err
@@ -78,23 +85,24 @@ func (o *output) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// textOnly marks run's stdout w as carrying a command's own text (a paper
+// TextOnly marks Run's stdout w as carrying a command's own text (a paper
 // key): no JSON result is added to it, whatever PROXMOX_OUTPUT_FORMAT says.
-func textOnly(w io.Writer) {
-	if o, ok := w.(*output); ok {
-		o.format = formatText
+func TextOnly(w io.Writer) {
+	if o, ok := w.(*Output); ok {
+		o.format = FormatText
 	}
 }
 
-// outputJSON reports whether w is run's stdout in a JSON format.
-func outputJSON(w io.Writer) bool {
-	o, ok := w.(*output)
-	return ok && o.format != formatText
+// IsJSON reports whether w is Run's stdout in a JSON format.
+func IsJSON(w io.Writer) bool {
+	o, ok := w.(*Output)
+	return ok && o.format != FormatText
 }
 
-// writeJSON gives v as the command's JSON result. Through run's output in
-// a JSON format it is held for finish; elsewhere it is printed indented.
-func writeJSON(w io.Writer, v any) error {
+// WriteJSON gives v as the command's JSON result. Through Run's Output in
+// a JSON format it is held for Finish; elsewhere it is printed indented.
+// It returns v's encoding error or w's write error.
+func WriteJSON(w io.Writer, v any) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -102,7 +110,7 @@ func writeJSON(w io.Writer, v any) error {
 		return err
 	}
 	js := escapeC1(bytes.TrimRight(b.Bytes(), "\n"))
-	if o, ok := w.(*output); ok && o.format != formatText {
+	if o, ok := w.(*Output); ok && o.format != FormatText {
 		o.result = js
 		return nil
 	}
@@ -115,12 +123,13 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// finish prints the JSON result of a command that exited with code (errMsg
+// Finish prints the JSON result of a command that exited with code (errMsg
 // is its error, "" on success): the held result object with "ok",
 // "exit-code" and "error" first (replacing fields of the same names), a held
 // array as it is on success, or an object of those fields alone.
-func (o *output) finish(code int, errMsg string) error {
-	if o.format == formatText {
+// It returns the error writing it.
+func (o *Output) Finish(code int, errMsg string) error {
+	if o.format == FormatText {
 		return nil
 	}
 	env := []field{{"ok", mustJSON(code == 0)}, {"exit-code", mustJSON(code)}}
@@ -138,7 +147,7 @@ func (o *output) finish(code int, errMsg string) error {
 	default:
 		out = encodeObject(env)
 	}
-	if o.format == formatJSONPretty {
+	if o.format == FormatJSONPretty {
 		var ind bytes.Buffer
 		if err := json.Indent(&ind, out, "", "  "); err != nil {
 			return err

@@ -1,0 +1,76 @@
+package backup
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// Summary is the final report of a backup, as the backup command prints it
+// (JSON field names are part of its output). The counts are those of
+// Stats: chunks = zero-chunks + chunks-uploaded + chunks-existing +
+// dedup-hits; chunks-uploaded + chunks-existing (chunks with data) is what
+// restore reports as chunks-fetched and verify as chunks-checked, and
+// zero-chunks what restore reports as zero-chunks. The zero chunk itself is
+// zero-chunk-uploaded or zero-chunk-existing.
+type Summary struct {
+	Snapshot      string   `json:"snapshot"`
+	Archives      []string `json:"archives"`
+	ImageBytes    uint64   `json:"image-bytes"`
+	ZeroBytes     uint64   `json:"zero-bytes"`
+	Chunks        uint64   `json:"chunks"`
+	ZeroChunks    uint64   `json:"zero-chunks"`
+	Uploaded      uint64   `json:"chunks-uploaded"`
+	UploadedBytes uint64   `json:"uploaded-bytes"` // the zero chunk's included
+	Existing      uint64   `json:"chunks-existing"`
+	DedupHits     uint64   `json:"dedup-hits"`
+	Replaced      uint64   `json:"chunks-replaced,omitempty"` // found damaged in the store and written again (in chunks-uploaded)
+	ZeroUploaded  bool     `json:"zero-chunk-uploaded"`
+	ZeroExisting  bool     `json:"zero-chunk-existing"`
+	Seconds       float64  `json:"seconds"`
+	MiBps         float64  `json:"mib-per-second"`
+	Encrypted     bool     `json:"encrypted"`
+	CryptMode     string   `json:"crypt-mode"`
+	Fingerprint   string   `json:"key-fingerprint,omitempty"`
+}
+
+// Summarize returns the summary of the backup that returned res after
+// counting into stats, having taken elapsed; key and signOnly are the
+// Options' Key and SignOnly. MiBps is left to the caller, who measures
+// rates for every command alike (restore.MiBps).
+func Summarize(res *Result, stats *Stats, elapsed time.Duration, key *crypto.Config, signOnly bool) Summary {
+	sum := Summary{
+		Snapshot: res.Snapshot.String(), ImageBytes: stats.ImageBytes.Load(), ZeroBytes: stats.ZeroBytes.Load(),
+		Chunks: stats.Chunks.Load(), Uploaded: stats.Uploaded.Load(), UploadedBytes: stats.UploadedBytes.Load(),
+		Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Replaced: stats.Replaced.Load(), Seconds: elapsed.Seconds(),
+		ZeroChunks: stats.ZeroChunks.Load(), ZeroUploaded: stats.ZeroUploaded.Load() > 0, ZeroExisting: stats.ZeroExisting.Load() > 0,
+		Encrypted: key != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
+	}
+	for _, f := range res.Manifest.Files {
+		sum.Archives = append(sum.Archives, f.Filename)
+	}
+	if key != nil {
+		sum.Fingerprint = key.Fingerprint().String()
+	}
+	return sum
+}
+
+// ParseTime parses a snapshot time given as epoch seconds or RFC 3339
+// (2026-11-29T10:00:00Z, or with an offset) into epoch seconds. Errors
+// say what is wanted; a time not after 1970 is refused.
+func ParseTime(s string) (int64, error) {
+	var t int64
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		t = n
+	} else if p, err := time.Parse(time.RFC3339, s); err == nil {
+		t = p.Unix()
+	} else {
+		return 0, errors.New("want RFC 3339 (2026-11-29T10:00:00Z or with an offset) or epoch seconds")
+	}
+	if t <= 0 {
+		return 0, errors.New("must be after 1970-01-01T00:00:00Z")
+	}
+	return t, nil
+}

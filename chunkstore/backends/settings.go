@@ -1,0 +1,104 @@
+package backends
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
+	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+)
+
+// Settings are the settings of opening a store as a command line gives
+// them, not parsed yet: the bucket layout, the S3 settings and the bucket
+// request policy. Options parses them.
+type Settings struct {
+	Layout        string        // --bucket-layout: auto, pbs4-s3 or plain
+	S3Endpoint    string        // --s3-endpoint
+	S3Region      string        // --s3-region
+	S3PathStyle   string        // --s3-path-style: auto, true or false
+	S3Fingerprint string        // --s3-fingerprint: the endpoint certificate's SHA-256
+	IOTimeout     time.Duration // --io-timeout
+	RetryFor      time.Duration // --retry-for; 0: no retries
+	// Watch, when set, is told of the bucket requests being retried.
+	Watch *bucket.RetryWatch
+}
+
+// SettingError is a setting that does not parse; Setting names it as the
+// command line does ("--bucket-layout").
+type SettingError struct {
+	Setting string
+	Err     error
+}
+
+// Error returns "SETTING: why".
+func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() }
+
+// Unwrap returns why.
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// S3Options returns the S3 settings parsed (endpoint, region, path style);
+// a path style that does not parse is a *SettingError.
+func (s Settings) S3Options() (s3store.Options, error) {
+	ps, err := s3store.ParsePathStyle(s.S3PathStyle)
+	if err != nil {
+		return s3store.Options{}, &SettingError{"--s3-path-style", err}
+	}
+	return s3store.Options{Endpoint: s.S3Endpoint, Region: s.S3Region, PathStyle: ps}, nil
+}
+
+// Options returns the Options for opening a store with s: create prepares
+// a new datastore (a backup); concurrency is the number of requests kept
+// in flight, which sizes bucket connection pools. A setting that does not
+// parse is a *SettingError.
+func (s Settings) Options(create bool, concurrency int) (Options, error) {
+	layout, err := ParseLayout(s.Layout)
+	if err != nil {
+		return Options{}, &SettingError{"--bucket-layout", err}
+	}
+	s3, err := s.S3Options()
+	if err != nil {
+		return Options{}, err
+	}
+	if s.S3Fingerprint != "" {
+		if _, err := s3store.ParseFingerprint(s.S3Fingerprint); err != nil {
+			return Options{}, &SettingError{"--s3-fingerprint", err}
+		}
+	}
+	s3.Fingerprint = s.S3Fingerprint
+	opts := Options{
+		Create:      create,
+		Concurrency: concurrency,
+		Layout:      layout,
+		S3:          s3,
+		Policy:      bucket.Options{IOTimeout: s.IOTimeout, RetryFor: s.RetryFor, Watch: s.Watch},
+	}
+	if s.RetryFor == 0 {
+		opts.Policy.RetryFor = -1 // no retries
+	}
+	return opts, nil
+}
+
+// CheckSpec refuses a store specification that is a malformed bucket URL:
+// "s3://" without a bucket, or "s3:/bucket", "S3://bucket", "gs:bucket",
+// which would otherwise be taken for a directory. Its errors name the
+// specification as --store gives it and say how a bucket is written.
+func CheckSpec(spec string) error {
+	scheme, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		return nil
+	}
+	if scheme == "s3" || scheme == "gs" {
+		if !strings.HasPrefix(rest, "//") {
+			return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
+		}
+		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
+			return fmt.Errorf("--store: %v", err)
+		}
+		return nil
+	}
+	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
+		return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	}
+	return nil
+}

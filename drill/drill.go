@@ -1,0 +1,231 @@
+// Package drill holds disaster-recovery drills: the report of one drill
+// (a restore.Drill of one snapshot archive) and the fleet drill, which
+// picks the newest disk images of every group of a namespace (or reads a
+// list of them) and drills them into a scratch directory, several at a
+// time. cmd parses the flags, opens the store and prints; restore.Drill
+// does each drill's work.
+//
+// Layout: cmd → drill → restore (Drill, Summary), verify (Select),
+// snapshot, index. A new kind of drill report goes here; a new step of
+// one drill goes into restore.Drill.
+package drill
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+	"github.com/pbsdirect/pbsdirect/verify"
+)
+
+// Report is the JSON (or text) report of a disaster-recovery drill.
+type Report struct {
+	OK              bool             `json:"ok"`
+	Error           string           `json:"error,omitempty"`
+	Snapshot        string           `json:"snapshot,omitempty"`
+	Archive         string           `json:"archive"`
+	Target          string           `json:"target"`
+	Started         string           `json:"started"`                           // RFC 3339, UTC
+	RestoreSeconds  float64          `json:"time-to-restore-seconds,omitempty"` // store opened to synced target, less the time opening the key; absent when the restore failed
+	ReadBackSeconds float64          `json:"read-back-seconds,omitempty"`       // re-check of every chunk from the target
+	TotalSeconds    float64          `json:"total-seconds"`
+	Restore         *restore.Summary `json:"restore,omitempty"`
+	ReadBack        *ReadBackReport  `json:"read-back,omitempty"`
+	Removed         bool             `json:"target-removed,omitempty"`
+	ExitCode        int              `json:"exit-code"` // the process exit code
+}
+
+// ReadBackReport says what the read-back checked.
+type ReadBackReport struct {
+	Bytes            uint64  `json:"bytes"`              // read from the target
+	ChunksChecked    uint64  `json:"chunks-checked"`     // positions whose digest was recomputed
+	ZeroBytesChecked uint64  `json:"zero-bytes-checked"` // zero ranges read and found zero
+	HoleBytes        uint64  `json:"hole-bytes"`         // zero ranges that are holes of a sparse target
+	MiBps            float64 `json:"mib-per-second"`
+}
+
+// NewReport starts the report of a drill of archive of snapshot ref (as
+// given: TYPE/ID until it is resolved) to target, started at start.
+func NewReport(ref, archive, target string, start time.Time) Report {
+	return Report{Snapshot: ref, Archive: archive, Target: target, Started: start.UTC().Format(time.RFC3339)}
+}
+
+// Add records what the drill dr did: the restore's summary, with
+// restoreTime as its time to restore, and the read-back's counts. It
+// changes nothing when the restore failed.
+func (r *Report) Add(dr *restore.DrillResult, restoreTime time.Duration) {
+	if dr == nil || dr.Restore == nil {
+		return
+	}
+	sum := dr.Restore.Summary(restoreTime)
+	r.RestoreSeconds, r.Snapshot, r.Restore = sum.Seconds, sum.Snapshot, &sum
+	rb := dr.ReadBack
+	r.ReadBackSeconds, r.Removed = dr.ReadBackTime.Seconds(), dr.Removed
+	r.ReadBack = &ReadBackReport{Bytes: rb.Bytes.Load(), ChunksChecked: rb.Chunks.Load(), ZeroBytesChecked: rb.ZeroChecked.Load(),
+		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), dr.ReadBackTime)}
+}
+
+// Finish sets the outcome: OK unless err, its Error, and the total time
+// since start.
+func (r *Report) Finish(err error, start time.Time) {
+	r.OK = err == nil
+	if err != nil {
+		r.Error = err.Error()
+	}
+	r.TotalSeconds = time.Since(start).Seconds()
+}
+
+// Item is one archive of a fleet drill: a snapshot (TYPE/ID/TIME, or
+// TYPE/ID for the latest) and an archive name.
+type Item struct {
+	Ref, Archive string
+}
+
+// LineError is a line of a drill list that is not a SNAPSHOT ARCHIVE pair.
+type LineError struct {
+	Line int // 1-based
+	Err  error
+}
+
+// Error says "line N: " and what is wrong.
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns what is wrong.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ParseList reads "SNAPSHOT ARCHIVE" pairs from r, one a line, reading at
+// most 16 MiB; blank lines and lines starting with # are skipped, archive
+// names are normalized (index.NormalizeArchiveName) and each SNAPSHOT must
+// pass checkRef. A line that does not is a *LineError; other errors are
+// the reader's.
+func ParseList(r io.Reader, checkRef func(ref string) error) ([]Item, error) {
+	var out []Item
+	sc := bufio.NewScanner(io.LimitReader(r, 16<<20))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, &LineError{n, fmt.Errorf("want SNAPSHOT ARCHIVE, got %q", line)}
+		}
+		if err := checkRef(fields[0]); err != nil {
+			return nil, &LineError{n, err}
+		}
+		out = append(out, Item{fields[0], index.NormalizeArchiveName(fields[1])})
+	}
+	return out, sc.Err()
+}
+
+// Latest lists the disk images (.img.fidx) of the newest snapshot of
+// every group of ns and the namespaces below it. A snapshot whose
+// manifest cannot be read is listed with archive "?" (its drill reports
+// the failure) and given to warn.
+func Latest(ctx context.Context, store chunkstore.Store, ns index.Namespace, warn func(index.Snapshot, error)) ([]Item, error) {
+	sel, err := verify.Select(ctx, store, verify.Scope{NS: ns, Latest: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []Item
+	for _, s := range sel.Snapshots {
+		m, err := snapshot.ReadManifest(ctx, store, s)
+		if err != nil {
+			out = append(out, Item{s.String(), "?"})
+			warn(s, err)
+			continue
+		}
+		for _, f := range m.Files {
+			if strings.HasSuffix(f.Filename, ".img.fidx") {
+				out = append(out, Item{s.String(), f.Filename})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Fleet drills items into the directory scratch, parallel at a time: for
+// the i-th item it calls drill with the item and its copy's path there
+// (a name made of i, the snapshot and the archive), and done with each
+// report as it ends, one call at a time. Once ctx is done no further
+// drill starts. It returns the reports in the order of items; an item
+// not drilled has a zero Report.
+func Fleet(ctx context.Context, items []Item, scratch string, parallel int, drill func(it Item, target string) Report, done func(Report)) []Report {
+	reps := make([]Report, len(items))
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, max(parallel, 1))
+	)
+	for i, it := range items {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			name := fmt.Sprintf("%03d-%s-%s", i, strings.NewReplacer("/", "_", ":", "").Replace(it.Ref), it.Archive)
+			rep := drill(it, filepath.Join(scratch, strings.TrimSuffix(name, ".fidx")))
+			mu.Lock()
+			defer mu.Unlock()
+			reps[i] = rep
+			done(rep)
+		})
+	}
+	wg.Wait()
+	return reps
+}
+
+// Totals sums up a fleet drill (its JSON summary line; the fields are in
+// the order of their names).
+type Totals struct {
+	Archives       int     `json:"archives"`
+	Bytes          uint64  `json:"bytes"` // image bytes restored
+	Failed         int     `json:"failed"`
+	RestoreSeconds float64 `json:"restore-seconds"`   // the drills' times to restore, summed
+	Slowest        string  `json:"slowest,omitempty"` // SNAPSHOT/ARCHIVE of the longest time to restore
+	Summary        bool    `json:"summary"`           // true: tells this line from the drills' reports
+	// SlowestAt and FirstFailed index the reports (-1: none); Order lists
+	// them by time to restore, longest first.
+	SlowestAt   int   `json:"-"`
+	FirstFailed int   `json:"-"`
+	Order       []int `json:"-"`
+}
+
+// Sum returns the totals of the reports reps.
+func Sum(reps []Report) Totals {
+	t := Totals{Archives: len(reps), Summary: true, SlowestAt: -1, FirstFailed: -1}
+	for i, r := range reps {
+		if !r.OK {
+			t.Failed++
+			if t.FirstFailed < 0 {
+				t.FirstFailed = i
+			}
+		}
+		t.RestoreSeconds += r.RestoreSeconds
+		if r.Restore != nil {
+			t.Bytes += r.Restore.Size
+		}
+		if t.SlowestAt < 0 || r.RestoreSeconds > reps[t.SlowestAt].RestoreSeconds {
+			t.SlowestAt = i
+		}
+		t.Order = append(t.Order, i)
+	}
+	if t.SlowestAt >= 0 {
+		t.Slowest = reps[t.SlowestAt].Snapshot + "/" + reps[t.SlowestAt].Archive
+	}
+	slices.SortStableFunc(t.Order, func(a, b int) int { return cmp.Compare(reps[b].RestoreSeconds, reps[a].RestoreSeconds) })
+	return t
+}

@@ -1,0 +1,77 @@
+package restore
+
+import (
+	"context"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// DrillOptions tune Drill.
+type DrillOptions struct {
+	// Restore tunes the restore; a drill's rule is not the restore
+	// command's (KeepWork is false: a failed drill keeps its work only
+	// when the cause lies outside the data or it was interrupted).
+	Restore RestoreOptions
+	// Jobs is the number of read-back readers (at least 1).
+	Jobs int
+	// Remove removes the target after a read-back that passed, when the
+	// restore created it (Remover; never a block device or a file that
+	// existed).
+	Remove bool
+	// Progress, when set, is called when the read-back starts, with the
+	// image bytes and a function that returns those read (or skipped as
+	// holes) so far; Drill calls the function it returns when the
+	// read-back ends.
+	Progress func(total int64, done func() int64) (stop func())
+}
+
+// DrillResult is what a Drill did.
+type DrillResult struct {
+	// Restore is the restore's result, nil when it failed; its Target is
+	// closed when Drill returns.
+	Restore *Result
+	// Restored is when the restore ended (its target committed), for the
+	// caller's time to restore.
+	Restored time.Time
+	// ReadBack counts the read-back's work and ReadBackTime is its wall
+	// time; nil and 0 when the restore failed.
+	ReadBack     *ReadBackStats
+	ReadBackTime time.Duration
+	// Removed reports whether the target was removed (DrillOptions.Remove).
+	Removed bool
+}
+
+// Drill rehearses a disaster recovery of the index archive name of src:
+// it restores it to the target sink opens (Restore), reads the committed
+// target back while it is still open and locked, re-checking every chunk
+// position against the index (ReadBackTarget), and with o.Remove removes
+// a target the restore created once the read-back passed. The result says
+// how far it went (never nil); the error is the restore's (refusals wrap
+// ErrRefused), the read-back's (ErrReadBackMismatch for content that
+// differs) or the removal's.
+func Drill(ctx context.Context, src *snapshot.Reader, name string, sink Sink, o DrillOptions) (*DrillResult, error) {
+	dr := &DrillResult{}
+	res, err := Restore(ctx, src, name, sink, o.Restore)
+	if err != nil {
+		return dr, err
+	}
+	dr.Restore, dr.Restored = res, time.Now()
+	// The target stays open and locked until the read-back (and Remove)
+	// are done: no other run can write it meanwhile.
+	defer res.Target.Close(false)
+	dr.ReadBack = &ReadBackStats{}
+	stop := func() {}
+	if o.Progress != nil {
+		stop = o.Progress(int64(res.Plan.Size), func() int64 { return int64(dr.ReadBack.Bytes.Load() + dr.ReadBack.HoleBytes.Load()) })
+	}
+	err = ReadBackTarget(ctx, res.Target, sink.String(), res.Plan, res.Key, o.Jobs, dr.ReadBack)
+	stop()
+	dr.ReadBackTime = time.Since(dr.Restored)
+	if rm, ok := res.Target.(Remover); ok && err == nil && o.Remove && res.Created {
+		if err = rm.Remove(); err == nil {
+			dr.Removed = true
+		}
+	}
+	return dr, err
+}
