@@ -100,6 +100,19 @@ func Outside(err error) bool {
 	return false
 }
 
+// StoreMissing returns err (the error of opening a store) marked as a store
+// that is not there at all: a bucket that does not exist, a directory
+// without a datastore. It matches ErrNotFound (the store is missing, not
+// a chunk) and ErrUnavailable, so that it is Outside: it proves nothing
+// about the data, and mounting the disk or creating the bucket can help.
+// Its text is err's.
+func StoreMissing(err error) error { return &storeMissing{err} }
+
+type storeMissing struct{ err error }
+
+func (e *storeMissing) Error() string   { return e.err.Error() }
+func (e *storeMissing) Unwrap() []error { return []error{e.err, ErrNotFound, ErrUnavailable} }
+
 // LocatedError is a store error about one file or object: where it is (a
 // file path or object URL, as ChunkLocation names a chunk's) and why. Its
 // text is "LOCATION: CAUSE"; it matches what its cause matches.

@@ -178,6 +178,9 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	s.bucket = client.Bucket(bkt)
 	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
 		client.Close()
+		if errors.Is(err, storage.ErrBucketNotExist) {
+			return nil, chunkstore.StoreMissing(err)
+		}
 		return nil, err
 	}
 	return s, nil
@@ -508,15 +511,22 @@ func status(err error) int {
 	return 0
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// mapErr wraps chunkstore.ErrNotFound around storage.ErrObjectNotExist
+// only (the object is definitively not there), chunkstore.ErrUnavailable
+// around storage.ErrBucketNotExist and other 404s (they prove nothing about
+// the data), chunkstore.ErrDenied
 // around 401/403s and chunkstore.ErrUnavailable around unreachable endpoints
 // and transient failures that outlasted the retries. Any other error (a 400
 // such as a requester-pays bucket's UserProjectMissing) is returned as is:
 // it proves nothing about the data (chunkstore.Proven is false).
 func mapErr(err error) error {
 	switch st := status(err); {
-	case st == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist):
+	case errors.Is(err, storage.ErrBucketNotExist):
+		return fmt.Errorf("%w: %w: the bucket does not exist (deleted? a wrong project or endpoint?): this proves nothing about the data", chunkstore.ErrUnavailable, err)
+	case errors.Is(err, storage.ErrObjectNotExist):
 		return fmt.Errorf("%w: %v", chunkstore.ErrNotFound, err)
+	case st == http.StatusNotFound:
+		return fmt.Errorf("%w: %v: a 404 that names no missing object (a proxy in the way? a wrong endpoint?): this proves nothing about the data", chunkstore.ErrUnavailable, err)
 	case st == http.StatusForbidden || st == http.StatusUnauthorized:
 		return fmt.Errorf("%w: %v", chunkstore.ErrDenied, err)
 	case bucket.Unreachable(err) || classifyErr(err) != bucket.Fatal:

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -25,17 +28,52 @@ func (s *Store) StatChunk(ctx context.Context, d crypto.Digest) (int64, error) {
 	return size, nil
 }
 
-// headSize returns the size of the object key (HEAD), errors mapped.
+// headSize returns the size of the object key (HEAD), errors mapped. A
+// HEAD's 404 has no body, so it cannot tell a missing object (NoSuchKey)
+// from a missing bucket or a proxy's answer: it is confirmed by a GET of
+// the object's first byte, and the object is missing (wraps
+// chunkstore.ErrNotFound) only when that GET answers 404 NoSuchKey. Any
+// other answer to it is mapped as such (NoSuchBucket, a code-less 404: not
+// proven); an object that the GET finds after all has its size taken from
+// that answer.
 func (s *Store) headSize(ctx context.Context, key string) (int64, error) {
 	var head *s3.HeadObjectOutput
 	err := s.do(ctx, func(ctx context.Context) (err error) {
 		head, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
 		return err
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+		return aws.ToInt64(head.ContentLength), nil
+	case httpStatus(err) != http.StatusNotFound:
 		return 0, mapErr(err)
 	}
-	return aws.ToInt64(head.ContentLength), nil
+	var out *s3.GetObjectOutput
+	err = s.do(ctx, func(ctx context.Context) (err error) {
+		out, err = s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key, Range: aws.String("bytes=0-0")})
+		return err
+	})
+	switch {
+	case err == nil:
+		out.Body.Close()
+		return objectSize(out), nil
+	case httpStatus(err) == http.StatusRequestedRangeNotSatisfiable:
+		return 0, nil // there, and empty
+	}
+	return 0, mapErr(err)
+}
+
+// objectSize is the whole object's size from a GET's answer: the total of
+// its Content-Range ("bytes 0-0/SIZE") for a ranged GET, else its
+// Content-Length.
+func objectSize(out *s3.GetObjectOutput) int64 {
+	cr := aws.ToString(out.ContentRange)
+	if i := strings.LastIndexByte(cr, '/'); i >= 0 {
+		if n, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
+			return n
+		}
+	}
+	return aws.ToInt64(out.ContentLength)
 }
 
 // ReplaceChunk writes old under the first free "<digest>.N.bad" key of the

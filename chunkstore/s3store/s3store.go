@@ -295,6 +295,9 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	}
 	if err != nil {
 		s.conns.closeAll()
+		if errors.Is(err, errNoSuchBucket) {
+			return nil, chunkstore.StoreMissing(s.explain(err))
+		}
 		return nil, s.explain(err)
 	}
 	return s, nil
@@ -925,7 +928,7 @@ func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (b
 	switch {
 	case err == nil && aws.ToInt64(head.ContentLength) > 0:
 		return true, nil
-	case err != nil && !errors.Is(mapErr(err), chunkstore.ErrNotFound):
+	case err != nil && !absent(err):
 		return false, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
 	}
 	if err := s.put(ctx, key, blob); err != nil {
@@ -988,7 +991,11 @@ func isNotImplemented(err error) bool {
 	return st == http.StatusNotImplemented || code == "NotImplemented"
 }
 
-// mapErr wraps chunkstore.ErrNotFound around 404s, chunkstore.ErrDenied
+// mapErr wraps chunkstore.ErrNotFound around a 404 NoSuchKey only (S3's
+// definitive word that the object is not there), chunkstore.ErrUnavailable
+// around every other 404 (NoSuchBucket: the bucket itself is gone, or a
+// wrong endpoint; no code or another one: a proxy or ingress answered, or
+// a HEAD, whose 404 has no body; see headErr), chunkstore.ErrDenied
 // around 401s, 403s and expired temporary credentials (400 ExpiredToken)
 // and chunkstore.ErrUnavailable around unreachable endpoints and transient
 // failures (429, 5xx, timeouts) that outlasted the retries. Any other error
@@ -1002,12 +1009,17 @@ func mapErr(err error) error {
 	switch {
 	case strings.Contains(err.Error(), "failed to refresh cached credentials") || strings.Contains(err.Error(), "failed to retrieve credentials"):
 		return fmt.Errorf("%w: no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (on EC2, ECS or EKS: the instance, task or pod role): %v", chunkstore.ErrDenied, err)
-	case st == http.StatusNotFound || errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nsb):
+	case code == "NoSuchKey" || errors.As(err, &nsk):
 		// The SDK's text (operation, request IDs) adds nothing to a 404.
-		if code == "" {
-			code = "HTTP 404"
+		return fmt.Errorf("%w (NoSuchKey)", chunkstore.ErrNotFound)
+	case code == "NoSuchBucket" || errors.As(err, &nsb):
+		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, errNoSuchBucket)
+	case st == http.StatusNotFound || errors.As(err, &nf):
+		what := "without an S3 error code"
+		if code != "" && code != "NotFound" {
+			what = fmt.Sprintf("with error code %q", code)
 		}
-		return fmt.Errorf("%w (%s)", chunkstore.ErrNotFound, code)
+		return fmt.Errorf("%w: HTTP 404 %s, not S3's NoSuchKey (a proxy or ingress in the way? a wrong endpoint?): this proves nothing about the data", chunkstore.ErrUnavailable, what)
 	case code == "RequestTimeTooSkewed":
 		return fmt.Errorf("%w: %v (this machine's clock differs from the server's by more than it allows, even after correcting by the server's Date: set the system clock)", chunkstore.ErrDenied, err)
 	case expiredCodes[code]:
@@ -1025,6 +1037,18 @@ func mapErr(err error) error {
 	}
 	return err
 }
+
+// absent reports whether err, the error of a HEAD request before a write,
+// lets the write go ahead: a 404 other than NoSuchBucket. A HEAD's 404 has
+// no body, so it cannot prove an object missing (see headErr); taking it
+// for absent here costs at most one upload, and a bucket that is not there
+// fails that upload.
+func absent(err error) bool {
+	return httpStatus(err) == http.StatusNotFound && errorCode(err) != "NoSuchBucket"
+}
+
+// errNoSuchBucket is wrapped by mapErr's errors for a 404 NoSuchBucket.
+var errNoSuchBucket = errors.New("404 NoSuchBucket: the bucket does not exist (deleted? a wrong endpoint or region?): this proves nothing about the data")
 
 // expiredCodes are the error codes of S3 (a 400, not a 403) and its clones
 // for temporary credentials (a session token) that expired or are no
@@ -1142,7 +1166,7 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		return err
 	}); err == nil {
 		return nil, busy()
-	} else if !errors.Is(mapErr(err), chunkstore.ErrNotFound) {
+	} else if !absent(err) {
 		return nil, fmt.Errorf("claim %s: %w", s.objURL(key), mapErr(err))
 	}
 	if err := s.put(ctx, key, mine); err != nil {

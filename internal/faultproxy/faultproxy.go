@@ -62,6 +62,10 @@ type Rule struct {
 	ResetAfter int64
 	// Code replaces the S3 error code of a Status answer (e.g. "SlowDown").
 	Code string
+	// Body, when not empty, is sent as is (Content-Type text/html) with a
+	// Status answer instead of the S3-style XML error: what a proxy or
+	// ingress in front of the store answers.
+	Body string
 	// RetryAfter, when non-zero, is sent as Retry-After (whole seconds)
 	// with a Status answer.
 	RetryAfter time.Duration
@@ -338,6 +342,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		io.Copy(io.Discard, req.Body)
 		if act.RetryAfter > 0 {
 			w.Header().Set("Retry-After", fmt.Sprint(int64((act.RetryAfter+time.Second-1)/time.Second)))
+		}
+		if act.Body != "" {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Length", fmt.Sprint(len(act.Body)))
+			w.WriteHeader(act.Status)
+			if req.Method != http.MethodHead {
+				io.WriteString(w, act.Body)
+			}
+			break
 		}
 		writeError(w, act.Status, act.Code)
 	case act.Stall:
