@@ -17,17 +17,23 @@ import (
 // chunk there with a plausible size (1 … chunkstore.ChunkLimit bytes)
 // counts in a.ChunksPresent and is not asked for again in this run; one
 // missing, empty or oversized is damaged as in a full check (reported, and
-// forgotten by the state so that the next run checks it). It returns a
-// *restore.DamagedError when any was damaged.
+// forgotten by the state so that the next run checks it). A check that
+// fails otherwise than by proving the chunk missing or of a wrong size
+// (chunkstore.Proven is false: refused credentials, a 5xx after the
+// retries, EACCES) proves nothing: the chunk is not taken for damaged, and
+// confirm returns that error (the run could not complete, exit 3). It
+// returns a *restore.DamagedError when any was damaged and no check
+// failed so.
 func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.Plan, fresh []restore.Chunk, opts restore.Options, a *ArchiveResult) error {
 	if len(fresh) == 0 {
 		return nil
 	}
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		damaged int
-		next    = make(chan *restore.Chunk)
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		damaged  int
+		unproven error // the first presence check that failed for a cause outside the data
+		next     = make(chan *restore.Chunk)
 	)
 	encrypted := opts.Encrypted
 	for range max(opts.Fetchers, opts.Jobs, 1) {
@@ -45,6 +51,17 @@ func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.
 					continue
 				}
 				if ctx.Err() != nil {
+					continue
+				}
+				if !chunkstore.Proven(err) {
+					// The check could not be made (credentials, a 5xx
+					// after the retries, a local permission): it proves
+					// nothing about the chunk.
+					mu.Lock()
+					if unproven == nil {
+						unproven = err
+					}
+					mu.Unlock()
 					continue
 				}
 				v.opts.State.Forget(c.Digest, c.Length, encrypted)
@@ -69,6 +86,9 @@ func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if unproven != nil {
+		return fmt.Errorf("checking that chunks verified before are still there: %w", unproven)
 	}
 	if damaged > 0 {
 		return &restore.DamagedError{Archive: opts.Archive, Count: damaged}
