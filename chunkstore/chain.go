@@ -23,6 +23,7 @@ import (
 // read-only, and safe for concurrent use.
 type Chain struct {
 	members []Store
+	leftOut []error // stores of the datastore that could not be opened (NewPartialChain)
 	counts  []memberCounts
 	union   unionState // listings over every member, snapshot pins, warnings
 }
@@ -56,6 +57,30 @@ func NewChain(members ...Store) (*Chain, error) {
 	return &Chain{members: members, counts: make([]memberCounts, len(members))}, nil
 }
 
+// NewPartialChain returns the chain of members (see NewChain) for a
+// datastore some of whose copies could not be opened: leftOut holds an
+// error for each, naming it. What the members lack may be in those, so it
+// is never proven missing: when no member has a chunk or file, the error
+// joins the members' errors and leftOut's, each matching ErrUnavailable
+// (Outside), and chunkstore.Missing is false for it.
+func NewPartialChain(members []Store, leftOut []error) (*Chain, error) {
+	c, err := NewChain(members...)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range leftOut {
+		if !Outside(e) {
+			e = fmt.Errorf("%w: %w", ErrUnavailable, e)
+		}
+		c.leftOut = append(c.leftOut, e)
+	}
+	return c, nil
+}
+
+// LeftOut returns the errors of the stores left out when the chain was
+// opened (see NewPartialChain), nil for none.
+func (c *Chain) LeftOut() []error { return c.leftOut }
+
 // Members returns the member stores, in order of preference.
 func (c *Chain) Members() []Store { return c.members }
 
@@ -87,8 +112,9 @@ func (c *Chain) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 // it with that member's index. An oversized copy falls through like a
 // missing one. Members that
 // fail (missing, 0-byte, unreadable, unavailable) are counted as missing and
-// skipped. When none has a copy, the error joins every member's error (so
-// that errors.Is finds ErrNotFound, ErrUnavailable, … of any of them); the
+// skipped. When none has a copy, the error joins every member's error and
+// those of the stores left out (NewPartialChain), so that errors.Is finds
+// ErrNotFound, ErrUnavailable, … of any of them; the
 // caller's ctx ending stops at once with its error. The copy is not yet
 // counted as served: the reader calls Served once it passed its check, or
 // Damaged and reads on from the next member.
@@ -105,6 +131,7 @@ func (c *Chain) ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, 
 		c.counts[i].missing.Add(1)
 		errs = append(errs, fmt.Errorf("%s: %w", c.members[i], err))
 	}
+	errs = append(errs, c.leftOut...)
 	if len(errs) == 0 {
 		return nil, len(c.members), fmt.Errorf("chunk %s: %w: no further copy after %s", d, ErrNotFound, c.members[len(c.members)-1])
 	}
@@ -139,7 +166,7 @@ func (c *Chain) Stats() []MemberStats {
 // tried first in the member that served the manifest, so that a snapshot's
 // files come from one copy where it can. A member that fails
 // otherwise than with ErrNotFound falls through too; when none has it, the
-// error joins every member's.
+// error joins every member's and those of the stores left out.
 func (c *Chain) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64, error) {
 	var errs []error
 	for _, i := range c.openOrder(rel) {
@@ -154,6 +181,7 @@ func (c *Chain) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", m, err))
 	}
+	errs = append(errs, c.leftOut...)
 	if len(errs) == 1 {
 		return nil, 0, errs[0]
 	}

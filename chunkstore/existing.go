@@ -56,8 +56,9 @@ type ChunkReplacer interface {
 
 // StatChunk returns the size of the first non-empty copy of the chunk for
 // d among the members (see ChunkStatter), or 0 when the only copies are
-// empty. When no member has one, the error joins every member's error (as
-// ReadChunkFrom's: errors.Is finds ErrNotFound, ErrUnavailable, … of any).
+// empty. When no member has one, the error joins every member's error and
+// those of the stores left out (as ReadChunkFrom's: errors.Is finds
+// ErrNotFound, ErrUnavailable, … of any).
 func (c *Chain) StatChunk(ctx context.Context, d crypto.Digest) (int64, error) {
 	var errs []error
 	empty := false
@@ -77,6 +78,7 @@ func (c *Chain) StatChunk(ctx context.Context, d crypto.Digest) (int64, error) {
 	if empty {
 		return 0, nil
 	}
+	errs = append(errs, c.leftOut...)
 	if len(errs) == 1 {
 		return 0, errs[0]
 	}

@@ -6,6 +6,8 @@ package backends
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -101,16 +103,24 @@ func OpenWrite(ctx context.Context, spec string, opts Options) (chunkstore.Write
 // OpenChain opens every spec (see Open) and returns them as a
 // chunkstore.Chain in the order given, the order of preference. A store
 // that cannot be opened for a reason outside the data (chunkstore.Outside:
-// unreachable, credentials refused) is left out of the chain and reported
-// to skipped, so that the others still serve; if that leaves none, its
-// error is returned. Any other failure (not a datastore, a bad URL) closes
-// those opened and is returned, naming the store.
+// unreachable, credentials refused) or that is not there (a directory
+// without a datastore, a bucket that does not exist: ErrNotFound, marked
+// chunkstore.StoreMissing so that it is outside too) is left out of the
+// chain and reported to skipped, so that the others still serve; the
+// chain then proves nothing missing (chunkstore.NewPartialChain). If that
+// leaves none, the first such error is returned. Any other failure (a bad
+// URL) closes those opened and is returned, naming the store.
 func OpenChain(ctx context.Context, specs []string, opts Options, skipped func(spec string, err error)) (*chunkstore.Chain, error) {
 	var members []chunkstore.Store
 	var firstOutside error
+	var leftOut []error
 	for _, spec := range specs {
 		s, err := Open(ctx, spec, opts)
+		if err != nil && errors.Is(err, chunkstore.ErrNotFound) && !chunkstore.Outside(err) {
+			err = chunkstore.StoreMissing(fmt.Errorf("%w (a disk not mounted? a bucket or prefix not created yet?)", err))
+		}
 		if err != nil && chunkstore.Outside(err) && ctx.Err() == nil {
+			leftOut = append(leftOut, fmt.Errorf("--store %s left out: %w", spec, err))
 			if firstOutside == nil {
 				firstOutside = err
 			}
@@ -130,7 +140,7 @@ func OpenChain(ctx context.Context, specs []string, opts Options, skipped func(s
 	if len(members) == 0 {
 		return nil, firstOutside
 	}
-	return chunkstore.NewChain(members...)
+	return chunkstore.NewPartialChain(members, leftOut)
 }
 
 // LayoutOf returns the bucket layout of s, and false for stores without one
