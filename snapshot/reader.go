@@ -59,8 +59,9 @@ func Open(ctx context.Context, store chunkstore.Store, ns index.Namespace, ref s
 }
 
 // OpenSnapshot opens snap on store: it pins the member of a
-// chunkstore.MemberStore whose copy of the manifest opens first, reads the
-// manifest from it (ReadManifest), with keys compares it with the other
+// chunkstore.MemberStore whose copy of the manifest reads and passes its
+// checks first (ReadManifest; a damaged copy in an earlier member is
+// warned about and passed over, see readPinned), with keys compares it with the other
 // members' copies (compareCopies) and picks the key and checks
 // the manifest and its signature (Keys.Check). With keys nil the manifest
 // is read without key checks (listings, master-key recovery) and Key is
@@ -68,26 +69,11 @@ func Open(ctx context.Context, store chunkstore.Store, ns index.Namespace, ref s
 // returns an error wrapping ErrRemoved.
 func OpenSnapshot(ctx context.Context, store chunkstore.Store, snap index.Snapshot, keys *Keys) (*Reader, error) {
 	r := &Reader{store: store, pin: -1, snap: snap}
-	from := store
-	if ms, ok := store.(chunkstore.MemberStore); ok {
-		rel := path.Join(snap.Dir(), ManifestName)
-		for i, m := range ms.Members() {
-			f, _, err := m.OpenFile(ctx, rel)
-			if err == nil {
-				f.Close()
-				r.pin, from = i, m
-				break
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-		}
-	}
-	m, err := ReadManifest(ctx, from, snap)
+	m, pin, err := readPinned(ctx, store, snap)
 	if err != nil {
-		return nil, Removed(ctx, store, snap, err)
+		return nil, err
 	}
-	r.m = m
+	r.m, r.pin = m, pin
 	if keys != nil && r.pin >= 0 {
 		compareCopies(ctx, store, snap, r.pin, m)
 	}
@@ -148,6 +134,63 @@ func (r *Reader) KeyFor(fi *index.FileInfo) *crypto.Config {
 		return r.key
 	}
 	return nil
+}
+
+// readPinned reads snap's manifest (ReadManifest) from the first member of
+// store (a chunkstore.MemberStore) whose copy reads and passes its checks,
+// and returns it with that member's index (-1 for a store without
+// members, read as a whole). A member whose copy is damaged (CRC, decoding,
+// a manifest that does not parse or names another snapshot) is passed
+// over, with a warning through store (chunkstore.Warn) naming the store
+// and the damage; one without the snapshot, or that cannot be read, is
+// passed over silently. When no member has a good copy but one had a
+// damaged one, the error joins every member's (and, for a chain, those of
+// the stores left out when it was opened): damage is proven only when no
+// copy could have been good. Otherwise the error is the whole store's, as
+// without members (wrapping ErrRemoved for a snapshot pruned meanwhile).
+func readPinned(ctx context.Context, store chunkstore.Store, snap index.Snapshot) (*index.Manifest, int, error) {
+	ms, ok := store.(chunkstore.MemberStore)
+	if !ok {
+		m, err := ReadManifest(ctx, store, snap)
+		if err != nil {
+			return nil, -1, Removed(ctx, store, snap, err)
+		}
+		return m, -1, nil
+	}
+	var errs []error
+	damaged := false
+	members := ms.Members()
+	for i, member := range members {
+		m, err := ReadManifest(ctx, member, snap)
+		if err == nil {
+			return m, i, nil
+		}
+		if ctx.Err() != nil {
+			return nil, -1, ctx.Err()
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", member, err))
+		if errors.Is(err, chunkstore.ErrNotFound) || errors.Is(err, ErrNoSnapshot) || chunkstore.Outside(err) {
+			continue
+		}
+		damaged = true
+		next := "no other --store has a good copy"
+		if i+1 < len(members) {
+			next = "trying the next --store"
+		}
+		chunkstore.Warn(store, "manifest-damaged\x00"+snap.Dir()+"\x00"+member.String(), fmt.Sprintf(
+			"pbsdirect: warning: --store %s: the manifest of snapshot %s is damaged (%v); %s", member, snap, err, next))
+	}
+	if !damaged {
+		m, err := ReadManifest(ctx, store, snap)
+		if err != nil {
+			return nil, -1, Removed(ctx, store, snap, err)
+		}
+		return m, -1, nil
+	}
+	if lo, ok := store.(interface{ LeftOut() []error }); ok {
+		errs = append(errs, lo.LeftOut()...)
+	}
+	return nil, -1, fmt.Errorf("%s: no store has an intact copy: %w", path.Join(snap.Dir(), ManifestName), chunkstore.JoinErrors(errs...))
 }
 
 // OpenFile opens the content file rel (datastore-relative) from the pinned
