@@ -147,7 +147,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		sum := r.res.Summary(r.took)
 		var damaged error
 		if r.res.Damage != nil {
-			damaged = fmt.Errorf("restored with damage: %w", r.res.Damage)
+			damaged = r.res.Damage // it says "restored with damage"
 			sum.ExitCode = exitData
 		}
 		if rc.sf.json() {
