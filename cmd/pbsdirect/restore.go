@@ -197,6 +197,14 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 // error came before SNAPSHOT was resolved.
 func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, drill *restore.DrillOptions, stdout, stderr io.Writer) (_ *restored, err error) {
 	sf, pf := &rc.sf, rc.pf
+	// A target another run holds is refused at once, before the store is
+	// opened or listed (which can take long with a store that stalls);
+	// Open takes the lock for the run.
+	probe := rc.targetOptions(0)
+	probe.Resume = *rc.resume
+	if err := filetarget.CheckNotBusy(targetPath, probe); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	// Until the progress report starts, retries are said on their own.
 	stopRetryLines := startRetryLines(stderr, sf.progress, "restore", &sf.retries)
