@@ -158,8 +158,11 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
 			index.DisplayText(sum.Snapshot), index.DisplayText(sum.Archive), index.DisplayText(sum.Target), humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
-		fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
-			sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
+		if sum.ResumedChunks > 0 {
+			fmt.Fprintf(stdout, "  resumed: %d chunks already on the target (made durable by the stopped restore, not fetched again)\n", sum.ResumedChunks)
+		}
+		fmt.Fprintf(stdout, "  %s, zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
+			fetchedWords(sum), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
 		if sum.Layout != "" {
 			fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 		}
@@ -176,6 +179,20 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		return damaged
 	}
+}
+
+// fetchedWords says how many chunks sum fetched and verified and the
+// encoded bytes read from the store, which also count the copies that
+// failed their check (damaged chunks, copies a chain fell through).
+func fetchedWords(sum restore.Summary) string {
+	failed := sum.DamagedChunks > 0
+	for _, m := range sum.Stores {
+		failed = failed || m.Damaged > 0
+	}
+	if failed {
+		return fmt.Sprintf("chunks fetched and verified: %d (%s encoded read from the store, the copies that failed their check included)", sum.ChunksFetched, humanBytes(sum.FetchedBytes))
+	}
+	return fmt.Sprintf("chunks fetched: %d (%s encoded)", sum.ChunksFetched, humanBytes(sum.FetchedBytes))
 }
 
 // printStores prints what each store of several --store contributed.
