@@ -198,6 +198,13 @@ func Merge(reports []Report) (Report, error) {
 		}
 		out.Add(*s)
 	}
+	// The shards' chunks are disjoint: their distinct counts add up (the
+	// archives' would count a shared chunk in each).
+	out.ChunksFresh, out.ChunksPresent = 0, 0
+	for _, r := range reports {
+		out.ChunksFresh += r.ChunksFresh
+		out.ChunksPresent += r.ChunksPresent
+	}
 	if !out.OK {
 		out.ExitCode = 1
 	}
