@@ -44,10 +44,10 @@ const DefaultMaxDamaged = 100
 
 // ArchiveResult is the verification result of one archive.
 type ArchiveResult struct {
-	Archive       string `json:"archive"`
-	OK            bool   `json:"ok"`
-	Error         string `json:"error,omitempty"`
-	Size          uint64 `json:"size"`
+	Archive string `json:"archive"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error,omitempty"`
+	Size    uint64 `json:"size"`
 	// The chunk counts of an archive count its own distinct chunks (the
 	// zero chunk of a fixed index included): a chunk shared with other
 	// archives counts in each, once as checked (read here) and in the

@@ -85,10 +85,10 @@ func keyOf(c *restore.Chunk, encrypted bool) chunkKey {
 // was found damaged: every archive using it checks it again, so that each
 // reports it with its own byte ranges).
 const (
-	inFlight uint8 = iota + 1 // claimed by an archive being checked
-	verified                  // passed its check in this run
-	present                   // fresh in the state, confirmed present in this run (not read)
-	confirming                // fresh in the state, its presence being confirmed (or found wanting)
+	inFlight   uint8 = iota + 1 // claimed by an archive being checked
+	verified                    // passed its check in this run
+	present                     // fresh in the state, confirmed present in this run (not read)
+	confirming                  // fresh in the state, its presence being confirmed (or found wanting)
 )
 
 // Verifier checks snapshots of one store, remembering verified chunks so
@@ -103,12 +103,12 @@ type Verifier struct {
 	mu      sync.Mutex
 	changed *sync.Cond // a chunk left the inFlight state
 	chunks  map[chunkKey]uint8
-	listed  int   // damaged chunks listed in full so far
+	listed  int // damaged chunks listed in full so far
 	// nFresh and nPresent count the distinct chunks skipped as fresh in the
 	// state and confirmed present, for the report (an archive counts each
 	// of its own).
 	nFresh, nPresent int
-	listErr error // first error writing DamagedList
+	listErr          error // first error writing DamagedList
 	// outside is the first failure that proves nothing about the data
 	// (not restore.Proven): an archive was not checked, not found damaged.
 	outside error
