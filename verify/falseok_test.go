@@ -122,6 +122,13 @@ func TestMergeDifferentSnapshots(t *testing.T) {
 	if m.OK || m.ExitCode == 0 || !slices.Equal(m.NotVerified, []string{snaps[2].String()}) || last.OK || !strings.Contains(last.Error, "seen by shard 1/2 only") {
 		t.Errorf("merge of shards that saw different snapshots: ok %v, exit %d, not verified %v, last %+v", m.OK, m.ExitCode, m.NotVerified, last)
 	}
+	// Its archives say so too, not "ok (… chunks checked)".
+	var text strings.Builder
+	last.WriteText(&text)
+	if a := last.Archives[0]; a.OK || !a.NotVerified || !strings.Contains(text.String(), "drive-scsi0.img.fidx") ||
+		!strings.Contains(text.String(), " not verified (") || strings.Contains(text.String(), " ok (") {
+		t.Errorf("archive of the snapshot not verified: %+v\n%s", a, text.String())
+	}
 	// The same shards, the earlier one having skipped it as removed.
 	early.Skipped = []string{snaps[2].String()}
 	if m, err = verify.Merge([]verify.Report{early, late}); err != nil || !m.OK || len(m.NotVerified) != 0 || !slices.Equal(m.Skipped, []string{snaps[2].String()}) || len(m.Snapshots) != 2 {

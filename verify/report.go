@@ -58,7 +58,12 @@ type ArchiveResult struct {
 	ChunksPresent int    `json:"chunks-confirmed-present,omitempty"` // of ChunksFresh: confirmed still in the store (stat, HEAD)
 	ChunksOther   int    `json:"chunks-other-shards,omitempty"`      // left to the other shards (Options.Shard)
 	CRCOnly       bool   `json:"crc-only,omitempty"`                 // encrypted, no key: structure and CRC checked, not content
-	DamagedCount  int    `json:"damaged-count,omitempty"`            // damaged chunks, listed or not
+	// NotVerified is set, in a merged report, on the archives of a
+	// snapshot that only some shards saw (Report.NotVerified) where no
+	// damage was found: the other shards' chunks were not checked, so the
+	// archive is not OK, and not known damaged either.
+	NotVerified  bool `json:"not-verified,omitempty"`
+	DamagedCount int  `json:"damaged-count,omitempty"` // damaged chunks, listed or not
 	// DamageError is set when Error only counts the damaged chunks
 	// (DamageSummary of DamagedCount): a merge of shards' reports counts
 	// them again instead of keeping one shard's count.
