@@ -25,3 +25,31 @@ type MemberStore interface {
 }
 
 var _ MemberStore = (*Chain)(nil)
+
+// DirLister is a Store whose directories exist without files in them (a
+// datastore directory): a namespace that PBS created and nothing was backed
+// up into yet is such a directory (§1.3). Buckets have no directories; a
+// PBS 4 bucket marks a namespace with a ".namespace" object instead (§8.1),
+// which its ListFiles lists.
+type DirLister interface {
+	// ListDirs returns dir itself, when it exists, and every directory
+	// below it (recursively, any order), datastore-relative, empty ones
+	// included; never ".chunks" or what lies below it, never a symbolic
+	// link. A missing dir yields none.
+	ListDirs(ctx context.Context, dir string) ([]string, error)
+}
+
+// PartialLister is a store whose listings can leave part of it out while
+// the rest answers (a Chain whose members' listings failed), and can say
+// which part: a listing over it is then incomplete.
+type PartialLister interface {
+	// Unlisted returns the names of the parts (members) whose listing
+	// failed so far, each once; none when every listing was complete.
+	Unlisted() []string
+}
+
+var (
+	_ DirLister     = (*Local)(nil)
+	_ DirLister     = (*Chain)(nil)
+	_ PartialLister = (*Chain)(nil)
+)

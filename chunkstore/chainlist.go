@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -18,7 +20,29 @@ const snapshotManifest = "index.json.blob"
 type unionState struct {
 	mu       sync.Mutex
 	pins     map[string]int // snapshot directory → member that served its manifest
+	unlisted []string       // members whose listing failed, each once
 	warnings Warnings
+}
+
+// Unlisted returns the names of the members whose listing (ListFiles,
+// ListDirs) failed so far while others answered, in the order they failed,
+// each once: what the chain's listings left out (see PartialLister).
+func (c *Chain) Unlisted() []string {
+	c.union.mu.Lock()
+	defer c.union.mu.Unlock()
+	return append([]string(nil), c.union.unlisted...)
+}
+
+// listFailed records that member m's listing failed while others answered,
+// and says so once.
+func (c *Chain) listFailed(m int, err error) {
+	name := c.members[m].String()
+	c.union.mu.Lock()
+	if !slices.Contains(c.union.unlisted, name) {
+		c.union.unlisted = append(c.union.unlisted, name)
+	}
+	c.union.mu.Unlock()
+	c.say("list-failed\x00"+name, fmt.Sprintf("pbsdirect: warning: --store %s could not be listed (%v): listings come from the other stores", name, err))
 }
 
 // WarnTo sets where the chain says that its members disagree: a snapshot
@@ -119,7 +143,7 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	}
 	for i, err := range failed {
 		if err != nil {
-			c.say("list-failed\x00"+c.members[i].String(), fmt.Sprintf("pbsdirect: warning: --store %s could not be listed (%v): listings come from the other stores", c.members[i], err))
+			c.listFailed(i, err)
 		}
 	}
 	dirs := map[string]bool{}
@@ -134,6 +158,7 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	}
 	sort.Strings(sorted)
 	var out []FileInfo
+	lacks := make([]lacking, len(c.members))
 	for _, d := range sorted {
 		from := -1
 		for i, l := range lists {
@@ -153,12 +178,97 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 			// A snapshot some member lacks: that member lags behind (or is ahead).
 			for i, l := range lists {
 				if l != nil && (l[d] == nil || !l[d].manifest) {
-					c.say("lacks\x00"+c.members[i].String(), fmt.Sprintf("pbsdirect: warning: the stores disagree: --store %s lacks snapshot %s that --store %s holds (and maybe more); listings are the union of the stores, each snapshot read from the first store that has it",
-						c.members[i], d, c.members[from]))
+					lacks[i].add(d, from)
 				}
 			}
 		}
 		out = append(out, lists[from][d].files...)
+	}
+	for i, l := range lacks {
+		if len(l.dirs) > 0 {
+			c.say("lacks\x00"+c.members[i].String(), l.message(c.members[i].String(), c.members))
+		}
+	}
+	return out, nil
+}
+
+// lackShown is how many of the snapshots a member lacks its warning names.
+const lackShown = 3
+
+// lacking is what one member of a chain lacks in one listing: the
+// snapshot directories other members hold, and which members hold them.
+type lacking struct {
+	dirs []string
+	from []int // members holding them, each once
+}
+
+func (l *lacking) add(dir string, from int) {
+	l.dirs = append(l.dirs, dir)
+	if !slices.Contains(l.from, from) {
+		l.from = append(l.from, from)
+	}
+}
+
+// message is the one warning for member name: how many snapshots it
+// lacks, the first lackShown of them, and which stores hold them.
+func (l *lacking) message(name string, members []Store) string {
+	shown := l.dirs[:min(len(l.dirs), lackShown)]
+	list := strings.Join(shown, ", ")
+	if len(l.dirs) > len(shown) {
+		list += fmt.Sprintf(", and %d more", len(l.dirs)-len(shown))
+	}
+	holders := make([]string, len(l.from))
+	for i, m := range l.from {
+		holders[i] = "--store " + members[m].String()
+	}
+	verb := "holds"
+	if len(holders) > 1 {
+		verb = "hold"
+	}
+	return fmt.Sprintf("pbsdirect: warning: the stores disagree: --store %s lacks %d snapshot(s) that %s %s (%s); listings are the union of the stores, each snapshot read from the first store that has it",
+		name, len(l.dirs), strings.Join(holders, " and "), verb, list)
+}
+
+// ListDirs returns the union of the directories its members that are
+// DirListers list (see DirLister); a member whose listing fails is left
+// out (ListFiles says so), and when every one fails the errors are joined.
+func (c *Chain) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	var errs []error
+	asked := 0
+	type failure struct {
+		m   int
+		err error
+	}
+	var failedAt []failure
+	for i, m := range c.members {
+		dl, ok := m.(DirLister)
+		if !ok {
+			continue
+		}
+		asked++
+		dirs, err := dl.ListDirs(ctx, dir)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m, err))
+			failedAt = append(failedAt, failure{i, err})
+			continue
+		}
+		for _, d := range dirs {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+	}
+	if asked > 0 && len(errs) == asked {
+		return nil, JoinErrors(errs...)
+	}
+	for _, f := range failedAt {
+		c.listFailed(f.m, f.err)
 	}
 	return out, nil
 }

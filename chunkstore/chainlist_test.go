@@ -114,3 +114,38 @@ func TestChainListUnion(t *testing.T) {
 		t.Errorf("stores that agree: warnings %q", w)
 	}
 }
+
+// listFailingStore is a member whose listings fail with err.
+type listFailingStore struct {
+	Store
+	err error
+}
+
+func (f *listFailingStore) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
+	return nil, f.err
+}
+
+// TestChainUnlisted: a member whose listing fails while the others answer
+// is said once and reported by Unlisted (the listing is incomplete); a
+// chain whose members all answer reports none.
+func TestChainUnlisted(t *testing.T) {
+	const s1 = "vm/100/2026-11-01T00:00:00Z"
+	c, said := chainOf(t, map[string]string{s1 + "/index.json.blob": "a"}, map[string]string{s1 + "/index.json.blob": "a"})
+	if _, err := c.ListFiles(context.Background(), "vm"); err != nil || len(c.Unlisted()) != 0 {
+		t.Fatalf("all members answered: %v, unlisted %q", err, c.Unlisted())
+	}
+	bad := &listFailingStore{Store: c.members[1], err: ErrUnavailable}
+	c.members[1] = bad
+	for range 2 {
+		files, err := c.ListFiles(context.Background(), "vm")
+		if err != nil || len(files) != 1 {
+			t.Fatalf("listing with one member failing: %v, %v", files, err)
+		}
+	}
+	if u := c.Unlisted(); len(u) != 1 || u[0] != bad.String() {
+		t.Errorf("unlisted %q, want [%s]", u, bad)
+	}
+	if w := said(); len(w) != 1 || !strings.Contains(w[0], "could not be listed") {
+		t.Errorf("warnings %q, want one saying the store could not be listed", w)
+	}
+}

@@ -415,6 +415,50 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	return out, nil
 }
 
+// ListDirs lists dir and the directories below it (see DirLister); like
+// ListFiles it follows no symbolic link, skips ".chunks" and leaves out
+// what a prune removes while it walks.
+func (l *Local) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	c, err := clean(dir)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openBeneath(l.dir, l.root, c, unix.O_RDONLY|unix.O_DIRECTORY)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list %s: %w", filepath.Join(l.root, c), err)
+	}
+	d.Close()
+	base := filepath.Join(l.root, c)
+	var out []string
+	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				if p == base {
+					return fs.SkipAll
+				}
+				return nil
+			}
+			return err
+		}
+		if !de.IsDir() {
+			return nil
+		}
+		if de.Name() == ".chunks" {
+			return fs.SkipDir
+		}
+		rel, _ := filepath.Rel(l.root, p)
+		out = append(out, filepath.ToSlash(rel))
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", base, err)
+	}
+	return out, nil
+}
+
 // WriteChunk writes the chunk file atomically unless a non-empty one exists;
 // an existing chunk gets its atime refreshed (§1.2, §9). A prefix directory
 // that is a symbolic link is refused (ErrSymlink); a chunk file that is one

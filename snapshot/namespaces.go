@@ -19,10 +19,11 @@ import (
 var ErrNoNamespace = chunkstore.MissingKind("no such namespace")
 
 // Namespaces returns ns and the namespaces below it, at most maxDepth
-// levels deeper (maxDepth < 0: all), sorted by name (§1.3). A namespace is
-// seen through the files stored in it or below it: a namespace directory
-// with nothing in it is not listed. It returns an error wrapping
-// ErrNoNamespace when ns is not the root and holds nothing. Directories
+// levels deeper (maxDepth < 0: all), sorted by name (§1.3). A namespace
+// exists when its directory does, as PBS lists it: seen through the files
+// stored in it or below it, its directory (chunkstore.DirLister: an empty
+// one too) or a bucket's ".namespace" marker (§8.1). It returns an error
+// wrapping ErrNoNamespace when ns is not the root and does not exist. Directories
 // whose names are no namespace name are left out with a warning that
 // counts them (see List); hidden ones silently.
 func Namespaces(ctx context.Context, store chunkstore.Store, ns index.Namespace, maxDepth int) ([]index.Namespace, error) {
@@ -34,15 +35,26 @@ func Namespaces(ctx context.Context, store chunkstore.Store, ns index.Namespace,
 	if err != nil {
 		return nil, err
 	}
-	if !ns.IsRoot() && len(files) == 0 {
+	paths := make([]string, 0, len(files))
+	for _, f := range files {
+		paths = append(paths, f.Path)
+	}
+	dirs, err := listDirs(ctx, store, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		paths = append(paths, d+"/") // a directory: its last level counts
+	}
+	if !ns.IsRoot() && len(paths) == 0 {
 		if err := Exists(ctx, store, ns); err != nil {
 			return nil, err
 		}
 	}
 	seen := map[string]index.Namespace{ns.String(): ns}
 	var skipped unlisted
-	for _, f := range files {
-		parts := strings.Split(f.Path, "/")
+	for _, p := range paths {
+		parts := strings.Split(p, "/")
 		var levels []string
 		for i := 0; i+2 < len(parts) && parts[i] == "ns"; i += 2 {
 			levels = append(levels, parts[i+1])
@@ -71,8 +83,10 @@ func Namespaces(ctx context.Context, store chunkstore.Store, ns index.Namespace,
 	return out, nil
 }
 
-// Exists returns nil when namespace ns holds anything (the root always
-// does), else an error wrapping ErrNoNamespace.
+// Exists returns nil when namespace ns exists (the root always does): its
+// directory holds anything, or exists empty (chunkstore.DirLister), or a
+// bucket holds its ".namespace" marker (listed as a file); else an error
+// wrapping ErrNoNamespace.
 func Exists(ctx context.Context, store chunkstore.Store, ns index.Namespace) error {
 	if ns.IsRoot() {
 		return nil
@@ -81,10 +95,26 @@ func Exists(ctx context.Context, store chunkstore.Store, ns index.Namespace) err
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
+	if len(files) > 0 {
+		return nil
+	}
+	dirs, err := listDirs(ctx, store, ns.Path())
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
 		return fmt.Errorf("%w: %q in %s (nothing stored under %s/)", ErrNoNamespace, ns.String(), store, ns.Path())
 	}
 	return nil
+}
+
+// listDirs returns the directories at and below dir of a store that has
+// directories of its own (chunkstore.DirLister); none for a bucket.
+func listDirs(ctx context.Context, store chunkstore.Store, dir string) ([]string, error) {
+	if dl, ok := store.(chunkstore.DirLister); ok {
+		return dl.ListDirs(ctx, dir)
+	}
+	return nil, nil
 }
 
 // maxSmallFile bounds what is read of an owner or notes file (bytes).

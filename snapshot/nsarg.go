@@ -25,14 +25,15 @@ func (e ambiguousError) Error() string { return string(e) }
 // Is matches ErrAmbiguousNamespace.
 func (e ambiguousError) Is(target error) bool { return target == ErrAmbiguousNamespace }
 
-// NSArg is what a namespace argument (--ns) can mean. Its grammar is the one PBS,
-// proxmox-backup-client and 'pbsdirect namespaces' print: levels joined by
-// '/' ("prod/db", a trailing '/' allowed). The datastore path form
-// ("ns/prod/ns/db", as snapshot names print it) is a second reading of any
-// argument whose even-index levels are all "ns"; since "ns" is a valid
+// NSArg is what a namespace argument (--ns) can mean. Its grammar is the
+// one PBS, proxmox-backup-client and 'pbsdirect namespaces' print: levels
+// joined by '/' ("prod/db", a trailing '/' allowed). The datastore path
+// form ("ns/prod/ns/db", as snapshot names print it) is a second reading of
+// any argument whose even-index levels are all "ns"; since "ns" is a valid
 // level name, "ns/prod" reads both as namespace ns → prod (plain) and as
-// the path of namespace prod (path). Resolve settles such an argument
-// against the store.
+// the path of namespace prod (path). The plain reading is the grammar:
+// Resolve takes it whenever it exists, and refuses the argument when only
+// the path reading does.
 type NSArg struct {
 	arg   string          // as given, without a trailing '/'
 	plain index.Namespace // the plain reading; nil when not a valid namespace
@@ -99,65 +100,45 @@ func (a NSArg) only() (index.Namespace, bool) {
 
 // Resolve returns the namespace the argument means in store. An argument
 // with one reading is that namespace, whatever the store holds. An
-// ambiguous one ("ns/prod") is settled by what the store holds:
-//
-//   - a command that reads (create false) takes the reading that exists; when
-//     neither exists, the plain one (which the command then reports
-//     missing); when both exist, it is refused;
-//   - backup (create true) takes the plain reading when it exists (it writes
-//     into the namespace exactly as listed) and is refused otherwise: it
-//     would create a namespace the user may not mean.
+// argument with both ("ns/prod") is its plain reading (as listed) when that
+// namespace exists, even when the path reading exists too, and when
+// neither exists (a reading command then reports it missing; backup,
+// create true, creates it with its parents). When only the path reading
+// exists it is refused: the path form is never taken silently for a name
+// that can be pasted from a listing. create is kept for the refusal's
+// hint.
 //
 // A refusal matches ErrAmbiguousNamespace (a usage mistake: the argument
-// must change) and names both readings and how to write each one. Store
-// errors are returned as they are.
+// must change) and names both readings and how to write the existing one.
+// Store errors are returned as they are.
 func (a NSArg) Resolve(ctx context.Context, store chunkstore.Store, create bool) (index.Namespace, error) {
 	if ns, ok := a.only(); ok {
 		return ns, nil
 	}
 	plainOK, err := nsExists(ctx, store, a.plain)
-	if err != nil {
-		return nil, err
+	if err != nil || plainOK {
+		return a.plain, err
 	}
 	pathOK, err := nsExists(ctx, store, a.path)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case create && plainOK:
-		return a.plain, nil
-	case create:
-	case plainOK && pathOK:
-	case pathOK:
-		return a.path, nil
-	default:
+	if !pathOK {
 		return a.plain, nil
 	}
-	return nil, a.refusal(plainOK, pathOK, create)
+	return nil, a.refusal(create)
 }
 
-// refusal is the ErrAmbiguousNamespace error for an ambiguous argument the store did not
-// settle: it names both readings, what the store holds and how to write
-// each reading alone.
-func (a NSArg) refusal(plainOK, pathOK, create bool) error {
-	held := "the store holds neither"
-	switch {
-	case plainOK && pathOK:
-		held = "the store holds both"
-	case pathOK:
-		held = "the store holds only namespace " + index.DisplayText(a.path.String())
-	}
-	var hints []string
-	if alone, err := ParseNSArg(a.path.String()); err == nil && !alone.Ambiguous() {
-		hints = append(hints, "write "+index.DisplayText(a.path.String())+" for namespace "+index.DisplayText(a.path.String()))
-	}
+// refusal is the ErrAmbiguousNamespace error for an argument whose plain
+// reading does not exist while its path reading does: it names both
+// readings and how to write each.
+func (a NSArg) refusal(create bool) error {
+	hint := "write " + index.DisplayText(a.path.String()) + " for namespace " + index.DisplayText(a.path.String())
 	if create {
-		hints = append(hints, "create namespace "+index.DisplayText(a.plain.String())+" first (proxmox-backup-client namespace create) to back up into it")
-	} else {
-		hints = append(hints, "write its datastore path "+index.DisplayText(a.plain.Path())+" for namespace "+index.DisplayText(a.plain.String()))
+		hint += "; to back up into a new namespace " + index.DisplayText(a.plain.String()) + ", create it first (proxmox-backup-client namespace create)"
 	}
-	return ambiguousError(fmt.Sprintf("--ns %s is ambiguous: namespace %s (as 'pbsdirect namespaces' prints it) or the datastore path of namespace %s; %s (%s)",
-		index.DisplayText(a.arg), index.DisplayText(a.plain.String()), index.DisplayText(a.path.String()), held, strings.Join(hints, "; ")))
+	return ambiguousError(fmt.Sprintf("--ns %s is ambiguous: there is no namespace %s (as 'pbsdirect namespaces' prints it), but the datastore path form reads as namespace %s, which exists; the path form is not taken for a listed name (%s)",
+		index.DisplayText(a.arg), index.DisplayText(a.plain.String()), index.DisplayText(a.path.String()), hint))
 }
 
 // nsExists reports whether namespace ns holds anything in store.

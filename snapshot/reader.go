@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -59,7 +60,8 @@ func Open(ctx context.Context, store chunkstore.Store, ns index.Namespace, ref s
 
 // OpenSnapshot opens snap on store: it pins the member of a
 // chunkstore.MemberStore whose copy of the manifest opens first, reads the
-// manifest from it (ReadManifest) and, with keys, picks the key and checks
+// manifest from it (ReadManifest), with keys compares it with the other
+// members' copies (compareCopies) and picks the key and checks
 // the manifest and its signature (Keys.Check). With keys nil the manifest
 // is read without key checks (listings, master-key recovery) and Key is
 // nil. A manifest that is gone because the snapshot was pruned meanwhile
@@ -86,6 +88,9 @@ func OpenSnapshot(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 		return nil, Removed(ctx, store, snap, err)
 	}
 	r.m = m
+	if keys != nil && r.pin >= 0 {
+		compareCopies(ctx, store, snap, r.pin, m)
+	}
 	if keys != nil {
 		if r.key, r.missing, err = keys.Check(m, snap); err != nil {
 			return nil, err
@@ -214,4 +219,51 @@ func (r *Reader) Removed(ctx context.Context, err error) error {
 		return err
 	}
 	return Removed(ctx, r.store, r.snap, err)
+}
+
+// compareCopies reads the manifest of snap from every member of store but
+// pin (one small read each) and has the store warn (chunkstore.Warn), once
+// per snapshot, when one describes other archives than m, the pinned
+// member's: the same snapshot name with other content (another disk
+// behind the same name). It names the stores, which one is used, and how
+// to use the other. A member without the snapshot or whose copy cannot be
+// read is left alone, and one whose listing already failed is not asked:
+// the chain's own warnings cover those.
+func compareCopies(ctx context.Context, store chunkstore.Store, snap index.Snapshot, pin int, m *index.Manifest) {
+	ms, ok := store.(chunkstore.MemberStore)
+	if !ok {
+		return
+	}
+	var unlisted []string // members already found unreadable: not asked again
+	if pl, ok := store.(chunkstore.PartialLister); ok {
+		unlisted = pl.Unlisted()
+	}
+	members := ms.Members()
+	for i, other := range members {
+		if i == pin || slices.Contains(unlisted, other.String()) {
+			continue
+		}
+		om, err := ReadManifest(ctx, other, snap)
+		if err != nil || sameArchives(m, om) {
+			continue
+		}
+		chunkstore.Warn(store, "manifest\x00"+snap.Dir()+"\x00"+other.String(), fmt.Sprintf(
+			"pbsdirect: warning: the stores disagree on snapshot %s: --store %s and --store %s hold different manifests (other archives, sizes or checksums); using --store %s's (the first --store that has it); give --store %s first to use the other",
+			snap, members[pin], other, members[pin], other))
+	}
+}
+
+// sameArchives reports whether manifests a and b describe the same
+// snapshot content: the same archives with the same crypt modes, sizes and
+// checksums (the unprotected part, such as a verify state, may differ).
+func sameArchives(a, b *index.Manifest) bool {
+	if a.BackupType != b.BackupType || a.BackupID != b.BackupID || a.BackupTime != b.BackupTime || len(a.Files) != len(b.Files) {
+		return false
+	}
+	for i := range a.Files {
+		if a.Files[i] != b.Files[i] {
+			return false
+		}
+	}
+	return true
 }

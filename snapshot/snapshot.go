@@ -66,11 +66,31 @@ func Removed(ctx context.Context, store chunkstore.Store, snap index.Snapshot, e
 // through the store's warning channel (chunkstore.Warn) that counts them;
 // names PBS keeps there (owner, notes, hidden files) are left out silently.
 func List(ctx context.Context, store chunkstore.Store, ns index.Namespace) ([]Info, error) {
+	return list(ctx, store, ns, "", "")
+}
+
+// ListGroup is List for the one group typ/id of namespace ns: it lists
+// that group's directory only, so that what it says (a store of a chain
+// that lacks snapshots) is about that group alone.
+func ListGroup(ctx context.Context, store chunkstore.Store, ns index.Namespace, typ, id string) ([]Info, error) {
+	return list(ctx, store, ns, typ, id)
+}
+
+// list is List, of group typ/id alone when typ is not "".
+func list(ctx context.Context, store chunkstore.Store, ns index.Namespace, onlyType, onlyID string) ([]Info, error) {
 	byDir := map[string]*Info{}
 	finished := map[string]bool{}
-	for _, typ := range []string{"vm", "ct", "host"} {
+	types := []string{"vm", "ct", "host"}
+	if onlyType != "" {
+		types = []string{onlyType}
+	}
+	for _, typ := range types {
 		dir := path.Join(ns.Path(), typ)
-		files, err := store.ListFiles(ctx, dir)
+		listed := dir
+		if onlyType != "" {
+			listed = path.Join(dir, onlyID)
+		}
+		files, err := store.ListFiles(ctx, listed)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +184,7 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 		r.Close()
 		return snap, nil
 	}
-	all, err := List(ctx, store, ns)
+	all, err := ListGroup(ctx, store, ns, snap.Type, snap.ID)
 	if err != nil {
 		return snap, err
 	}
@@ -190,7 +210,7 @@ const nearestShown = 3
 // about a snapshot time that does not exist: the nearestShown closest in
 // time, or that the group has none.
 func nearest(ctx context.Context, store chunkstore.Store, snap index.Snapshot) string {
-	all, err := List(ctx, store, snap.NS)
+	all, err := ListGroup(ctx, store, snap.NS, snap.Type, snap.ID)
 	if err != nil {
 		return fmt.Sprintf("the group's snapshots could not be listed: %v", err)
 	}

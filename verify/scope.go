@@ -34,11 +34,16 @@ type Scope struct {
 type Selection struct {
 	Namespaces []index.Namespace
 	Snapshots  []index.Snapshot
+	// Note says why Snapshots is empty for a namespace that exists and
+	// holds no snapshot (that is no failure); "" otherwise.
+	Note string
 }
 
 // Select resolves sc against store. A snapshot Ref that does not exist, or
-// a group or namespace tree without a finished snapshot, returns an error
-// wrapping snapshot.ErrNoSnapshot.
+// a group without a finished snapshot, returns an error wrapping
+// snapshot.ErrNoSnapshot; a namespace that does not exist one wrapping
+// snapshot.ErrNoNamespace. A namespace (tree) that exists and holds no
+// finished snapshot is an empty Selection with its Note.
 func Select(ctx context.Context, store chunkstore.Store, sc Scope) (Selection, error) {
 	var sel Selection
 	if sc.Ref != "" {
@@ -58,7 +63,7 @@ func Select(ctx context.Context, store chunkstore.Store, sc Scope) (Selection, e
 		} else if len(sc.NS) != 0 && ref.NS.String() != sc.NS.String() {
 			return sel, fmt.Errorf("%w: %q is in namespace %q, not in the namespace given (%q)", index.ErrBadName, sc.Ref, ref.NS, sc.NS)
 		}
-		list, err := snapshot.List(ctx, store, ref.NS)
+		list, err := snapshot.ListGroup(ctx, store, ref.NS, ref.Type, ref.ID)
 		if err != nil {
 			return sel, err
 		}
@@ -94,11 +99,15 @@ func Select(ctx context.Context, store chunkstore.Store, sc Scope) (Selection, e
 		}
 	}
 	if len(sel.Snapshots) == 0 {
-		what := snapshot.NamespaceName(sc.NS)
-		if sc.MaxDepth != 0 {
-			what += " or below it"
+		if err := snapshot.Exists(ctx, store, sc.NS); err != nil {
+			return sel, err
 		}
-		return sel, fmt.Errorf("%w: no finished snapshot in %s of %s", snapshot.ErrNoSnapshot, what, store)
+		sel.Note = "no snapshots in " + snapshot.NamespaceName(sc.NS)
+		if sc.MaxDepth != 0 {
+			sel.Note += " or below it"
+		} else {
+			sel.Note += " (--max-depth to include its children)"
+		}
 	}
 	return sel, nil
 }

@@ -152,9 +152,10 @@ func (k Keys) Content(rel string) (string, error) {
 
 // RelFromKey returns the datastore-relative path of a content key listed
 // below ContentBase, and false for keys that are not content files: outside
-// ContentBase, directory markers (ending in '/'), anything inside a ".chunks"
-// directory, and (PBS4) ".namespace" markers, which have no counterpart in a
-// datastore directory.
+// ContentBase, directory markers (ending in '/') and anything inside a
+// ".chunks" directory. A PBS4 ".namespace" marker (§8.1) is a content file
+// ("ns/a/.namespace"): it is how an empty namespace is seen (listings keep
+// hidden files out of everything else).
 func (k Keys) RelFromKey(key string) (string, bool) {
 	rel, ok := strings.CutPrefix(key, k.ContentBase())
 	if !ok || rel == "" || strings.HasSuffix(rel, "/") {
@@ -166,7 +167,7 @@ func (k Keys) RelFromKey(key string) (string, bool) {
 			return "", false
 		}
 	}
-	if parts[0] == ".chunks" || (k.Layout == LayoutPBS4 && parts[len(parts)-1] == ".namespace") {
+	if parts[0] == ".chunks" {
 		return "", false
 	}
 	return rel, true

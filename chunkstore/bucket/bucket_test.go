@@ -46,7 +46,7 @@ func TestKeys(t *testing.T) {
 		relOK, relBad, relN string
 	}{
 		{Keys{"", LayoutPlain}, ".chunks/bb9f/" + d.String(), "vm/1/owner", "vm/1/owner", ".chunks/bb9f/x", "vm/.chunks/x"},
-		{Keys{"s", LayoutPBS4}, "s/.chunks/bb9f/" + d.String(), "s/.cnt/vm/1/owner", "s/.cnt/vm/1/owner", "s/vm/1/owner", "s/.cnt/ns/a/.namespace"},
+		{Keys{"s", LayoutPBS4}, "s/.chunks/bb9f/" + d.String(), "s/.cnt/vm/1/owner", "s/.cnt/vm/1/owner", "s/vm/1/owner", "s/.cnt/vm/1/"},
 		{Keys{"a/b", LayoutPlain}, "a/b/.chunks/bb9f/" + d.String(), "a/b/vm/1/owner", "a/b/vm/1/owner", "a/b/.chunks/0000/x", "a/b/vm/1/"},
 	} {
 		if got := tc.k.Chunk(d); got != tc.chunk {
@@ -63,6 +63,10 @@ func TestKeys(t *testing.T) {
 				t.Errorf("%+v RelFromKey(%q) = %q, want skipped", tc.k, bad, rel)
 			}
 		}
+	}
+	// A PBS4 namespace marker is listed: it is how an empty namespace is seen.
+	if rel, ok := (Keys{"s", LayoutPBS4}).RelFromKey("s/.cnt/ns/a/.namespace"); !ok || rel != "ns/a/.namespace" {
+		t.Errorf("RelFromKey(namespace marker) = %q, %v, want ns/a/.namespace", rel, ok)
 	}
 	for _, bad := range []string{"", "/", "/vm", "vm//1", "vm/../x", "..", ".chunks", ".chunks/ab", ".cnt/vm"} {
 		if c, err := CleanRel(bad); err == nil {

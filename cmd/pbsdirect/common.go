@@ -24,6 +24,7 @@ type storeFlags struct {
 	store        string   // the first --store (set by check)
 	stores       []string // every --store, in order of preference
 	skipped      []string // warnings for stores of a chain left out when opened
+	leftOut      []string // the --store values of a chain left out when opened
 	remote       bool     // some --store is a bucket (set by check)
 	ns           string
 	keyfile      string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -34,14 +35,14 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 			if groups == nil {
 				groups = []groupEntry{}
 			}
-			return writeJSON(stdout, groups)
+			return cmp.Or(writeJSON(stdout, groups), listingIncomplete(&sf, store))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "group\tlast backup\tsnapshots\towner\tcomment")
 		for _, g := range groups {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Group, index.FormatTime(g.LastBackup), g.Count, orDash(index.DisplayText(g.Owner)), index.DisplayText(g.Comment))
 		}
-		return tw.Flush()
+		return cmp.Or(tw.Flush(), listingIncomplete(&sf, store))
 	}
 }
 
@@ -71,7 +72,7 @@ func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 			entries[i] = namespaceEntry{Namespace: n.String(), Path: n.Path()}
 		}
 		if sf.json() {
-			return writeJSON(stdout, entries)
+			return cmp.Or(writeJSON(stdout, entries), listingIncomplete(&sf, store))
 		}
 		for _, e := range entries {
 			name := e.Namespace
@@ -80,14 +81,15 @@ func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 			}
 			fmt.Fprintln(stdout, name)
 		}
-		return nil
+		return listingIncomplete(&sf, store)
 	}
 }
 
 // openListing checks the arguments of a listing command (groups,
 // namespaces, snapshots: flags only; hint says what to use instead of an
 // argument), checks the flags and opens the store and namespace to list;
-// what several stores disagree on is said on stderr.
+// what several stores disagree on, and a store of them left out, is said
+// on stderr (the listing then exits 3: listingIncomplete).
 func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, hint string, stderr io.Writer) (index.Namespace, chunkstore.Store, error) {
 	if fs.NArg() != 0 {
 		return nil, nil, usagef("%s takes no arguments (%s)", fs.Name(), hint)
@@ -103,6 +105,7 @@ func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []s
 	if err != nil {
 		return nil, nil, err
 	}
+	sayLeftOut(stderr, sf)
 	warnDisagreement(stderr, store)
 	ns, err := nsa.resolve(ctx, store, false)
 	if err != nil {

@@ -48,7 +48,7 @@ func TestListings(t *testing.T) {
 		}
 	}
 
-	for _, ns := range []string{"prod/db", "prod/db/", "ns/prod/ns/db"} {
+	for _, ns := range []string{"prod/db", "prod/db/"} {
 		r := mustOK(t, "snapshots", "--store", store, "--ns", ns)
 		if !strings.Contains(r.out, "ns/prod/ns/db/vm/200/") {
 			t.Errorf("--ns %s: %v", ns, r)
@@ -60,6 +60,9 @@ func TestListings(t *testing.T) {
 	}
 	os.Unsetenv("PBS_NAMESPACE")
 
+	// The path form of an existing namespace whose name as written does
+	// not exist: refused, naming the name to write.
+	mustFail(t, 2, []string{"ambiguous", "write prod/db"}, "snapshots", "--store", store, "--ns", "ns/prod/ns/db")
 	mustFail(t, 1, []string{"no such namespace", "nosuch"}, "snapshots", "--store", store, "--ns", "nosuch")
 	mustFail(t, 1, []string{"no such namespace"}, "groups", "--store", store, "--ns", "prod/nosuch")
 	mustFail(t, 2, []string{"--ns"}, "snapshots", "--store", store, "--ns", "a//b")

@@ -24,8 +24,9 @@ func nsStore(t *testing.T, images map[string][]byte) string {
 
 // TestNamespaceNamedNS: "ns" is a valid namespace name, so "--ns ns/prod"
 // (namespace ns → prod, as 'namespaces' prints it) is also the datastore
-// path of namespace prod. The store settles it; when it holds both, the
-// argument is refused naming both, never read as the other namespace.
+// path of namespace prod. The name as listed wins whenever it exists; an
+// argument whose listed reading does not exist while its path reading does
+// is refused naming both, never read as the other namespace.
 func TestNamespaceNamedNS(t *testing.T) {
 	imgA, imgB := fixture.Mixed(200<<10, 1), fixture.Mixed(200<<10, 2)
 	both := nsStore(t, map[string][]byte{"prod": imgA, "ns/prod": imgB})
@@ -37,18 +38,19 @@ func TestNamespaceNamedNS(t *testing.T) {
 	for _, c := range []struct {
 		name, store, ns string
 		want            []byte // nil: refused
+		path            string // the path reading a refusal names
 	}{
-		{"both-listed-form", both, "ns/prod", nil},
-		{"both-other", both, "prod", imgA},
-		{"both-path-of-nested", both, "ns/ns/ns/prod", imgB},
-		{"nested-only", onlyNested, "ns/prod", imgB},
-		{"top-only-path-form", onlyTop, "ns/prod", imgA},
+		{"both-listed-form", both, "ns/prod", imgB, ""},
+		{"both-other", both, "prod", imgA, ""},
+		{"both-path-of-nested", both, "ns/ns/ns/prod", nil, "ns/prod"},
+		{"nested-only", onlyNested, "ns/prod", imgB, ""},
+		{"top-only-path-form", onlyTop, "ns/prod", nil, "prod"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "out.raw")
 			args := []string{"--store", c.store, "--ns", c.ns, "vm/100", "drive-scsi0", target}
 			if c.want == nil {
-				mustFail(t, exitUsage, []string{"ambiguous", "namespace ns/prod", "namespace prod"}, append([]string{"restore"}, args...)...)
+				mustFail(t, exitUsage, []string{"ambiguous", "namespace " + c.ns, "namespace " + c.path}, append([]string{"restore"}, args...)...)
 				noFile(t, target)
 				mustFail(t, exitUsage, []string{"ambiguous"}, "snapshots", "--store", c.store, "--ns", c.ns)
 				return
@@ -60,7 +62,8 @@ func TestNamespaceNamedNS(t *testing.T) {
 }
 
 // TestBackupNamespaceNamedNS: backup never writes an ambiguous --ns into
-// the path form's namespace, and creates no namespace from it.
+// the path form's namespace; when neither reading exists it creates the
+// namespace as written, parents included.
 func TestBackupNamespaceNamedNS(t *testing.T) {
 	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Mixed(64<<10, 3))
 	bk := func(store, ns string) result {
@@ -74,16 +77,20 @@ func TestBackupNamespaceNamedNS(t *testing.T) {
 	if r := mustOK(t, "groups", "--store", store, "--ns", "ns"); strings.Contains(r.out, "vm/200") {
 		t.Errorf("backup --ns ns/ns wrote into namespace ns: %s", r.out)
 	}
-	// Neither exists: nothing to tell which to create.
-	if r := bk(fixture.NewStore(t), "ns/prod"); r.code != exitUsage || !strings.Contains(r.err, "ambiguous") {
-		t.Errorf("backup --ns ns/prod into an empty store: want a refusal, got %v", r)
+	// Neither exists: the namespace as written, ns → prod, is created.
+	empty := fixture.NewStore(t)
+	if r := bk(empty, "ns/prod"); r.code != 0 {
+		t.Errorf("backup --ns ns/prod into an empty store: %v", r)
+	}
+	if r := mustOK(t, "namespaces", "--store", empty); !strings.Contains(r.out, "\nns/prod\n") {
+		t.Errorf("backup --ns ns/prod did not create namespace ns/prod: %s", r.out)
 	}
 	// ns/prod exists: backup writes into it, as named.
 	store = nsStore(t, map[string][]byte{"ns/prod": fixture.Mixed(64<<10, 4), "prod": fixture.Mixed(64<<10, 5)})
 	if r := bk(store, "ns/prod"); r.code != 0 {
 		t.Fatalf("backup --ns ns/prod with ns/prod existing: %v", r)
 	}
-	if r := mustOK(t, "groups", "--store", store, "--ns", "ns/ns/ns/prod"); !strings.Contains(r.out, "vm/200") {
+	if r := mustOK(t, "groups", "--store", store, "--ns", "ns/prod"); !strings.Contains(r.out, "vm/200") {
 		t.Errorf("backup --ns ns/prod did not write into namespace ns/prod: %s", r.out)
 	}
 	// Unambiguous forms are taken as written.

@@ -3,6 +3,7 @@ package main
 import (
 	flag "github.com/spf13/pflag"
 
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -38,7 +39,7 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		if sf.json() {
-			return writeJSON(stdout, entries)
+			return cmp.Or(writeJSON(stdout, entries), listingIncomplete(&sf, store))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "snapshot\tsize\tcrypt\tverified\tprotected\tfiles\tcomment")
@@ -60,7 +61,7 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Snapshot, humanBytes(e.Size), crypt, orDash(index.DisplayText(e.Verified)), yesNo(e.Protected), strings.Join(names, " "), index.DisplayText(e.Comment))
 		}
-		return tw.Flush()
+		return cmp.Or(tw.Flush(), listingIncomplete(&sf, store))
 	}
 }
 

@@ -91,6 +91,7 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 		}
 		return backends.OpenChain(ctx, sf.stores, opts, func(spec string, err error) {
 			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", spec, err))
+			sf.leftOut = append(sf.leftOut, spec)
 		})
 	}
 	return openWriteStore(ctx, sf, opts)

@@ -160,6 +160,8 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		})
 		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
 		rep.Stores = storeCounts(store)
+		rep.LeaveOut(storesLeftOut(&sf, store)...)
+		rep.Note = sel.Note
 		for _, n := range sel.Namespaces {
 			rep.Namespaces = append(rep.Namespaces, n.String())
 		}
@@ -220,7 +222,14 @@ func isSnapshotRef(ref string) bool {
 // end (JSON: all of it) and returns the error for a failed run.
 func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report, asJSON bool, outside error, save func() error) error {
 	var verr error
-	if !rep.OK {
+	if inc := rep.Incomplete(); inc != nil {
+		outside = cmp.Or(outside, inc)
+	}
+	switch {
+	case !rep.OK && rep.Failed() == 0 && outside != nil:
+		// Every snapshot checked is fine, but not everything was checked.
+		verr = outside
+	case !rep.OK:
 		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable%s", rep.Failed(), len(rep.Snapshots), map[bool]string{false: " (see above)", true: " (see \"snapshots\")"}[asJSON])
 		if outside != nil {
 			// Some archive could not be checked for a reason outside the data.
@@ -251,6 +260,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		}
 		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)
+		printVerifyGaps(stdout, rep)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
 		}
