@@ -19,7 +19,10 @@ import (
 // missing, empty or oversized is damaged as in a full check (reported, and
 // forgotten by the state so that the next run checks it). It returns a
 // *restore.DamagedError when any was damaged.
-func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.Plan, fresh []restore.Chunk, opts restore.Options, a *ArchiveResult) error {
+//
+// positions is as for Verifier.check. A chunk confirmed present first in
+// this run counts once in the report (Verifier.nPresent).
+func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.Plan, fresh []restore.Chunk, positions int, opts restore.Options, a *ArchiveResult) error {
 	if len(fresh) == 0 {
 		return nil
 	}
@@ -38,8 +41,9 @@ func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.
 				if err == nil {
 					v.mu.Lock()
 					a.ChunksPresent++
-					if v.chunks[k] == 0 {
+					if v.chunks[k] == confirming {
 						v.chunks[k] = present
+						v.nPresent++
 					}
 					v.mu.Unlock()
 					continue
@@ -49,7 +53,7 @@ func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.
 				}
 				v.opts.State.Forget(c.Digest, c.Length, encrypted)
 				v.damaged(s, a, &restore.ChunkError{Digest: c.Digest, Length: c.Length, Offsets: plan.Offsets(c),
-					Location: v.store.ChunkLocation(c.Digest), Err: err})
+					Location: v.store.ChunkLocation(c.Digest), Err: err}, positions)
 				mu.Lock()
 				damaged++
 				mu.Unlock()
