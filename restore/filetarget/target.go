@@ -220,8 +220,7 @@ func (t *Target) openFile(opts Options) error {
 				return fmt.Errorf("%s: FIEMAP: %w; nothing was written", t.path, err)
 			}
 		}
-		compress := func() bool { return mayCompress(t.buffered) }
-		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused, shared, compress); err != nil {
+		if err := checkSpace(t.buffered, t.path, opts.DataBytes, reused, shared, !t.created); err != nil {
 			return err
 		}
 	}
