@@ -60,9 +60,11 @@ func CheckSources(sources []Source) error {
 // CheckOrder refuses, like PBS, a snapshot snap that is not newer than its
 // group's last one in store; for a snapshot without a time (snap.Time 0:
 // it is taken at now, Unix seconds), one whose group's last snapshot lies
-// in the future. The same second is left to the snapshot claim (another
-// backup of the group at the same time). Refusals are ErrRefused; store
-// errors are returned as they are.
+// in the future. A snapshot that is already there (same group and time)
+// is ErrSnapshotExists, not a refusal: nothing on the command line is
+// wrong, the store already holds it. The same second taken by another
+// backup running now is left to the snapshot claim. Refusals are
+// ErrRefused; store errors are returned as they are.
 func CheckOrder(ctx context.Context, store chunkstore.Store, snap index.Snapshot, now int64) error {
 	existing, err := snapshot.List(ctx, store, snap.NS)
 	if err != nil {
@@ -70,7 +72,13 @@ func CheckOrder(ctx context.Context, store chunkstore.Store, snap index.Snapshot
 	}
 	var last *index.Snapshot
 	for i, e := range existing {
-		if e.Snapshot.Type == snap.Type && e.Snapshot.ID == snap.ID && (last == nil || e.Snapshot.Time > last.Time) {
+		if e.Snapshot.Type != snap.Type || e.Snapshot.ID != snap.ID {
+			continue
+		}
+		if snap.Time != 0 && e.Snapshot.Time == snap.Time {
+			return fmt.Errorf("snapshot %s in %s: %w (give a later --backup-time)", &existing[i].Snapshot, store, ErrSnapshotExists)
+		}
+		if last == nil || e.Snapshot.Time > last.Time {
 			last = &existing[i].Snapshot
 		}
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // TestCheckOrder: a snapshot not after its group's last one is refused,
-// and so is one taken now when the group's last lies in the future; other
-// groups and later times pass.
+// and so is one taken now when the group's last lies in the future; one
+// already there is ErrSnapshotExists, not a refusal; other groups and
+// later times pass.
 func TestCheckOrder(t *testing.T) {
 	dir := fixture.NewStore(t)
 	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Mixed(64<<10, 1))
@@ -26,19 +27,20 @@ func TestCheckOrder(t *testing.T) {
 		time    int64
 		now     int64
 		refused bool
+		exists  bool
 	}{
-		{"same time", "100", fixture.T0, fixture.T0 + 10, true},
-		{"earlier", "100", fixture.T0 - 60, fixture.T0 + 10, true},
-		{"later", "100", fixture.T0 + 60, fixture.T0 + 10, false},
-		{"now, last in the past", "100", 0, fixture.T0 + 10, false},
-		{"now, last in the future", "100", 0, fixture.T0 - 10, true},
-		{"another group", "101", fixture.T0 - 60, fixture.T0 + 10, false},
+		{"same time", "100", fixture.T0, fixture.T0 + 10, false, true},
+		{"earlier", "100", fixture.T0 - 60, fixture.T0 + 10, true, false},
+		{"later", "100", fixture.T0 + 60, fixture.T0 + 10, false, false},
+		{"now, last in the past", "100", 0, fixture.T0 + 10, false, false},
+		{"now, last in the future", "100", 0, fixture.T0 - 10, true, false},
+		{"another group", "101", fixture.T0 - 60, fixture.T0 + 10, false, false},
 	} {
 		snap := fixture.Snap(t, "", "vm", c.id, fixture.T0)
 		snap.Time = c.time
 		err := backup.CheckOrder(ctx, store, snap, c.now)
-		if errors.Is(err, backup.ErrRefused) != c.refused || (err != nil && !c.refused) {
-			t.Errorf("%s: %v, want refused %v", c.name, err, c.refused)
+		if errors.Is(err, backup.ErrRefused) != c.refused || errors.Is(err, backup.ErrSnapshotExists) != c.exists || (err != nil && !c.refused && !c.exists) {
+			t.Errorf("%s: %v, want refused %v, exists %v", c.name, err, c.refused, c.exists)
 		}
 	}
 }

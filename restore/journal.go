@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -49,14 +51,82 @@ type Journal struct {
 // runs without a journal.
 var ErrNoJournalPlace = errors.New("no writable place for a resume journal")
 
-// ReadJournal reads the journal at path: its header and the chunks it
-// records. A missing journal returns an error wrapping os.ErrNotExist.
-func ReadJournal(path string) (JournalHeader, map[crypto.Digest]bool, error) {
-	var h JournalHeader
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return h, nil, err
+// ErrJournalUnsafe is wrapped by the journal functions' errors when the
+// journal's name (or its temporary ".new" name) holds a symbolic link, or
+// something other than a regular file of this user with one link: it may
+// have been planted by whoever can write the directory, and nothing is
+// read or written through it.
+var ErrJournalUnsafe = errors.New("not a journal of this user (a symbolic link, a hard link or another file put there?): refused, nothing read or written through it")
+
+// openJournal opens the journal file at path for flags (unix.O_RDONLY or
+// unix.O_RDWR), never through a symbolic link, and only a regular file of
+// this user with one link (else ErrJournalUnsafe). A missing journal
+// returns an error wrapping os.ErrNotExist.
+func openJournal(path string, flags int) (*os.File, error) {
+	fd, err := unix.Open(path, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("journal %s: %w: it is a symbolic link", path, ErrJournalUnsafe)
 	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := journalFileOK(path, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	unix.SetNonblock(fd, false)
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// journalFileOK refuses (ErrJournalUnsafe) a journal at path that is not
+// a regular file of this user with one link.
+func journalFileOK(path string, st *unix.Stat_t) error {
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fmt.Errorf("journal %s: %w: it is a symbolic link", path, ErrJournalUnsafe)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("journal %s: %w: it is not a regular file", path, ErrJournalUnsafe)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("journal %s: %w: it belongs to user %d", path, ErrJournalUnsafe, st.Uid)
+	case st.Nlink != 1:
+		return fmt.Errorf("journal %s: %w: it has %d links", path, ErrJournalUnsafe, st.Nlink)
+	}
+	return nil
+}
+
+// readJournalFile reads the whole journal at path (openJournal's checks).
+func readJournalFile(path string) ([]byte, error) {
+	f, err := openJournal(path, unix.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// ReadJournal reads the journal at path: its header and the chunks it
+// records. A missing journal returns an error wrapping os.ErrNotExist; a
+// symbolic link or a file not this user's, one wrapping ErrJournalUnsafe.
+func ReadJournal(path string) (JournalHeader, map[crypto.Digest]bool, error) {
+	data, err := readJournalFile(path)
+	if err != nil {
+		return JournalHeader{}, nil, err
+	}
+	return parseJournal(path, data)
+}
+
+// parseJournal parses the journal data read from path.
+func parseJournal(path string, data []byte) (JournalHeader, map[crypto.Digest]bool, error) {
+	var h JournalHeader
 	line, rest, ok := bytes.Cut(data, []byte{'\n'})
 	if !ok || json.Unmarshal(line, &h) != nil {
 		return h, nil, fmt.Errorf("journal %s: unreadable header", path)
@@ -76,49 +146,90 @@ func ReadJournal(path string) (JournalHeader, map[crypto.Digest]bool, error) {
 	return h, done, nil
 }
 
-// CreateJournal starts a new journal at path for h, replacing any: the
-// header is written and synced under a temporary name, then renamed into
-// place, so a journal is never seen without its header.
-func CreateJournal(path string, h JournalHeader) (*Journal, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	tmp := path + ".new"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// replaceJournal writes data to a new file under the temporary name
+// path+".new" and renames it into place, relative to a descriptor of the
+// directory: a stale temporary file (or a link planted there) is removed,
+// never followed, and the new one is created exclusively; a symbolic link
+// at path is refused (ErrJournalUnsafe). It returns
+// the new file, open for reading and writing, after syncing it and the
+// directory.
+func replaceJournal(path string, data []byte) (*os.File, error) {
+	dir, name := filepath.Dir(path), filepath.Base(path)
+	tmp := name + ".new"
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	_, err = f.Write(mustHeader(h))
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil, fmt.Errorf("journal %s: %w: it is a symbolic link", path, ErrJournalUnsafe)
+	}
+	if err := unix.Unlinkat(dfd, tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return nil, &os.PathError{Op: "remove", Path: path + ".new", Err: err}
+	}
+	fd, err := unix.Openat(dfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("journal %s.new: %w: it appeared again while it was being created", path, ErrJournalUnsafe)
+		}
+		return nil, &os.PathError{Op: "create", Path: path + ".new", Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = unix.Renameat(dfd, tmp, dfd, name)
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(tmp)
+		unix.Unlinkat(dfd, tmp, 0)
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
-	syncDir(filepath.Dir(path))
+	unix.Fsync(dfd)
+	return f, nil
+}
+
+// CreateJournal starts a new journal at path for h, replacing any: the
+// header is written and synced under a temporary name, then renamed into
+// place, so a journal is never seen without its header. Nothing is opened
+// through a symbolic link; one at path is refused (ErrJournalUnsafe).
+func CreateJournal(path string, h JournalHeader) (*Journal, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	f, err := replaceJournal(path, mustHeader(h))
+	if err != nil {
+		return nil, err
+	}
 	return &Journal{path: path, f: f, done: map[crypto.Digest]bool{}}, nil
 }
 
 // ResumeJournal opens the journal at path for appending after checking
 // that it belongs to h (else an error wrapping ErrJournalMismatch), and
-// returns it with the chunks it records as done.
+// returns it with the chunks it records as done. A symbolic link or a
+// file not this user's at path is refused (ErrJournalUnsafe).
 func ResumeJournal(path string, h JournalHeader) (*Journal, error) {
-	got, done, err := ReadJournal(path)
+	f, err := openJournal(path, unix.O_RDWR)
 	if err != nil {
 		return nil, err
 	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	got, done, err := parseJournal(path, data)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	if got != h {
+		f.Close()
 		return nil, fmt.Errorf("%w: it restored %s %s (index %.12s…, %d bytes), this is %s %s (index %.12s…, %d bytes); run without --resume to start over",
 			ErrJournalMismatch, got.Snapshot, got.Archive, got.IndexCsum, got.Size, h.Snapshot, h.Archive, h.IndexCsum, h.Size)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
 	}
 	// Drop a torn last line, so that appends start on a line of their own.
 	valid := int64(len(mustHeader(h))) + int64(len(done))*(2*int64(len(crypto.Digest{}))+1)
@@ -307,35 +418,21 @@ func (j *Journal) Complete(h JournalHeader, c Completion) error {
 	b, _ := json.Marshal(c)
 	data := append(mustHeader(h), completePrefix...)
 	data = append(append(data, b...), '\n')
-	tmp := j.path + ".new"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err == nil {
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, j.path)
-	}
+	f, err := replaceJournal(j.path, data)
 	if err != nil {
-		os.Remove(tmp)
 		os.Remove(j.path) // a journal of durable chunks no longer tells the truth either
-		return fmt.Errorf("journal %s: %w", j.path, err)
+		return err
 	}
-	syncDir(filepath.Dir(j.path))
-	return nil
+	return f.Close()
 }
 
 // ReadCompletion returns the completion the journal at path records, or
 // nil when it records none (an interrupted restore's journal). A missing
-// journal returns an error wrapping os.ErrNotExist.
+// journal returns an error wrapping os.ErrNotExist; a symbolic link or a
+// file not this user's, one wrapping ErrJournalUnsafe.
 func ReadCompletion(path string) (JournalHeader, *Completion, error) {
 	var h JournalHeader
-	data, err := os.ReadFile(path)
+	data, err := readJournalFile(path)
 	if err != nil {
 		return h, nil, err
 	}

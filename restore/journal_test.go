@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -106,5 +107,92 @@ func TestJournal(t *testing.T) {
 		if !whole[d] {
 			t.Errorf("chunk %s whole on the target, not found durable", d)
 		}
+	}
+}
+
+// TestJournalNeverFollowsLinks: whoever can write the target's directory
+// may plant symbolic links at the journal's names. A link at the
+// temporary name (".new") is removed, never followed: the file it names
+// keeps its content and the journal is created. A link (or a file with
+// another link) at the journal's own name is refused with ErrJournalUnsafe
+// by every reader and writer, and the file it names is neither read into
+// an error nor truncated. Before, CreateJournal truncated and overwrote
+// the link's target, and a resume truncated it.
+func TestJournalNeverFollowsLinks(t *testing.T) {
+	h := restore.JournalHeader{Snapshot: "vm/100/2026-01-01T00:00:00Z", Archive: "drive-scsi0.img.fidx", IndexCsum: "00ff", Size: 4096}
+	const precious = "precious root-owned file\n"
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte(precious), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	same := func(t *testing.T) {
+		t.Helper()
+		if b, err := os.ReadFile(victim); err != nil || string(b) != precious {
+			t.Fatalf("the file a link named was changed: %q, %v", b, err)
+		}
+	}
+	shared := filepath.Join(dir, "shared")
+	os.Mkdir(shared, 0o777)
+	path := filepath.Join(shared, ".disk.img.pbsdirect-journal")
+
+	// A link at the temporary name.
+	if err := os.Symlink(victim, path+".new"); err != nil {
+		t.Fatal(err)
+	}
+	j, err := restore.CreateJournal(path, h)
+	if err != nil {
+		t.Fatalf("a stale link at the temporary name: %v; want it removed and the journal created", err)
+	}
+	j.Close()
+	same(t)
+	if got, _, err := restore.ReadJournal(path); err != nil || got != h {
+		t.Fatalf("journal read back %+v, %v", got, err)
+	}
+	if err := j.Complete(h, restore.Completion{Size: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path + ".new")
+	if err := os.Symlink(victim, path+".new"); err != nil {
+		t.Fatal(err)
+	}
+	j, err = restore.ResumeJournal(path, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Complete(h, restore.Completion{Size: 4096}); err != nil {
+		t.Fatalf("Complete with a link at the temporary name: %v", err)
+	}
+	same(t)
+
+	// A link at the journal's name, and a hard link.
+	for _, plant := range []struct {
+		name string
+		make func() error
+	}{
+		{"symlink", func() error { return os.Symlink(victim, path) }},
+		{"hardlink", func() error { return os.Link(victim, path) }},
+	} {
+		t.Run(plant.name, func(t *testing.T) {
+			os.Remove(path)
+			if err := plant.make(); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(path)
+			_, _, rerr := restore.ReadJournal(path)
+			_, _, cerr := restore.ReadCompletion(path)
+			_, jerr := restore.ResumeJournal(path, h)
+			for what, err := range map[string]error{"ReadJournal": rerr, "ReadCompletion": cerr, "ResumeJournal": jerr} {
+				if !errors.Is(err, restore.ErrJournalUnsafe) || strings.Contains(err.Error(), "precious") {
+					t.Errorf("%s over a %s: %v; want ErrJournalUnsafe, nothing read", what, plant.name, err)
+				}
+			}
+			if plant.name == "symlink" {
+				if _, err := restore.CreateJournal(path, h); !errors.Is(err, restore.ErrJournalUnsafe) {
+					t.Errorf("CreateJournal over a symlink: %v; want ErrJournalUnsafe", err)
+				}
+			}
+			same(t)
+		})
 	}
 }

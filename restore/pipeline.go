@@ -158,6 +158,13 @@ func (e *ChunkError) Error() string {
 	return fmt.Sprintf("chunk %s at %s: %s", e.Digest, strings.Join(offs, " "), e.Cause())
 }
 
+// Missing reports whether the chunk is missing (no store has it, or its
+// file is empty) rather than damaged (read, and failed a check): the
+// split of --on-missing and --on-corrupt.
+func (e *ChunkError) Missing() bool {
+	return !chunkstore.Damaged(e.Err) || errors.Is(e.Err, chunkstore.ErrEmpty)
+}
+
 // Cause says why the chunk failed, naming the file or object it was read
 // from once, without the digest and byte ranges (Error adds those).
 func (e *ChunkError) Cause() string {
@@ -210,7 +217,9 @@ func MergeRanges(rs []Range) []Range {
 	return out
 }
 
-// Error lists every damaged chunk it holds, one per line.
+// Error lists every damaged or missing chunk it holds, one per line after
+// the first, which counts them by kind ("1 damaged and 2 missing
+// chunk(s)"; "N damaged or missing chunk(s)" when it holds not all).
 func (e *DamagedError) Error() string {
 	var b strings.Builder
 	if e.Zeroed {
@@ -218,15 +227,39 @@ func (e *DamagedError) Error() string {
 		for _, r := range e.Ranges() {
 			n += r.Length
 		}
-		fmt.Fprintf(&b, "%s: restored with damage: %d chunk(s), %d bytes written as zeros", e.Archive, len(e.Chunks), n)
+		fmt.Fprintf(&b, "%s: restored with damage: %s, %d bytes written as zeros", e.Archive, e.Kinds(), n)
 	} else {
-		fmt.Fprintf(&b, "%s: %d damaged chunk(s)", e.Archive, max(e.Count, len(e.Chunks)))
+		fmt.Fprintf(&b, "%s: %s", e.Archive, e.Kinds())
 	}
 	for _, c := range e.Chunks {
 		b.WriteString("\n  ")
 		b.WriteString(c.Error())
 	}
 	return b.String()
+}
+
+// Kinds counts the chunks by kind: "2 damaged chunk(s)", "1 missing
+// chunk(s)", "1 damaged and 1 missing chunk(s)", or, when e holds not every
+// chunk it counts, "N damaged or missing chunk(s)".
+func (e *DamagedError) Kinds() string {
+	n := max(e.Count, len(e.Chunks))
+	if n > len(e.Chunks) {
+		return fmt.Sprintf("%d damaged or missing chunk(s)", n)
+	}
+	missing := 0
+	for _, c := range e.Chunks {
+		if c.Missing() {
+			missing++
+		}
+	}
+	switch damaged := n - missing; {
+	case missing == 0:
+		return fmt.Sprintf("%d damaged chunk(s)", damaged)
+	case damaged == 0:
+		return fmt.Sprintf("%d missing chunk(s)", missing)
+	default:
+		return fmt.Sprintf("%d damaged and %d missing chunk(s)", damaged, missing)
+	}
 }
 
 type fetched struct {
@@ -546,7 +579,7 @@ func (d *damagePolicy) bad(c *Chunk, err error) {
 	case !chunkstore.Proven(err):
 		d.errs.stop(ce)
 		return
-	case chunkstore.Damaged(err) && !errors.Is(err, chunkstore.ErrEmpty):
+	case !ce.Missing():
 		policy = d.opts.OnCorrupt
 	default:
 		policy = d.opts.OnMissing

@@ -393,6 +393,12 @@ func (e *StoppedError) Error() string {
 	if e.Partial != "" {
 		kept = "partial output " + e.Partial
 	}
+	if errors.Is(e.Err, context.Canceled) {
+		// Interrupted: nothing to fix, and the cause ("interrupted") is
+		// said by whoever interrupted it.
+		return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with --resume to continue it, fetching only the rest",
+			e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal)
+	}
 	how := "once the cause is fixed (the store reachable again, credentials refreshed, space freed)"
 	var de *DamagedError
 	var ce *ChunkError

@@ -37,7 +37,9 @@ type resumeState struct {
 // restore's (a run without resume leaves none, or the file changed since)
 // is read back against the image (keyed with key for an encrypted
 // archive): whole, it is complete; otherwise the resume is refused
-// without Force (resumeOverFile).
+// without Force (resumeOverFile). So is a block device no journal records
+// a restore to (without Force, with allowComplete): whole, it is complete;
+// otherwise the restore starts (resumeOverDevice).
 func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHeader, plan *Plan, key *crypto.Config, allowComplete bool, note func(string)) (resumeState, error) {
 	fresh := func(why string) (resumeState, error) {
 		note(fmt.Sprintf("note: --resume: nothing to resume (%s): the restore starts from the beginning", why))
@@ -62,6 +64,10 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 		// Restored by a run without --resume (which leaves no record),
 		// or another file.
 		return resumeOverFile(ctx, jr, "no journal records its restore", hdr, plan, key, note)
+	case errors.Is(err, os.ErrNotExist) && st.Device && !jr.Overwrites() && allowComplete:
+		// A block device restored by a run without --resume, or by one
+		// whose journal is gone: its bytes say whether it is complete.
+		return resumeOverDevice(ctx, jr, jpath, hdr, plan, key, note)
 	case errors.Is(err, os.ErrNotExist) && overFile:
 		return resumeState{}, refusedf("--resume: %s exists and no journal (%s) records its restore: a run without --resume leaves no record, so it may be complete; give --force to restore over it", targetPath, jpath)
 	case errors.Is(err, os.ErrNotExist):
@@ -121,6 +127,47 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 	return resumeState{journal: j, durable: j.Done(), partial: !device && !st.Exists}, nil
 }
 
+// resumeOverDevice answers a resume to the block device of jr that no
+// journal at jpath records a restore to: the device is read back against
+// plan as resumeOverFile reads a file. Holding the image whole, it is
+// complete: nothing is written. Otherwise there is nothing to resume and
+// the restore starts from the beginning (said through note), under the
+// rules of any restore to a device (a signature there is refused without
+// --force). An error reading it is returned.
+func resumeOverDevice(ctx context.Context, jr Journaled, jpath string, hdr JournalHeader, plan *Plan, key *crypto.Config, note func(string)) (resumeState, error) {
+	chk, err := readBackExisting(ctx, jr, "no journal "+jpath+" records a restore to it", hdr, plan, key, note)
+	if err != nil {
+		return resumeState{}, err
+	}
+	if chk.Whole(plan) {
+		return resumeState{complete: fmt.Sprintf("%s is complete: it holds %s %s whole, checked %d chunks; nothing to do",
+			jr.String(), hdr.Snapshot, hdr.Archive, chk.Chunks)}, nil
+	}
+	why := "it is smaller than the image"
+	if chk.Size == int64(plan.Size) {
+		why = fmt.Sprintf("%d of %d chunks differ from the index", chk.Differ, chk.Chunks)
+		if chk.NotZero > 0 {
+			why += ", zero ranges do not read as zeros"
+		}
+	}
+	note(fmt.Sprintf("note: --resume: nothing to resume (no journal %s, and %s does not hold the image: %s): the restore starts from the beginning", jpath, jr.String(), why))
+	return resumeState{}, nil
+}
+
+// readBackExisting reads the existing target of jr back against plan
+// (Journaled.CheckExisting, DurableReaders readers), saying first through
+// note why (what was found) and what.
+func readBackExisting(ctx context.Context, jr Journaled, why string, hdr JournalHeader, plan *Plan, key *crypto.Config, note func(string)) (FileCheck, error) {
+	targetPath := jr.String()
+	note(fmt.Sprintf("note: --resume: %s exists and %s: reading it back to check it against %s %s (%d chunks)",
+		targetPath, why, hdr.Snapshot, hdr.Archive, len(plan.Chunks)+int(plan.DedupHits())))
+	chk, err := jr.CheckExisting(ctx, plan, key, DurableReaders)
+	if err != nil {
+		return chk, fmt.Errorf("--resume: read back %s: %w", targetPath, err)
+	}
+	return chk, nil
+}
+
 // resumeOverFile answers a resume over the target of jr, an existing
 // regular file that no completion record vouches for (why says what was found):
 // every chunk position of plan is read back from it and checked against
@@ -133,11 +180,9 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 // overwrite it. An error reading it is returned.
 func resumeOverFile(ctx context.Context, jr Journaled, why string, hdr JournalHeader, plan *Plan, key *crypto.Config, note func(string)) (resumeState, error) {
 	targetPath := jr.String()
-	note(fmt.Sprintf("note: --resume: %s exists and %s: reading it back to check it against %s %s (%d chunks)",
-		targetPath, why, hdr.Snapshot, hdr.Archive, len(plan.Chunks)+int(plan.DedupHits())))
-	chk, err := jr.CheckExisting(ctx, plan, key, DurableReaders)
+	chk, err := readBackExisting(ctx, jr, why, hdr, plan, key, note)
 	if err != nil {
-		return resumeState{}, fmt.Errorf("--resume: read back %s: %w", targetPath, err)
+		return resumeState{}, err
 	}
 	if chk.Whole(plan) {
 		return resumeState{complete: fmt.Sprintf("%s holds %s %s whole, checked %d chunks: nothing to do",

@@ -17,7 +17,9 @@ import (
 
 // TestIncrementalConfirmsSkipped: a run with a state skips the chunks
 // verified recently but confirms each is still there; one deleted since is
-// damage (missing), as in a full run, and the state forgets it.
+// damage (missing), as in a full run, and the state forgets it. The report
+// counts distinct chunks, fresh and present as checked (a shared chunk
+// once), the archives each of their own.
 func TestIncrementalConfirmsSkipped(t *testing.T) {
 	store, snaps, ds := sharedStore(t, nil)
 	st := verify.NewState(store, time.Hour)
@@ -30,7 +32,7 @@ func TestIncrementalConfirmsSkipped(t *testing.T) {
 		return rep
 	}
 	distinct := map[crypto.Digest]bool{}
-	uses := 0 // chunks of all archives: fresh is counted per archive
+	uses := 0 // chunks of all archives: an archive counts each of its own
 	for _, l := range ds {
 		uses += len(l)
 		for _, d := range l {
@@ -45,9 +47,18 @@ func TestIncrementalConfirmsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := run()
-	if rep.OK || rep.ExitCode != 1 || rep.ChunksChecked != 0 || rep.ChunksFresh != uses || rep.ChunksPresent != uses-1 || rep.DamagedChunks != 1 {
+	if rep.OK || rep.ExitCode != 1 || rep.ChunksChecked != 0 || rep.ChunksFresh != len(distinct) || rep.ChunksPresent != len(distinct)-1 || rep.DamagedChunks != 1 {
 		t.Fatalf("after a chunk was deleted: ok %v exit %d, %d checked, %d fresh, %d present, %d damaged; want not ok, 0 checked, %d fresh, %d present, 1 damaged",
-			rep.OK, rep.ExitCode, rep.ChunksChecked, rep.ChunksFresh, rep.ChunksPresent, rep.DamagedChunks, uses, uses-1)
+			rep.OK, rep.ExitCode, rep.ChunksChecked, rep.ChunksFresh, rep.ChunksPresent, rep.DamagedChunks, len(distinct), len(distinct)-1)
+	}
+	perArchive := 0
+	for _, s := range rep.Snapshots {
+		for _, a := range s.Archives {
+			perArchive += a.ChunksFresh
+		}
+	}
+	if perArchive != uses {
+		t.Errorf("archives count %d chunks fresh, want %d (each its own)", perArchive, uses)
 	}
 	a := rep.Snapshots[2].Archives[0]
 	if len(a.Damaged) != 1 || a.Damaged[0].Digest != gone.String() || !a.Damaged[0].Missing || a.Damaged[0].Offsets[0] != 5*cs {
@@ -110,6 +121,13 @@ func TestMergeDifferentSnapshots(t *testing.T) {
 	last := m.Snapshots[len(m.Snapshots)-1]
 	if m.OK || m.ExitCode == 0 || !slices.Equal(m.NotVerified, []string{snaps[2].String()}) || last.OK || !strings.Contains(last.Error, "seen by shard 1/2 only") {
 		t.Errorf("merge of shards that saw different snapshots: ok %v, exit %d, not verified %v, last %+v", m.OK, m.ExitCode, m.NotVerified, last)
+	}
+	// Its archives say so too, not "ok (… chunks checked)".
+	var text strings.Builder
+	last.WriteText(&text)
+	if a := last.Archives[0]; a.OK || !a.NotVerified || !strings.Contains(text.String(), "drive-scsi0.img.fidx") ||
+		!strings.Contains(text.String(), " not verified (") || strings.Contains(text.String(), " ok (") {
+		t.Errorf("archive of the snapshot not verified: %+v\n%s", a, text.String())
 	}
 	// The same shards, the earlier one having skipped it as removed.
 	early.Skipped = []string{snaps[2].String()}

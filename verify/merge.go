@@ -16,7 +16,9 @@ const MaxShardSpread = 12 * time.Hour
 
 // Merge merges the reports of the shards of one run (the same store and
 // scope, each with --shard I/N of the same N) into the report one unsharded
-// run would have written: per archive the chunk counts added up and the
+// run would have written (but for which archive a shared chunk is credited
+// to as checked, which depends on scheduling): per archive the chunk counts
+// added up and the
 // damaged chunks of all shards, counts and OK recomputed, Started the
 // earliest, Finished the latest, Seconds the longest shard's, Host every
 // host. Reports of another version, another store, other namespaces or
@@ -27,10 +29,20 @@ const MaxShardSpread = 12 * time.Hour
 // reports list (a backup or prune between the shards' runs) is not
 // verified: it fails, with an error naming the shards that saw it, and is
 // listed in NotVerified; one that a shard skipped as removed while running
-// is skipped in the merge too.
-func Merge(reports []Report) (Report, error) {
+// is skipped in the merge too; the archives of a snapshot not verified
+// are not OK and marked NotVerified (those not found damaged).
+//
+// names, when given, names each report (its file) in the errors, which
+// otherwise say "report N" (N from 1).
+func Merge(reports []Report, names ...string) (Report, error) {
 	if len(reports) == 0 {
 		return Report{}, fmt.Errorf("no reports to merge")
+	}
+	label := func(i int) string {
+		if i < len(names) {
+			return names[i]
+		}
+		return "report " + strconv.Itoa(i+1)
 	}
 	out := Report{Version: ReportVersion, OK: true, Store: reports[0].Store, Snapshots: []SnapshotResult{}}
 	n := -1
@@ -39,33 +51,42 @@ func Merge(reports []Report) (Report, error) {
 	var started, finished time.Time
 	for i, r := range reports {
 		if r.Version != ReportVersion {
-			return out, fmt.Errorf("report %d: version %d, want %d", i+1, r.Version, ReportVersion)
+			return out, fmt.Errorf("%s: version %d, want %d", label(i), r.Version, ReportVersion)
 		}
 		if r.Store != out.Store {
-			return out, fmt.Errorf("report %d: store %q, not %q", i+1, r.Store, out.Store)
+			return out, fmt.Errorf("%s: store %q, not %q", label(i), r.Store, out.Store)
 		}
 		if !slices.Equal(r.Namespaces, reports[0].Namespaces) {
-			return out, fmt.Errorf("report %d: namespaces %q, not %q: not a shard of the same run", i+1, r.Namespaces, reports[0].Namespaces)
+			return out, fmt.Errorf("%s: namespaces %q, not %q: not a shard of the same run", label(i), r.Namespaces, reports[0].Namespaces)
 		}
 		if t0, err0 := time.Parse(time.RFC3339, reports[0].Started); err0 == nil {
 			if t, err := time.Parse(time.RFC3339, r.Started); err == nil && (t.Sub(t0) > MaxShardSpread || t0.Sub(t) > MaxShardSpread) {
-				return out, fmt.Errorf("report %d: started %s, more than %v from report 1 (%s): not a shard of the same run", i+1, r.Started, MaxShardSpread, reports[0].Started)
+				return out, fmt.Errorf("%s: started %s, more than %v from %s (%s): not a shard of the same run", label(i), r.Started, MaxShardSpread, label(0), reports[0].Started)
 			}
 		}
 		idx, cnt := 0, 1
 		if r.Shard != "" {
 			sh, err := ParseShard(r.Shard, func(string) string { return "" })
 			if err != nil {
-				return out, fmt.Errorf("report %d: %w", i+1, err)
+				return out, fmt.Errorf("%s: %w", label(i), err)
 			}
 			idx, cnt = sh.Index, sh.Count
 		}
-		if n >= 0 && cnt != n {
-			return out, fmt.Errorf("report %d: shard %s is not one of %d shards", i+1, r.Shard, n)
+		switch {
+		case n < 0 || cnt == n:
+		case r.Shard == "":
+			return out, fmt.Errorf("%s: not a shard report (verify ran without --shard): it cannot be merged with shards of %d", label(i), n)
+		case n == 1:
+			return out, fmt.Errorf("%s: shard %s, but %s is not a shard report (verify ran without --shard): they cannot be merged", label(i), r.Shard, label(0))
+		default:
+			return out, fmt.Errorf("%s: shard %s is not one of %d shards", label(i), r.Shard, n)
 		}
 		n = cnt
+		if seen[idx] && cnt == 1 {
+			return out, fmt.Errorf("%s: not a shard report (verify ran without --shard), nor is %s: whole runs are not merged", label(i), label(0))
+		}
 		if seen[idx] {
-			return out, fmt.Errorf("report %d: shard %d/%d given twice", i+1, idx, cnt)
+			return out, fmt.Errorf("%s: shard %d/%d given twice", label(i), idx, cnt)
 		}
 		seen[idx] = true
 		if r.Host != "" && !slices.Contains(hosts, r.Host) {
@@ -161,6 +182,7 @@ func Merge(reports []Report) (Report, error) {
 				x.ChunksPresent += a.ChunksPresent
 				x.ChunksOther += a.ChunksOther
 				x.CRCOnly = x.CRCOnly || a.CRCOnly
+				x.NotVerified = x.NotVerified || a.NotVerified
 				x.DamagedCount += a.DamagedCount
 				x.Damaged = append(x.Damaged, a.Damaged...)
 			}
@@ -173,7 +195,8 @@ func Merge(reports []Report) (Report, error) {
 			out.Add(SnapshotResult{Snapshot: name, OK: true, Skipped: true, Archives: []ArchiveResult{}})
 			continue
 		}
-		if by := seenBy[name]; len(by) < len(reports) {
+		notVerified := len(seenBy[name]) < len(reports)
+		if by := seenBy[name]; notVerified {
 			// A backup (or prune) between the shards' runs: the shards
 			// that did not see it checked none of its chunks.
 			out.NotVerified = append(out.NotVerified, name)
@@ -186,6 +209,10 @@ func Merge(reports []Report) (Report, error) {
 			if complete && len(seenBy[name]) == len(reports) {
 				a.ChunksOther = 0
 			}
+			if notVerified && a.OK {
+				// Not found damaged, but not checked whole either.
+				a.OK, a.NotVerified = false, true
+			}
 			if a.Error == "" && a.DamagedCount > 0 {
 				a.Error, a.DamageError = DamageSummary(a.DamagedCount), true
 			}
@@ -197,6 +224,13 @@ func Merge(reports []Report) (Report, error) {
 			s.Archives = []ArchiveResult{}
 		}
 		out.Add(*s)
+	}
+	// The shards' chunks are disjoint: their distinct counts add up (the
+	// archives' would count a shared chunk in each).
+	out.ChunksFresh, out.ChunksPresent = 0, 0
+	for _, r := range reports {
+		out.ChunksFresh += r.ChunksFresh
+		out.ChunksPresent += r.ChunksPresent
 	}
 	if !out.OK {
 		out.ExitCode = 1

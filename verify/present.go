@@ -24,7 +24,10 @@ import (
 // confirm returns that error (the run could not complete, exit 3). It
 // returns a *restore.DamagedError when any was damaged and no check
 // failed so.
-func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.Plan, fresh []restore.Chunk, opts restore.Options, a *ArchiveResult) error {
+//
+// positions is as for Verifier.check. A chunk confirmed present first in
+// this run counts once in the report (Verifier.nPresent).
+func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.Plan, fresh []restore.Chunk, positions int, opts restore.Options, a *ArchiveResult) error {
 	if len(fresh) == 0 {
 		return nil
 	}
@@ -44,8 +47,9 @@ func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.
 				if err == nil {
 					v.mu.Lock()
 					a.ChunksPresent++
-					if v.chunks[k] == 0 {
+					if v.chunks[k] == confirming {
 						v.chunks[k] = present
+						v.nPresent++
 					}
 					v.mu.Unlock()
 					continue
@@ -66,7 +70,7 @@ func (v *Verifier) confirm(ctx context.Context, s index.Snapshot, plan *restore.
 				}
 				v.opts.State.Forget(c.Digest, c.Length, encrypted)
 				v.damaged(s, a, &restore.ChunkError{Digest: c.Digest, Length: c.Length, Offsets: plan.Offsets(c),
-					Location: v.store.ChunkLocation(c.Digest), Err: err})
+					Location: v.store.ChunkLocation(c.Digest), Err: err}, positions)
 				mu.Lock()
 				damaged++
 				mu.Unlock()

@@ -44,17 +44,26 @@ const DefaultMaxDamaged = 100
 
 // ArchiveResult is the verification result of one archive.
 type ArchiveResult struct {
-	Archive       string `json:"archive"`
-	OK            bool   `json:"ok"`
-	Error         string `json:"error,omitempty"`
-	Size          uint64 `json:"size"`
+	Archive string `json:"archive"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error,omitempty"`
+	Size    uint64 `json:"size"`
+	// The chunk counts of an archive count its own distinct chunks (the
+	// zero chunk of a fixed index included): a chunk shared with other
+	// archives counts in each, once as checked (read here) and in the
+	// others as already verified, fresh or of other shards.
 	ChunksChecked uint64 `json:"chunks-checked,omitempty"`           // read and checked here
 	ChunksKnown   int    `json:"chunks-already-verified,omitempty"`  // checked for another archive of the run
 	ChunksFresh   int    `json:"chunks-fresh,omitempty"`             // verified recently by an earlier run (Options.State): not read
 	ChunksPresent int    `json:"chunks-confirmed-present,omitempty"` // of ChunksFresh: confirmed still in the store (stat, HEAD)
 	ChunksOther   int    `json:"chunks-other-shards,omitempty"`      // left to the other shards (Options.Shard)
 	CRCOnly       bool   `json:"crc-only,omitempty"`                 // encrypted, no key: structure and CRC checked, not content
-	DamagedCount  int    `json:"damaged-count,omitempty"`            // damaged chunks, listed or not
+	// NotVerified is set, in a merged report, on the archives of a
+	// snapshot that only some shards saw (Report.NotVerified) where no
+	// damage was found: the other shards' chunks were not checked, so the
+	// archive is not OK, and not known damaged either.
+	NotVerified  bool `json:"not-verified,omitempty"`
+	DamagedCount int  `json:"damaged-count,omitempty"` // damaged chunks, listed or not
 	// DamageError is set when Error only counts the damaged chunks
 	// (DamageSummary of DamagedCount): a merge of shards' reports counts
 	// them again instead of keeping one shard's count.
@@ -87,13 +96,17 @@ type Report struct {
 	ExitCode   int      `json:"exit-code"` // the command's exit code: 0 ok, 1 damaged, 3 not checked for a cause outside the data
 	Seconds    float64  `json:"seconds"`
 	Bytes      uint64   `json:"bytes"` // archive bytes covered
-	// ChunksChecked counts the chunks read and checked; DamagedChunks the
-	// damaged ones (per archive that uses them); DamagedUnlisted those of
-	// them not listed in full (Options.MaxDamaged).
+	// ChunksChecked counts the distinct chunks read and checked (the sum of
+	// the archives': each checks a shared chunk once per run, CRC-only
+	// archives their own); DamagedChunks the damaged ones (per archive
+	// that uses them); DamagedUnlisted those of them not listed in full
+	// (Options.MaxDamaged).
 	ChunksChecked uint64 `json:"chunks-checked"`
-	// ChunksFresh counts the chunks skipped as verified recently by an
-	// earlier run (Options.State), ChunksPresent those of them confirmed
-	// still in the store (the others are damaged: missing, empty).
+	// ChunksFresh counts the distinct chunks skipped as verified recently
+	// by an earlier run (Options.State), ChunksPresent those of them
+	// confirmed still in the store (the others are damaged: missing,
+	// empty); a chunk several archives skip counts once, as in
+	// ChunksChecked, so the archives' counts may add up to more.
 	ChunksFresh     int              `json:"chunks-fresh,omitempty"`
 	ChunksPresent   int              `json:"chunks-confirmed-present,omitempty"`
 	DamagedChunks   int              `json:"damaged-chunks"`
@@ -139,7 +152,9 @@ func (rep *Report) Incomplete() error {
 }
 
 // Add appends r to the report and updates its counts and OK; a skipped
-// snapshot (removed while running) is only listed in Skipped.
+// snapshot (removed while running) is only listed in Skipped. ChunksFresh
+// and ChunksPresent add up the archives' counts, in which a shared chunk
+// counts in each: Verifier.Run and Merge set them to distinct chunks.
 func (rep *Report) Add(r SnapshotResult) {
 	if r.Skipped {
 		rep.Skipped = append(rep.Skipped, r.Snapshot)

@@ -35,7 +35,11 @@ func (r SnapshotResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  note: %s\n", dt(r.Note))
 	}
 	for _, a := range r.Archives {
-		fmt.Fprintf(w, "  %-32s %s", dt(a.Archive), OKWord(a.OK))
+		word := OKWord(a.OK)
+		if a.NotVerified {
+			word = "not verified"
+		}
+		fmt.Fprintf(w, "  %-32s %s", dt(a.Archive), word)
 		if a.CRCOnly {
 			fmt.Fprint(w, " [CRC only, no key]")
 		}

@@ -85,9 +85,10 @@ func keyOf(c *restore.Chunk, encrypted bool) chunkKey {
 // was found damaged: every archive using it checks it again, so that each
 // reports it with its own byte ranges).
 const (
-	inFlight uint8 = iota + 1 // claimed by an archive being checked
-	verified                  // passed its check in this run
-	present                   // fresh in the state, confirmed present in this run (not read)
+	inFlight   uint8 = iota + 1 // claimed by an archive being checked
+	verified                    // passed its check in this run
+	present                     // fresh in the state, confirmed present in this run (not read)
+	confirming                  // fresh in the state, its presence being confirmed (or found wanting)
 )
 
 // Verifier checks snapshots of one store, remembering verified chunks so
@@ -102,8 +103,12 @@ type Verifier struct {
 	mu      sync.Mutex
 	changed *sync.Cond // a chunk left the inFlight state
 	chunks  map[chunkKey]uint8
-	listed  int   // damaged chunks listed in full so far
-	listErr error // first error writing DamagedList
+	listed  int // damaged chunks listed in full so far
+	// nFresh and nPresent count the distinct chunks skipped as fresh in the
+	// state and confirmed present, for the report (an archive counts each
+	// of its own).
+	nFresh, nPresent int
+	listErr          error // first error writing DamagedList
 	// outside is the first failure that proves nothing about the data
 	// (not restore.Proven): an archive was not checked, not found damaged.
 	outside error
@@ -175,6 +180,9 @@ func (v *Verifier) Err() error {
 // error.
 func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(SnapshotResult)) (Report, error) {
 	start := time.Now()
+	v.mu.Lock()
+	fresh0, present0 := v.nFresh, v.nPresent
+	v.mu.Unlock()
 	rep := Report{Version: ReportVersion, OK: true, Started: start.UTC().Format(time.RFC3339), Snapshots: []SnapshotResult{}}
 	par := min(v.opts.Parallel, max(len(snaps), 1))
 	if par > 1 && v.opts.Pipeline.Fetchers > par {
@@ -223,6 +231,11 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 		})
 	}
 	wg.Wait()
+	// The archives count each chunk of theirs skipped as fresh; the report
+	// counts distinct chunks, as it does those checked.
+	v.mu.Lock()
+	rep.ChunksFresh, rep.ChunksPresent = v.nFresh-fresh0, v.nPresent-present0
+	v.mu.Unlock()
 	end := time.Now()
 	rep.Finished, rep.Seconds = end.UTC().Format(time.RFC3339), end.Sub(start).Seconds()
 	if !rep.OK {
@@ -237,13 +250,17 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 // damaged records one damaged chunk of archive a of snapshot s: listed in
 // full while the run's MaxDamaged allows, counted always, streamed to
 // DamagedList when set.
-func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError) {
+//
+// positions, when more than c's offsets, is the number of all the chunk's
+// positions in the archive (the zero chunk's plan lists only the first).
+func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError, positions int) {
 	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause(),
 		Missing: errors.Is(c.Err, chunkstore.ErrNotFound)}
 	v.note(c.Err)
-	if len(d.Offsets) > MaxOffsets {
-		d.OffsetCount = len(d.Offsets)
-		d.Offsets = d.Offsets[:MaxOffsets:MaxOffsets]
+	if n := max(len(d.Offsets), positions); n > MaxOffsets {
+		d.OffsetCount = n
+		m := min(len(d.Offsets), MaxOffsets)
+		d.Offsets = d.Offsets[:m:m]
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -324,7 +341,10 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 // target, recording every damaged chunk. Chunks verified for another
 // archive of the run, left to other shards or fresh in the state are not
 // read; chunks another archive is checking right now are waited for
-// afterwards, and checked here if they did not pass there.
+// afterwards, and checked here if they did not pass there. The zero chunk
+// a fixed index refers to by digest, which a restore never reads (its
+// content is known), is checked too, as any chunk: the store must hold it
+// for other clients (zeroPlan).
 func (v *Verifier) index(ctx context.Context, src *snapshot.Reader, name string, unkeyed bool, a *ArchiveResult) {
 	s, m, cc := src.Snapshot(), src.Manifest(), src.Key()
 	var (
@@ -350,7 +370,80 @@ func (v *Verifier) index(ctx context.Context, src *snapshot.Reader, name string,
 	opts.CRCOnly = unkeyed
 	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)
-	opts.Damaged = func(c *restore.ChunkError) { v.damaged(s, a, c) }
+	zero, positions := zeroPlan(plan)
+	var stats, zstats restore.Stats
+	finish := func() {}
+	if v.opts.Progress != nil {
+		finish = v.opts.Progress(name, int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
+	}
+	err = v.check(ctx, s, plan, 0, opts, unkeyed, a, &stats)
+	if zero != nil && ctx.Err() == nil {
+		err = worse(err, v.check(ctx, s, zero, positions, opts, unkeyed, a, &zstats))
+	}
+	finish()
+	a.ChunksChecked = stats.Fetched.Load() + zstats.Fetched.Load()
+	slices.SortFunc(a.Damaged, func(x, y DamagedChunk) int {
+		return cmp.Or(cmp.Compare(first(x.Offsets), first(y.Offsets)), cmp.Compare(x.Digest, y.Digest))
+	})
+	var de *restore.DamagedError
+	switch {
+	case errors.As(err, &de):
+		a.OK, a.Error, a.DamageError = false, DamageSummary(a.DamagedCount), true
+	case err != nil:
+		a.OK, a.Error = false, v.note(err)
+	}
+}
+
+// zeroPlan returns a plan of the one chunk that plan's zero ranges stand
+// for: the zero chunk of its chunk size, plain or keyed as plan's
+// ZeroDigest, which restore.Run never reads but a PBS client restoring the
+// archive does. The plan lists the offsets of the first MaxOffsets+1 zero
+// positions (what a damage report lists), not of all of them, so that its
+// memory does not grow with a sparse image's size; positions is the
+// number of all. It returns nil, 0 when plan has no zero ranges (a dynamic
+// index, an image without zero chunks, an encrypted archive checked
+// without its key, whose zero chunks are ordinary chunks of its plan).
+func zeroPlan(plan *restore.Plan) (zero *restore.Plan, positions int) {
+	if len(plan.Zero) == 0 || plan.ChunkSize == 0 {
+		return nil, 0
+	}
+	n := plan.ZeroBytes / plan.ChunkSize
+	listed := min(n, MaxOffsets+1)
+	// Chunk size 0: the zero digest is not recomputed; the one chunk is
+	// added as a range.
+	zero = restore.NewPlan(listed*plan.ChunkSize, 0, nil)
+	added := uint64(0)
+	for _, z := range plan.Zero {
+		for off := z.Offset; off < z.Offset+z.Length && added < listed; off += plan.ChunkSize {
+			if err := zero.AddRange(off, plan.ChunkSize, plan.ZeroDigest); err != nil {
+				panic(err) // one digest, one length, few offsets: cannot fail
+			}
+			added++
+		}
+	}
+	zero.Finish()
+	return zero, int(n)
+}
+
+// worse returns the error of two steps of one check that matters more:
+// one that is not damage wins over damage, any over none.
+func worse(err, err2 error) error {
+	var de *restore.DamagedError
+	if err == nil || (err2 != nil && errors.As(err, &de) && !errors.As(err2, &de)) {
+		return err2
+	}
+	return err
+}
+
+// check checks the chunks of plan, of archive a of snapshot s, counting
+// them in a and stats: those of other shards, verified in this run or
+// fresh in the state are dropped (fresh ones confirmed present), the
+// others read and checked once per run. positions, when not 0, is the
+// number of positions of plan's chunk in the archive, of which plan lists
+// only the first (zeroPlan). It returns a *restore.DamagedError when any
+// chunk was damaged, or why the check could not be done.
+func (v *Verifier) check(ctx context.Context, s index.Snapshot, plan *restore.Plan, positions int, opts restore.Options, unkeyed bool, a *ArchiveResult, stats *restore.Stats) error {
+	opts.Damaged = func(c *restore.ChunkError) { v.damaged(s, a, c, positions) }
 	var (
 		waitFor []restore.Chunk       // being checked for another archive
 		claimed = map[chunkKey]bool{} // claimed here and not resolved: as many as reads in flight
@@ -382,6 +475,12 @@ func (v *Verifier) index(ctx context.Context, src *snapshot.Reader, name string,
 				a.ChunksPresent++
 			default:
 				a.ChunksFresh++
+				if v.chunks[k] == 0 {
+					// First skipped as fresh in this run: counted once
+					// in the report (Verifier.nFresh).
+					v.chunks[k] = confirming
+					v.nFresh++
+				}
 				fresh = append(fresh, *c)
 			}
 			return true
@@ -426,20 +525,12 @@ func (v *Verifier) index(ctx context.Context, src *snapshot.Reader, name string,
 			v.mu.Unlock()
 			v.changed.Broadcast()
 			v.opts.State.Forget(c.Digest, c.Length, opts.Encrypted)
-			v.damaged(s, a, c)
+			v.damaged(s, a, c, positions)
 		}
 	}
-	var stats restore.Stats
-	finish := func() {}
-	if v.opts.Progress != nil {
-		finish = v.opts.Progress(name, int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
-	}
-	err = v.confirm(ctx, s, plan, fresh, opts, a)
+	err := v.confirm(ctx, s, plan, fresh, positions, opts, a)
 	if ctx.Err() == nil {
-		var de *restore.DamagedError
-		if err2 := v.run(ctx, plan, opts, &stats, claimed); err == nil || (err2 != nil && !errors.As(err2, &de)) {
-			err = err2 // an error that is not damage wins over damage
-		}
+		err = worse(err, v.run(ctx, plan, opts, stats, claimed))
 	}
 	if ctx.Err() == nil && len(waitFor) > 0 {
 		// What others were checking: count it if it passed, check it here
@@ -473,24 +564,10 @@ func (v *Verifier) index(ctx context.Context, src *snapshot.Reader, name string,
 		waitFor = nil
 		v.mu.Unlock()
 		if len(plan.Chunks) > 0 {
-			var de *restore.DamagedError
-			if err2 := v.run(ctx, plan, opts, &stats, claimed); err == nil || (err2 != nil && errors.As(err, &de)) {
-				err = err2 // an error that is not damage wins over damage
-			}
+			err = worse(err, v.run(ctx, plan, opts, stats, claimed))
 		}
 	}
-	finish()
-	a.ChunksChecked = stats.Fetched.Load()
-	slices.SortFunc(a.Damaged, func(x, y DamagedChunk) int {
-		return cmp.Or(cmp.Compare(first(x.Offsets), first(y.Offsets)), cmp.Compare(x.Digest, y.Digest))
-	})
-	var de *restore.DamagedError
-	switch {
-	case errors.As(err, &de):
-		a.OK, a.Error, a.DamageError = false, DamageSummary(a.DamagedCount), true
-	case err != nil:
-		a.OK, a.Error = false, v.note(err)
-	}
+	return err
 }
 
 // run runs plan and then gives up the claims it left unresolved (a run

@@ -95,6 +95,11 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 		}
+		// As restore: retries are said on their own until the progress
+		// report starts, then with it (a stalled store does not hide
+		// behind a bar at 100%).
+		stopRetryLines := startRetryLines(stderr, sf.progress, "backup", &sf.retries)
+		defer stopRetryLines()
 		store, err := openBackupStore(ctx, &sf, max(*jobs, 8))
 		if err != nil {
 			return err
@@ -115,7 +120,8 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 				total += st.Size()
 			}
 		}
-		bar := startProgress(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) })
+		stopRetryLines()
+		bar := startProgressWatch(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) }, &sf.retries)
 		res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
 		bar.done()
 		if err != nil {

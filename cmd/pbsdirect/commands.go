@@ -70,7 +70,7 @@ Exit codes:
        symbolic link, a directory or FIFO, a missing directory, a disk-image
        format, too small, inside the store); also a key file or source path
        that is not there, key create onto a file, no passphrase source and no
-       terminal, backup --backup-time not after the group's last snapshot
+       terminal, backup --backup-time before the group's last snapshot
   3    the run could not complete for a reason outside the data: store
        unreachable or not there (disk not mounted, no such bucket), credentials
        refused, throttled past --retry-for, target I/O error, permission, no

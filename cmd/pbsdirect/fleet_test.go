@@ -221,6 +221,9 @@ func TestVerifyShardsMerge(t *testing.T) {
 	// The same shard twice, or shards of different counts, are refused.
 	mustFail(t, 2, []string{"twice"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-0-of-3.json"))
 	mustFail(t, 2, []string{"not one of"}, "report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-1-of-8.json"))
+	// A whole run's report among shards': named, and said not to be a shard's.
+	mustFail(t, 2, []string{filepath.Join(dir, "shard-0-of-1.json") + ": not a shard report"},
+		"report", "merge", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-1-of-3.json"), filepath.Join(dir, "shard-0-of-1.json"))
 	// Some shards missing: the rest is not checked, never ok.
 	r := mustFail(t, 3, []string{"only shards 0,2/3 merged"}, "report", "merge", "--output-format", "json", filepath.Join(dir, "shard-0-of-3.json"), filepath.Join(dir, "shard-2-of-3.json"))
 	if !strings.Contains(r.out, `"ok":false`) || strings.Contains(r.out+r.err, "store unavailable") {

@@ -115,7 +115,7 @@ func TestStoppedRestoreKeepsWork(t *testing.T) {
 		{name: "missing", rule: missing, code: 1, want: []string{"--resume", "--on-missing zero", "another --store"},
 			resume: []string{"--on-missing", "zero"}, keepRule: true, resCode: 1, result: zeroed},
 		{name: "store-500", rule: failing, code: 3, want: []string{"--resume", "credentials"}, result: data},
-		{name: "interrupted", rule: slow, interrupt: true, code: 143, want: []string{"--resume", "interrupted (SIGTERM)"}, result: data},
+		{name: "interrupted", rule: slow, interrupt: true, code: 143, want: []string{"interrupted (SIGTERM)", "--resume to continue it"}, result: data},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "disk.img")
@@ -149,6 +149,9 @@ func TestStoppedRestoreKeepsWork(t *testing.T) {
 				if !strings.Contains(r.err, w) {
 					t.Errorf("the stop does not say %q: %v", w, r)
 				}
+			}
+			if c.interrupt && (strings.Contains(r.err, "once the cause is fixed") || strings.HasSuffix(strings.TrimSpace(r.err), ": interrupted")) {
+				t.Errorf("an interruption has no cause to fix: %v", r)
 			}
 			noFile(t, target)
 			if _, err := os.Stat(filetarget.PartialPath(target)); err != nil {

@@ -51,7 +51,7 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 			}
 			reps = append(reps, r)
 		}
-		rep, err := verify.Merge(reps)
+		rep, err := verify.Merge(reps, fs.Args()...)
 		if err != nil {
 			// Reports that are not the shards of one run (the same shard
 			// twice, other counts, another run's): the files named are wrong.

@@ -56,7 +56,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly), or a block device holding a file system, partition table, LVM, RAID or other signature; write an image whose GPT is for another sector size than the device's (with a warning)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges (refused on a device holding a signature)")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
-	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; over an existing file no completion record vouches for (restored without --resume) every chunk is read back and checked: whole, it exits 0 writing nothing, else it is refused naming --force")
+	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; over an existing file no completion record vouches for (restored without --resume) every chunk is read back and checked: whole, it exits 0 writing nothing, else it is refused naming --force; a block device no journal records is read back too: whole, it exits 0 writing nothing, else the restore starts")
 	rc.restart = fs.Bool("restart", false, "start over an interrupted restore to TARGET, discarding its partial output and journal (without --restart or --resume such a restore is refused)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
@@ -147,7 +147,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		sum := r.res.Summary(r.took)
 		var damaged error
 		if r.res.Damage != nil {
-			damaged = fmt.Errorf("restored with damage: %w", r.res.Damage)
+			damaged = r.res.Damage // it says "restored with damage"
 			sum.ExitCode = exitData
 		}
 		if rc.sf.json() {
@@ -158,8 +158,11 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
 			index.DisplayText(sum.Snapshot), index.DisplayText(sum.Archive), index.DisplayText(sum.Target), humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
-		fmt.Fprintf(stdout, "  chunks fetched: %d (%s encoded), zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
-			sum.ChunksFetched, humanBytes(sum.FetchedBytes), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
+		if sum.ResumedChunks > 0 {
+			fmt.Fprintf(stdout, "  resumed: %d chunks already on the target (made durable by the stopped restore, not fetched again)\n", sum.ResumedChunks)
+		}
+		fmt.Fprintf(stdout, "  %s, zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
+			fetchedWords(sum), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
 		if sum.Layout != "" {
 			fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 		}
@@ -176,6 +179,20 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		return damaged
 	}
+}
+
+// fetchedWords says how many chunks sum fetched and verified and the
+// encoded bytes read from the store, which also count the copies that
+// failed their check (damaged chunks, copies a chain fell through).
+func fetchedWords(sum restore.Summary) string {
+	failed := sum.DamagedChunks > 0
+	for _, m := range sum.Stores {
+		failed = failed || m.Damaged > 0
+	}
+	if failed {
+		return fmt.Sprintf("chunks fetched and verified: %d (%s encoded read from the store, the copies that failed their check included)", sum.ChunksFetched, humanBytes(sum.FetchedBytes))
+	}
+	return fmt.Sprintf("chunks fetched: %d (%s encoded)", sum.ChunksFetched, humanBytes(sum.FetchedBytes))
 }
 
 // printStores prints what each store of several --store contributed.
@@ -197,6 +214,14 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 // error came before SNAPSHOT was resolved.
 func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, drill *restore.DrillOptions, stdout, stderr io.Writer) (_ *restored, err error) {
 	sf, pf := &rc.sf, rc.pf
+	// A target another run holds is refused at once, before the store is
+	// opened or listed (which can take long with a store that stalls);
+	// Open takes the lock for the run.
+	probe := rc.targetOptions(0)
+	probe.Resume = *rc.resume
+	if err := filetarget.CheckNotBusy(targetPath, probe); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	// Until the progress report starts, retries are said on their own.
 	stopRetryLines := startRetryLines(stderr, sf.progress, "restore", &sf.retries)

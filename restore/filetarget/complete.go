@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -13,18 +14,29 @@ import (
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
-// CheckFile reads an existing regular file at path back against plan
-// (ReadBackFile: every chunk position's digest, keyed with cc for an
-// encrypted archive, plain for cc == nil, and zero ranges reading as
-// zeros; jobs readers, O_DIRECT where possible) without changing it: it is
-// opened read-only, not through a symbolic link, and held with a shared
-// flock so that a restore writing to it meanwhile is not read half-way
-// (restore.ErrTargetBusy). A file of another size than the image is not read. The
-// error is one of opening, locking or reading the file, or ctx's; content
-// that differs is restore.FileCheck's, not an error.
+// CheckFile reads an existing regular file or block device at path back
+// against plan (ReadBackFile: every chunk position's digest, keyed with cc
+// for an encrypted archive, plain for cc == nil, and zero ranges reading
+// as zeros; jobs readers, O_DIRECT where possible) without changing it: it
+// is opened read-only, not through a symbolic link (except one to a block
+// device, as Open), and held with a shared flock so that a restore writing
+// to it meanwhile is not read half-way (restore.ErrTargetBusy). A file of
+// another size than the image, or a device smaller than it, is not read;
+// a larger device has its first image-size bytes read, and its
+// FileCheck.Size is then the image's. The error is one of opening,
+// locking or reading the file, or ctx's; content that differs is
+// restore.FileCheck's, not an error.
 func CheckFile(ctx context.Context, path string, plan *restore.Plan, cc *crypto.Config, jobs int) (restore.FileCheck, error) {
 	var c restore.FileCheck
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	open := path
+	if IsDevice(path) {
+		resolved, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return c, err
+		}
+		open = resolved
+	}
+	f, err := os.OpenFile(open, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return c, err
 	}
@@ -33,8 +45,9 @@ func CheckFile(ctx context.Context, path string, plan *restore.Plan, cc *crypto.
 	if err != nil {
 		return c, err
 	}
-	if !st.Mode().IsRegular() {
-		return c, fmt.Errorf("%s: not a regular file", path)
+	device := st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0
+	if !st.Mode().IsRegular() && !device {
+		return c, fmt.Errorf("%s: not a regular file or block device", path)
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
@@ -49,6 +62,13 @@ func CheckFile(ctx context.Context, path string, plan *restore.Plan, cc *crypto.
 		return c, fmt.Errorf("%s: lock: %w", path, err)
 	}
 	c.Size = st.Size()
+	if device {
+		n, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+		if err != nil {
+			return c, fmt.Errorf("%s: block device size: %w", path, err)
+		}
+		c.Size = min(int64(n), int64(plan.Size))
+	}
 	if c.Size != int64(plan.Size) {
 		return c, nil
 	}

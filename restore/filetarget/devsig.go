@@ -29,9 +29,9 @@ type Signature struct {
 // String says the signature and where, "ext4 at byte 1080".
 func (s Signature) String() string { return fmt.Sprintf("%s at byte %d", s.Name, s.Offset) }
 
-// Byte counts probed: the head holds every superblock below (ZFS's first
-// label ends at 256 KiB), the tail MD 0.90/1.0 superblocks and the backup
-// GPT header.
+// Byte counts probed: the head holds every superblock below but VMFS's
+// (ZFS's first label ends at 256 KiB), the tail MD 0.90/1.0 superblocks,
+// Intel RST metadata and the backup GPT header.
 const (
 	probeHead = 256 << 10
 	probeTail = 128 << 10
@@ -73,10 +73,30 @@ var headMagics = []headMagic{
 	{8182, "SWAPSPACE2", "swap"},
 	{16374, "SWAPSPACE2", "swap"},
 	{65526, "SWAPSPACE2", "swap"},
+	{0, "bluestore block device", "ceph_bluestore"},
+	{0, "\x45\x3d\xcd\x28", "cramfs"}, // 0x28cd3d45, either byte order
+	{0, "\x28\xcd\x3d\x45", "cramfs"},
+	{0, "hsqs", "squashfs"},  // checked further below (version)
+	{0, "hsqs", "squashfs3"}, // version 3 or older, little-endian
+	{0, "sqsh", "squashfs3"}, // big-endian squashfs 3
+	{0x400, "H+", "hfsplus"}, // checked further below (block size)
+	{0x400, "HX", "hfsplus"},
+	{0x400, "\xe2\xe1\xf5\xe0", "erofs"},                // 0xE0F5E1E2
+	{1 << 20, "\x0d\xd0\x01\xc0", "VMFS_volume_member"}, // past the head: read on its own
+	{2 << 20, "\x5e\xf1\xab\x2f", "VMFS"},
 }
 
+// Minix super block magics (at 1024+0x10, v3 at 1024+0x18), as libblkid
+// knows them, with the version each says.
+var minixMagics = map[uint16]int{0x137f: 1, 0x138f: 1, 0x2468: 2, 0x2478: 2}
+
+// iswSignature starts the Intel Matrix Storage (RST) metadata, two
+// sectors before the end of the disk.
+const iswSignature = "Intel Raid ISM Cfg Sig. "
+
 // ProbeSignatures reads the first 256 KiB and the last 128 KiB of the
-// device f of size bytes and returns the file systems, partition tables,
+// device f of size bytes (and the few bytes of VMFS's magics, 1 and 2 MiB
+// in) and returns the file systems, partition tables,
 // volume-manager, RAID and encryption signatures found there (the magics
 // wipefs would erase), in order of offset. A device that reads as zeros,
 // or holds nothing known, yields none. Read errors are returned.
@@ -98,15 +118,27 @@ func ProbeSignatures(f io.ReaderAt, size int64) ([]Signature, error) {
 		return off >= 0 && off+len(magic) <= len(b) && string(b[off:off+len(magic)]) == magic
 	}
 	for _, m := range headMagics {
-		if !at(head, m.off, m.magic) {
+		if m.off+len(m.magic) > len(head) {
+			// Past the head (VMFS): read on its own.
+			b := make([]byte, len(m.magic))
+			if int64(m.off+len(b)) > size {
+				continue
+			}
+			if _, err := f.ReadAt(b, int64(m.off)); err != nil {
+				return nil, err
+			}
+			if string(b) == m.magic {
+				add(m.name, int64(m.off))
+			}
 			continue
 		}
-		// A two-byte magic alone is weak: ext2/3/4 also needs a sane block
-		// size (s_log_block_size ≤ 6: 1 KiB to 64 KiB) and inodes.
-		if m.name == "ext4" && (binary.LittleEndian.Uint32(head[0x418:]) > 6 || binary.LittleEndian.Uint32(head[0x400:]) == 0) {
+		if !at(head, m.off, m.magic) || !plausible(head, m.name) {
 			continue
 		}
 		add(m.name, int64(m.off))
+	}
+	if off, ok := minixAt(head); ok {
+		add("minix", off)
 	}
 	// LVM2: "LABELONE" in one of the first four sectors, "LVM2 001" at +24.
 	for s := 0; s < 4; s++ {
@@ -164,8 +196,69 @@ func ProbeSignatures(f io.ReaderAt, size int64) ([]Signature, error) {
 				add("gpt", off) // the backup header
 			}
 		}
+		if off := (size/512 - 2) * 512; at(tail, rel(off), iswSignature) {
+			add("isw_raid_member", off)
+		}
 	}
 	return found, nil
+}
+
+// plausible checks what follows a weak magic found in head for the
+// structure name, as libblkid does before it reports it: ext2/3/4 a sane
+// block size (s_log_block_size ≤ 6: 1 KiB to 64 KiB) and inodes; squashfs
+// its major version (4 and later "squashfs", earlier ones "squashfs3"); HFS+ a block size of
+// at least 512 bytes.
+func plausible(head []byte, name string) bool {
+	le, be := binary.LittleEndian, binary.BigEndian
+	switch name {
+	case "ext4":
+		return le.Uint32(head[0x418:]) <= 6 && le.Uint32(head[0x400:]) != 0
+	case "squashfs":
+		return len(head) >= 30 && le.Uint16(head[28:]) >= 4
+	case "squashfs3":
+		return len(head) >= 30 && (head[0] == 's' || le.Uint16(head[28:]) <= 3)
+	case "hfsplus":
+		return len(head) >= 0x400+44 && be.Uint32(head[0x400+40:]) >= 512
+	}
+	return true
+}
+
+// minixAt finds a Minix file system's super block at 1024 bytes into head
+// (v1 and v2 in either byte order, v3), with libblkid's checks: bitmaps
+// large enough for the inodes and zones, and no ext2/3/4 magic where
+// parts of its super block could look like one. It returns the magic's
+// offset.
+func minixAt(head []byte) (int64, bool) {
+	const sb, block = 1024, 1024
+	if len(head) < 0x43a {
+		return 0, false
+	}
+	b := head[sb:]
+	if head[0x438] == 0x53 && head[0x439] == 0xef {
+		return 0, false
+	}
+	if binary.LittleEndian.Uint16(b[0x18:]) == 0x4d5a { // v3, little-endian only
+		if binary.LittleEndian.Uint16(b[6:]) != 0 && binary.LittleEndian.Uint16(b[8:]) != 0 {
+			return sb + 0x18, true
+		}
+		return 0, false
+	}
+	for _, o := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		v, ok := minixMagics[o.Uint16(b[0x10:])]
+		if !ok {
+			continue
+		}
+		ninodes, imaps, zmaps, firstz := int(o.Uint16(b[0:])), int(o.Uint16(b[4:])), int(o.Uint16(b[6:])), int(o.Uint16(b[8:]))
+		zones := int(o.Uint16(b[2:]))
+		if v == 2 {
+			zones = int(o.Uint32(b[20:]))
+		}
+		if imaps == 0 || zmaps == 0 || imaps*block*8 < ninodes+1 || zmaps*block*8 < zones-firstz+1 {
+			return 0, false
+		}
+		return sb + 0x10, true
+	}
+	return 0, false
 }
 
 // hasAny reports whether found names one of names.

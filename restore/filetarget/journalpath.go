@@ -33,7 +33,9 @@ func JournalDirs() []string {
 // a file beside it (".NAME.pbsdirect-journal"); for a block device (the
 // path, or a link to one) "journal-<sha256 of the device's path>" in the
 // first of JournalDirs that holds one already, else in the first that is
-// (or can be made) a writable directory of this user. When none is, the
+// (or can be made) a writable directory of this user; a directory that
+// is a link, another user's, or writable by group or others is passed
+// over. When none is, the
 // error wraps restore.ErrNoJournalPlace.
 func JournalPath(target string) (string, error) {
 	if IsDevice(target) {
@@ -65,11 +67,12 @@ func JournalPath(target string) (string, error) {
 	return filepath.Join(filepath.Dir(abs), name), nil
 }
 
-// ownDir reports whether d is a directory (not a link) owned by this user:
-// a journal is never kept where another user could have put it.
+// ownDir reports whether d is a directory (not a link) owned by this user
+// and writable by no one else (group or others): a journal is never kept
+// where another user could have put it, or a link in its place.
 func ownDir(d string) bool {
 	var st unix.Stat_t
-	return unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == os.Geteuid()
+	return unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == os.Geteuid() && st.Mode&0o022 == 0
 }
 
 // TargetIdentity returns the restore.Completion identity of the open target f

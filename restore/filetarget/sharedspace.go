@@ -21,7 +21,8 @@ const (
 	fiemapHeader       = 32 // struct fiemap without its extents
 	fiemapExtentSize   = 56 // struct fiemap_extent
 	fiemapBatch        = 256
-	fsComprFl          = 0x4 // FS_COMPR_FL (chattr +c)
+	fsComprFl          = 0x4        // FS_COMPR_FL (chattr +c)
+	fsNocowFl          = 0x00800000 // FS_NOCOW_FL (chattr +C)
 )
 
 // SharedBytes returns how many bytes of the file f's extents are shared
@@ -66,16 +67,19 @@ func SharedBytes(f *os.File) (int64, error) {
 }
 
 // mayCompress reports whether data written to f may be stored compressed
-// on btrfs: the file has compression set (chattr +c, or the
-// btrfs.compression property, both inherited from its directory), or the
-// mount that holds it has compress or compress-force. Its free
-// space then says nothing about whether an image's data fits.
+// on btrfs or bcachefs: the file has compression set (chattr +c, or the
+// btrfs.compression or bcachefs.compression property, inherited from its
+// directory), or the mount that holds it has compress, compress-force or
+// compression. Its free space then says only so much about whether an
+// image's data fits.
 func mayCompress(f *os.File) bool {
 	if fl, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS); err == nil && fl&fsComprFl != 0 {
 		return true
 	}
-	if n, err := unix.Fgetxattr(int(f.Fd()), "btrfs.compression", nil); err == nil && n > 0 {
-		return true
+	for _, attr := range []string{"btrfs.compression", "bcachefs.compression", "bcachefs.background_compression"} {
+		if n, err := unix.Fgetxattr(int(f.Fd()), attr, nil); err == nil && n > 0 {
+			return true
+		}
 	}
 	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	if err != nil || !filepath.IsAbs(real) {
@@ -83,6 +87,22 @@ func mayCompress(f *os.File) bool {
 	}
 	opts, ok := mountOptionsOf(real)
 	return !ok || strings.Contains(opts, "compress")
+}
+
+// copyOnWrite reports whether overwriting f's data allocates new space
+// before the old is freed: on btrfs unless f has the NOCOW attribute
+// (chattr +C), and on bcachefs. fsType is the statfs f_type of f's file
+// system. On ext4 and XFS an overwrite stays in place (only shared
+// extents, counted by SharedBytes, need new space).
+func copyOnWrite(f *os.File, fsType uint32) bool {
+	switch fsType {
+	case bcachefsMagic:
+		return true
+	case btrfsMagic:
+		fl, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+		return err != nil || fl&fsNocowFl == 0
+	}
+	return false
 }
 
 // mountOptionsOf returns the options (per mount and per super block,

@@ -39,31 +39,40 @@ func smallBtrfs(t *testing.T, size int64, opts string) string {
 }
 
 // TestForceSharedExtentsNoSpace: an existing file restored over with
-// --force whose extents are shared with a snapshot or a reflinked copy
-// (a Proxmox VE btrfs storage after qm snapshot, cp --reflink) frees
-// nothing when overwritten: the space check counts those bytes as taken
-// and refuses before writing (ErrNoSpace, exit 3, naming needed and
-// available bytes), the file unchanged. The same file not shared fits,
-// since overwriting it reuses its own space. Before, btrfs was never
-// checked: the restore ran out of space half-way and destroyed the file.
+// --force on btrfs, with less free space than the image's data, is refused
+// before writing (ErrNoSpace, exit 3, naming needed and available bytes),
+// the file unchanged: when its extents are shared with a snapshot or a
+// reflinked copy (a Proxmox VE btrfs storage after qm snapshot, cp
+// --reflink), and also when they are not, since btrfs copies on write and
+// allocates the new data before freeing the old (before, that case passed
+// the check, ran out of space half-way and destroyed the file). A file set
+// NOCOW (chattr +C) is overwritten in place and fits; so may an image on a
+// compress mount, whose data may take far less than its size.
 func TestForceSharedExtentsNoSpace(t *testing.T) {
 	const fileSize = 64 << 20
 	for _, c := range []struct {
 		name     string
+		opts     string // mount options
+		nocow    bool   // chattr +C on the directory before the file is written
 		share    func(t *testing.T, mnt, file string)
-		wantFail bool
+		wantFail string // a word the refusal says; "" for none
 	}{
-		{"snapshot", func(t *testing.T, mnt, _ string) {
+		{"snapshot", "", false, func(t *testing.T, mnt, _ string) {
 			run(t, "btrfs", "-q", "subvolume", "snapshot", filepath.Join(mnt, "images"), filepath.Join(mnt, "images@before-upgrade"))
-		}, true},
-		{"reflink", func(t *testing.T, mnt, file string) {
+		}, "shared"},
+		{"reflink", "", false, func(t *testing.T, mnt, file string) {
 			run(t, "cp", "--reflink=always", file, filepath.Join(mnt, "copy.raw"))
-		}, true},
-		{"not-shared", func(*testing.T, string, string) {}, false},
+		}, "shared"},
+		{"not-shared", "", false, func(*testing.T, string, string) {}, "copies on write"},
+		{"nocow", "", true, func(*testing.T, string, string) {}, ""},
+		{"compress", "compress=zstd", false, func(*testing.T, string, string) {}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mnt := smallBtrfs(t, 256<<20, "")
+			mnt := smallBtrfs(t, 256<<20, c.opts)
 			run(t, "btrfs", "-q", "subvolume", "create", filepath.Join(mnt, "images"))
+			if c.nocow {
+				run(t, "chattr", "+C", filepath.Join(mnt, "images"))
+			}
 			old := fixture.Build(54, fixture.Region{Kind: fixture.Random, Len: fileSize})
 			p := fixture.WriteFile(t, filepath.Join(mnt, "images"), "disk.raw", old)
 			c.share(t, mnt, p)
@@ -86,20 +95,20 @@ func TestForceSharedExtentsNoSpace(t *testing.T) {
 				unix.Sync()
 			}
 			tg, err := filetarget.Open(p, fileSize, filetarget.Options{Force: true, DataBytes: fileSize})
-			if !c.wantFail {
+			if c.wantFail == "" {
 				if err != nil {
-					t.Fatalf("a file not shared with anything: %v", err)
+					t.Fatalf("refused a file overwritten in place, or data that may compress: %v", err)
 				}
 				tg.Close(true)
 				return
 			}
 			if err == nil {
 				tg.Close(true)
-				t.Fatal("refused nothing: the restore would run out of space half-way over a shared file")
+				t.Fatal("refused nothing: the restore would run out of space half-way and destroy the file")
 			}
 			if !errors.Is(err, restore.ErrNoSpace) || !strings.Contains(err.Error(), "nothing was written") ||
-				!strings.Contains(err.Error(), "shared") || !strings.Contains(err.Error(), "needed") {
-				t.Fatalf("got %v, want ErrNoSpace naming the shared bytes, needed and available", err)
+				!strings.Contains(err.Error(), c.wantFail) || !strings.Contains(err.Error(), "needed") {
+				t.Fatalf("got %v, want ErrNoSpace saying %q, needed and available", err, c.wantFail)
 			}
 			fixture.Equal(t, p, old)
 		})

@@ -26,6 +26,9 @@ func (s *Sink) String() string { return s.Path }
 func (s *Sink) Open(ctx context.Context, req restore.SinkRequest) (restore.Target, error) {
 	o := s.Options
 	o.DataBytes, o.Reserve, o.Resume = req.DataBytes, req.Reserve, req.Resume
+	if o.Note == nil {
+		o.Note = req.Note
+	}
 	o.Locked = func() error {
 		if req.CheckImage && req.Head != nil {
 			if err := CheckSectorSize(ctx, s.Path, req.Head, s.Options.Force, req.Note); err != nil {
@@ -84,8 +87,8 @@ func (s *Sink) Same(c restore.Completion) bool {
 	return err == nil && id.Same(c)
 }
 
-// CheckExisting reads the existing regular file at Path back against plan
-// (CheckFile).
+// CheckExisting reads the existing regular file or block device at Path
+// back against plan (CheckFile).
 func (s *Sink) CheckExisting(ctx context.Context, plan *restore.Plan, cc *crypto.Config, jobs int) (restore.FileCheck, error) {
 	return CheckFile(ctx, s.Path, plan, cc, jobs)
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// (not emptied). Existing files and devices are written in place
 	// either way.
 	Resume bool
+	// Note, when set, receives notes on the target (a block device larger
+	// than the image: the bytes past it are left as they were).
+	Note func(msg string)
 	// Locked, when set, is called once the target is locked and checked,
 	// before anything in it changes (a new file's leftover partial output
 	// is emptied only after it): the place to discard an earlier restore's
@@ -217,8 +220,7 @@ func (t *Target) openFile(opts Options) error {
 				return fmt.Errorf("%s: FIEMAP: %w; nothing was written", t.path, err)
 			}
 		}
-		compress := func() bool { return mayCompress(t.buffered) }
-		if err := checkSpace(int(t.buffered.Fd()), t.path, opts.DataBytes, reused, shared, compress); err != nil {
+		if err := checkSpace(t.buffered, t.path, opts.DataBytes, reused, shared, !t.created); err != nil {
 			return err
 		}
 	}
@@ -354,6 +356,9 @@ func (t *Target) openDevice(p string, opts Options) (*Target, error) {
 	if err := checkFormat(f, t.path, int64(devSize), true); err != nil {
 		t.release()
 		return nil, err
+	}
+	if extra := int64(devSize) - t.size; extra > 0 && opts.Note != nil {
+		opts.Note(fmt.Sprintf("%s: the block device is %d bytes larger than the image (%d bytes against %d): the %d bytes past the image are left as they were", t.path, extra, devSize, t.size, extra))
 	}
 	// A file system, partition table, LVM or RAID signature: refused
 	// without --force, as mkfs and wipefs do (a resume continues what

@@ -100,46 +100,84 @@ func checkNotLoopBacked(st *unix.Stat_t, user string) error {
 	return nil
 }
 
-// File systems that may store data compressed (statfs f_type): their free
-// space says nothing about whether an image's data fits.
+// File systems that copy on write and may store data compressed
+// (statfs f_type).
 const (
 	btrfsMagic    = 0x9123683E
 	zfsMagic      = 0x2FC12FC1
 	bcachefsMagic = 0xCA451A4E
 )
 
+// btrfsMaxCompressed is the most data btrfs puts in one compressed
+// extent (128 KiB); such an extent takes at least one block on disk.
+const btrfsMaxCompressed = 128 << 10
+
 // checkSpace refuses an image whose data (dataBytes) cannot fit in the
-// free space of the file system holding fd, counting the allocation of the
-// existing file (reused bytes) as available, except its shared bytes
-// (extents shared with snapshots or reflinked copies: overwriting them
-// frees nothing). On file systems that may compress (btrfs mounted with
-// compress or a file set to compress, ZFS, bcachefs: compress) an image
-// larger than the free space may still fit, so nothing is refused there.
-func checkSpace(fd int, user string, dataBytes, reused, shared int64, compress func() bool) error {
+// free space of the file system holding f, with restore.ErrNoSpace naming
+// the bytes needed and available. reused is f's allocation and shared the
+// part of it shared with snapshots or reflinked copies; overwrite says
+// that f is an existing file whose data is written over.
+//
+// In place (ext4, XFS, btrfs NOCOW files) the allocation is available,
+// less its shared bytes (overwriting those frees nothing). Where an
+// overwrite copies on write (btrfs, bcachefs) the new data is allocated
+// before the old is freed, so the whole data is needed beside the file's
+// allocation. The partial output of a resumed restore (overwrite false)
+// keeps what it holds either way. Where data may be stored compressed
+// (btrfs compress mount or file attribute) only a lower bound is known:
+// one block per 128 KiB of data, btrfs's largest compressed extent; an
+// image is refused only if even that does not fit. ZFS, and bcachefs with
+// compression, are not checked (how much data takes there cannot be told
+// from here).
+func checkSpace(f *os.File, user string, dataBytes, reused, shared int64, overwrite bool) error {
 	var sf unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sf); err != nil {
+	if err := unix.Fstatfs(int(f.Fd()), &sf); err != nil {
 		return nil // cannot tell: the reservation before the fetch still catches it
 	}
-	switch uint32(sf.Type) {
-	case zfsMagic, bcachefsMagic:
+	fsType := uint32(sf.Type)
+	need, compressed := dataBytes, false
+	switch fsType {
+	case zfsMagic:
 		return nil
-	case btrfsMagic:
-		if compress() {
+	case bcachefsMagic:
+		if mayCompress(f) {
 			return nil
 		}
+	case btrfsMagic:
+		if mayCompress(f) {
+			need = (dataBytes + btrfsMaxCompressed - 1) / btrfsMaxCompressed * sf.Bsize
+			compressed = true
+		}
 	}
+	cow := overwrite && copyOnWrite(f, fsType)
 	free := int64(sf.Bavail) * sf.Bsize
 	claimable := reused - min(shared, reused)
-	if dataBytes <= free+claimable {
+	if cow {
+		claimable = 0
+	}
+	if need <= free+claimable {
 		return nil
 	}
 	msg := fmt.Sprintf("the image has %d bytes of data, the file system has %d bytes free", dataBytes, free)
 	switch {
+	case cow && compressed:
+		msg += fmt.Sprintf(" and stores data compressed and copies on write (the existing file's %d bytes allocated are freed only after the new data is written): at least %d bytes needed (one block per 128 KiB of data, even if it all compressed), %d available",
+			reused, need, free)
+	case compressed:
+		msg += fmt.Sprintf(" and stores data compressed: at least %d bytes needed (one block per 128 KiB of data, even if it all compressed), %d available", need, free+claimable)
 	case shared > 0:
-		msg += fmt.Sprintf(" and the existing file %d bytes allocated, %d of them shared with a snapshot or a reflinked copy (overwriting those frees nothing): %d bytes needed, %d available",
-			reused, min(shared, reused), dataBytes, free+claimable)
+		msg += fmt.Sprintf(" and the existing file %d bytes allocated, %d of them shared with a snapshot or a reflinked copy (overwriting those frees nothing", reused, min(shared, reused))
+		if cow {
+			msg += "; the file system copies on write, so the rest is freed only after the new data is written"
+		}
+		msg += fmt.Sprintf("): %d bytes needed, %d available", need, free+claimable)
+	case cow && reused > 0:
+		msg += fmt.Sprintf(" and copies on write: the existing file's %d bytes allocated are freed only after the new data is written (unless the file is set NOCOW, chattr +C): %d bytes needed, %d available",
+			reused, need, free)
 	case reused > 0:
-		msg += fmt.Sprintf(" and the existing file %d bytes allocated", reused)
+		msg += fmt.Sprintf(" and the existing file %d bytes allocated: %d bytes needed, %d available", reused, need, free+claimable)
+	default:
+		msg += fmt.Sprintf(": %d bytes needed, %d available", need, free)
 	}
 	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, restore.ErrNoSpace, msg, unix.ENOSPC)
 }

@@ -140,11 +140,27 @@ func (p *Program) runCommand(ctx context.Context, args []string, stdout *Output,
 	case code == ExitOK:
 		return code, err
 	case code == ExitUsage:
-		fmt.Fprintf(stderr, "%s: %s\n", name, p.Display(err.Error()))
+		fmt.Fprintf(stderr, "%s: %s\n", name, p.displayLines(err.Error()))
 	default:
-		fmt.Fprintf(stderr, "%s: error: %s\n", name, p.Display(err.Error()))
+		fmt.Fprintf(stderr, "%s: error: %s\n", name, p.displayLines(err.Error()))
 	}
 	return code, err
+}
+
+// displayLines makes a multi-line error message safe for the terminal:
+// each line through Display, the line breaks kept, and every line after
+// the first indented (by two spaces unless it is already), so that no
+// continuation line can pass for a line of its own.
+func (p *Program) displayLines(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		l = p.Display(l)
+		if i > 0 && !strings.HasPrefix(l, " ") {
+			l = "  " + l
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n")
 }
 
 // isHelpFlag reports whether arg asks the root for its help.
