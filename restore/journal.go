@@ -384,7 +384,9 @@ func syncDir(dir string) {
 // Completion is what a journal keeps of a restore that finished: when, and
 // the identity of the target it left, the evidence that a later --resume
 // finds the same target and not one changed or replaced since. For a file:
-// device, inode, size and modification time (ns) of the committed file;
+// device, inode, size, modification time and status-change time (ns; a
+// user can set the modification time back, not the change time) of the
+// committed file;
 // for a block device: its device number and size (the caller reads its
 // data back before calling it complete).
 type Completion struct {
@@ -394,6 +396,7 @@ type Completion struct {
 	Rdev     uint64    `json:"rdev,omitempty"`
 	Size     int64     `json:"size"`
 	MtimeNs  int64     `json:"mtime-ns,omitempty"`
+	CtimeNs  int64     `json:"ctime-ns,omitempty"`
 }
 
 // completePrefix starts the line of a journal that records a completion.

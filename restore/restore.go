@@ -37,8 +37,9 @@ type SinkRequest struct {
 	Resume bool
 	// CheckImage asks the sink to check the target against the image once
 	// it is locked (a block device's sector size against the image's
-	// partition table, through Head): a restore that starts, not one that
-	// resumes.
+	// partition table, through Head): a restore that starts from the
+	// beginning, with --resume or not; only one that continues a journaled
+	// restore (whose signatures are its own) skips it.
 	CheckImage bool
 	// Locked is called once the target is locked, before it changes; its
 	// error stops Open.
@@ -248,7 +249,7 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	}
 	journal := rs.journal
 	req := SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: rs.partial,
-		CheckImage: journal == nil && !o.Resume, Plan: plan, Key: key, Archive: path.Join(snap.Dir(), name), Note: note,
+		CheckImage: journal == nil, Plan: plan, Key: key, Archive: path.Join(snap.Dir(), name), Note: note,
 		Head: func(ctx context.Context, n int) ([]byte, error) {
 			return ImageHead(ctx, src.Store(), plan, n, encrypted, key)
 		},
@@ -308,7 +309,12 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		err = committer.Commit()
 	}
 	if err != nil {
-		return nil, failed(ctx, sink.String(), target, journal, plan, opts.Archive, o.KeepWork, err)
+		err = failed(ctx, sink.String(), target, journal, plan, opts.Archive, o.KeepWork, err)
+		if se := (*StoppedError)(nil); errors.As(err, &se) && se.Partial == "" && jr != nil && jr.Overwrites() {
+			// Written over an existing target: its resume needs --force.
+			se.Force = true
+		}
+		return nil, err
 	}
 	// A Resume run (a retry loop's) records its completion, so that the
 	// next Resume knows; other runs leave nothing beside the target.
@@ -384,7 +390,10 @@ type StoppedError struct {
 	Partial         string // a new file's partial output; "" for an existing file or a device
 	Journal         string // the journal's path
 	Durable, Total  int    // chunks durable and kept, chunks of the run
-	Err             error
+	// Force says that the restore wrote over an existing target as
+	// --force allowed: the resume it names is given --force too.
+	Force bool
+	Err   error
 }
 
 // Error says what was kept, where, and how to continue.
@@ -393,11 +402,15 @@ func (e *StoppedError) Error() string {
 	if e.Partial != "" {
 		kept = "partial output " + e.Partial
 	}
+	resume := "--resume"
+	if e.Force {
+		resume = "--resume --force"
+	}
 	if errors.Is(e.Err, context.Canceled) {
 		// Interrupted: nothing to fix, and the cause ("interrupted") is
 		// said by whoever interrupted it.
-		return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with --resume to continue it, fetching only the rest",
-			e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal)
+		return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with %s to continue it, fetching only the rest",
+			e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal, resume)
 	}
 	how := "once the cause is fixed (the store reachable again, credentials refreshed, space freed)"
 	var de *DamagedError
@@ -405,8 +418,8 @@ func (e *StoppedError) Error() string {
 	if !chunkstore.Outside(e.Err) && (errors.As(e.Err, &de) || errors.As(e.Err, &ce)) {
 		how = "with another --store that holds the missing or damaged chunks, or with --on-missing zero / --on-corrupt zero to write zeros for them"
 	}
-	return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with --resume to fetch only the rest, %s: %v",
-		e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal, how, e.Err)
+	return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with %s to fetch only the rest, %s: %v",
+		e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal, resume, how, e.Err)
 }
 
 // Unwrap returns the cause.

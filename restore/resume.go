@@ -83,6 +83,20 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 		return fresh(fmt.Sprintf("the journal records a completed restore of %s %s, not of this one", h.Snapshot, h.Archive))
 	}
 	device := st.Device
+	if complete == nil && h != hdr {
+		// An interrupted restore of something else: its durable chunks
+		// are not thrown away because a newer snapshot appeared.
+		why, err := resumeOther(jr, jpath, h, hdr, st)
+		if err != nil {
+			return resumeState{}, err
+		}
+		return fresh(why)
+	}
+	if complete == nil && overFile {
+		// An interrupted restore over this existing file, which only
+		// --force (given then) writes to.
+		return resumeState{}, resumeNeedsForce(targetPath, jpath, h)
+	}
 	if complete != nil {
 		if !device {
 			if allowComplete && jr.Same(*complete) {
@@ -120,7 +134,9 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 	j, err := ResumeJournal(jpath, hdr)
 	switch {
 	case errors.Is(err, ErrJournalMismatch):
-		return resumeState{}, refusedf("--resume refused for %s: %v; or --restart to start over", targetPath, err)
+		// resumeOther refuses it first; this is a journal changed
+		// meanwhile.
+		return resumeState{}, refusedf("--resume refused for %s: %v", targetPath, err)
 	case err != nil:
 		return resumeState{}, err
 	}
@@ -217,10 +233,12 @@ func startOver(jr Journaled, jpath string, restart bool, note func(string)) erro
 	_, complete, _ := ReadCompletion(jpath)
 	st := jr.State()
 	// This run's own partial output is there already, empty: only one
-	// with content is an earlier restore's; a device holds what was
-	// written to it.
+	// with content is an earlier restore's; a device, and an existing
+	// file written over in place (--force), hold what was written to
+	// them.
 	device := st.Device
-	left := device || st.PartialSeen && st.PartialSize != 0
+	partialLeft := st.PartialSeen && st.PartialSize != 0
+	left := device || st.Regular || partialLeft
 	switch {
 	case jerr == nil && complete == nil && len(done) > 0 && left && !restart:
 		return refusedf("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
@@ -228,8 +246,40 @@ func startOver(jr Journaled, jpath string, restart bool, note func(string)) erro
 	case jerr == nil && complete == nil && len(done) > 0 && left:
 		note(fmt.Sprintf("note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded",
 			len(done), h.Snapshot, h.Archive, targetPath))
-	case left && !device:
+	case partialLeft && !device:
 		note(fmt.Sprintf("note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded", targetPath))
 	}
 	return RemoveJournal(jpath)
+}
+
+// resumeOther answers a resume for hdr to the target of jr whose journal
+// at jpath records an interrupted restore of h, another snapshot, archive
+// or index (a newer snapshot of TYPE/ID, say). When it left durable
+// chunks on the target (or its partial output) the resume is refused
+// (ErrRefused), naming the snapshot that continues it and --restart, which
+// starts over with hdr's. When nothing of it is left (no durable chunk, a
+// new file's partial output gone) it returns why there is nothing to
+// resume. An error reading the journal is returned.
+func resumeOther(jr Journaled, jpath string, h, hdr JournalHeader, st TargetState) (string, error) {
+	_, done, err := ReadJournal(jpath)
+	switch {
+	case err != nil:
+		return "", err
+	case len(done) == 0:
+		return fmt.Sprintf("the stopped restore of %s %s recorded no durable chunk", h.Snapshot, h.Archive), nil
+	case !st.Device && st.Missing && st.PartialGone:
+		return fmt.Sprintf("the partial output %s of the stopped restore of %s %s is gone", jr.PartialPath(), h.Snapshot, h.Archive), nil
+	}
+	return "", refusedf("--resume: %s: the stopped restore to it was of %s %s (index %.12s…, %d bytes; journal %s, %d durable chunks), not of %s %s (index %.12s…, %d bytes): "+
+		"--resume %s %s continues it; --restart (without --resume) discards it and restores %s %s",
+		jr.String(), h.Snapshot, h.Archive, h.IndexCsum, h.Size, jpath, len(done), hdr.Snapshot, hdr.Archive, hdr.IndexCsum, hdr.Size,
+		h.Snapshot, h.Archive, hdr.Snapshot, hdr.Archive)
+}
+
+// resumeNeedsForce is the refusal of a resume without --force over an
+// existing file whose journal at jpath records an interrupted restore (of
+// h) over it: that restore was given --force, and so is its resume.
+func resumeNeedsForce(targetPath, jpath string, h JournalHeader) error {
+	return refusedf("--resume: %s exists and a restore of %s %s over it with --force stopped (journal %s): give --resume --force to continue it (fetching only the rest), or --restart --force to start over",
+		targetPath, h.Snapshot, h.Archive, jpath)
 }

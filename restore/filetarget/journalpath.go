@@ -76,7 +76,9 @@ func ownDir(d string) bool {
 }
 
 // TargetIdentity returns the restore.Completion identity of the open target f
-// (Finished left zero).
+// (Finished left zero): for a regular file its device, inode, size,
+// modification and change times; for a block device its device number
+// and size.
 func TargetIdentity(f *os.File) (restore.Completion, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
@@ -89,7 +91,7 @@ func TargetIdentity(f *os.File) (restore.Completion, error) {
 		}
 		return restore.Completion{Rdev: uint64(st.Rdev), Size: int64(size)}, nil
 	}
-	return restore.Completion{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano()}, nil
+	return restore.Completion{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}, nil
 }
 
 // IsDevice reports whether path is (or links to) a block device: its
