@@ -52,10 +52,11 @@ func gpt512Image(size int) []byte {
 // TestSectorSizeGuard: a whole-disk image whose GPT is for 512-byte
 // sectors, restored (or drilled) onto a device with 4096-byte logical
 // sectors, is refused with exit 2 naming both sizes, and the device is
-// left as it was; with --force it is written exactly, with a warning
-// naming both sizes. Onto a device with 512-byte sectors it is restored
-// without a word. Before, it was written silently and the device had no
-// partition table it could use.
+// left as it was, and so is a restore --resume with nothing to resume;
+// with --force it is written exactly, with a warning naming both sizes.
+// Onto a device with 512-byte sectors it is restored without a word.
+// Before, it was written silently and the device had no partition table
+// it could use.
 func TestSectorSizeGuard(t *testing.T) {
 	const size = 8 << 20
 	img := gpt512Image(size)
@@ -70,9 +71,11 @@ func TestSectorSizeGuard(t *testing.T) {
 	}
 
 	dev := loopSectorSize(t, 16<<20, 4096)
-	for _, cmd := range []string{"restore", "drill"} {
+	// --resume with nothing to resume starts from the beginning: the same
+	// check (before, it was skipped and the device written).
+	for _, cmd := range [][]string{{"restore"}, {"drill"}, {"restore", "--resume"}} {
 		mustFail(t, 2, []string{dev, "512-byte sectors", "4096-byte logical sectors", "nothing was written", "--force"},
-			cmd, "--store", store, snap0, "drive-scsi0", dev)
+			append(cmd, "--store", store, snap0, "drive-scsi0", dev)...)
 		if got := read(dev); !bytes.Equal(got, make([]byte, size)) {
 			t.Fatalf("%s: refused device was written", cmd)
 		}
