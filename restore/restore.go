@@ -37,9 +37,10 @@ type SinkRequest struct {
 	Resume bool
 	// CheckImage asks the sink to check the target against the image once
 	// it is locked (a block device's sector size against the image's
-	// partition table, through Head): a restore that starts from the
-	// beginning, with --resume or not; only one that continues a journaled
-	// restore (whose signatures are its own) skips it.
+	// partition table, through Head): every restore but one that
+	// continues an interrupted, journaled restore of the image (whose
+	// signatures are its own) — one that starts from the beginning with
+	// --resume, or reads back a device a completed restore left, included.
 	CheckImage bool
 	// Locked is called once the target is locked, before it changes; its
 	// error stops Open.
@@ -249,7 +250,7 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	}
 	journal := rs.journal
 	req := SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: rs.partial,
-		CheckImage: journal == nil, Plan: plan, Key: key, Archive: path.Join(snap.Dir(), name), Note: note,
+		CheckImage: !rs.continues, Plan: plan, Key: key, Archive: path.Join(snap.Dir(), name), Note: note,
 		Head: func(ctx context.Context, n int) ([]byte, error) {
 			return ImageHead(ctx, src.Store(), plan, n, encrypted, key)
 		},

@@ -16,6 +16,10 @@ type resumeState struct {
 	journal *Journal               // the journal to append to; nil: a new one is created
 	durable map[crypto.Digest]bool // chunks to check on the target and not fetch again
 	partial bool                   // a new file's partial output is continued (filetarget.Options.Resume)
+	// continues says that an interrupted restore of this image to the
+	// target is continued: what it wrote (a partition table, signatures)
+	// is its own, so the target is not checked against the image again.
+	continues bool
 	// complete, when set, says that the target holds the image already:
 	// nothing to do.
 	complete string
@@ -140,7 +144,7 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 	case err != nil:
 		return resumeState{}, err
 	}
-	return resumeState{journal: j, durable: j.Done(), partial: !device && !st.Exists}, nil
+	return resumeState{journal: j, durable: j.Done(), partial: !device && !st.Exists, continues: true}, nil
 }
 
 // resumeOverDevice answers a resume to the block device of jr that no
@@ -270,7 +274,7 @@ func resumeOther(jr Journaled, jpath string, h, hdr JournalHeader, st TargetStat
 	case !st.Device && st.Missing && st.PartialGone:
 		return fmt.Sprintf("the partial output %s of the stopped restore of %s %s is gone", jr.PartialPath(), h.Snapshot, h.Archive), nil
 	}
-	return "", refusedf("--resume: %s: the stopped restore to it was of %s %s (index %.12s…, %d bytes; journal %s, %d durable chunks), not of %s %s (index %.12s…, %d bytes): "+
+	return "", refusedf("--resume refused for %s: the stopped restore to it was of %s %s (index %.12s…, %d bytes; journal %s, %d durable chunks), not of %s %s (index %.12s…, %d bytes): "+
 		"--resume %s %s continues it; --restart (without --resume) discards it and restores %s %s",
 		jr.String(), h.Snapshot, h.Archive, h.IndexCsum, h.Size, jpath, len(done), hdr.Snapshot, hdr.Archive, hdr.IndexCsum, hdr.Size,
 		h.Snapshot, h.Archive, hdr.Snapshot, hdr.Archive)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
 // loopSectorSize attaches a loop device with logical sectors of ss bytes
@@ -52,7 +54,8 @@ func gpt512Image(size int) []byte {
 // TestSectorSizeGuard: a whole-disk image whose GPT is for 512-byte
 // sectors, restored (or drilled) onto a device with 4096-byte logical
 // sectors, is refused with exit 2 naming both sizes, and the device is
-// left as it was, and so is a restore --resume with nothing to resume;
+// left as it was, and so is a restore --resume with nothing to resume or
+// over a completed restore's record (the device changed since);
 // with --force it is written exactly, with a warning naming both sizes.
 // Onto a device with 512-byte sectors it is restored without a word.
 // Before, it was written silently and the device had no partition table
@@ -85,6 +88,22 @@ func TestSectorSizeGuard(t *testing.T) {
 		t.Errorf("--force: want a warning naming both sector sizes: %v", r)
 	}
 	fixture.EqualBytes(t, dev, read(dev), img)
+	// A record of a completed restore to the device (a --resume run's)
+	// vouches for nothing on it: once it no longer holds the image, a
+	// --resume that writes it again checks it too.
+	jpath, err := filetarget.JournalPath(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restore.RemoveJournal(jpath) })
+	mustOK(t, "restore", "--resume", "--force", "--store", store, snap0, "drive-scsi0", dev)
+	if err := os.WriteFile(dev, make([]byte, size), 0); err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, 2, []string{dev, "512-byte sectors", "4096-byte logical sectors"}, "restore", "--resume", "--store", store, snap0, "drive-scsi0", dev)
+	if got := read(dev); !bytes.Equal(got, make([]byte, size)) {
+		t.Fatal("--resume after a completed restore: the refused device was written")
+	}
 
 	dev512 := loopSectorSize(t, 16<<20, 512)
 	r = mustOK(t, "restore", "--store", store, snap0, "drive-scsi0", dev512)
