@@ -33,9 +33,14 @@ type resumeState struct {
 // that keeps none) the restore starts from the beginning, said through
 // note.
 //
+// A journal of an interrupted restore of something else (a newer snapshot
+// of TYPE/ID) is refused while it left durable chunks (resumeOther); one
+// of an interrupted restore over an existing file is refused without
+// Force, which that restore was given (resumeNeedsForce).
+//
 // A journal that records a completed restore is checked against the
 // target: a file still the one it left (device, inode, size, modification
-// time) is complete (with allowComplete: the restore command, not drill);
+// and change time) is complete (with allowComplete: the restore command, not drill);
 // for a block device every data chunk is read back and only what does not
 // match is fetched again. An existing file that no record says is this
 // restore's (a run without resume leaves none, or the file changed since)
@@ -226,7 +231,9 @@ func resumeOverFile(ctx context.Context, jr Journaled, why string, hdr JournalHe
 
 // startOver runs, with the target locked and before anything in it
 // changes, when a restore starts without resume. An earlier interrupted
-// restore whose journal at jpath records durable chunks is refused
+// restore whose journal at jpath records durable chunks on what is there
+// (a new file's partial output, a device, an existing file written over
+// with --force) is refused
 // (ErrRefused, naming --resume and --restart) unless restart is set;
 // then, or when there is nothing worth resuming, its journal (or the
 // record of a completed restore) is discarded and what it left is said

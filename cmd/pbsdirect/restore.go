@@ -56,7 +56,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly), or a block device holding a file system, partition table, LVM, RAID or other signature; write an image whose GPT is for another sector size than the device's (with a warning)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges (refused on a device holding a signature)")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
-	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts; over an existing file no completion record vouches for (restored without --resume) every chunk is read back and checked: whole, it exits 0 writing nothing, else it is refused naming --force; a block device no journal records is read back too: whole, it exits 0 writing nothing, else the restore starts")
+	rc.resume = fs.Bool("resume", false, "continue a stopped restore of the same snapshot, archive and target, fetching no chunk its journal records as durable and the target still holds (the journal is beside the partial output; for a block device in $XDG_CACHE_HOME/pbsdirect, $HOME/.cache/pbsdirect, /var/cache/pbsdirect, /var/tmp or /tmp); with nothing to resume the restore starts (a stopped restore of another snapshot is refused, naming it and --restart; one over an existing file with --force is continued with --resume --force); over an existing file no completion record vouches for (restored without --resume) every chunk is read back and checked: whole, it exits 0 writing nothing, else it is refused naming --force; a block device no journal records is read back too: whole, it exits 0 writing nothing, else the restore starts")
 	rc.restart = fs.Bool("restart", false, "start over an interrupted restore to TARGET, discarding its partial output and journal (without --restart or --resume such a restore is refused)")
 	rc.cryptMode = registerCryptMode(fs)
 	rc.follow = fs.Bool("follow-symlinks", false, "write through a symbolic link at TARGET to the file it names (links to block devices are always followed)")
@@ -347,8 +347,10 @@ TARGET is a new file (an existing one needs --force), a block device, or -.
 A restore that stops (interrupted, store unreachable or throttled past
 --retry-for, expired credentials, a missing or damaged chunk) keeps its partial
 output and journal: run it again with --resume to fetch only the rest (with
---on-missing zero / --on-corrupt zero or another --store for damage). A run
-without --resume over such a restore is refused; --restart starts over.
+--on-missing zero / --on-corrupt zero or another --store for damage; with
+--force too when it was writing over an existing file). A run without
+--resume over such a restore is refused; --restart starts over. --resume
+TYPE/ID after a newer snapshot appeared is refused, naming the stopped one.
 --resume over an existing file (a finished restore, with or without
 --resume) reads it back against the index: whole, it exits 0 and writes
 nothing; otherwise it is refused, naming the chunks that differ and --force.
