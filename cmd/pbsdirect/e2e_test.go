@@ -373,7 +373,7 @@ func TestDedup(t *testing.T) {
 }
 
 // TestZeroChunkAbsent: the 4 MiB zero chunk deleted from the store is never
-// needed; restore stays byte-exact.
+// needed by restore, which stays byte-exact; verify names it missing.
 func TestZeroChunkAbsent(t *testing.T) {
 	store := fixture.NewStore(t)
 	data := zeroMiddle(7)
@@ -391,7 +391,12 @@ func TestZeroChunkAbsent(t *testing.T) {
 	if s.ZeroChunks != 1 || s.ChunksFetched != 3 {
 		t.Errorf("zero-chunks %d chunks-fetched %d, want 1 and 3", s.ZeroChunks, s.ChunksFetched)
 	}
-	mustOK(t, "verify", "--store", store)
+	// Restore never needs it, but other clients do: verify checks the zero
+	// chunk like any other and finds it missing.
+	r := mustFail(t, 1, nil, "verify", "--store", store)
+	if !strings.Contains(r.out, "missing chunk "+zero4M) {
+		t.Errorf("verify does not name the missing zero chunk: %v", r)
+	}
 }
 
 // TestLatestAndUnfinished: TYPE/ID resolves to the latest finished snapshot;
