@@ -48,8 +48,19 @@ type PartialLister interface {
 	Unlisted() []string
 }
 
+// LeftOutReporter is a store made of member stores some of which were left
+// out when it was opened (a Chain over several --store, some unreachable):
+// an error that says no member had something joins the reasons of those
+// left out, since they were never asked.
+type LeftOutReporter interface {
+	// LeftOut returns the errors of the members left out when the store
+	// was opened, in the order given; none when every member was opened.
+	LeftOut() []error
+}
+
 var (
-	_ DirLister     = (*Local)(nil)
-	_ DirLister     = (*Chain)(nil)
-	_ PartialLister = (*Chain)(nil)
+	_ DirLister       = (*Local)(nil)
+	_ DirLister       = (*Chain)(nil)
+	_ PartialLister   = (*Chain)(nil)
+	_ LeftOutReporter = (*Chain)(nil)
 )

@@ -187,7 +187,7 @@ func readPinned(ctx context.Context, store chunkstore.Store, snap index.Snapshot
 		}
 		return m, -1, nil
 	}
-	if lo, ok := store.(interface{ LeftOut() []error }); ok {
+	if lo, ok := store.(chunkstore.LeftOutReporter); ok {
 		errs = append(errs, lo.LeftOut()...)
 	}
 	return nil, -1, fmt.Errorf("%s: no store has an intact copy: %w", path.Join(snap.Dir(), ManifestName), chunkstore.JoinErrors(errs...))
