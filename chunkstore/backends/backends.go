@@ -2,6 +2,17 @@
 // given on the command line (--store): "s3://bucket[/prefix]" (S3 or any
 // S3-compatible service), "gs://bucket[/prefix]" (Google Cloud Storage), or
 // anything else as a local datastore directory.
+//
+// Where a new backend goes: its package lies below chunkstore (as s3store
+// and gcsstore do) and implements chunkstore.Store, and
+// chunkstore.WriteStore only if backups may write to it. It is reached
+// from --store by one entry in schemes below: its URL scheme, how it opens
+// for reading (Open: every command that reads a snapshot) and, for a
+// backend that can be written, how it opens for writing (OpenWrite: backup,
+// reports and state written to a bucket); a read-only backend leaves
+// openWrite nil and OpenWrite refuses it. IsRemote and CheckSpec read the
+// same table, so the commands need no change; its settings (endpoint,
+// credentials) go in Options and Settings.
 package backends
 
 import (
@@ -53,46 +64,124 @@ type Options struct {
 	Policy bucket.Options
 }
 
-// IsRemote reports whether spec names a bucket ("s3://…" or "gs://…")
-// rather than a local directory.
-func IsRemote(spec string) bool {
-	return strings.HasPrefix(spec, "s3://") || strings.HasPrefix(spec, "gs://")
+// scheme is one bucket backend as --store names it: "NAME://bucket[/prefix]".
+type scheme struct {
+	// name is the URL scheme, lower case ("s3").
+	name string
+	// open opens spec (which starts with name + "://") for reading.
+	open func(ctx context.Context, spec string, opts Options) (chunkstore.Store, error)
+	// openWrite opens spec for writing; nil for a read-only backend.
+	openWrite func(ctx context.Context, spec string, opts Options) (chunkstore.WriteStore, error)
 }
 
-// Open opens the store named by spec: s3://bucket[/prefix] with s3store,
-// gs://bucket[/prefix] with gcsstore, anything else with
-// chunkstore.OpenLocal(spec, opts.Create). Errors wrap chunkstore.ErrNotFound
-// or chunkstore.ErrDenied where that is the cause (missing bucket or
-// directory, refused credentials). The bucket stores also implement
-// bucket.LayoutReporter and bucket.StatsReporter.
-func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, error) {
-	return OpenWrite(ctx, spec, opts)
+// schemes returns the bucket backends; a specification with none of their
+// schemes is a local datastore directory.
+func schemes() []scheme {
+	return []scheme{
+		{name: "s3", open: reading(openS3), openWrite: writing(openS3)},
+		{name: "gs", open: reading(openGCS), openWrite: writing(openGCS)},
+	}
 }
 
-// OpenWrite opens the store named by spec as Open does, for writing (a
-// backup, a report written to a store): every backend is a
-// chunkstore.WriteStore. With opts.Create a missing datastore is created.
-func OpenWrite(ctx context.Context, spec string, opts Options) (chunkstore.WriteStore, error) {
-	switch {
-	case strings.HasPrefix(spec, "s3://"):
-		o := opts.S3
-		o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
-		o.Policy = opts.Policy
-		s, err := s3store.OpenURL(ctx, spec, o)
-		if err != nil {
-			return nil, err
+// schemeOf returns the bucket backend whose scheme spec starts with
+// ("s3://…"), and false for a local directory.
+func schemeOf(spec string) (scheme, bool) { return schemeIn(schemes(), spec) }
+
+// schemeIn returns the backend of table whose scheme spec starts with.
+func schemeIn(table []scheme, spec string) (scheme, bool) {
+	for _, b := range table {
+		if strings.HasPrefix(spec, b.name+"://") {
+			return b, true
 		}
-		return s, nil
-	case strings.HasPrefix(spec, "gs://"):
-		o := opts.GCS
-		o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
-		o.Policy = opts.Policy
-		s, err := gcsstore.OpenURL(ctx, spec, o)
+	}
+	return scheme{}, false
+}
+
+// openS3 opens an s3:// specification with s3store, with opts.S3 and the
+// common settings of opts.
+func openS3(ctx context.Context, spec string, opts Options) (*s3store.Store, error) {
+	o := opts.S3
+	o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
+	o.Policy = opts.Policy
+	return s3store.OpenURL(ctx, spec, o)
+}
+
+// openGCS opens a gs:// specification with gcsstore, with opts.GCS and the
+// common settings of opts.
+func openGCS(ctx context.Context, spec string, opts Options) (*gcsstore.Store, error) {
+	o := opts.GCS
+	o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
+	o.Policy = opts.Policy
+	return gcsstore.OpenURL(ctx, spec, o)
+}
+
+// reading adapts a backend's opener to scheme.open (no typed nil on error).
+func reading[S chunkstore.Store](open func(context.Context, string, Options) (S, error)) func(context.Context, string, Options) (chunkstore.Store, error) {
+	return func(ctx context.Context, spec string, opts Options) (chunkstore.Store, error) {
+		s, err := open(ctx, spec, opts)
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
+}
+
+// writing adapts a writable backend's opener to scheme.openWrite.
+func writing[S chunkstore.WriteStore](open func(context.Context, string, Options) (S, error)) func(context.Context, string, Options) (chunkstore.WriteStore, error) {
+	return func(ctx context.Context, spec string, opts Options) (chunkstore.WriteStore, error) {
+		s, err := open(ctx, spec, opts)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// IsRemote reports whether spec names a bucket ("s3://…" or "gs://…")
+// rather than a local directory.
+func IsRemote(spec string) bool {
+	_, ok := schemeOf(spec)
+	return ok
+}
+
+// Open opens the store named by spec for reading: s3://bucket[/prefix]
+// with s3store, gs://bucket[/prefix] with gcsstore, anything else with
+// chunkstore.OpenLocal(spec, opts.Create). Errors wrap chunkstore.ErrNotFound
+// or chunkstore.ErrDenied where that is the cause (missing bucket or
+// directory, refused credentials). The bucket stores also implement
+// bucket.LayoutReporter and bucket.StatsReporter.
+func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, error) {
+	return openIn(ctx, schemes(), spec, opts)
+}
+
+// openIn is Open over the backends of table.
+func openIn(ctx context.Context, table []scheme, spec string, opts Options) (chunkstore.Store, error) {
+	if b, ok := schemeIn(table, spec); ok {
+		return b.open(ctx, spec, opts)
+	}
+	return openLocal(spec, opts)
+}
+
+// OpenWrite opens the store named by spec as Open does, for writing (a
+// backup, a report written to a store). With opts.Create a missing
+// datastore is created. A backend that cannot be written is refused.
+func OpenWrite(ctx context.Context, spec string, opts Options) (chunkstore.WriteStore, error) {
+	return openWriteIn(ctx, schemes(), spec, opts)
+}
+
+// openWriteIn is OpenWrite over the backends of table.
+func openWriteIn(ctx context.Context, table []scheme, spec string, opts Options) (chunkstore.WriteStore, error) {
+	if b, ok := schemeIn(table, spec); ok {
+		if b.openWrite == nil {
+			return nil, fmt.Errorf("--store %s: %s:// stores are read-only", spec, b.name)
+		}
+		return b.openWrite(ctx, spec, opts)
+	}
+	return openLocal(spec, opts)
+}
+
+// openLocal opens a local datastore directory (chunkstore.OpenLocal).
+func openLocal(spec string, opts Options) (chunkstore.WriteStore, error) {
 	l, err := chunkstore.OpenLocal(spec, opts.Create)
 	if err != nil {
 		return nil, err

@@ -79,6 +79,14 @@ func (s Settings) Options(create bool, concurrency int) (Options, error) {
 	return opts, nil
 }
 
+// CheckPathStyle reports whether v is a --s3-path-style value (auto, true,
+// false or any spelling s3store.ParsePathStyle accepts): nil, or the
+// parser's error.
+func CheckPathStyle(v string) error {
+	_, err := s3store.ParsePathStyle(v)
+	return err
+}
+
 // CheckSpec refuses a store specification that is a malformed bucket URL:
 // "s3://" without a bucket, or "s3:/bucket", "S3://bucket", "gs:bucket",
 // which would otherwise be taken for a directory. Its errors name the
@@ -88,7 +96,8 @@ func CheckSpec(spec string) error {
 	if !ok {
 		return nil
 	}
-	if scheme == "s3" || scheme == "gs" {
+	_, known := schemeOf(strings.ToLower(scheme) + "://")
+	if known && scheme == strings.ToLower(scheme) {
 		if !strings.HasPrefix(rest, "//") {
 			return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
 		}
@@ -97,8 +106,8 @@ func CheckSpec(spec string) error {
 		}
 		return nil
 	}
-	if l := strings.ToLower(scheme); (l == "s3" || l == "gs") && !strings.Contains(scheme, "/") {
-		return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, l)
+	if known && !strings.Contains(scheme, "/") {
+		return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, strings.ToLower(scheme))
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 
 	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 )
@@ -87,8 +87,7 @@ Shell completion: pbsdirect completion SHELL --help. Man pages: pbsdirect man DI
 // no, 0, FALSE, …).
 func isFlagValue(name, v string) bool {
 	if name == "s3-path-style" {
-		_, err := s3store.ParsePathStyle(v)
-		return err == nil
+		return backends.CheckPathStyle(v) == nil
 	}
 	return slices.Contains(flagValues[name], v)
 }

@@ -21,21 +21,21 @@ import (
 // reports): a local path, s3://bucket/key or gs://bucket/key, reached with
 // the same --s3-* settings as the store.
 
-// openLocationDir opens the bucket "directory" of a remote location as a
-// plain-layout store and returns it with the object's name in it.
-func openLocationDir(ctx context.Context, sf *storeFlags, loc string) (chunkstore.WriteStore, string, error) {
+// locationDir splits a remote location into the bucket "directory" it lies
+// in, as a store specification, and the object's name in it, with the
+// options that open that directory as a plain-layout store.
+func locationDir(sf *storeFlags, loc string) (string, string, backends.Options, error) {
 	scheme, rest, _ := strings.Cut(loc, "://")
 	dir, name := path.Split(rest)
 	dir = strings.TrimSuffix(dir, "/")
 	if name == "" || dir == "" {
-		return nil, "", usagef("%s: want %s://bucket/[prefix/]name", loc, scheme)
+		return "", "", backends.Options{}, usagef("%s: want %s://bucket/[prefix/]name", loc, scheme)
 	}
 	s3, err := sf.settings().S3Options()
 	if err != nil {
-		return nil, "", usageOf(err)
+		return "", "", backends.Options{}, usageOf(err)
 	}
-	s, err := backends.OpenWrite(ctx, scheme+"://"+dir, backends.Options{Layout: backends.LayoutPlain, S3: s3})
-	return s, name, err
+	return scheme + "://" + dir, name, backends.Options{Layout: backends.LayoutPlain, S3: s3}, nil
 }
 
 // readLocation reads the whole file at loc, at most limit bytes. A missing
@@ -46,7 +46,11 @@ func readLocation(ctx context.Context, sf *storeFlags, loc string, limit int64) 
 		size int64
 	)
 	if backends.IsRemote(loc) {
-		s, name, err := openLocationDir(ctx, sf, loc)
+		dir, name, opts, err := locationDir(sf, loc)
+		if err != nil {
+			return nil, err
+		}
+		s, err := backends.Open(ctx, dir, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +95,11 @@ func readLocation(ctx context.Context, sf *storeFlags, loc string, limit int64) 
 // synced), a bucket object by one PUT.
 func writeLocation(ctx context.Context, sf *storeFlags, loc string, data []byte) error {
 	if backends.IsRemote(loc) {
-		s, name, err := openLocationDir(ctx, sf, loc)
+		dir, name, opts, err := locationDir(sf, loc)
+		if err != nil {
+			return err
+		}
+		s, err := backends.OpenWrite(ctx, dir, opts)
 		if err != nil {
 			return err
 		}

@@ -94,7 +94,8 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 			sf.leftOut = append(sf.leftOut, spec)
 		})
 	}
-	return openWriteStore(ctx, sf, opts)
+	s, err := backends.Open(ctx, sf.store, opts)
+	return s, missingStore(err)
 }
 
 // openBackupStore opens the one store --store names for a backup to
@@ -107,17 +108,17 @@ func openBackupStore(ctx context.Context, sf *storeFlags, concurrency int) (chun
 	if err != nil {
 		return nil, err
 	}
-	return openWriteStore(ctx, sf, opts)
+	s, err := backends.OpenWrite(ctx, sf.store, opts)
+	return s, missingStore(err)
 }
 
-// openWriteStore opens the one store --store names with opts; a store
-// that is not there is a *storeMissingError.
-func openWriteStore(ctx context.Context, sf *storeFlags, opts backends.Options) (chunkstore.WriteStore, error) {
-	s, err := backends.OpenWrite(ctx, sf.store, opts)
+// missingStore returns err, opening a store, as a *storeMissingError when
+// the store is not there (chunkstore.ErrNotFound).
+func missingStore(err error) error {
 	if errors.Is(err, chunkstore.ErrNotFound) {
-		return nil, &storeMissingError{err}
+		return &storeMissingError{err}
 	}
-	return s, err
+	return err
 }
 
 // backendOptions returns what the store flags set for opening a store
