@@ -130,9 +130,10 @@ func ParseList(r io.Reader, checkRef func(ref string) error) ([]Item, error) {
 }
 
 // Latest lists the disk images (.img.fidx) of the newest snapshot of
-// every group of ns and the namespaces below it. A snapshot whose
-// manifest cannot be read is listed with archive "?" (its drill reports
-// the failure) and given to warn.
+// every group of ns and the namespaces below it, reading each manifest
+// through snapshot's reader (on a chain, from the member with a good copy;
+// no key is checked). A snapshot whose manifest cannot be read is listed
+// with archive "?" (its drill reports the failure) and given to warn.
 func Latest(ctx context.Context, store chunkstore.Store, ns index.Namespace, warn func(index.Snapshot, error)) ([]Item, error) {
 	sel, err := verify.Select(ctx, store, verify.Scope{NS: ns, Latest: true})
 	if err != nil {
@@ -140,13 +141,13 @@ func Latest(ctx context.Context, store chunkstore.Store, ns index.Namespace, war
 	}
 	var out []Item
 	for _, s := range sel.Snapshots {
-		m, err := snapshot.ReadManifest(ctx, store, s)
+		r, err := snapshot.OpenSnapshot(ctx, store, s, nil)
 		if err != nil {
 			out = append(out, Item{s.String(), "?"})
 			warn(s, err)
 			continue
 		}
-		for _, f := range m.Files {
+		for _, f := range r.Manifest().Files {
 			if strings.HasSuffix(f.Filename, ".img.fidx") {
 				out = append(out, Item{s.String(), f.Filename})
 			}
