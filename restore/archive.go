@@ -13,6 +13,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // ErrNotChunkIndex is returned by LoadPlan for an archive that is not a
@@ -27,6 +28,19 @@ var ErrNotChunkIndex = errors.New("not a chunk index (.fidx or .didx) archive")
 // index.ErrMissingKey). The index is never held in memory whole.
 func LoadPlan(ctx context.Context, store chunkstore.FileOpener, snapDir string, m *index.Manifest, name string, cc *crypto.Config) (*Plan, *index.FileInfo, error) {
 	return loadPlan(ctx, store, snapDir, m, name, cc, false)
+}
+
+// PlanOf loads the plan of archive name of the snapshot src reads (see
+// LoadPlan): its index is read as src reads the snapshot's files (from
+// the store member that holds the manifest), checked against src's
+// manifest and decoded with src's key. An error reading it because the
+// snapshot was pruned meanwhile wraps snapshot.ErrRemoved.
+func PlanOf(ctx context.Context, src *snapshot.Reader, name string) (*Plan, *index.FileInfo, error) {
+	plan, fi, err := LoadPlan(ctx, src, src.Snapshot().Dir(), src.Manifest(), name, src.Key())
+	if err != nil {
+		return nil, nil, src.Removed(ctx, err)
+	}
+	return plan, fi, nil
 }
 
 // LoadPlanUnkeyed is LoadPlan for checking an encrypted archive without its

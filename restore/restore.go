@@ -218,9 +218,9 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		note = func(string) {}
 	}
 	snap := src.Snapshot()
-	plan, fi, err := LoadPlan(ctx, src, snap.Dir(), src.Manifest(), name, src.Key())
+	plan, fi, err := PlanOf(ctx, src, name)
 	if err != nil {
-		return nil, src.Removed(ctx, err)
+		return nil, err
 	}
 	key := src.KeyFor(fi)
 	encrypted := fi.CryptMode == index.CryptEncrypt
