@@ -22,8 +22,8 @@
 //
 // It imports restore for the interface it implements, and what restore may
 // import; the pipeline (restore and its other packages) never imports it, so
-// a second target kind is added as another package in targets without
-// touching the pipeline. drill (reports and the fleet drill) sits above
+// a second target kind is added as another package under restore/ without
+// touching the pipeline or this test. drill (reports and the fleet drill) sits above
 // restore, whose Drill does one drill's work, and verify, whose Select picks
 // a fleet's snapshots. Beside the entry points, keys (key files, master
 // keys; it reads a snapshot's rsa-encrypted.key.blob through snapshot) and
@@ -42,7 +42,9 @@
 //   - snapshot imports only chunkstore, index and crypto;
 //   - restore, archive, backup and verify use what is below them, not each
 //     other, except verify, which runs restore's pipeline;
-//   - no package of ours imports a target package (targets) but cmd and the
+//   - every package under restore/ but restore itself (and notTargets) is a
+//     target package; a target package placed elsewhere is told to move;
+//   - no package of ours imports a target package but cmd and the
 //     other top groups: the pipeline gets its target from its caller; a
 //     target package imports restore and what restore may import, never
 //     another target package, verify, archive or backup;
@@ -114,14 +116,44 @@ var mayImport = map[string][]string{
 // below the rest of cmd (see group).
 const cliLayer = "cmd/internal/cli"
 
-// targets are the target packages: implementations of restore's Target
-// that cmd constructs and hands to restore.Restore (see the package doc).
-var targets = []string{"restore/filetarget"}
+// notTargets lists the packages under restore/ that are part of the
+// pipeline rather than target packages (none yet). Every other package
+// under restore/ is a target package: an implementation of restore's
+// Target that cmd constructs and hands to restore.Restore (see the package
+// doc), recognized without being listed here.
+var notTargets = []string{}
+
+// targetRoot returns the target package rel is or lies below
+// ("restore/filetarget" for "restore/filetarget/x"), and false when rel
+// is not in a target package.
+func targetRoot(rel string) (string, bool) {
+	below, ok := strings.CutPrefix(rel, "restore/")
+	if !ok {
+		return "", false
+	}
+	first, _, _ := strings.Cut(below, "/")
+	root := "restore/" + first
+	if slices.Contains(notTargets, root) {
+		return "", false
+	}
+	return root, true
+}
 
 // isTarget reports whether rel is a target package or lies below one.
 func isTarget(rel string) bool {
-	return slices.ContainsFunc(targets, func(t string) bool { return rel == t || strings.HasPrefix(rel, t+"/") })
+	_, ok := targetRoot(rel)
+	return ok
 }
+
+// misplacedTarget reports whether rel looks like a target package placed
+// outside restore/ (its last element ends in "target"), for the hint
+// that target packages go under restore/.
+func misplacedTarget(rel string) bool {
+	return strings.HasSuffix(rel[strings.LastIndex(rel, "/")+1:], "target") && !isTarget(rel) && !slices.Contains(top, group(rel))
+}
+
+// targetHint is added to a violation by a package misplacedTarget finds.
+const targetHint = " (a target kind goes under restore/, e.g. restore/nulltarget, where it is a target package without further listing)"
 
 // top lists the groups that may import any package of ours except cmd (and,
 // outside internal/, except internal/).
@@ -168,13 +200,13 @@ func rule(from, to string) string {
 		return "only the commands (cmd/…) import " + cliLayer
 	case tg == "internal" && fg != "internal":
 		return "internal/ is test support only: only tests and internal/ import it"
-	case isTarget(to) && !slices.Contains(top, fg) && !sameTarget(from, to):
-		return "the pipeline never imports a target package: cmd constructs the target and passes it to restore.Restore"
 	case isTarget(from) && !sameTarget(from, to):
 		if to == "restore" || slices.Contains(mayImport["restore"], tg) {
 			return ""
 		}
 		return "a target package imports only restore (its interface) and what restore may import"
+	case isTarget(to) && !slices.Contains(top, fg) && !sameTarget(from, to):
+		return "the pipeline never imports a target package: cmd constructs the target and passes it to restore.Restore"
 	case fg == tg:
 		return ""
 	case fg == "fusefs" || fg == "nbd":
@@ -198,13 +230,9 @@ func rule(from, to string) string {
 // sameTarget reports whether from and to lie in the same target package's
 // subtree.
 func sameTarget(from, to string) bool {
-	for _, t := range targets {
-		in := func(p string) bool { return p == t || strings.HasPrefix(p, t+"/") }
-		if in(from) && in(to) {
-			return true
-		}
-	}
-	return false
+	f, ok := targetRoot(from)
+	t, ok2 := targetRoot(to)
+	return ok && ok2 && f == t
 }
 
 // unplaced says that package group g is missing from the layout.
@@ -221,6 +249,9 @@ func check(pkgs []pkg, exceptions map[edge]string) []string {
 		if g := group(p.path); p.path != "" && !slices.Contains(top, g) {
 			if _, ok := mayImport[g]; !ok {
 				bad = append(bad, fmt.Sprintf("%s: %s", p.path, unplaced(g)))
+				if misplacedTarget(p.path) {
+					bad[len(bad)-1] += targetHint
+				}
 				continue
 			}
 		}
@@ -233,6 +264,9 @@ func check(pkgs []pkg, exceptions map[edge]string) []string {
 			if _, ok := exceptions[e]; ok {
 				seen[e] = true
 				continue
+			}
+			if misplacedTarget(p.path) {
+				why += targetHint
 			}
 			bad = append(bad, fmt.Sprintf("%s imports %s: %s", p.path, to, why))
 		}
@@ -373,6 +407,11 @@ func TestLayoutRules(t *testing.T) {
 		{"file target imports verify", pkg{"restore/filetarget", []string{"verify"}}, nil, "restore/filetarget imports verify: a target package imports only restore"},
 		{"file target imports archive", pkg{"restore/filetarget", []string{"archive"}}, nil, "restore/filetarget imports archive: a target package imports only restore"},
 		{"file target imports a pipeline package", pkg{"restore/filetarget", []string{"restore/stage"}}, nil, "restore/filetarget imports restore/stage: a target package imports only restore"},
+		{"a new target package needs no listing", pkg{"restore/nulltarget", []string{"restore", "chunkstore"}}, nil, ""},
+		{"verify imports a new target package", pkg{"verify", []string{"restore/nulltarget"}}, nil, "verify imports restore/nulltarget: the pipeline never imports a target package"},
+		{"a target imports another", pkg{"restore/nulltarget", []string{"restore/filetarget"}}, nil, "restore/nulltarget imports restore/filetarget: a target package imports only restore"},
+		{"a target placed at the top", pkg{"nulltarget", []string{"restore"}}, nil, "package group nulltarget is not in the layout: add it to mayImport in layout_test.go (a target kind goes under restore/"},
+		{"a target placed under chunkstore", pkg{"chunkstore/nulltarget", []string{"restore"}}, nil, "chunkstore/nulltarget imports restore: chunkstore is below restore: arrows point down (a target kind goes under restore/"},
 		{"backend imports snapshot", pkg{"chunkstore/gcsstore", []string{"snapshot"}}, nil, "chunkstore/gcsstore imports snapshot: chunkstore is below snapshot"},
 	}
 	for _, tc := range tests {

@@ -13,6 +13,10 @@
 // capabilities it has (ReadBacker makes it readable back and resumable), in
 // its own package below this one's interface, as restore/filetarget does
 // for files and block devices; its Sink is built by the command and given
-// to Restore, and no package of the pipeline imports it (layout_test.go). A new damage or resume policy is an Options
-// value, not code in the command.
+// to Restore, and no package of the pipeline imports it. Every package
+// under restore/ is taken for a target package by layout_test.go without
+// being listed there (a pipeline package below restore would be listed in
+// its notTargets); a target package placed elsewhere fails that test with
+// a hint to move it. A new damage or resume policy is an Options value,
+// not code in the command.
 package restore
