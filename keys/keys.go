@@ -7,8 +7,8 @@
 // prompts are the caller's: this package is given the bytes.
 //
 // Errors of two classes are marked: ErrUsage (the command line must change:
-// a file named that is not there, not a key file, a key file that exists
-// already) and ErrWrite (a key file not written for a reason of the
+// a key or passphrase file named that is not there, not a key file, a key
+// file that exists already) and ErrWrite (a key file not written for a reason of the
 // machine: no space, permission).
 package keys
 
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -74,15 +75,25 @@ func DefaultPath() string {
 // not there is a usage mistake (ErrUsage, with the cause's text and cause).
 func ReadFile(path string) ([]byte, error) {
 	data, err := crypto.ReadSecretFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, &classError{class: ErrUsage, msg: err.Error(), err: err}
+	return data, notThereUsage(err)
+}
+
+// notThereUsage returns err as an ErrUsage error (its text, err as cause)
+// when it says a file named is not there (ENOENT, or ENOTDIR for a path
+// through something that is no directory); any other err unchanged.
+func notThereUsage(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return &classError{class: ErrUsage, msg: err.Error(), err: err}
 	}
-	return data, err
+	return err
 }
 
 // Load reads and parses the key file (or paper key) at path. Read errors
-// say "key file: …" with the path; parse errors name the path; a file of
-// another kind given by mistake (NotAKeyFile) is ErrUsage.
+// say "key file: …" with the path; parse errors name the path. A file that
+// is not there, a file of another kind given by mistake (NotAKeyFile) and
+// one that does not parse as a key file are ErrUsage (the parse error is
+// the cause); an I/O error reading an existing file is not, nor a paper key
+// cut short (crypto.ErrPaperKey: damaged).
 func Load(path string) (*crypto.KeyFile, error) {
 	data, err := ReadFile(path)
 	if err != nil {
@@ -93,7 +104,11 @@ func Load(path string) (*crypto.KeyFile, error) {
 		if what := NotAKeyFile(data); what != "" {
 			return nil, usagef("key file %s is %s, not a key file (as key create writes it)", path, what)
 		}
-		return nil, fmt.Errorf("key file %s: %w", path, err)
+		if errors.Is(err, crypto.ErrPaperKey) {
+			// A paper key cut short: the key is damaged, not misnamed.
+			return nil, fmt.Errorf("key file %s: %w", path, err)
+		}
+		return nil, &classError{class: ErrUsage, msg: fmt.Sprintf("key file %s: %v", path, err), err: err}
 	}
 	return kf, nil
 }

@@ -7,9 +7,11 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -76,6 +78,25 @@ func TestLoadRefused(t *testing.T) {
 	}
 	if err := CheckKDF("argon2"); !errors.Is(err, ErrUsage) {
 		t.Errorf("CheckKDF(argon2) = %v", err)
+	}
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("no key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(text); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), text) {
+		t.Errorf("text file: %v", err)
+	}
+	for _, p := range []string{filepath.Join(dir, "missing"), filepath.Join(text, "below")} {
+		if _, err := SecretFromFile("PBS_ENCRYPTION_PASSWORD_FILE", p); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "PBS_ENCRYPTION_PASSWORD_FILE") {
+			t.Errorf("passphrase file %s: %v", p, err)
+		}
+	}
+	if pass, err := SecretFromFile("x", text); err != nil || string(pass) != "no key" {
+		t.Errorf("passphrase file: %q, %v", pass, err)
+	}
+	// An I/O error reading a file that is there is no usage mistake.
+	if err := notThereUsage(fmt.Errorf("%s: %w", text, syscall.EIO)); errors.Is(err, ErrUsage) {
+		t.Errorf("EIO taken for a usage error: %v", err)
 	}
 }
 

@@ -59,6 +59,17 @@ func ReadRSAKeyFile(name string) ([]byte, error) {
 	return data, nil
 }
 
+// ErrNoRSAKeyBlob is matched (errors.Is) by the errors of RSAKeyBlob when
+// the snapshot named, or every snapshot of the group named, has no
+// rsa-encrypted.key.blob: definitively missing, so it also matches
+// chunkstore.ErrNotFound (exit 1).
+var ErrNoRSAKeyBlob = chunkstore.MissingKind("no " + index.RSAKeyBlobName)
+
+// noRSAKeyBlobf is an ErrNoRSAKeyBlob error saying the formatted message.
+func noRSAKeyBlobf(format string, args ...any) error {
+	return &classError{class: ErrNoRSAKeyBlob, msg: fmt.Sprintf(format, args...), err: ErrNoRSAKeyBlob}
+}
+
 // RSAKeyBlob reads rsa-encrypted.key.blob of snapshot ref (TYPE/ID/TIME,
 // or TYPE/ID: the newest snapshot of the group that has the blob) in
 // namespace ns of store, without the key: the manifest is read without key
@@ -88,7 +99,7 @@ func RSAKeyBlob(ctx context.Context, store chunkstore.Store, ns index.Namespace,
 				note(fmt.Sprintf("warning: %s was made with another key (%s) than %s: the key recovered does not open it", latest, lfp.Short(), snap))
 			}
 		} else {
-			return nil, nil, fmt.Errorf("snapshot %s has no %s: it was not backed up with a master public key (--master-pubkey-file)", snap, index.RSAKeyBlobName)
+			return nil, nil, noRSAKeyBlobf("snapshot %s has no %s: it was not backed up with a master public key (--master-pubkey-file)", snap, index.RSAKeyBlobName)
 		}
 	}
 	raw, err := src.CheckedBlob(ctx, index.RSAKeyBlobName)
@@ -128,7 +139,7 @@ func newestWithRSAKey(ctx context.Context, store chunkstore.Store, ns index.Name
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("no snapshot of %s has %s: none was backed up with a master public key (--master-pubkey-file)", latest.GroupDir(), index.RSAKeyBlobName)
+	return nil, noRSAKeyBlobf("no snapshot of %s has %s: none was backed up with a master public key (--master-pubkey-file)", latest.GroupDir(), index.RSAKeyBlobName)
 }
 
 // DecodePlainBlob decodes the unencrypted DataBlob raw read from name (CRC

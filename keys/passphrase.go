@@ -55,11 +55,13 @@ func CredentialPassphrase() (pass []byte, ok bool, err error) {
 
 // SecretFromFile returns the first line of the file at path (without the
 // line end), read as crypto.ReadSecretFile reads it; what names the source
-// in errors (an environment variable or a flag), never the content.
+// in errors (an environment variable or a flag), never the content. A file
+// that is not there is ErrUsage (as one that is not a regular file is
+// crypto.ErrNotSecretFile); an I/O error reading it is neither.
 func SecretFromFile(what, path string) ([]byte, error) {
 	data, err := crypto.ReadSecretFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, notThereUsage(fmt.Errorf("%s: %w", what, err))
 	}
 	return firstLine(what, bytes.NewReader(data))
 }

@@ -259,7 +259,7 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	if journal == nil && jr != nil && jpath != "" {
 		// Once the target is ours: an earlier stopped restore is refused
 		// (Resume continues it) or started over (Restart).
-		req.Locked = func() error { return startOver(jr, jpath, o.Restart || !o.KeepWork, note) }
+		req.Locked = func() error { return startOver(jr, jpath, o.Restart, !o.KeepWork, note) }
 	}
 	target, err := sink.Open(ctx, req)
 	if err != nil {

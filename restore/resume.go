@@ -234,11 +234,13 @@ func resumeOverFile(ctx context.Context, jr Journaled, why string, hdr JournalHe
 // restore whose journal at jpath records durable chunks on what is there
 // (a new file's partial output, a device, an existing file written over
 // with --force) is refused
-// (ErrRefused, naming --resume and --restart) unless restart is set;
-// then, or when there is nothing worth resuming, its journal (or the
-// record of a completed restore) is discarded and what it left is said
-// through note.
-func startOver(jr Journaled, jpath string, restart bool, note func(string)) error {
+// (ErrRefused, naming --resume and --restart) unless restart (--restart
+// given) or scratch (a run that keeps no work, a drill) is set; then, or
+// when there is nothing worth resuming, its journal (or the record of a
+// completed restore) is discarded and what it left is said through note
+// (naming --restart when it was given, else --resume as the way to
+// continue it instead).
+func startOver(jr Journaled, jpath string, restart, scratch bool, note func(string)) error {
 	targetPath := jr.String()
 	h, done, jerr := ReadJournal(jpath)
 	_, complete, _ := ReadCompletion(jpath)
@@ -251,9 +253,12 @@ func startOver(jr Journaled, jpath string, restart bool, note func(string)) erro
 	partialLeft := st.PartialSeen && st.PartialSize != 0
 	left := device || st.Regular || partialLeft
 	switch {
-	case jerr == nil && complete == nil && len(done) > 0 && left && !restart:
+	case jerr == nil && complete == nil && len(done) > 0 && left && !restart && !scratch:
 		return refusedf("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
 			targetPath, h.Snapshot, h.Archive, len(done), jpath)
+	case jerr == nil && complete == nil && len(done) > 0 && left && !restart:
+		note(fmt.Sprintf("note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)",
+			h.Snapshot, h.Archive, targetPath, len(done)))
 	case jerr == nil && complete == nil && len(done) > 0 && left:
 		note(fmt.Sprintf("note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded",
 			len(done), h.Snapshot, h.Archive, targetPath))

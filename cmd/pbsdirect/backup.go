@@ -171,8 +171,9 @@ func backupCommand() commandSpec {
 (NAME.conf:PATH, NAME.log:PATH) into a new snapshot of a datastore, as
 proxmox-backup-client does. Chunks already in the store are not written again,
 once read back and checked (decoded, digest): a damaged one is kept aside as
-<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile (or the default key file) archives are encrypted;
---master-pubkey-file also stores the key encrypted under an RSA master key.`,
+<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile
+(or the default key file) archives are encrypted; --master-pubkey-file also
+stores the key encrypted under an RSA master key.`,
 		example: `  pbsdirect backup --store /mnt/ds --backup-type vm --backup-id 100 drive-scsi0.img:/dev/vg0/vm-100-disk-0
   pbsdirect backup --store s3://backups/pbs --keyfile enc.key --master-pubkey-file master-public.pem root.img:/var/tmp/root.raw`,
 		build: cmdBackup,

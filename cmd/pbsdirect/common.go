@@ -60,7 +60,7 @@ func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 		def = []string{env}
 	}
 	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
-	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace: prod/db, prod/db/ or ns/prod/ns/db as listings print it (env PBS_NAMESPACE; default: the root namespace)")
+	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace as pbsdirect namespaces prints it: prod/db (or prod/db/); the datastore path form ns/prod/ns/db only when that is the only reading that exists (env PBS_NAMESPACE; default: the root namespace)")
 	manDefault(fs, "store", "[]", "")
 	manDefault(fs, "ns", "", "")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")

@@ -223,6 +223,12 @@ func TestMasterKeyRecovery(t *testing.T) {
 			if !strings.Contains(r.err, "reading it from vm/100/"+t0str) {
 				t.Errorf("import from a group whose latest snapshot has no key should name the one read: %v", r)
 			}
+			// The blob definitively not there: exit 1, for a snapshot
+			// named exactly and for a group none of whose snapshots has it.
+			mustFail(t, 1, []string{"has no " + index.RSAKeyBlobName}, "key", "import-with-master-key", "--kdf", "none", "--store", store, "--master-passphrase-file", mpass, "vm/100/2026-11-29T12:00:00Z", masterPrivateName, filepath.Join(dir, "n1.json"))
+			img := fixture.WriteFile(t, dir, "other.raw", data)
+			mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "101", "--backup-time", t0str, "--crypt-mode", "none", "drive-scsi0.img:"+img)
+			mustFail(t, 1, []string{"no snapshot of vm/101 has " + index.RSAKeyBlobName}, "key", "import-with-master-key", "--kdf", "none", "--store", store, "--master-passphrase-file", mpass, "vm/101", masterPrivateName, filepath.Join(dir, "n2.json"))
 			// A snapshot named without --store: say so.
 			mustFail(t, 2, []string{"give --store"}, "key", "import-with-master-key", "--master-passphrase-file", mpass, "vm/100", masterPrivateName, filepath.Join(dir, "y.json"))
 

@@ -129,3 +129,51 @@ func TestKeyCreateNoOverwrite(t *testing.T) {
 	}
 	noFile(t, filepath.Join(dir, "elsewhere.json"))
 }
+
+// TestKeyFileUsageExit: a key file or passphrase file that is not there,
+// or a key file that does not parse, is a usage error (exit 2) for every
+// command that reads one: PBS_ENCRYPTION_PASSWORD_FILE for restore, verify
+// and key show --verify, key change-passphrase --new-passphrase-file, key
+// show and restore --keyfile of a file that is no key.
+func TestKeyFileUsageExit(t *testing.T) {
+	unsetPassphraseEnv(t)
+	dir := t.TempDir()
+	keyfile := filepath.Join(dir, "key.json")
+	t.Setenv("PBS_ENCRYPTION_PASSWORD", "correct horse")
+	mustOK(t, "key", "create", "--kdf", "pbkdf2", keyfile)
+	store := fixture.NewStore(t)
+	backupImage(t, store, fixture.Mixed(100<<10, 42), "--chunk-size", "64", "--keyfile", keyfile)
+	os.Unsetenv("PBS_ENCRYPTION_PASSWORD")
+	missing := filepath.Join(dir, "nonexist")
+	notKey := fixture.WriteFile(t, dir, "notes.txt", []byte("just some text\n"))
+	badJSON := fixture.WriteFile(t, dir, "bad.json", []byte(`{"kdf": null, "data": "AAAA"}`))
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"restore, passphrase file missing", map[string]string{"PBS_ENCRYPTION_PASSWORD_FILE": missing},
+			[]string{"restore", "--store", store, "--keyfile", keyfile, snap0, "drive-scsi0", filepath.Join(dir, "out.raw")}, "PBS_ENCRYPTION_PASSWORD_FILE"},
+		{"verify, passphrase file missing", map[string]string{"PBS_ENCRYPTION_PASSWORD_FILE": missing},
+			[]string{"verify", "--store", store, "--keyfile", keyfile}, "PBS_ENCRYPTION_PASSWORD_FILE"},
+		{"key show --verify, passphrase file missing", map[string]string{"PBS_ENCRYPTION_PASSWORD_FILE": missing},
+			[]string{"key", "show", "--verify", keyfile}, "PBS_ENCRYPTION_PASSWORD_FILE"},
+		{"key show --verify, passphrase file under a file", map[string]string{"PBS_ENCRYPTION_PASSWORD_FILE": filepath.Join(notKey, "x")},
+			[]string{"key", "show", "--verify", keyfile}, "PBS_ENCRYPTION_PASSWORD_FILE"},
+		{"change-passphrase, new passphrase file missing", map[string]string{"PBS_ENCRYPTION_PASSWORD": "correct horse"},
+			[]string{"key", "change-passphrase", "--kdf", "pbkdf2", "--new-passphrase-file", missing, keyfile}, "--new-passphrase-file"},
+		{"key show, key file missing", nil, []string{"key", "show", missing}, missing},
+		{"key show, text file", nil, []string{"key", "show", notKey}, notKey},
+		{"key show, JSON that is no key", nil, []string{"key", "show", badJSON}, badJSON},
+		{"restore, keyfile that is no key", nil,
+			[]string{"restore", "--store", store, "--keyfile", notKey, snap0, "drive-scsi0", filepath.Join(dir, "out2.raw")}, notKey},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			mustFail(t, 2, []string{c.want}, c.args...)
+		})
+	}
+}

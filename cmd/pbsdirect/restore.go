@@ -356,8 +356,9 @@ TYPE/ID after a newer snapshot appeared is refused, naming the stopped one.
 nothing; otherwise it is refused, naming the chunks that differ and --force.
 
 Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
-PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD
-(key passphrase), PROXMOX_OUTPUT_FORMAT (--output-format), AWS_* for s3://.`,
+PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE,
+PBS_ENCRYPTION_PASSWORD_FD (key passphrase), PROXMOX_OUTPUT_FORMAT
+(--output-format), AWS_* for s3://.`,
 		example: `  pbsdirect restore --store /mnt/datastore/store1 vm/100 drive-scsi0 /var/tmp/vm100.raw
   pbsdirect restore --store s3://backups/pbs --keyfile enc.key vm/100/2026-11-29T10:00:00Z drive-scsi0 /dev/vg0/vm-100-disk-0
   pbsdirect restore --store /mnt/ds vm/100 qemu-server.conf -`,

@@ -169,8 +169,8 @@ func serveNbdCommand() commandSpec {
 		use:   "serve-nbd [flags] SNAPSHOT",
 		short: "serve a snapshot's disk images read-only over NBD (qemu-img, nbdcopy, QEMU)",
 		long: `Serve a snapshot's disk images read-only over NBD (one export per image, named
-as the archive without .img.fidx) on a Unix socket or, with --listen, TCP. Stops on SIGINT or
-SIGTERM (exit 0).`,
+as the archive without .img.fidx) on a Unix socket or, with --listen, TCP.
+Stops on SIGINT or SIGTERM (exit 0).`,
 		example: `  pbsdirect serve-nbd --store /mnt/ds vm/100 &
   qemu-img info "nbd+unix:///drive-scsi0?socket=$XDG_RUNTIME_DIR/pbsdirect-nbd.sock"`,
 		build:    cmdServeNBD,

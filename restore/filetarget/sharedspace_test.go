@@ -122,3 +122,31 @@ func run(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 	}
 }
+
+// TestNoSpaceSaidOnce: a new file whose data does not fit in the free space
+// of a plain file system (a tmpfs) is refused with ErrNoSpace saying the
+// data bytes and the free bytes once each (before, the same two numbers
+// again as "needed" and "available").
+func TestNoSpaceSaidOnce(t *testing.T) {
+	if os.Geteuid() != 0 {
+		fixture.SkipOrFail(t, "mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=4m"); err != nil {
+		fixture.SkipOrFail(t, "mount tmpfs: %v", err)
+	}
+	defer unix.Unmount(mnt, 0)
+	const data = 8 << 20
+	tg, err := filetarget.Open(filepath.Join(mnt, "disk.raw"), data, filetarget.Options{DataBytes: data})
+	if err == nil {
+		tg.Close(false)
+		t.Fatal("8 MiB of data on a 4 MiB file system was not refused")
+	}
+	msg := err.Error()
+	if !errors.Is(err, restore.ErrNoSpace) || !strings.Contains(msg, "8388608 bytes of data") || !strings.Contains(msg, "bytes free") {
+		t.Fatalf("got %v, want ErrNoSpace naming the data and the free bytes", err)
+	}
+	if strings.Count(msg, "8388608") != 1 || strings.Contains(msg, "available") {
+		t.Errorf("the refusal says its numbers twice: %v", err)
+	}
+}

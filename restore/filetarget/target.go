@@ -357,9 +357,6 @@ func (t *Target) openDevice(p string, opts Options) (*Target, error) {
 		t.release()
 		return nil, err
 	}
-	if extra := int64(devSize) - t.size; extra > 0 && opts.Note != nil {
-		opts.Note(fmt.Sprintf("%s: the block device is %d bytes larger than the image (%d bytes against %d): the %d bytes past the image are left as they were", t.path, extra, devSize, t.size, extra))
-	}
 	// A file system, partition table, LVM or RAID signature: refused
 	// without --force, as mkfs and wipefs do (a resume continues what
 	// this restore wrote there).
@@ -374,6 +371,10 @@ func (t *Target) openDevice(p string, opts Options) (*Target, error) {
 			t.release()
 			return nil, err
 		}
+	}
+	// Said only once the device is accepted: not before a refusal.
+	if extra := int64(devSize) - t.size; extra > 0 && opts.Note != nil {
+		opts.Note(fmt.Sprintf("%s: the block device is %d bytes larger than the image (%d bytes against %d): the %d bytes past the image are left as they were", t.path, extra, devSize, t.size, extra))
 	}
 	t.openDirect(opts)
 	return t, nil

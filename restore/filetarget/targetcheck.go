@@ -176,9 +176,8 @@ func checkSpace(f *os.File, user string, dataBytes, reused, shared int64, overwr
 			reused, need, free)
 	case reused > 0:
 		msg += fmt.Sprintf(" and the existing file %d bytes allocated: %d bytes needed, %d available", reused, need, free+claimable)
-	default:
-		msg += fmt.Sprintf(": %d bytes needed, %d available", need, free)
 	}
+	// Otherwise need is dataBytes and free all there is: said once above.
 	return fmt.Errorf("%s: %w: %s; nothing was written: %w", user, restore.ErrNoSpace, msg, unix.ENOSPC)
 }
 
