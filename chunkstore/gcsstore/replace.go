@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path"
 
 	"cloud.google.com/go/storage"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -40,29 +40,35 @@ func (s *Store) objSize(ctx context.Context, key string) (int64, error) {
 
 // ReplaceChunk writes old under the first free "<digest>.N.bad" key of the
 // chunk's prefix (no rename in a bucket; .9.bad is overwritten when all are
-// taken), then blob under the chunk's key (see chunkstore.ChunkReplacer).
+// taken), then blob under the chunk's key (see chunkstore.ChunkReplacer and
+// bucket.ReplaceChunk).
 func (s *Store) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []byte) (string, error) {
-	key := s.keys.Chunk(d)
-	aside := ""
-	if len(old) > 0 {
-		for n := range chunkstore.MaxBadGenerations {
-			bad := path.Join(path.Dir(key), chunkstore.BadName(d, n))
-			obj := s.bucket.Object(bad)
-			if n < chunkstore.MaxBadGenerations-1 {
-				obj = obj.If(storage.Conditions{DoesNotExist: true})
-			}
-			err := s.upload(ctx, obj, old)
-			if err == nil {
-				aside = s.objURL(bad)
-				break
-			}
-			if status(err) != http.StatusPreconditionFailed {
-				return "", fmt.Errorf("chunk %s: keep the damaged copy: %s: %w", d, s.objURL(bad), mapErr(err))
-			}
-		}
+	return bucket.ReplaceChunk(ctx, objectWriter{s}, s.keys.Chunk(d), d, old, blob)
+}
+
+// objectWriter is the store as a bucket.ObjectWriter.
+type objectWriter struct{ s *Store }
+
+func (w objectWriter) ObjectURL(key string) string { return w.s.objURL(key) }
+
+// PutNew uploads data under key on the condition that no object is there;
+// a failed precondition reports false.
+func (w objectWriter) PutNew(ctx context.Context, key string, data []byte) (bool, error) {
+	err := w.s.upload(ctx, w.s.bucket.Object(key).If(storage.Conditions{DoesNotExist: true}), data)
+	if status(err) == http.StatusPreconditionFailed {
+		return false, nil
 	}
-	if err := s.upload(ctx, s.bucket.Object(key), blob); err != nil {
-		return aside, fmt.Errorf("chunk %s: %s: %w", d, s.objURL(key), mapErr(err))
+	return err == nil, w.located(key, err)
+}
+
+func (w objectWriter) Put(ctx context.Context, key string, data []byte) error {
+	return w.located(key, w.s.upload(ctx, w.s.bucket.Object(key), data))
+}
+
+// located maps err and names the object key in it; nil stays nil.
+func (w objectWriter) located(key string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return aside, nil
+	return fmt.Errorf("%s: %w", w.s.objURL(key), mapErr(err))
 }

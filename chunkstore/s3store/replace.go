@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path"
 	"strconv"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -79,31 +79,29 @@ func objectSize(out *s3.GetObjectOutput) int64 {
 // ReplaceChunk writes old under the first free "<digest>.N.bad" key of the
 // chunk's prefix (a bucket has no rename; .9.bad is overwritten when all
 // are taken), then blob under the chunk's key (see
-// chunkstore.ChunkReplacer).
+// chunkstore.ChunkReplacer and bucket.ReplaceChunk).
 func (s *Store) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []byte) (string, error) {
-	key := s.keys.Chunk(d)
-	aside := ""
-	if len(old) > 0 {
-		for n := range chunkstore.MaxBadGenerations {
-			bad := path.Join(path.Dir(key), chunkstore.BadName(d, n))
-			if n < chunkstore.MaxBadGenerations-1 {
-				_, err := s.headSize(ctx, bad)
-				if err == nil {
-					continue
-				}
-				if !errors.Is(err, chunkstore.ErrNotFound) {
-					return "", fmt.Errorf("chunk %s: %s: %w", d, s.objURL(bad), err)
-				}
-			}
-			if err := s.put(ctx, bad, old); err != nil {
-				return "", fmt.Errorf("chunk %s: keep the damaged copy: %w", d, err)
-			}
-			aside = s.objURL(bad)
-			break
-		}
+	return bucket.ReplaceChunk(ctx, objectWriter{s}, s.keys.Chunk(d), d, old, blob)
+}
+
+// objectWriter is the store as a bucket.ObjectWriter.
+type objectWriter struct{ s *Store }
+
+func (w objectWriter) ObjectURL(key string) string { return w.s.objURL(key) }
+
+// PutNew looks for an object under key (HEAD, see headSize) and puts data
+// there only when it is missing.
+func (w objectWriter) PutNew(ctx context.Context, key string, data []byte) (bool, error) {
+	_, err := w.s.headSize(ctx, key)
+	if err == nil {
+		return false, nil
 	}
-	if err := s.put(ctx, key, blob); err != nil {
-		return aside, fmt.Errorf("chunk %s: %w", d, err)
+	if !errors.Is(err, chunkstore.ErrNotFound) {
+		return false, fmt.Errorf("%s: %w", w.s.objURL(key), err)
 	}
-	return aside, nil
+	return true, w.s.put(ctx, key, data)
+}
+
+func (w objectWriter) Put(ctx context.Context, key string, data []byte) error {
+	return w.s.put(ctx, key, data)
 }
