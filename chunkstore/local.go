@@ -360,36 +360,9 @@ func openRegular(dir *os.File, root, rel string) (*os.File, error) {
 // whatever vanishes between reading a directory and visiting its entries is
 // left out (as PBS does), not an error. No symbolic link is followed.
 func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
-	c, err := clean(dir)
-	if err != nil {
-		return nil, err
-	}
-	// The walk does not follow links below base; base itself is reached
-	// without following any either.
-	d, err := openBeneath(l.dir, l.root, c, unix.O_RDONLY|unix.O_DIRECTORY)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("list %s: %w", filepath.Join(l.root, c), err)
-	}
-	d.Close()
-	base := filepath.Join(l.root, c)
 	var out []FileInfo
-	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			switch {
-			case errors.Is(err, fs.ErrNotExist) && p == base:
-				return fs.SkipAll
-			case errors.Is(err, fs.ErrNotExist):
-				return nil // removed since its parent was read
-			}
-			return err
-		}
+	err := l.walk(dir, func(p string, de fs.DirEntry) error {
 		if de.IsDir() {
-			if de.Name() == ".chunks" {
-				return fs.SkipDir
-			}
 			if l.onDir != nil {
 				l.onDir(p)
 			}
@@ -410,7 +383,7 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 		return ctx.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", base, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -419,44 +392,60 @@ func (l *Local) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 // ListFiles it follows no symbolic link, skips ".chunks" and leaves out
 // what a prune removes while it walks.
 func (l *Local) ListDirs(ctx context.Context, dir string) ([]string, error) {
-	c, err := clean(dir)
-	if err != nil {
-		return nil, err
-	}
-	d, err := openBeneath(l.dir, l.root, c, unix.O_RDONLY|unix.O_DIRECTORY)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("list %s: %w", filepath.Join(l.root, c), err)
-	}
-	d.Close()
-	base := filepath.Join(l.root, c)
 	var out []string
-	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				if p == base {
-					return fs.SkipAll
-				}
-				return nil
-			}
-			return err
-		}
+	err := l.walk(dir, func(p string, de fs.DirEntry) error {
 		if !de.IsDir() {
 			return nil
-		}
-		if de.Name() == ".chunks" {
-			return fs.SkipDir
 		}
 		rel, _ := filepath.Rel(l.root, p)
 		out = append(out, filepath.ToSlash(rel))
 		return ctx.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", base, err)
+		return nil, err
 	}
 	return out, nil
+}
+
+// walk walks the directory dir (relative to the root; dir itself
+// included) and calls visit with each entry's path and entry, as
+// filepath.WalkDir does. It follows no symbolic link (dir itself is reached
+// without following any either), skips ".chunks" directories, and leaves
+// out what vanishes while it walks (a prune); a missing dir is walked as
+// empty. Errors, visit's included, name the directory walked.
+func (l *Local) walk(dir string, visit func(p string, de fs.DirEntry) error) error {
+	c, err := clean(dir)
+	if err != nil {
+		return err
+	}
+	d, err := openBeneath(l.dir, l.root, c, unix.O_RDONLY|unix.O_DIRECTORY)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("list %s: %w", filepath.Join(l.root, c), err)
+	}
+	d.Close()
+	base := filepath.Join(l.root, c)
+	err = filepath.WalkDir(base, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && p == base:
+				return fs.SkipAll
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // removed since its parent was read
+			}
+			return err
+		}
+		if de.IsDir() && de.Name() == ".chunks" {
+			return fs.SkipDir
+		}
+		return visit(p, de)
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", base, err)
+	}
+	return nil
 }
 
 // WriteChunk writes the chunk file atomically unless a non-empty one exists;
