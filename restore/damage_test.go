@@ -11,6 +11,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
@@ -39,7 +40,7 @@ func (s *failingStore) ReadChunk(ctx context.Context, d crypto.Digest, buf []byt
 // policy: never zeroed, never listed as damage.
 func TestDamagePolicy(t *testing.T) {
 	img := fixture.Mixed(6*cs, 21)
-	dir, snap := snapshotOf(t, img, nil)
+	dir, snap := restoretest.SnapshotOf(t, img, nil)
 	const victim = 3
 	type outcome int
 	const (
@@ -79,7 +80,7 @@ func TestDamagePolicy(t *testing.T) {
 			t.Parallel()
 			d := fixture.CopyDir(t, dir, t.TempDir()+"/s")
 			var store chunkstore.Store = fixture.OpenStore(t, d)
-			plan, _ := loadPlan(t, store, snap, nil)
+			plan, _ := restoretest.LoadPlan(t, store, snap, nil)
 			vd := plan.Chunks[victim].Digest
 			if c.mutate != nil {
 				c.mutate(t, fixture.ChunkPath(d, vd))

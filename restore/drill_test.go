@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
@@ -20,7 +21,7 @@ import (
 func TestDrill(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(24*cs+77, 5)
-	dir, _ := snapshotOf(t, data, nil)
+	dir, _ := restoretest.SnapshotOf(t, data, nil)
 	src := openReader(t, dir, "vm/100", nil)
 	for _, remove := range []bool{false, true} {
 		target := filepath.Join(t.TempDir(), "drill.raw")

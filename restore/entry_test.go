@@ -10,6 +10,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -56,7 +57,7 @@ func TestRestoreEntry(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(40*cs+1234, 7)
 	_, cc := fixture.Key(t, 3)
-	dir, snap := snapshotOf(t, data, cc)
+	dir, snap := restoretest.SnapshotOf(t, data, cc)
 	src := openReader(t, dir, "vm/100", cc)
 
 	target := filepath.Join(t.TempDir(), "disk.raw")
@@ -129,7 +130,7 @@ func TestRestoreEntry(t *testing.T) {
 func TestRestoreKeepWork(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(40*cs+1234, 11)
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	src := openReader(t, dir, "vm/100", nil)
 	_, digests := fixture.Digests(t, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
 	chunk := fixture.ChunkPath(dir, digests[len(digests)-1])

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
 
@@ -19,8 +20,8 @@ import (
 // target's bytes, not the journal.
 func TestJournal(t *testing.T) {
 	img := fixture.Mixed(5*cs, 17)
-	dir, snap := snapshotOf(t, img, nil)
-	plan, _ := loadPlan(t, fixture.OpenStore(t, dir), snap, nil)
+	dir, snap := restoretest.SnapshotOf(t, img, nil)
+	plan, _ := restoretest.LoadPlan(t, fixture.OpenStore(t, dir), snap, nil)
 	h := restore.JournalHeader{Snapshot: snap.String(), Archive: "drive-scsi0.img.fidx", IndexCsum: "00ff", Size: uint64(len(img))}
 	path := filepath.Join(t.TempDir(), "j", "out.raw.journal")
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -19,7 +20,7 @@ func TestPlanOf(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(10*cs+77, 5)
 	_, cc := fixture.Key(t, 4)
-	dir, snap := snapshotOf(t, data, cc)
+	dir, snap := restoretest.SnapshotOf(t, data, cc)
 	src := openReader(t, dir, "vm/100", cc)
 
 	plan, fi, err := restore.PlanOf(ctx, src, "drive-scsi0.img.fidx")

@@ -13,40 +13,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
-	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
-const cs = 64 << 10
-
-// snapshotOf backs data up as vm/100 (chunk size cs, key cc) in a fresh
-// store and returns the store directory and snapshot.
-func snapshotOf(t *testing.T, data []byte, cc *crypto.Config) (string, index.Snapshot) {
-	t.Helper()
-	dir := fixture.NewStore(t)
-	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
-	snap := fixture.Snap(t, "", "vm", "100", fixture.T0)
-	fixture.Backup(t, dir, snap, backup.Options{ChunkSize: cs, Key: cc}, backup.Source{Name: "drive-scsi0.img", Path: img})
-	return dir, snap
-}
-
-func loadPlan(t *testing.T, s chunkstore.Store, snap index.Snapshot, cc *crypto.Config) (*restore.Plan, *index.FileInfo) {
-	t.Helper()
-	m, err := snapshot.LoadManifest(context.Background(), s, snap, cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, fi, err := restore.LoadPlan(context.Background(), s, snap.Dir(), m, "drive-scsi0.img.fidx", cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan, fi
-}
+const cs = restoretest.ChunkSize
 
 // memTarget collects writes in memory and records zero calls.
 type memTarget struct {
@@ -154,13 +129,13 @@ func TestRunFetchesOnce(t *testing.T) {
 				_, cc = fixture.Key(t, 5)
 			}
 			img := dedupImage()
-			dir, snap := snapshotOf(t, img, cc)
+			dir, snap := restoretest.SnapshotOf(t, img, cc)
 			zd := fixture.ZeroDigest(cs, cc)
 			if err := os.Remove(fixture.ChunkPath(dir, zd)); err != nil {
 				t.Fatalf("zero chunk not stored by backup: %v", err)
 			}
 			store := fixture.NewCountingStore(fixture.OpenStore(t, dir))
-			plan, fi := loadPlan(t, store, snap, cc)
+			plan, fi := restoretest.LoadPlan(t, store, snap, cc)
 			if plan.ZeroDigest != zd || plan.Size != uint64(len(img)) || plan.ChunkSize != cs {
 				t.Fatalf("plan: zero digest %s size %d chunk size %d", plan.ZeroDigest, plan.Size, plan.ChunkSize)
 			}
@@ -247,7 +222,7 @@ func TestRunChunkErrors(t *testing.T) {
 		if enc {
 			k = cc
 		}
-		stores[enc], snaps[enc] = snapshotOf(t, img, k)
+		stores[enc], snaps[enc] = restoretest.SnapshotOf(t, img, k)
 	}
 	const victim = 2
 	plain := img[victim*cs : (victim+1)*cs]
@@ -289,7 +264,7 @@ func TestRunChunkErrors(t *testing.T) {
 			}
 			dir := fixture.CopyDir(t, stores[c.enc], filepath.Join(t.TempDir(), "s"))
 			store := fixture.OpenStore(t, dir)
-			plan, _ := loadPlan(t, store, snaps[c.enc], k)
+			plan, _ := restoretest.LoadPlan(t, store, snaps[c.enc], k)
 			_, ds := fixture.Digests(t, fixture.SnapPath(dir, snaps[c.enc], "drive-scsi0.img.fidx"))
 			d := ds[victim]
 			c.mutate(t, fixture.ChunkPath(dir, d))
@@ -349,9 +324,9 @@ func (c cancelingTarget) WriteAt(p []byte, off int64) error {
 // anything is read.
 func TestRunCanceled(t *testing.T) {
 	img := fixture.Mixed(1<<20, 4)
-	dir, snap := snapshotOf(t, img, nil)
+	dir, snap := restoretest.SnapshotOf(t, img, nil)
 	store := fixture.OpenStore(t, dir)
-	plan, _ := loadPlan(t, store, snap, nil)
+	plan, _ := restoretest.LoadPlan(t, store, snap, nil)
 	if len(plan.Chunks) < 4 {
 		t.Fatalf("plan has %d chunks, want several", len(plan.Chunks))
 	}
@@ -399,7 +374,7 @@ func TestLoadPlanErrors(t *testing.T) {
 		if enc {
 			k = cc
 		}
-		dirs[enc], snap = snapshotOf(t, img, k)
+		dirs[enc], snap = restoretest.SnapshotOf(t, img, k)
 	}
 	le := func(v uint64) []byte {
 		b := make([]byte, 8)
@@ -498,9 +473,9 @@ func TestLoadPlanErrors(t *testing.T) {
 // chunks the target's bytes hold.
 func TestReadBackWithoutFile(t *testing.T) {
 	data := dedupImage()
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	s := fixture.OpenStore(t, dir)
-	plan, _ := loadPlan(t, s, snap, nil)
+	plan, _ := restoretest.LoadPlan(t, s, snap, nil)
 	m := newMemTarget(len(data))
 	if err := restore.Run(context.Background(), s, plan, m, restore.Options{}, nil); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
@@ -39,9 +40,9 @@ func (s *startStore) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte,
 // does not make the check serial.
 func TestRunResumeOverlaps(t *testing.T) {
 	data := fixture.Build(31, fixture.Region{Kind: fixture.Random, Len: 8 * cs})
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	store := &startStore{Store: fixture.OpenStore(t, dir), started: make(chan struct{}), reads: map[crypto.Digest]int{}}
-	plan, _ := loadPlan(t, store, snap, nil)
+	plan, _ := restoretest.LoadPlan(t, store, snap, nil)
 	if len(plan.Chunks) != 8 {
 		t.Fatalf("plan has %d chunks, want 8", len(plan.Chunks))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -77,7 +78,7 @@ func wantRefused(t *testing.T, what string, err error, want, not []string) {
 func TestResumeForcedFile(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(40*cs+1234, 13)
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	putBack := stopOnLastChunk(t, dir, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
 	target := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Build(5, fixture.Region{Kind: fixture.Random, Len: 50 * cs}))
 	forced := &filetarget.Sink{Path: target, Options: filetarget.Options{Force: true}}
@@ -122,7 +123,7 @@ func TestResumeForcedFile(t *testing.T) {
 func TestResumeOtherSnapshot(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(40*cs+1234, 17)
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	putBack := stopOnLastChunk(t, dir, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
 	target := filepath.Join(t.TempDir(), "disk.raw")
 	sink := &filetarget.Sink{Path: target}
@@ -178,7 +179,7 @@ func src(t *testing.T, dir, ref string) *snapshot.Reader {
 func TestResumeCompleteChangedKeepsMtime(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(40*cs+1234, 19)
-	dir, _ := snapshotOf(t, data, nil)
+	dir, _ := restoretest.SnapshotOf(t, data, nil)
 	target := filepath.Join(t.TempDir(), "disk.raw")
 	sink := &filetarget.Sink{Path: target}
 	o := restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true, Resume: true}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
@@ -19,7 +20,7 @@ import (
 func TestStartOverWording(t *testing.T) {
 	ctx := context.Background()
 	data := fixture.Mixed(40*cs+1234, 17)
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	putBack := stopOnLastChunk(t, dir, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
 	defer putBack()
 	for _, tc := range []struct {

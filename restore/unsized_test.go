@@ -7,6 +7,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -24,7 +25,7 @@ func (u unsized) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64
 // whose files come without a size, and restores it byte-exact.
 func TestUnsizedFiles(t *testing.T) {
 	data := fixture.Mixed(5*cs+123, 8)
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	s := unsized{fixture.OpenStore(t, dir)}
 	m, err := snapshot.LoadManifest(context.Background(), s, snap, nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
@@ -20,8 +21,8 @@ import (
 // through a symbolic link, and never changes the file.
 func TestCheckFile(t *testing.T) {
 	data := dedupImage()
-	dir, snap := snapshotOf(t, data, nil)
-	plan, _ := loadPlan(t, fixture.OpenStore(t, dir), snap, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
+	plan, _ := restoretest.LoadPlan(t, fixture.OpenStore(t, dir), snap, nil)
 	ctx := context.Background()
 	base := t.TempDir()
 	whole := fixture.WriteFile(t, base, "whole.img", data)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
@@ -16,9 +17,9 @@ import (
 // of the target: ReadBack must pass before and name both ranges after.
 func TestReadBack(t *testing.T) {
 	data := dedupImage()
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	s := fixture.OpenStore(t, dir)
-	plan, _ := loadPlan(t, s, snap, nil)
+	plan, _ := restoretest.LoadPlan(t, s, snap, nil)
 	out := filepath.Join(t.TempDir(), "out.raw")
 	ft, err := filetarget.Open(out, int64(plan.Size), filetarget.Options{})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
@@ -20,9 +21,9 @@ import (
 // file that was never verified).
 func TestReadBackHeldFile(t *testing.T) {
 	data := dedupImage()
-	dir, snap := snapshotOf(t, data, nil)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
 	s := fixture.OpenStore(t, dir)
-	plan, _ := loadPlan(t, s, snap, nil)
+	plan, _ := restoretest.LoadPlan(t, s, snap, nil)
 	base := t.TempDir()
 	sub := filepath.Join(base, "d")
 	if err := os.Mkdir(sub, 0o755); err != nil {
