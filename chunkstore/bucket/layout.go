@@ -32,6 +32,18 @@ type Lister interface {
 	ListLevel(ctx context.Context, prefix string) (dirs, objects []string, err error)
 }
 
+// Detect sets k.Layout to the layout of the datastore below k.Prefix,
+// detected by DetectLayout through l (where names the store in messages,
+// its URL; forced and create as there). On an error k is left as it was.
+func (k *Keys) Detect(ctx context.Context, l Lister, where string, forced Layout, create bool) error {
+	layout, err := DetectLayout(ctx, l, where, k.root(), forced, create)
+	if err != nil {
+		return err
+	}
+	k.Layout = layout
+	return nil
+}
+
 // DetectLayout returns the layout of the datastore at root (the key
 // prefix with a trailing '/', or "" for a whole bucket), named where in
 // messages (its URL). forced other than LayoutAuto is taken as it is

@@ -176,7 +176,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	client.SetRetry(storage.WithPolicy(storage.RetryNever))
 	s.client = client
 	s.bucket = client.Bucket(bkt)
-	if err := s.detectLayout(ctx, opts.Layout, opts.Create); err != nil {
+	if err := s.keys.Detect(ctx, lister{s}, s.url, opts.Layout, opts.Create); err != nil {
 		client.Close()
 		if errors.Is(err, storage.ErrBucketNotExist) {
 			return nil, chunkstore.StoreMissing(err)
@@ -199,19 +199,6 @@ func jsonEndpoint(ep string) (string, error) {
 		u.Path = "/storage/v1/"
 	}
 	return u.String(), nil
-}
-
-func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) error {
-	root := ""
-	if s.keys.Prefix != "" {
-		root = s.keys.Prefix + "/"
-	}
-	l, err := bucket.DetectLayout(ctx, lister{s}, s.url, root, forced, create)
-	if err != nil {
-		return err
-	}
-	s.keys.Layout = l
-	return nil
 }
 
 // lister lists the bucket for bucket.DetectLayout.

@@ -274,21 +274,21 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		}
 	}
 	s.newClient(cfg, opts, cfg.Region, false)
-	err = s.detectLayout(ctx, opts.Layout, opts.Create)
+	err = s.keys.Detect(ctx, lister{s}, s.url, opts.Layout, opts.Create)
 	// A bucket in another region: follow the region the server names
 	// (301 PermanentRedirect, 400 AuthorizationHeaderMalformed), as the AWS
 	// CLI does.
 	if r := bucketRegion(err); r != "" && r != s.region {
 		s.newClient(cfg, opts, r, false)
 		s.followed = append(s.followed, "region "+r)
-		err = s.detectLayout(ctx, opts.Layout, opts.Create)
+		err = s.keys.Detect(ctx, lister{s}, s.url, opts.Layout, opts.Create)
 	}
 	// A custom endpoint by host name whose virtual-host name
 	// (<bucket>.<host>) does not resolve: path style, as most self-hosted
 	// services expect.
 	if err != nil && opts.PathStyle == PathStyleAuto && !s.pathStyle && s.endpoint != "" && noSuchHost(err) {
 		s.newClient(cfg, opts, s.region, true)
-		if err2 := s.detectLayout(ctx, opts.Layout, opts.Create); err2 == nil || !noSuchHost(err2) {
+		if err2 := s.keys.Detect(ctx, lister{s}, s.url, opts.Layout, opts.Create); err2 == nil || !noSuchHost(err2) {
 			s.followed = append(s.followed, "path-style addressing")
 			err = err2
 		}
@@ -533,19 +533,6 @@ func isLocalEndpoint(ep string) bool {
 	}
 	h := u.Hostname()
 	return net.ParseIP(h) != nil || h == "localhost" || strings.HasSuffix(h, ".localhost")
-}
-
-func (s *Store) detectLayout(ctx context.Context, forced Layout, create bool) error {
-	root := ""
-	if s.keys.Prefix != "" {
-		root = s.keys.Prefix + "/"
-	}
-	l, err := bucket.DetectLayout(ctx, lister{s}, s.url, root, forced, create)
-	if err != nil {
-		return err
-	}
-	s.keys.Layout = l
-	return nil
 }
 
 // lister lists the bucket for bucket.DetectLayout.
