@@ -246,8 +246,9 @@ func TestEmulatorHostWithoutCredentials(t *testing.T) {
 }
 
 // slowAttempt is how long TestRequestTimeout's slow attempt would take if
-// it were not cut at the request timeout (200ms): the run must take far
-// less, however busy the machine.
+// it were not cut at the request timeout (200ms): far longer than the
+// timeout, so the proxy sees it abandoned and a second attempt, however
+// busy the machine.
 const slowAttempt = 30 * time.Second
 
 func TestRequestTimeout(t *testing.T) {
@@ -257,11 +258,24 @@ func TestRequestTimeout(t *testing.T) {
 	o.Policy.IOTimeout = 200 * time.Millisecond
 	s := open(t, f.bucket, "store", o)
 	f.proxy.SetRules(faultproxy.Rule{Method: "GET", PathContains: ".chunks", Times: 1, Delay: slowAttempt})
-	start := time.Now()
+	abandoned := f.proxy.Abandoned()
 	if got, err := s.ReadChunk(context.Background(), f.digest, nil, 0); err != nil || !bytes.Equal(got, f.blob) {
 		t.Fatalf("ReadChunk: %v", err)
 	}
-	if el := time.Since(start); el > slowAttempt/2 {
-		t.Errorf("took %v: the slow attempt was not cut at the request timeout", el)
+	// Cut at the request timeout, the slow attempt is tried again: two
+	// attempts, the first one slow. That it was cut during its delay, not
+	// later by some other limit, the abandoned count shows.
+	if m, a := f.proxy.Matched()[0], f.proxy.Acted()[0]; m != 2 || a != 1 {
+		t.Errorf("%d attempts (%d slow), want 2 (1 slow): the slow attempt was not cut", m, a)
+	}
+	// The proxy notices the closed connection shortly after the client
+	// closes it; had the client not closed it, the count would never come.
+	// The wait ends well before slowAttempt: a guard against a hang, not a
+	// measure.
+	for deadline := time.Now().Add(slowAttempt / 2); f.proxy.Abandoned() <= abandoned && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got := f.proxy.Abandoned() - abandoned; got != 1 {
+		t.Errorf("%d requests abandoned at the proxy, want 1: the slow attempt was not cut at the request timeout", got)
 	}
 }

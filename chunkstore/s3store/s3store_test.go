@@ -279,8 +279,9 @@ func TestConditionalPutFallback(t *testing.T) {
 }
 
 // slowAttempt is how long TestRequestTimeout's slow attempt would take if
-// it were not cut at the request timeout (200ms): the run must take far
-// less, however busy the machine.
+// it were not cut at the request timeout (200ms): far longer than the
+// timeout, so the proxy sees it abandoned and a second attempt, however
+// busy the machine.
 const slowAttempt = 30 * time.Second
 
 func TestRequestTimeout(t *testing.T) {
@@ -305,22 +306,39 @@ func TestRequestTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.proxy.SetRules(tc.rule)
-			start := time.Now()
+			abandoned := f.proxy.Abandoned()
 			if err := tc.op(); err != nil {
 				t.Fatalf("err = %v", err)
 			}
-			if el := time.Since(start); el > slowAttempt/2 {
-				t.Errorf("took %v: the slow attempt was not cut at the request timeout", el)
+			// Cut at the request timeout, the slow attempt is tried again:
+			// two attempts, the first one slow. That it was cut during its
+			// delay, not later by some other limit, the abandoned count shows.
+			if m, a := f.proxy.Matched()[0], f.proxy.Acted()[0]; m != 2 || a != 1 {
+				t.Errorf("%d attempts (%d slow), want 2 (1 slow): the slow attempt was not cut", m, a)
 			}
+			waitAbandoned(t, f.proxy, abandoned+1)
 		})
+	}
+}
+
+// waitAbandoned waits until p counts want abandoned requests: the proxy
+// notices a closed connection shortly after the client closes it. Had the
+// client not closed it, the count would never come: the wait ends well
+// before slowAttempt, a guard against a hang rather than a measure.
+func waitAbandoned(t *testing.T, p *faultproxy.Proxy, want int64) {
+	t.Helper()
+	for deadline := time.Now().Add(slowAttempt / 2); p.Abandoned() < want && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got := p.Abandoned(); got != want {
+		t.Errorf("%d requests abandoned at the proxy, want %d: the slow attempt was not cut at the request timeout", got, want)
 	}
 }
 
 func TestConcurrencyWithLatency(t *testing.T) {
 	srv := testenv.StartS3(t)
 	f := newFixture(t, srv)
-	// Each request waits latency at the proxy: serial reads take at least
-	// reads × latency, concurrent ones a small part of it.
+	// Each request waits latency at the proxy, so concurrent ones overlap.
 	const latency = 100 * time.Millisecond
 	p, err := faultproxy.Start("127.0.0.1:0", srv.Endpoint, latency)
 	if err != nil {
@@ -331,7 +349,6 @@ func TestConcurrencyWithLatency(t *testing.T) {
 	o.Concurrency = 32
 	s := open(t, f.bucket, "store", o)
 	const reads = 64
-	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, reads)
 	sem := make(chan struct{}, o.Concurrency)
@@ -351,12 +368,14 @@ func TestConcurrencyWithLatency(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	el := time.Since(start)
-	t.Logf("%d reads of %d bytes at %v latency, 32 in flight: %v", reads, len(f.blob), latency, el)
-	// Run concurrently they take about 2 × latency; the bound is half the
-	// least a serial run takes, far from both.
-	if serial := reads * latency; el > serial/2 {
-		t.Errorf("took %v; serial would take %v: requests did not run concurrently", el, serial)
+	// Each request is held latency at the proxy: requests sent together
+	// overlap there, serial ones never do. The count, not the time taken,
+	// tells them apart on a busy machine; with 32 callers at once, even a
+	// slow one gets far more than 8 in flight together.
+	peak := p.PeakInFlight()
+	t.Logf("%d reads of %d bytes at %v latency, %d callers: at most %d in flight", reads, len(f.blob), latency, o.Concurrency, peak)
+	if peak < 8 {
+		t.Errorf("at most %d requests in flight at once with %d callers: requests did not run concurrently", peak, o.Concurrency)
 	}
 }
 

@@ -124,18 +124,15 @@ func TestProviderQuirks(t *testing.T) {
 
 	t.Run("token-ignored", func(t *testing.T) {
 		p := e.proxy(t, quirkproxy.Quirks{IgnoreToken: true})
-		start := time.Now()
 		got := bktNames(bktList(t, "s3://quirks/ds", "--s3-endpoint", p.URL))
 		if !reflect.DeepEqual(got, e.snaps) {
 			t.Errorf("snapshots: %v, want all of %v", got, e.snaps)
 		}
 		// Open: 1 listing; vm/: 3 (page 1, page 1 again, start-after);
-		// ct/, host/: 1 each. Never the same page over and over.
+		// ct/, host/: 1 each. Never the same page over and over: the
+		// count at the proxy shows it, not the time the listing took.
 		if n := p.Lists(); n > 8 {
 			t.Errorf("%d listing requests", n)
-		}
-		if el := time.Since(start); el > 20*time.Second {
-			t.Errorf("listing took %v", el)
 		}
 		e.restoreLatest(t, "--s3-endpoint", p.URL)
 	})

@@ -151,15 +151,15 @@ func TestChunkSizeOne(t *testing.T) {
 		{"verify", "--output-format", "json", "--store", b.store, snap0},
 		{"restore", "--store", b.store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "out")},
 	} {
-		start := time.Now()
-		r := pbsWithin(t, 10*time.Second, args...)
+		// The output's size, not the time taken, tells a refusal at once
+		// from a run through the 64 Mi entries; the deadline is generous,
+		// for a hang only.
+		r := pbsWithin(t, time.Minute, args...)
 		if r.code != 1 || !strings.Contains(r.out+r.err, "chunk size 1 is outside") {
 			t.Errorf("want exit 1 naming the chunk size: %v", r)
 		}
-		// The output's size tells a refusal at once from a run through the
-		// 64 Mi entries; the deadline is generous, for a hang only.
-		if d := time.Since(start); d > 10*time.Second || len(r.out)+len(r.err) > 4096 {
-			t.Errorf("%s: took %v and printed %d bytes", args[0], d, len(r.out)+len(r.err))
+		if n := len(r.out) + len(r.err); n > 4096 {
+			t.Errorf("%s: printed %d bytes", args[0], n)
 		}
 	}
 }

@@ -6,7 +6,8 @@
 // the connection in the middle of the response body, or stalls it (headers
 // and some bytes sent, then silence). It can cap the bandwidth of all
 // response bodies together (a slow link). It counts requests and injected
-// faults.
+// faults, the most requests handled at once, and the requests their client
+// gave up on during a delay.
 //
 // Test support only: imported by tests and by the other packages under
 // internal/, never by a non-test package outside internal/ (TestLayout in
@@ -103,6 +104,9 @@ type Proxy struct {
 	link  *link // nil: no bandwidth cap
 
 	requests, faults atomic.Int64
+	// inFlight counts requests in ServeHTTP now, peak the most at once;
+	// abandoned the requests whose client went away during their delay.
+	inFlight, peak, abandoned atomic.Int64
 }
 
 // SetBandwidth caps the bytes per second of all response bodies together
@@ -260,6 +264,19 @@ func (p *Proxy) Requests() int64 { return p.requests.Load() }
 // Faults returns how many requests got an injected status or reset.
 func (p *Proxy) Faults() int64 { return p.faults.Load() }
 
+// PeakInFlight returns the most requests the proxy has been handling at
+// once since it started (from receipt to the end of the response, delays
+// included): with a latency, a count above 1 shows that the client sent
+// requests concurrently, whatever the machine's speed.
+func (p *Proxy) PeakInFlight() int64 { return p.peak.Load() }
+
+// Abandoned returns how many requests the client gave up on (closed the
+// connection or cancelled) while the proxy still held them in their latency
+// or a rule's Delay: what a client timeout shorter than the delay does. The
+// count is raised when the proxy notices, which may be shortly after the
+// client has moved on.
+func (p *Proxy) Abandoned() int64 { return p.abandoned.Load() }
+
 // Close stops the proxy and closes its connections.
 func (p *Proxy) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -319,6 +336,10 @@ func (p *Proxy) pick(req *http.Request) (*Rule, time.Duration) {
 // ServeHTTP handles one proxied request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	p.requests.Add(1)
+	n := p.inFlight.Add(1)
+	defer p.inFlight.Add(-1)
+	for peak := p.peak.Load(); n > peak && !p.peak.CompareAndSwap(peak, n); peak = p.peak.Load() {
+	}
 	act, delay := p.pick(req)
 	if delay > 0 {
 		t := time.NewTimer(delay)
@@ -326,6 +347,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		case <-t.C:
 		case <-req.Context().Done():
 			t.Stop()
+			p.abandoned.Add(1)
 			return
 		}
 	}
