@@ -276,23 +276,34 @@ func mkdirBeneath(dir *os.File, root, rel string) (*os.File, error) {
 // file larger than limit is refused by its size, unread; a chunk file or
 // prefix directory that is a symbolic link is refused (ErrSymlink).
 func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
-	p := l.ChunkLocation(d)
 	h := d.String()
-	f, err := openRegular(l.chunks, l.chunks.Name(), h[:4]+"/"+h)
+	buf, err := l.readChunkFile(h[:4]+"/"+h, buf, limit)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", d, err)
+	}
+	return buf, nil
+}
+
+// readChunkFile reads the file rel below .chunks into buf, at most limit
+// bytes (see Store.ReadChunk), following no symbolic link; errors name
+// the file.
+func (l *Local) readChunkFile(rel string, buf []byte, limit int) ([]byte, error) {
+	p := filepath.Join(l.chunks.Name(), filepath.FromSlash(rel))
+	f, err := openRegular(l.chunks, l.chunks.Name(), rel)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", d, err)
+		return nil, err
 	}
 	size := st.Size()
 	if size == 0 {
-		return nil, fmt.Errorf("chunk %s: %w", d, &LocatedError{Location: p, Err: fmt.Errorf("%w (evicted-chunk marker or corruption)", ErrEmpty)})
+		return nil, &LocatedError{Location: p, Err: fmt.Errorf("%w (evicted-chunk marker or corruption)", ErrEmpty)}
 	}
 	if max := ReadLimit(limit); size > max {
-		return nil, fmt.Errorf("chunk %s: %w", d, &LocatedError{Location: p, Err: fmt.Errorf("%w: file is %d bytes, the chunk at most %d", ErrTooLarge, size, max)})
+		return nil, &LocatedError{Location: p, Err: fmt.Errorf("%w: file is %d bytes, the chunk at most %d", ErrTooLarge, size, max)}
 	}
 	if int64(cap(buf)) < size {
 		buf = make([]byte, size)
@@ -301,7 +312,7 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 	// The file may change while read: never more than size bytes.
 	if _, err := io.ReadFull(f, buf); err != nil {
 		// The cause is kept (an EIO is a failure outside the data).
-		return nil, fmt.Errorf("chunk %s: %w", d, &LocatedError{Location: p, Err: unwrapPath(err)})
+		return nil, &LocatedError{Location: p, Err: unwrapPath(err)}
 	}
 	return buf, nil
 }

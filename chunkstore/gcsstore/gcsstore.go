@@ -305,6 +305,16 @@ func (s *Store) ChunkLocation(d crypto.Digest) string { return s.objURL(s.keys.C
 // returned.
 func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	key := s.keys.Chunk(d)
+	out, err := s.readObject(ctx, key, buf, limit)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", d, &chunkstore.LocatedError{Location: s.objURL(key), Err: mapErr(err)})
+	}
+	return out, nil
+}
+
+// readObject downloads the object key into buf, at most limit bytes
+// (chunkstore.ReadLimit), under the bucket policy; errors are not mapped.
+func (s *Store) readObject(ctx context.Context, key string, buf []byte, limit int) ([]byte, error) {
 	var out []byte
 	err := s.pol.Do(ctx, true, func(ctx context.Context) error {
 		r, err := s.bucket.Object(key).NewReader(ctx)
@@ -321,10 +331,7 @@ func (s *Store) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 		}
 		return err
 	}, classifyErr)
-	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", d, &chunkstore.LocatedError{Location: s.objURL(key), Err: mapErr(err)})
-	}
-	return out, nil
+	return out, err
 }
 
 // OpenFile starts downloading the content file rel and returns its reader
