@@ -69,6 +69,12 @@ type Options struct {
 	// chunk that could not be read for a reason outside the data
 	// (chunkstore.Outside: store unavailable) always fails.
 	OnMissing, OnCorrupt Damage
+	// BadCopyIsDamage (verify) reports a chunk that is intact only in a
+	// copy kept aside as damaged (a ".bad" copy, which PBS never reads) as
+	// a *BadCopyError; otherwise (restore) that copy is used. Either way
+	// such a chunk is looked for only once every ordinary copy failed, and
+	// is recorded in Stats.Salvaged.
+	BadCopyIsDamage bool
 	// Journal, when set, records every chunk once it is written to all its
 	// offsets and the target synced (Journal.Flush, at least every
 	// JournalInterval and when Run returns, whatever the outcome), so that
@@ -133,6 +139,9 @@ type Stats struct {
 	DedupHits    atomic.Uint64 // extra offsets served from an already fetched chunk
 	Failed       atomic.Uint64 // chunks that failed a check
 	DamagedBytes atomic.Uint64 // image bytes of damaged chunks written as zeros (DamageZero)
+	// Salvaged records the chunks recovered from copies kept aside as
+	// damaged (".bad" copies) after every ordinary copy failed.
+	Salvaged SalvageLog
 }
 
 // ChunkError is a chunk that could not be restored: its digest, the byte
@@ -267,6 +276,7 @@ type fetched struct {
 	raw    []byte
 	buf    []byte // pool buffer backing raw
 	member int    // the chain member raw came from (0 without a chain)
+	err    error  // why no copy could be read (raw nil): missing or damaged (chunkstore.Proven)
 }
 
 // Run executes plan against store, writing into target, and returns when
@@ -399,17 +409,24 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				} else {
 					raw, err = store.ReadChunk(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length))
 				}
+				f := fetched{chunk: c, raw: raw, buf: buf, member: member, err: err}
 				if err != nil {
-					rawPool.put(buf)
 					if ctx.Err() != nil {
+						rawPool.put(buf)
 						return
 					}
-					dp.bad(c, err)
-					continue
+					if !chunkstore.Proven(err) {
+						rawPool.put(buf)
+						dp.bad(c, err)
+						continue
+					}
+					// Missing or damaged everywhere: a job tries the
+					// .bad copies.
+				} else {
+					stats.FetchedBytes.Add(uint64(len(raw)))
 				}
-				stats.FetchedBytes.Add(uint64(len(raw)))
 				select {
-				case fetchedCh <- fetched{chunk: c, raw: raw, buf: buf, member: member}:
+				case fetchedCh <- f:
 				case <-done:
 					rawPool.put(buf)
 					return
@@ -453,9 +470,16 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					rawPool.put(f.buf)
 					continue
 				}
-				data, err := decodeChunk(dec, out, f, opts)
-				if chain != nil {
-					data, err = nextCopies(ctx, chain, dec, out, &f, data, err, opts, stats)
+				var data []byte
+				err := f.err
+				if err == nil {
+					data, err = decodeChunk(dec, out, f, opts)
+					if chain != nil {
+						data, err = nextCopies(ctx, chain, dec, out, &f, data, err, opts, stats)
+					}
+				}
+				if err != nil && ctx.Err() == nil && chunkstore.Proven(err) {
+					data, err = salvage(ctx, store, dec, out, &f, err, opts, stats)
 				}
 				rawPool.put(f.buf)
 				if err == nil && opts.Checked != nil {

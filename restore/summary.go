@@ -48,7 +48,13 @@ type Summary struct {
 	// those chunks. The image is then "restored with damage" (exit 1).
 	DamagedRanges []Range `json:"damaged-ranges,omitempty"`
 	DamagedChunks int     `json:"damaged-chunks,omitempty"`
-	ExitCode      int     `json:"exit-code"` // the process exit code (0: restored, verified and synced)
+	// Salvaged lists the chunks missing or damaged in every store that
+	// were recovered from a copy kept aside as damaged (a ".bad" copy that
+	// passed the chunk's check; PBS itself never reads one), the first
+	// MaxSalvagedListed; SalvagedChunks counts them all.
+	Salvaged       []SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
+	SalvagedChunks int             `json:"recovered-from-bad-copies-count,omitempty"`
+	ExitCode       int             `json:"exit-code"` // the process exit code (0: restored, verified and synced)
 }
 
 // Summary returns the report of the restore res that took elapsed (the
@@ -76,6 +82,7 @@ func (res *Result) Summary(elapsed time.Duration) Summary {
 	if c, ok := store.(chunkstore.FallThrough); ok {
 		sum.Stores = c.Stats()
 	}
+	sum.Salvaged, sum.SalvagedChunks = stats.Salvaged.Chunks(), stats.Salvaged.Count()
 	if res.Damage != nil {
 		sum.DamagedRanges, sum.DamagedChunks = res.Damage.Ranges(), len(res.Damage.Chunks)
 	}

@@ -184,6 +184,7 @@ func Merge(reports []Report, names ...string) (Report, error) {
 				x.CRCOnly = x.CRCOnly || a.CRCOnly
 				x.NotVerified = x.NotVerified || a.NotVerified
 				x.DamagedCount += a.DamagedCount
+				x.BadCopyCount += a.BadCopyCount
 				x.Damaged = append(x.Damaged, a.Damaged...)
 			}
 		}

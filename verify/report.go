@@ -21,6 +21,11 @@ type DamagedChunk struct {
 	Location    string   `json:"location"`               // chunk file or object
 	Error       string   `json:"error"`
 	Missing     bool     `json:"missing,omitempty"` // not in the store at all (else there but damaged)
+	// BadCopy names the copy kept aside as damaged (a ".bad" file or
+	// object) that holds the chunk intact when its ordinary copies are
+	// missing or damaged: pbsdirect can restore the chunk from it, PBS
+	// cannot (it never reads .bad copies), so it is still reported here.
+	BadCopy string `json:"bad-copy,omitempty"`
 }
 
 // MaxOffsets is the most offsets a DamagedChunk lists (as ChunkError's
@@ -64,6 +69,9 @@ type ArchiveResult struct {
 	// archive is not OK, and not known damaged either.
 	NotVerified  bool `json:"not-verified,omitempty"`
 	DamagedCount int  `json:"damaged-count,omitempty"` // damaged chunks, listed or not
+	// BadCopyCount counts those of them intact only in a .bad copy
+	// (DamagedChunk.BadCopy), listed or not.
+	BadCopyCount int `json:"bad-copy-only-count,omitempty"`
 	// DamageError is set when Error only counts the damaged chunks
 	// (DamageSummary of DamagedCount): a merge of shards' reports counts
 	// them again instead of keeping one shard's count.
@@ -107,12 +115,15 @@ type Report struct {
 	// confirmed still in the store (the others are damaged: missing,
 	// empty); a chunk several archives skip counts once, as in
 	// ChunksChecked, so the archives' counts may add up to more.
-	ChunksFresh     int              `json:"chunks-fresh,omitempty"`
-	ChunksPresent   int              `json:"chunks-confirmed-present,omitempty"`
-	DamagedChunks   int              `json:"damaged-chunks"`
-	DamagedUnlisted int              `json:"damaged-chunks-unlisted,omitempty"`
-	Snapshots       []SnapshotResult `json:"snapshots"`
-	Skipped         []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
+	ChunksFresh     int `json:"chunks-fresh,omitempty"`
+	ChunksPresent   int `json:"chunks-confirmed-present,omitempty"`
+	DamagedChunks   int `json:"damaged-chunks"`
+	DamagedUnlisted int `json:"damaged-chunks-unlisted,omitempty"`
+	// BadCopyChunks counts those of DamagedChunks intact only in a .bad
+	// copy: pbsdirect restores them, PBS cannot (ArchiveResult.BadCopyCount).
+	BadCopyChunks int              `json:"bad-copy-only-chunks,omitempty"`
+	Snapshots     []SnapshotResult `json:"snapshots"`
+	Skipped       []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
 	// NotVerified lists, in a merged report, the snapshots that only some
 	// shards saw (a backup or prune between their runs): their chunks of
 	// the other shards were not checked (Merge).
@@ -167,6 +178,7 @@ func (rep *Report) Add(r SnapshotResult) {
 		rep.ChunksFresh += a.ChunksFresh
 		rep.ChunksPresent += a.ChunksPresent
 		rep.DamagedChunks += a.DamagedCount
+		rep.BadCopyChunks += a.BadCopyCount
 		rep.DamagedUnlisted += a.DamagedCount - len(a.Damaged)
 	}
 	rep.Snapshots = append(rep.Snapshots, r)

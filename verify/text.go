@@ -71,6 +71,9 @@ func (r SnapshotResult) WriteText(w io.Writer) {
 		if n := a.DamagedCount - len(a.Damaged); n > 0 {
 			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
 		}
+		if a.BadCopyCount > 0 {
+			fmt.Fprintf(w, "    %d of them intact only in a .bad copy (recovered from .bad copies: %d): pbsdirect restores them, PBS cannot; `pbsdirect repair` or renaming the copies mends the store\n", a.BadCopyCount, a.BadCopyCount)
+		}
 	}
 }
 

@@ -256,6 +256,10 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError, positions int) {
 	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause(),
 		Missing: errors.Is(c.Err, chunkstore.ErrNotFound)}
+	var bc *restore.BadCopyError
+	if errors.As(c.Err, &bc) {
+		d.BadCopy = bc.Copy
+	}
 	v.note(c.Err)
 	if n := max(len(d.Offsets), positions); n > MaxOffsets {
 		d.OffsetCount = n
@@ -265,6 +269,9 @@ func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkE
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	a.DamagedCount++
+	if d.BadCopy != "" {
+		a.BadCopyCount++
+	}
 	if v.listed < v.opts.MaxDamaged {
 		v.listed++
 		a.Damaged = append(a.Damaged, d)
@@ -367,6 +374,9 @@ func (v *Verifier) index(ctx context.Context, src *snapshot.Reader, name string,
 	opts.Encrypted = fi.CryptMode == index.CryptEncrypt
 	opts.Key = cc
 	opts.KeepGoing = true
+	// A chunk intact only in a .bad copy is restorable by pbsdirect, not
+	// by PBS: damage to report, with the copy named.
+	opts.BadCopyIsDamage = true
 	opts.CRCOnly = unkeyed
 	a.CRCOnly = unkeyed
 	opts.Archive = path.Join(s.Dir(), name)

@@ -59,4 +59,3 @@ func (s *Store) BadCopyLocation(name string) string {
 	}
 	return s.objURL(s.keys.Chunk(crypto.Digest{})) + " (" + name + ")"
 }
-

@@ -171,6 +171,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 				q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
 		}
 		printStores(stdout, sum.Stores)
+		printSalvaged(stdout, sum)
 		if len(sum.DamagedRanges) > 0 {
 			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(sum.DamagedBytes()))
 			for _, r := range sum.DamagedRanges {
@@ -193,6 +194,21 @@ func fetchedWords(sum restore.Summary) string {
 		return fmt.Sprintf("chunks fetched and verified: %d (%s encoded read from the store, the copies that failed their check included)", sum.ChunksFetched, humanBytes(sum.FetchedBytes))
 	}
 	return fmt.Sprintf("chunks fetched: %d (%s encoded)", sum.ChunksFetched, humanBytes(sum.FetchedBytes))
+}
+
+// printSalvaged says which chunks sum recovered from .bad copies, one line
+// each (those listed), and how many there were.
+func printSalvaged(w io.Writer, sum restore.Summary) {
+	if sum.SalvagedChunks == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  %d chunk(s) missing or damaged in every store, intact in a .bad copy (PBS does not read these: `pbsdirect verify` lists them, `pbsdirect repair` or renaming mends the store):\n", sum.SalvagedChunks)
+	for _, c := range sum.Salvaged {
+		fmt.Fprintf(w, "    chunk %s recovered from a .bad copy: %s\n", index.DisplayText(c.Digest), index.DisplayText(c.Copy))
+	}
+	if n := sum.SalvagedChunks - len(sum.Salvaged); n > 0 {
+		fmt.Fprintf(w, "    … and %d more\n", n)
+	}
 }
 
 // printStores prints what each store of several --store contributed.
