@@ -37,6 +37,10 @@ type Options struct {
 	// first read of its bytes that fails), with a *restore.ChunkError
 	// naming digest, range and cause. Read-ahead failures are not logged.
 	Log func(error)
+	// Salvaged, if set, is called once for each chunk missing or damaged
+	// in every store that was recovered from a copy kept aside as damaged
+	// (chunkstore.Salvage), with the copy's file path or object URL.
+	Salvaged func(d crypto.Digest, copy string)
 }
 
 // Stats counts a Reader's work; read the fields with their Load methods.
@@ -48,6 +52,7 @@ type Stats struct {
 	ReadAhead    atomic.Uint64 // of Fetched: chunks read ahead of a sequential reader
 	FailedReads  atomic.Uint64 // ReadAt calls that failed on a missing or damaged chunk
 	FailedChunks atomic.Uint64 // distinct chunks such reads failed on (each logged once)
+	Salvaged     atomic.Uint64 // of Fetched: chunks recovered from a .bad copy (chunkstore.Salvage)
 }
 
 // Extent is a byte range of the archive, [Offset, Offset+Length), that is
@@ -81,6 +86,8 @@ type Reader struct {
 	streams   streams
 	log       func(error)
 	logged    sync.Map // crypto.Digest → struct{}: chunks whose failure was logged
+	salvaged  func(crypto.Digest, string)
+	told      sync.Map // crypto.Digest → struct{}: chunks whose salvage was told
 	ctx       context.Context
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup // read-ahead goroutines
@@ -124,6 +131,7 @@ func open(ctx context.Context, store chunkstore.Store, files chunkstore.FileOpen
 		chunkSize: int64(plan.ChunkSize),
 		encrypted: fi.CryptMode == index.CryptEncrypt,
 		log:       opts.Log,
+		salvaged:  opts.Salvaged,
 	}
 	if r.encrypted {
 		r.key = cc
@@ -325,6 +333,25 @@ func (r *Reader) fetch(ci int32, buf []byte) ([]byte, error) {
 			r.stats.FetchedBytes.Add(uint64(len(raw)))
 			return data, nil
 		}
+	}
+	if chunkstore.Proven(err) && r.ctx.Err() == nil {
+		// Missing or damaged: a copy kept aside that passes the check.
+		var data []byte
+		raw, copy, serr := chunkstore.Salvage(r.ctx, r.store, c.digest, err, w.raw[:0], chunkstore.ChunkLimit(c.length), func(raw []byte) error {
+			var derr error
+			data, derr = w.dec.DecodeChunk(buf, raw, c.digest, c.length, r.encrypted, r.key)
+			return derr
+		})
+		if serr == nil {
+			r.stats.Fetched.Add(1)
+			r.stats.FetchedBytes.Add(uint64(len(raw)))
+			r.stats.Salvaged.Add(1)
+			if _, seen := r.told.LoadOrStore(c.digest, struct{}{}); !seen && r.salvaged != nil {
+				r.salvaged(c.digest, copy)
+			}
+			return data, nil
+		}
+		err = serr
 	}
 	if r.ctx.Err() != nil {
 		return nil, ErrClosed

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -110,6 +111,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 		CacheSize: a.cache,
 		Fetchers:  fetchers,
 		Log:       logf,
+		Salvaged:  salvageNote(stderr, "pbsdirect "+cmd),
 	})
 	if err != nil {
 		return nil, err
@@ -127,6 +129,9 @@ func (sa *snapshotAccess) report(w io.Writer) {
 	for i, r := range sa.Readers {
 		st := r.Stats()
 		fmt.Fprintf(w, "  %s: %d chunks fetched and verified (%s encoded, %d read ahead)", index.DisplayText(sa.Names[i]), st.Fetched.Load(), humanBytes(st.FetchedBytes.Load()), st.ReadAhead.Load())
+		if n := st.Salvaged.Load(); n > 0 {
+			fmt.Fprintf(w, "; %d of them recovered from .bad copies", n)
+		}
 		if n := st.FailedChunks.Load(); n > 0 {
 			fmt.Fprintf(w, "; %d chunks missing or damaged, %d chunk reads failed", n, st.FailedReads.Load())
 		}
@@ -180,7 +185,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	}
 	snap := src.Snapshot()
 	defer raiseFetchProcs(sf.store, fetchers)()
-	n, err := archive.Copy(ctx, src, name, stdout, archive.Options{Fetchers: fetchers})
+	n, err := archive.Copy(ctx, src, name, stdout, archive.Options{Fetchers: fetchers, Salvaged: salvageNote(stderr, "pbsdirect")})
 	if ce := (*archive.CopyError)(nil); errors.As(err, &ce) {
 		return stdoutError(ce.Name, ce.N, ce.Err)
 	}
@@ -197,6 +202,15 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 			snap, index.DisplayText(name), humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
 	}
 	return nil
+}
+
+// salvageNote returns the archive.Options.Salvaged function that says on
+// stderr, after who ("pbsdirect mount"), which chunk was recovered from
+// which .bad copy.
+func salvageNote(stderr io.Writer, who string) func(crypto.Digest, string) {
+	return func(d crypto.Digest, copy string) {
+		fmt.Fprintf(stderr, "%s: note: chunk %s missing or damaged in every store, recovered from a .bad copy: %s (PBS does not read it; `pbsdirect repair` or renaming mends the store)\n", who, d, index.DisplayText(copy))
+	}
 }
 
 // stdoutError is the error of a restore of archive name to standard output
