@@ -72,7 +72,7 @@ func (r SnapshotResult) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
 		}
 		if a.BadCopyCount > 0 {
-			fmt.Fprintf(w, "    %d of them intact only in a .bad copy (recovered from .bad copies: %d): pbsdirect restores them, PBS cannot; `pbsdirect repair` or renaming the copies mends the store\n", a.BadCopyCount, a.BadCopyCount)
+			fmt.Fprintf(w, "    recovered from .bad copies: %d of them (intact there: pbsdirect restores them, PBS cannot; `pbsdirect repair` or renaming the copies mends the store)\n", a.BadCopyCount)
 		}
 	}
 }
