@@ -2,7 +2,8 @@
 // chunkstore.Store (s3store, gcsstore), run against real servers. It checks
 // both layouts (PBS 4 ".cnt/" and plain copy) with empty, single- and
 // multi-level prefixes, chunk and file round trips, listing with
-// pagination, missing and empty chunks.
+// pagination, missing and empty chunks, damaged chunks replaced and the
+// copies kept aside read back.
 //
 // Test support only: imported by tests and by the other packages under
 // internal/, never by a non-test package outside internal/ (TestLayout in
@@ -93,6 +94,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ReplaceDamaged", func(t *testing.T) {
 		t.Parallel()
 		replaceDamaged(t, h)
+	})
+	t.Run("BadCopies", func(t *testing.T) {
+		t.Parallel()
+		badCopies(t, h)
 	})
 	t.Run("Pagination", func(t *testing.T) {
 		t.Parallel()
