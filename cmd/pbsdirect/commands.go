@@ -65,7 +65,8 @@ Exit codes:
   1    the data is damaged or missing, proven: read and failed a check, or
        definitively not there (a missing snapshot or chunk, a damaged chunk,
        a wrong key, a restore with damage under --on-missing/--on-corrupt
-       zero): retrying will not help
+       zero, a chunk verify finds intact only in a .bad copy, which PBS
+       does not read): retrying will not help
   2    usage error, or a TARGET refused as named (exists without --force, a
        symbolic link, a directory or FIFO, a missing directory, a disk-image
        format, too small, inside the store); also a key file or source path
