@@ -32,7 +32,7 @@ type FileInfo struct {
 // datastore-relative ("vm/100/<time>/index.json.blob"); chunks are
 // addressed by digest. Implementations are safe for concurrent use. What
 // some stores can do beyond reading are the capabilities declared below
-// (WriteStore, ChunkStatter, ChunkReplacer, MemberStore,
+// (WriteStore, ChunkStatter, ChunkReplacer, BadCopies, MemberStore,
 // FallThrough, RedirectFollower, Warner; the bucket backends' in
 // chunkstore/bucket): callers ask for them by these names, never by a
 // concrete type.
