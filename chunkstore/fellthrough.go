@@ -34,6 +34,15 @@ type FellThrough struct {
 	ServedBy string `json:"served_by,omitempty"`
 }
 
+// FellThroughRecorder is a Store of several copies (a Chain) that can
+// hand on each chunk a copy could not serve (see Chain.FellThroughTo).
+type FellThroughRecorder interface {
+	// FellThroughTo sets the function that receives them.
+	FellThroughTo(f func(store string, fell FellThrough))
+}
+
+var _ FellThroughRecorder = (*Chain)(nil)
+
 // fallLog is a Chain's record of the copies that fell through: those of a
 // chunk still being read wait in pending until a member serves it or none
 // is left, then are listed under their member (MaxFellThrough in all) or

@@ -29,9 +29,9 @@ const (
 // and what was done about it.
 type Item struct {
 	Digest  string `json:"digest"`
-	Length  int    `json:"length"`  // plaintext bytes
-	Problem string `json:"problem"` // ProblemMissing or ProblemDamaged ("" when the primary could not be read)
-	Error   string `json:"error"`   // what the primary's copy failed with (store-controlled text)
+	Length  int    `json:"length"`           // plaintext bytes
+	Problem string `json:"problem"`          // ProblemMissing or ProblemDamaged ("" when the primary could not be read)
+	Error   string `json:"error"`            // what the primary's copy failed with (store-controlled text)
 	Source  string `json:"source,omitempty"` // the store the good copy came from
 	Action  string `json:"action"`           // one of the Action constants
 	// Aside is where the primary's damaged copy was kept
@@ -85,10 +85,10 @@ func New(primary chunkstore.WriteStore, from []chunkstore.Store, opts Options) *
 
 // Counts are a repair's totals, in distinct chunks.
 type Counts struct {
-	Chunks     int `json:"chunks"`      // checked in the primary
-	Good       int `json:"good"`        // good in the primary
-	Repaired   int `json:"repaired"`    // copied into the primary (ActionCopied)
-	Would      int `json:"would_copy"`  // dry run: would be copied
+	Chunks     int `json:"chunks"`     // checked in the primary
+	Good       int `json:"good"`       // good in the primary
+	Repaired   int `json:"repaired"`   // copied into the primary (ActionCopied)
+	Would      int `json:"would_copy"` // dry run: would be copied
 	GoodNow    int `json:"good_meanwhile"`
 	NoCopy     int `json:"no_good_copy"` // in no store in good shape
 	Failed     int `json:"failed"`       // the primary could not be read or written

@@ -62,7 +62,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // could not serve to list as a fellThroughLine; the first write error is
 // kept in list.
 func listFellThrough(store chunkstore.Store, list *lockedWriter) {
-	c, ok := store.(*chunkstore.Chain)
+	c, ok := store.(chunkstore.FellThroughRecorder)
 	if !ok || list == nil {
 		return
 	}

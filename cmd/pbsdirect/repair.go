@@ -262,4 +262,3 @@ no store in good shape, 3 when a store could not be read or written.`,
 		complete: completeOneSnapshot,
 	}
 }
-
