@@ -43,8 +43,8 @@ type MemberStats struct {
 	// FellThrough names the chunks this member could not serve and why
 	// (the first MaxFellThrough of the chain's, in the order they were
 	// resolved); FellThroughUnlisted counts the rest.
-	FellThrough         []FellThrough `json:"fell_through,omitempty"`
-	FellThroughUnlisted int64         `json:"fell_through_unlisted,omitempty"`
+	FellThrough         []FellThrough `json:"fell-through,omitempty"`
+	FellThroughUnlisted int64         `json:"fell-through-unlisted,omitempty"`
 }
 
 var (

@@ -31,7 +31,7 @@ type FellThrough struct {
 	Error string `json:"error"`
 	// ServedBy is the member that served the chunk in the end; "" when
 	// none had a good copy.
-	ServedBy string `json:"served_by,omitempty"`
+	ServedBy string `json:"served-by,omitempty"`
 }
 
 // FellThroughRecorder is a Store of several copies (a Chain) that can

@@ -41,7 +41,7 @@ type Item struct {
 	// per store tried before Source (or all of them for ActionNoCopy).
 	Tried []string `json:"tried,omitempty"`
 	// WriteError is why writing into the primary failed (ActionFailed).
-	WriteError string `json:"write_error,omitempty"`
+	WriteError string `json:"write-error,omitempty"`
 }
 
 // Options configure a Repairer.
@@ -88,9 +88,9 @@ type Counts struct {
 	Chunks     int `json:"chunks"`     // checked in the primary
 	Good       int `json:"good"`       // good in the primary
 	Repaired   int `json:"repaired"`   // copied into the primary (ActionCopied)
-	Would      int `json:"would_copy"` // dry run: would be copied
-	GoodNow    int `json:"good_meanwhile"`
-	NoCopy     int `json:"no_good_copy"` // in no store in good shape
+	Would      int `json:"would-copy"` // dry run: would be copied
+	GoodNow    int `json:"good-meanwhile"`
+	NoCopy     int `json:"no-good-copy"` // in no store in good shape
 	Failed     int `json:"failed"`       // the primary could not be read or written
 	Unlisted   int `json:"unlisted,omitempty"`
 	Unfinished int `json:"unfinished,omitempty"` // not checked: the run was stopped

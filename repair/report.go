@@ -5,7 +5,7 @@ package repair
 type Report struct {
 	Primary   string   `json:"primary"`
 	From      []string `json:"from"`
-	DryRun    bool     `json:"dry_run,omitempty"`
+	DryRun    bool     `json:"dry-run,omitempty"`
 	Snapshots int      `json:"snapshots"` // snapshots in scope
 	Counts
 	// Items are the chunks the primary lacked or held damaged, sorted by
@@ -15,5 +15,5 @@ type Report struct {
 	// be read from any store (their chunks were not checked).
 	Errors   []string `json:"errors,omitempty"`
 	OK       bool     `json:"ok"`
-	ExitCode int      `json:"exit_code"`
+	ExitCode int      `json:"exit-code"`
 }

@@ -35,9 +35,9 @@ func printFellThrough(w io.Writer, m chunkstore.MemberStats) {
 type fellThroughLine struct {
 	Store       string `json:"store"`
 	Digest      string `json:"digest"`
-	FellThrough string `json:"fell_through"` // chunkstore.ReasonMissing, ReasonDamaged or ReasonUnreadable
+	FellThrough string `json:"fell-through"` // chunkstore.ReasonMissing, ReasonDamaged or ReasonUnreadable
 	Error       string `json:"error"`
-	ServedBy    string `json:"served_by"` // "" when no store had a good copy
+	ServedBy    string `json:"served-by"` // "" when no store had a good copy
 }
 
 // lockedWriter serializes writes to w from several goroutines.

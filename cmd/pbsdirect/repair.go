@@ -99,6 +99,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		defer all.Close()
+		warnDisagreement(stderr, all)
 		ns, err := nsa.resolve(ctx, all, false)
 		if err != nil {
 			return err

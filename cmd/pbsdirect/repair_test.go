@@ -192,8 +192,10 @@ func TestRepairDirectory(t *testing.T) {
 	mustFail(t, 2, []string{"--from"}, "repair", "--store", c.primary)
 	mustFail(t, 2, []string{"--from"}, "repair", "--store", c.primary, "--from", c.primary)
 	mustFail(t, 2, []string{"--store"}, "repair", "--store", c.primary, "--store", c.mirror1, "--from", c.mirror2)
-	// A mirror that is not there: exit 3.
+	// A mirror that is not there, a primary that cannot be reached: exit 3.
 	mustFail(t, 3, []string{"--from"}, "repair", "--store", c.primary, "--from", filepath.Join(t.TempDir(), "none"))
+	bktSetEnv(t, "127.0.0.1:1")
+	mustFail(t, 3, []string{"s3://pbkt/ds"}, "repair", "--store", "s3://pbkt/ds", "--s3-endpoint", "http://127.0.0.1:1", "--from", c.mirror1)
 }
 
 // TestRepairBucket: the same with the primary in an S3 bucket (versitygw):
