@@ -22,7 +22,7 @@ const (
 	ActionWouldCopy = "would copy"     // dry run: a good copy would be written
 	ActionNoCopy    = "no good copy"   // no store had a copy that passed its check
 	ActionGoodNow   = "good meanwhile" // good when checked again before writing (written by another writer): left as it is
-	ActionFailed    = "failed"         // the primary could not be read or written (see Item.Error)
+	ActionFailed    = "failed"         // a store could not be read, or the primary written (see Item.Error, Item.Tried, Item.WriteError)
 )
 
 // Item is one chunk of the scope that the primary lacked or held damaged,
@@ -40,7 +40,8 @@ type Item struct {
 	// Tried says why the other stores' copies were not used, one entry
 	// per store tried before Source (or all of them for ActionNoCopy).
 	Tried []string `json:"tried,omitempty"`
-	// WriteError is why writing into the primary failed (ActionFailed).
+	// WriteError is why writing into the primary failed, or why no copy
+	// could be had (ActionFailed).
 	WriteError string `json:"write-error,omitempty"`
 }
 
@@ -91,7 +92,7 @@ type Counts struct {
 	Would      int `json:"would-copy"` // dry run: would be copied
 	GoodNow    int `json:"good-meanwhile"`
 	NoCopy     int `json:"no-good-copy"` // in no store in good shape
-	Failed     int `json:"failed"`       // the primary could not be read or written
+	Failed     int `json:"failed"`       // a store could not be read, or the primary written
 	Unlisted   int `json:"unlisted,omitempty"`
 	Unfinished int `json:"unfinished,omitempty"` // not checked: the run was stopped
 }
@@ -204,6 +205,7 @@ func (r *Repairer) chunk(ctx context.Context, dec *chunkstore.Decoder, c *Chunk)
 	it.Problem = problem(perr)
 	// A good copy, from the first store that has one.
 	var blob []byte
+	unread := false // a store could not be read: no copy is not proven
 	for _, s := range r.from {
 		b, err := check(ctx, dec, s, c)
 		if ctx.Err() != nil {
@@ -213,9 +215,13 @@ func (r *Repairer) chunk(ctx context.Context, dec *chunkstore.Decoder, c *Chunk)
 			blob, it.Source = b, s.String()
 			break
 		}
+		unread = unread || problem(err) == ""
 		it.Tried = append(it.Tried, s.String()+": "+err.Error())
 	}
 	switch {
+	case blob == nil && unread:
+		it.Action, it.WriteError = ActionFailed, "no good copy in the stores that could be read, and a store could not be read (see tried)"
+		return it, false
 	case blob == nil:
 		it.Action = ActionNoCopy
 		return it, false

@@ -78,3 +78,32 @@ func TestRepairNeverReplacesGood(t *testing.T) {
 		}
 	}
 }
+
+// downMirror is a mirror that cannot be reached.
+type downMirror struct{ chunkstore.Store }
+
+func (downMirror) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
+	return nil, chunkstore.ErrUnavailable
+}
+
+// TestRepairMirrorDown: a chunk no mirror could serve because one could
+// not be read is no proof that no good copy exists: it fails (exit 3),
+// it is not "no good copy" (exit 1).
+func TestRepairMirrorDown(t *testing.T) {
+	ctx := context.Background()
+	data := fixture.Build(8, fixture.Region{Kind: fixture.Random, Len: 4096})
+	var nokey *crypto.Config
+	d := nokey.ChunkDigest(data)
+	dir := fixture.NewStore(t)
+	primary, err := chunkstore.OpenLocal(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	other := fixture.OpenStore(t, fixture.NewStore(t))
+	r := repair.New(primary, []chunkstore.Store{other, downMirror{other}}, repair.Options{})
+	items, n, err := r.Run(ctx, []repair.Chunk{{Digest: d, Length: len(data)}})
+	if err != nil || len(items) != 1 || items[0].Action != repair.ActionFailed || n.Failed != 1 || n.NoCopy != 0 || len(items[0].Tried) != 2 {
+		t.Fatalf("items %+v, counts %+v, %v; want failed", items, n, err)
+	}
+}

@@ -148,7 +148,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		var verr error
 		switch {
 		case counts.Failed > 0 || outside != nil:
-			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) could not be read or written in %s%s", counts.Failed, primary, errSuffix(outside))}
+			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) failed: a store could not be read, or %s written%s", counts.Failed, primary, errSuffix(outside))}
 		case counts.NoCopy > 0 || proven != nil:
 			verr = &dataError{fmt.Errorf("repair incomplete: %d chunk(s) in no store in good shape%s", counts.NoCopy, errSuffix(proven))}
 		}
@@ -256,7 +256,11 @@ PUT in a bucket), never over a good chunk (checked again just before), a
 damaged copy kept aside as <digest>.N.bad as PBS does. --dry-run says what
 would be copied from where and writes nothing. Each such chunk is reported
 with its problem, its source and what was done. Exits 1 when a chunk is in
-no store in good shape, 3 when a store could not be read or written.`,
+no store in good shape, 3 when a store could not be read or written.
+
+Memory: the distinct chunks of the scope are listed first, about 100 bytes
+each (10 M chunks: about 1 GiB); the report lists the first 10000 chunks that
+needed repair and counts the rest.`,
 		example: `  pbsdirect repair --store /mnt/ds --from s3://mirror/ds --dry-run
   pbsdirect repair --store /mnt/ds --from /mnt/mirror --from s3://mirror/ds vm/100`,
 		build:    cmdRepair,
