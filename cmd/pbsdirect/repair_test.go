@@ -330,3 +330,26 @@ func TestRepairUnderRestore(t *testing.T) {
 		t.Errorf("restore after the repair: %v, %v", found, err)
 	}
 }
+
+// TestRepairEncrypted: an encrypted datastore is repaired with its key
+// (chunks decrypted and their digests checked), and without it by
+// structure and CRC, as verify --crc-only checks.
+func TestRepairEncrypted(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no default key file
+	key := filepath.Join(t.TempDir(), "enc.key")
+	mustOK(t, "key", "create", "--kdf", "none", key)
+	data := failoverImage()
+	primary := fixture.NewStore(t)
+	backupImage(t, primary, data, "--chunk-size", "64", "--keyfile", key)
+	mirror := fixture.CopyDir(t, primary, filepath.Join(t.TempDir(), "mirror"))
+	_, ds := fixture.Digests(t, filepath.Join(primary, "vm", "100", t0str, "drive-scsi0.img.fidx"))
+	for _, keyArgs := range [][]string{{"--keyfile", key}, nil} {
+		remove(t, chunkFile(primary, ds[2]))
+		flipByte(t, chunkFile(primary, ds[5]))
+		rep := repairJSON(t, 0, append([]string{"--store", primary, "--from", mirror}, keyArgs...)...)
+		if rep.Repaired != 2 || len(rep.Items) != 2 {
+			t.Errorf("%v: counts %+v, items %+v", keyArgs, rep.Counts, rep.Items)
+		}
+		mustOK(t, "verify", "--keyfile", key, "--store", primary, snap0)
+	}
+}
