@@ -3,6 +3,7 @@ package main
 import (
 	flag "github.com/spf13/pflag"
 
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -124,9 +125,9 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		for _, e := range cerrs {
 			rep.Errors = append(rep.Errors, e.Error())
 			if restore.Proven(e) {
-				proven = cmpOr(proven, e)
+				proven = cmp.Or(proven, e)
 			} else {
-				outside = cmpOr(outside, e)
+				outside = cmp.Or(outside, e)
 			}
 			if !sf.json() {
 				fmt.Fprintf(stdout, "repair: %s: chunks not checked\n", index.DisplayText(e.Error()))
@@ -163,14 +164,6 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		}
 		return verr
 	}
-}
-
-// cmpOr returns a when it is set, else b.
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // errSuffix is "; " and err's text, or "" for nil.
