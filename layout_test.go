@@ -99,6 +99,9 @@ var mayImport = map[string][]string{
 	// metrics writes the textfile metrics of verify and drill runs: above
 	// verify's report, beside cmd's printing of it.
 	"metrics": {"verify", "fsutil"},
+	// repair copies good chunks of the snapshots in scope from mirrors
+	// into a store: it reads the indexes as restore plans them.
+	"repair": {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	// keys manages key files and master keys; it reads a snapshot's
 	// rsa-encrypted.key.blob through snapshot, beside restore and verify.
 	"keys": {"snapshot", "chunkstore", "index", "crypto", "paperkey"},

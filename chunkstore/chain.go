@@ -26,6 +26,7 @@ type Chain struct {
 	leftOut []error // stores of the datastore that could not be opened (NewPartialChain)
 	counts  []memberCounts
 	union   unionState // listings over every member, snapshot pins, warnings
+	falls   fallLog    // the chunks members could not serve, and why
 }
 
 type memberCounts struct {
@@ -39,6 +40,11 @@ type MemberStats struct {
 	Bytes   int64  `json:"bytes"`   // encoded bytes of those chunks
 	Missing int64  `json:"missing"` // copies not there (missing, 0-byte, unreadable): fell through
 	Damaged int64  `json:"damaged"` // copies that failed their check: fell through
+	// FellThrough names the chunks this member could not serve and why
+	// (the first MaxFellThrough of the chain's, in the order they were
+	// resolved); FellThroughUnlisted counts the rest.
+	FellThrough         []FellThrough `json:"fell-through,omitempty"`
+	FellThroughUnlisted int64         `json:"fell-through-unlisted,omitempty"`
 }
 
 var (
@@ -102,7 +108,7 @@ func (c *Chain) ChunkLocation(d crypto.Digest) string { return c.members[0].Chun
 func (c *Chain) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
 	raw, m, err := c.ReadChunkFrom(ctx, d, buf, limit, 0)
 	if err == nil {
-		c.Served(m, len(raw))
+		c.Served(d, m, len(raw))
 	}
 	return raw, err
 }
@@ -117,7 +123,8 @@ func (c *Chain) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 // ErrNotFound, ErrUnavailable, … of any of them; the
 // caller's ctx ending stops at once with its error. The copy is not yet
 // counted as served: the reader calls Served once it passed its check, or
-// Damaged and reads on from the next member.
+// Damaged and reads on from the next member. Each member that failed is
+// recorded as fallen through for d (Stats, FellThroughTo).
 func (c *Chain) ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, limit, from int) ([]byte, int, error) {
 	var errs []error
 	for i := from; i < len(c.members); i++ {
@@ -129,8 +136,10 @@ func (c *Chain) ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, 
 			return nil, i, ctx.Err()
 		}
 		c.counts[i].missing.Add(1)
+		c.fell(d, i, reasonOf(err), err)
 		errs = append(errs, fmt.Errorf("%s: %w", c.members[i], err))
 	}
+	c.resolve(d, -1)
 	errs = append(errs, c.leftOut...)
 	if len(errs) == 0 {
 		return nil, len(c.members), fmt.Errorf("chunk %s: %w: no further copy after %s", d, ErrNotFound, c.members[len(c.members)-1])
@@ -141,15 +150,21 @@ func (c *Chain) ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, 
 	return nil, len(c.members), fmt.Errorf("chunk %s: no store has a usable copy: %w", d, JoinErrors(errs...))
 }
 
-// Served counts a copy of n encoded bytes from member m that passed the
-// reader's check.
-func (c *Chain) Served(m, n int) {
+// Served counts a copy of d, of n encoded bytes, from member m that passed
+// the reader's check; the members that could not serve d before it are
+// listed as served by m.
+func (c *Chain) Served(d crypto.Digest, m, n int) {
 	c.counts[m].chunks.Add(1)
 	c.counts[m].bytes.Add(int64(n))
+	c.resolve(d, m)
 }
 
-// Damaged counts a copy from member m that failed the reader's check.
-func (c *Chain) Damaged(m int) { c.counts[m].damaged.Add(1) }
+// Damaged counts a copy of d from member m that failed the reader's check
+// with err, and records it as fallen through.
+func (c *Chain) Damaged(d crypto.Digest, m int, err error) {
+	c.counts[m].damaged.Add(1)
+	c.fell(d, m, ReasonDamaged, err)
+}
 
 // Stats returns what each member contributed, in order of preference.
 func (c *Chain) Stats() []MemberStats {
@@ -158,6 +173,7 @@ func (c *Chain) Stats() []MemberStats {
 		k := &c.counts[i]
 		out[i] = MemberStats{Store: m.String(), Chunks: k.chunks.Load(), Bytes: k.bytes.Load(), Missing: k.missing.Load(), Damaged: k.damaged.Load()}
 	}
+	c.fellStats(out)
 	return out
 }
 

@@ -92,11 +92,12 @@ type FallThrough interface {
 	// index from or later that returns a copy, and returns it with that
 	// member's index (see Chain.ReadChunkFrom).
 	ReadChunkFrom(ctx context.Context, d crypto.Digest, buf []byte, limit, from int) ([]byte, int, error)
-	// Served counts a copy of n encoded bytes from member m that passed the
-	// reader's check.
-	Served(m, n int)
-	// Damaged counts a copy from member m that failed the reader's check.
-	Damaged(m int)
+	// Served counts a copy of d, of n encoded bytes, from member m that
+	// passed the reader's check.
+	Served(d crypto.Digest, m, n int)
+	// Damaged counts a copy of d from member m that failed the reader's
+	// check with err.
+	Damaged(d crypto.Digest, m int, err error)
 	// Stats returns what each member contributed, in order of preference.
 	Stats() []MemberStats
 }

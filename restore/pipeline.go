@@ -650,7 +650,7 @@ func (d *damagePolicy) bad(c *Chunk, err error) {
 func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunkstore.Decoder, out []byte, f *fetched, data []byte, err error, opts Options, stats *Stats) ([]byte, error) {
 	var errs []error
 	for err != nil && ctx.Err() == nil {
-		chain.Damaged(f.member)
+		chain.Damaged(f.chunk.Digest, f.member, err)
 		errs = append(errs, fmt.Errorf("%s: %w", chain.Members()[f.member], err))
 		raw, m, rerr := chain.ReadChunkFrom(ctx, f.chunk.Digest, f.buf, chunkstore.ChunkLimit(f.chunk.Length), f.member+1)
 		if rerr != nil {
@@ -664,7 +664,7 @@ func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunksto
 		data, err = decodeChunk(dec, out, *f, opts)
 	}
 	if err == nil {
-		chain.Served(f.member, len(f.raw))
+		chain.Served(f.chunk.Digest, f.member, len(f.raw))
 	}
 	return data, err
 }

@@ -39,7 +39,7 @@ func commandSpecs() []commandSpec {
 	return []commandSpec{
 		restoreCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(),
 		snapshotsCommand(), groupsCommand(), namespacesCommand(), backupCommand(),
-		keyCommand(), reportCommand(), manCommand(), versionCommand(),
+		keyCommand(), reportCommand(), repairCommand(), manCommand(), versionCommand(),
 	}
 }
 

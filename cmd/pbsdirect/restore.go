@@ -219,6 +219,7 @@ func printStores(w io.Writer, stores []chunkstore.MemberStats) {
 			fmt.Fprintf(w, "; fell through for %d missing and %d damaged copies", m.Missing, m.Damaged)
 		}
 		fmt.Fprintln(w)
+		printFellThrough(w, m)
 	}
 }
 

@@ -101,6 +101,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			return usagef("--reverify-after: %v", err)
 		}
 		var list *bufio.Writer
+		var locked *lockedWriter // list, written by the verifier and the chain of stores
 		var listFile *outfile.Replacement
 		if *damagedList != "" {
 			// A replacement renamed over it at the end: another name of an
@@ -111,12 +112,14 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			}
 			defer r.Abort()
 			listFile, list = r, bufio.NewWriter(r)
+			locked = &lockedWriter{w: list}
 		}
 		ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *cryptMode, noDefault: *crcOnly, requireSig: *requireSig}, pf.fetchersFor(sf.fetchSpec()))
 		if err != nil {
 			return err
 		}
 		defer store.Close()
+		listFellThrough(store, locked)
 		sc := verify.Scope{NS: ns, MaxDepth: *maxDepth, Latest: *latest}
 		if *allNS {
 			sc.MaxDepth = -1
@@ -141,7 +144,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		v := verify.New(store, verify.Options{
 			Keys: keys, CRCOnly: *crcOnly, Pipeline: pf.options(sf.fetchSpec()), Parallel: *parallel,
 			Shard: sh, State: state, SkipRemoved: sc.Ref == "" || !isSnapshotRef(sc.Ref),
-			MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: writerOrNil(list),
+			MaxDamaged: cmp.Or(*maxDamaged, -1), DamagedList: lockedOrNil(locked),
 			Progress: func(name string, total int64, done func() int64) func() {
 				return startProgress(stderr, prog, "verify "+name, total, done).done
 			},
@@ -173,7 +176,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		}
 		return printVerifyReport(ctx, stdout, &rep, sf.json(), v.Outside(), func() error {
 			if list != nil {
-				err := cmp.Or(v.Err(), list.Flush())
+				err := cmp.Or(v.Err(), locked.err, list.Flush())
 				if err != nil {
 					err = outfile.WriteError(*damagedList, err)
 				} else {
@@ -295,8 +298,8 @@ func hostname() string {
 	return h
 }
 
-// writerOrNil returns w as an io.Writer, or nil for a nil w.
-func writerOrNil(w *bufio.Writer) io.Writer {
+// lockedOrNil returns w as an io.Writer, or nil for a nil w.
+func lockedOrNil(w *lockedWriter) io.Writer {
 	if w == nil {
 		return nil
 	}

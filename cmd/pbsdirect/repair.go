@@ -1,0 +1,262 @@
+package main
+
+import (
+	flag "github.com/spf13/pflag"
+
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/repair"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/verify"
+)
+
+func cmdRepair(fs *flag.FlagSet) commandFunc {
+	var sf storeFlags
+	sf.register(fs)
+	from := fs.StringArray("from", nil, "a copy of the datastore to take good chunks from (directory, s3://… or gs://…); give it several times, in order of preference")
+	dryRun := fs.Bool("dry-run", false, "check and say what would be copied from where; write nothing")
+	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
+	maxDepth := fs.Int("max-depth", 0, "also repair the chunks of child namespaces down to this many levels below --ns")
+	allNS := fs.Bool("all-namespaces", false, "the chunks of the whole store: every namespace at any depth")
+	jobs := fs.Int("jobs", repair.DefaultJobs, "chunks checked (and copied) at once")
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() > 1 {
+			return usagef("want at most one SNAPSHOT or TYPE/ID, got %d arguments", fs.NArg())
+		}
+		if fs.NArg() == 1 {
+			if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+				return err
+			}
+		}
+		if err := sf.check(); err != nil {
+			return err
+		}
+		if len(sf.stores) > 1 {
+			return usagef("--store given %d times: repair writes into one store; give the copies to take chunks from with --from", len(sf.stores))
+		}
+		if len(*from) == 0 {
+			return usagef("--from is required: a copy of the datastore to take good chunks from")
+		}
+		for _, f := range *from {
+			if err := checkStoreSpec(f); err != nil {
+				return err
+			}
+			if f == sf.store {
+				return usagef("--from %s is the --store being repaired", f)
+			}
+		}
+		if *maxDepth < 0 || *maxDepth > 7 {
+			return usagef("--max-depth must be 0..7, not %d", *maxDepth)
+		}
+		if *jobs < 1 || *jobs > 1024 {
+			return usagef("--jobs must be 1..1024, not %d", *jobs)
+		}
+		if *allNS && (fs.NArg() == 1 || sf.ns != "" || fs.Changed("max-depth")) {
+			return usagef("--all-namespaces repairs the whole store: no SNAPSHOT, --ns or --max-depth with it")
+		}
+		nsa, err := sf.nsArg()
+		if err != nil {
+			return err
+		}
+		keys, err := newKeys(ctx, &sf, keyPolicy{}, stderr)
+		if err != nil {
+			return err
+		}
+		opts, err := sf.backendOptions(false, *jobs)
+		if err != nil {
+			return err
+		}
+		// No lock: repair writes no snapshot, only chunks the indexes in
+		// scope refer to, each atomically and never over a good one (see
+		// package repair), as a backup writes its chunks.
+		primary, err := backends.OpenWrite(ctx, sf.store, opts)
+		if err != nil {
+			return missingStore(err)
+		}
+		members := []chunkstore.Store{primary}
+		var mirrors []chunkstore.Store
+		for _, f := range *from {
+			m, err := backends.Open(ctx, f, opts)
+			if err != nil {
+				for _, s := range members {
+					s.Close()
+				}
+				return fmt.Errorf("--from %s: %w", f, missingStore(err))
+			}
+			members = append(members, m)
+			mirrors = append(mirrors, m)
+		}
+		// Listings and indexes come from every store: the primary may
+		// have lost an index too.
+		all, err := chunkstore.NewChain(members...)
+		if err != nil {
+			return err
+		}
+		defer all.Close()
+		warnDisagreement(stderr, all)
+		ns, err := nsa.resolve(ctx, all, false)
+		if err != nil {
+			return err
+		}
+		sc := verify.Scope{NS: ns, MaxDepth: *maxDepth, Latest: *latest}
+		if *allNS {
+			sc.MaxDepth = -1
+		}
+		if fs.NArg() == 1 {
+			sc.Ref = fs.Arg(0)
+		}
+		sel, err := verify.Select(ctx, all, sc)
+		if err != nil {
+			return err
+		}
+		rep := repair.Report{Primary: primary.String(), DryRun: *dryRun, Snapshots: len(sel.Snapshots), Items: []repair.Item{}}
+		for _, m := range mirrors {
+			rep.From = append(rep.From, m.String())
+		}
+		chunks, cerrs := repair.Collect(ctx, all, sel.Snapshots, keys)
+		var outside, proven error
+		for _, e := range cerrs {
+			rep.Errors = append(rep.Errors, e.Error())
+			if restore.Proven(e) {
+				proven = cmp.Or(proven, e)
+			} else {
+				outside = cmp.Or(outside, e)
+			}
+			if !sf.json() {
+				fmt.Fprintf(stdout, "repair: %s: chunks not checked\n", index.DisplayText(e.Error()))
+			}
+		}
+		r := repair.New(primary, mirrors, repair.Options{DryRun: *dryRun, Jobs: *jobs, Each: func(it repair.Item) {
+			if !sf.json() {
+				writeRepairItem(stdout, primary.String(), it)
+			}
+		}})
+		items, counts, runErr := r.Run(ctx, chunks)
+		rep.Items, rep.Counts = append(rep.Items, items...), counts
+		if runErr != nil {
+			return runErr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var verr error
+		switch {
+		case counts.Failed > 0 || outside != nil:
+			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) failed: a store could not be read, or %s written%s", counts.Failed, primary, errSuffix(outside))}
+		case counts.NoCopy > 0 || proven != nil:
+			verr = &dataError{fmt.Errorf("repair incomplete: %d chunk(s) in no store in good shape%s", counts.NoCopy, errSuffix(proven))}
+		}
+		rep.OK = verr == nil
+		rep.ExitCode = codeFor(ctx, verr)
+		if sf.json() {
+			if err := writeJSON(stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			writeRepairSummary(stdout, &rep)
+		}
+		return verr
+	}
+}
+
+// errSuffix is "; " and err's text, or "" for nil.
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "; " + err.Error()
+}
+
+// writeRepairItem prints one chunk the primary lacked or held damaged and
+// what was done about it, store-controlled text escaped.
+func writeRepairItem(w io.Writer, primary string, it repair.Item) {
+	what := it.Problem
+	if what == "" {
+		what = "unreadable"
+	}
+	if it.Problem != repair.ProblemMissing {
+		what += " (" + index.DisplayText(it.Error) + ")"
+	}
+	var did string
+	switch it.Action {
+	case repair.ActionCopied:
+		did = "copied from " + index.DisplayText(it.Source)
+		if it.Aside != "" {
+			did += ", the damaged copy kept as " + index.DisplayText(it.Aside)
+		}
+	case repair.ActionWouldCopy:
+		did = "would copy from " + index.DisplayText(it.Source) + " (dry run)"
+	case repair.ActionGoodNow:
+		did = "good when checked again (written meanwhile): left as it is"
+	case repair.ActionNoCopy:
+		did = "NO STORE HAS A GOOD COPY"
+		if len(it.Tried) > 0 {
+			did += ": " + index.DisplayText(strings.Join(it.Tried, "; "))
+		}
+	default:
+		did = "FAILED"
+		if it.WriteError != "" {
+			did += ": " + index.DisplayText(it.WriteError)
+		}
+	}
+	fmt.Fprintf(w, "repair: chunk %s %s in %s: %s\n", it.Digest, what, index.DisplayText(primary), did)
+}
+
+// writeRepairSummary prints the last line of a repair: the counts and ok
+// or FAILED.
+func writeRepairSummary(w io.Writer, rep *repair.Report) {
+	c := rep.Counts
+	copied := fmt.Sprintf("%d copied", c.Repaired)
+	if rep.DryRun {
+		copied = fmt.Sprintf("%d would be copied (dry run: nothing written)", c.Would)
+	}
+	fmt.Fprintf(w, "repair of %s from %s: %d chunk(s) of %d snapshot(s) checked, %d good, %s",
+		index.DisplayText(rep.Primary), index.DisplayText(strings.Join(rep.From, ", ")), c.Chunks, rep.Snapshots, c.Good, copied)
+	if c.GoodNow > 0 {
+		fmt.Fprintf(w, ", %d good meanwhile", c.GoodNow)
+	}
+	if c.NoCopy > 0 {
+		fmt.Fprintf(w, ", %d in no store in good shape", c.NoCopy)
+	}
+	if c.Failed > 0 {
+		fmt.Fprintf(w, ", %d failed", c.Failed)
+	}
+	if c.Unlisted > 0 {
+		fmt.Fprintf(w, " (%d not in the report: see the lines above)", c.Unlisted)
+	}
+	fmt.Fprintf(w, ": %s\n", okWord(rep.OK))
+}
+
+// repairCommand is 'pbsdirect repair'.
+func repairCommand() commandSpec {
+	return commandSpec{
+		use:   "repair --store PRIMARY --from MIRROR [--from MIRROR…] [flags] [SNAPSHOT | TYPE/ID]",
+		short: "copy the chunks a store lacks or holds damaged from a copy of it",
+		long: `Repair a datastore (directory or bucket) from copies of it: every chunk of
+the snapshots in scope (one snapshot, a group, a namespace with --max-depth,
+the whole store with --all-namespaces, as verify) is read from --store and
+checked as verify checks it; one that is missing or damaged is read from
+the --from stores in order, and the first copy that passes the same check is
+written into --store: atomically (a temporary file renamed into place; one
+PUT in a bucket), never over a good chunk (checked again just before), a
+damaged copy kept aside as <digest>.N.bad as PBS does. --dry-run says what
+would be copied from where and writes nothing. Each such chunk is reported
+with its problem, its source and what was done. Exits 1 when a chunk is in
+no store in good shape, 3 when a store could not be read or written.
+
+Memory: the distinct chunks of the scope are listed first, about 100 bytes
+each (10 M chunks: about 1 GiB); the report lists the first 10000 chunks that
+needed repair and counts the rest.`,
+		example: `  pbsdirect repair --store /mnt/ds --from s3://mirror/ds --dry-run
+  pbsdirect repair --store /mnt/ds --from /mnt/mirror --from s3://mirror/ds vm/100`,
+		build:    cmdRepair,
+		complete: completeOneSnapshot,
+	}
+}

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/repair"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// repairCase is a datastore and two mirrors of it: the primary lacks 5
+// chunks and holds 3 damaged (bit flips), the first mirror has all of
+// them but one, which the second mirror has.
+type repairCase struct {
+	data             []byte
+	primary          string // datastore directory
+	mirror1, mirror2 string
+	missing, damaged []crypto.Digest
+	onlyIn2          crypto.Digest // missing from the primary and from mirror 1
+}
+
+// newRepairCase makes a repairCase with the primary at primaryDir (a
+// datastore directory, maybe below a bucket's root).
+func newRepairCase(t *testing.T, primaryDir string) *repairCase {
+	t.Helper()
+	c := &repairCase{data: failoverImage()}
+	src := fixture.NewStore(t)
+	backupImage(t, src, c.data, "--chunk-size", "64")
+	c.primary = fixture.CopyDir(t, src, primaryDir)
+	c.mirror1 = fixture.CopyDir(t, src, filepath.Join(t.TempDir(), "mirror1"))
+	c.mirror2 = fixture.CopyDir(t, src, filepath.Join(t.TempDir(), "mirror2"))
+	_, ds := fixture.Digests(t, filepath.Join(src, "vm", "100", t0str, "drive-scsi0.img.fidx"))
+	c.missing = []crypto.Digest{ds[0], ds[3], ds[6], ds[9], ds[12]}
+	c.damaged = []crypto.Digest{ds[1], ds[7], ds[14]}
+	c.onlyIn2 = ds[6]
+	for _, d := range c.missing {
+		remove(t, chunkFile(c.primary, d))
+	}
+	for _, d := range c.damaged {
+		flipByte(t, chunkFile(c.primary, d))
+	}
+	remove(t, chunkFile(c.mirror1, c.onlyIn2))
+	return c
+}
+
+// bad returns the digests of the chunks the primary lacks or holds damaged.
+func (c *repairCase) bad() map[string]string {
+	m := map[string]string{}
+	for _, d := range c.missing {
+		m[d.String()] = repair.ProblemMissing
+	}
+	for _, d := range c.damaged {
+		m[d.String()] = repair.ProblemDamaged
+	}
+	return m
+}
+
+// treeSum returns a digest of every file's name and content below dir.
+func treeSum(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || !de.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// repairJSON runs repair with args and JSON output, wanting exit code.
+func repairJSON(t *testing.T, code int, args ...string) repair.Report {
+	t.Helper()
+	r := pbs(t, append([]string{"repair", "--output-format", "json"}, args...)...)
+	var rep repair.Report
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("repair JSON: %v: %v", err, r)
+	}
+	if r.code != code || rep.ExitCode != code {
+		t.Fatalf("repair: exit %d, report %d, want %d: %v", r.code, rep.ExitCode, code, r)
+	}
+	return rep
+}
+
+// checkRepaired checks a report of a repair of c: every bad chunk of the
+// primary named with its problem, copied from mirror 1 but the one only
+// mirror 2 has, damaged ones kept aside.
+func checkRepaired(t *testing.T, c *repairCase, rep repair.Report, action string, from1, from2 string) {
+	t.Helper()
+	bad := c.bad()
+	if len(rep.Items) != len(bad) || rep.Chunks != len(c.data)>>16 || rep.Good != rep.Chunks-len(bad) {
+		t.Fatalf("report: %d items, %d chunks, %d good; want %d, %d, %d: %+v", len(rep.Items), rep.Chunks, rep.Good, len(bad), len(c.data)>>16, rep.Chunks-len(bad), rep)
+	}
+	for _, it := range rep.Items {
+		src := from1
+		if it.Digest == c.onlyIn2.String() {
+			src = from2
+			if len(it.Tried) != 1 || !strings.HasPrefix(it.Tried[0], from1) {
+				t.Errorf("chunk %s: tried %q, want mirror 1 named", it.Digest, it.Tried)
+			}
+		}
+		if it.Problem != bad[it.Digest] || it.Action != action || it.Source != src {
+			t.Errorf("item %+v: want problem %q, action %q, source %s", it, bad[it.Digest], action, src)
+		}
+		if want := action == repair.ActionCopied && it.Problem == repair.ProblemDamaged; want != (it.Aside != "") {
+			t.Errorf("item %+v: damaged copy kept aside: %v, want %v", it, it.Aside != "", want)
+		}
+	}
+}
+
+// TestRepairDirectory: a directory datastore missing 5 chunks and holding
+// 3 damaged is repaired from two mirrors (the second for the chunk the
+// first lacks): a dry run says what it would copy and writes nothing; the
+// repair copies each chunk, keeps the damaged copies as <digest>.0.bad;
+// verify of the primary alone then passes, and a second repair finds
+// nothing to do. A chunk no store has in good shape fails with exit 1.
+func TestRepairDirectory(t *testing.T) {
+	c := newRepairCase(t, filepath.Join(t.TempDir(), "primary"))
+	mustFail(t, 1, nil, "verify", "--store", c.primary, snap0)
+	args := []string{"--store", c.primary, "--from", c.mirror1, "--from", c.mirror2}
+
+	before := treeSum(t, c.primary)
+	rep := repairJSON(t, 0, append(args, "--dry-run")...)
+	checkRepaired(t, c, rep, repair.ActionWouldCopy, c.mirror1, c.mirror2)
+	if !rep.DryRun || rep.Would != 8 || treeSum(t, c.primary) != before {
+		t.Fatalf("dry run wrote into the primary, or counts %+v", rep.Counts)
+	}
+	r := mustOK(t, append([]string{"repair", "--dry-run"}, args...)...)
+	if strings.Count(r.out, "would copy from ") != 8 || !strings.Contains(r.out, "would copy from "+c.mirror2) {
+		t.Errorf("dry run text: %v", r)
+	}
+
+	r = mustOK(t, append([]string{"repair"}, args...)...)
+	if strings.Count(r.out, ": copied from ") != 8 || !strings.Contains(r.out, "8 copied") || !strings.Contains(r.out, "kept as ") {
+		t.Errorf("repair text: %v", r)
+	}
+	for _, d := range c.damaged {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(chunkFile(c.primary, d)), chunkstore.BadName(d, 0))); err != nil {
+			t.Errorf("damaged chunk %s not kept aside: %v", d, err)
+		}
+	}
+	mustOK(t, "verify", "--store", c.primary, snap0)
+	target := filepath.Join(t.TempDir(), "r.raw")
+	mustOK(t, "restore", "--store", c.primary, snap0, "drive-scsi0", target)
+	fixture.Equal(t, target, c.data)
+	rep = repairJSON(t, 0, args...)
+	if len(rep.Items) != 0 || rep.Good != rep.Chunks {
+		t.Errorf("second repair: %+v", rep)
+	}
+
+	// A chunk in no store in good shape: listed, exit 1; the others
+	// repaired.
+	c = newRepairCase(t, filepath.Join(t.TempDir(), "primary2"))
+	remove(t, chunkFile(c.mirror2, c.onlyIn2))
+	flipByte(t, chunkFile(c.mirror1, c.damaged[0]))
+	remove(t, chunkFile(c.mirror2, c.damaged[0]))
+	rep = repairJSON(t, 1, "--store", c.primary, "--from", c.mirror1, "--from", c.mirror2)
+	if rep.NoCopy != 2 || rep.Repaired != 6 || rep.OK {
+		t.Errorf("counts %+v, want 2 without a good copy and 6 copied", rep.Counts)
+	}
+	for _, it := range rep.Items {
+		if it.Digest == c.onlyIn2.String() || it.Digest == c.damaged[0].String() {
+			if it.Action != repair.ActionNoCopy || len(it.Tried) != 2 {
+				t.Errorf("item %+v: want no good copy, both stores tried", it)
+			}
+		}
+	}
+	// Usage errors.
+	mustFail(t, 2, []string{"--from"}, "repair", "--store", c.primary)
+	mustFail(t, 2, []string{"--from"}, "repair", "--store", c.primary, "--from", c.primary)
+	mustFail(t, 2, []string{"--store"}, "repair", "--store", c.primary, "--store", c.mirror1, "--from", c.mirror2)
+	// A mirror that is not there, a primary that cannot be reached: exit 3.
+	mustFail(t, 3, []string{"--from"}, "repair", "--store", c.primary, "--from", filepath.Join(t.TempDir(), "none"))
+	bktSetEnv(t, "127.0.0.1:1")
+	mustFail(t, 3, []string{"s3://pbkt/ds"}, "repair", "--store", "s3://pbkt/ds", "--s3-endpoint", "http://127.0.0.1:1", "--from", c.mirror1)
+}
+
+// TestRepairBucket: the same with the primary in an S3 bucket (versitygw):
+// the damaged copies are kept as <digest>.0.bad objects, and verify of the
+// bucket alone passes after.
+func TestRepairBucket(t *testing.T) {
+	root := t.TempDir()
+	c := newRepairCase(t, filepath.Join(root, "pbkt", "ds"))
+	s3 := testenv.StartS3Dir(t, root)
+	s3.AdoptFiles(t)
+	bktSetEnv(t, "127.0.0.1:1")
+	primary := "s3://pbkt/ds"
+	endpoint := []string{"--s3-endpoint", s3.Endpoint}
+	mustFail(t, 1, nil, append([]string{"verify", "--store", primary, snap0}, endpoint...)...)
+	args := append([]string{"--store", primary, "--from", c.mirror1, "--from", c.mirror2}, endpoint...)
+
+	before := treeSum(t, c.primary)
+	rep := repairJSON(t, 0, append(args, "--dry-run")...)
+	checkRepaired(t, c, rep, repair.ActionWouldCopy, c.mirror1, c.mirror2)
+	if treeSum(t, c.primary) != before {
+		t.Fatal("dry run wrote into the bucket")
+	}
+	rep = repairJSON(t, 0, args...)
+	checkRepaired(t, c, rep, repair.ActionCopied, c.mirror1, c.mirror2)
+	for _, d := range c.damaged {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(chunkFile(c.primary, d)), chunkstore.BadName(d, 0))); err != nil {
+			t.Errorf("damaged chunk %s not kept aside in the bucket: %v", d, err)
+		}
+	}
+	mustOK(t, append([]string{"verify", "--store", primary, snap0}, endpoint...)...)
+}
+
+// TestRepairUnderRestore: restores from the primary while it is repaired
+// from a slow mirror (an S3 bucket behind a proxy capped at 128 KiB/s)
+// see every chunk whole: a chunk that was missing reads as missing until
+// it is there whole, never as damaged (a half-written file would be); a
+// chunk that was good is never reported. After the repair a restore is
+// byte-exact.
+func TestRepairUnderRestore(t *testing.T) {
+	root := t.TempDir()
+	c := newRepairCase(t, filepath.Join(t.TempDir(), "primary"))
+	fixture.CopyDir(t, c.mirror2, filepath.Join(root, "mbkt", "ds"))
+	s3 := testenv.StartS3Dir(t, root)
+	s3.AdoptFiles(t)
+	bktSetEnv(t, "127.0.0.1:1")
+	proxy, err := faultproxy.Start("127.0.0.1:0", s3.Endpoint, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	proxy.SetBandwidth(128 << 10)
+
+	bad := c.bad()
+	snap, err := index.ParseSnapshotRef(snap0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// One restore of the archive from the primary: what it found wrong,
+	// chunk by chunk.
+	restoreOnce := func() (map[string]error, error) {
+		st, err := chunkstore.OpenLocal(c.primary, false)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		src, err := snapshot.OpenSnapshot(ctx, st, snap, nil)
+		if err != nil {
+			return nil, err
+		}
+		plan, _, err := restore.PlanOf(ctx, src, "drive-scsi0.img.fidx")
+		if err != nil {
+			return nil, err
+		}
+		var mu sync.Mutex
+		found := map[string]error{}
+		err = restore.Run(ctx, st, plan, restore.Discard{}, restore.Options{KeepGoing: true, Jobs: 2, Damaged: func(ce *restore.ChunkError) {
+			mu.Lock()
+			found[ce.Digest.String()] = ce.Err
+			mu.Unlock()
+		}}, nil)
+		var de *restore.DamagedError
+		if err != nil && !errors.As(err, &de) {
+			return nil, err
+		}
+		return found, nil
+	}
+	var (
+		wg       sync.WaitGroup
+		restores int
+		problems []string
+	)
+	done := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			found, err := restoreOnce()
+			if err != nil {
+				problems = append(problems, err.Error())
+				return
+			}
+			restores++
+			for d, e := range found {
+				switch {
+				case bad[d] == "":
+					problems = append(problems, fmt.Sprintf("good chunk %s reported: %v", d, e))
+				case bad[d] == repair.ProblemMissing && !chunkstore.Missing(e):
+					problems = append(problems, fmt.Sprintf("chunk %s, missing before, read as not missing: %v", d, e))
+				}
+			}
+		}
+	})
+	r := pbs(t, "repair", "--jobs", "2", "--store", c.primary, "--from", "s3://mbkt/ds", "--s3-endpoint", proxy.URL)
+	close(done)
+	wg.Wait()
+	if r.code != 0 || strings.Count(r.out, ": copied from ") != 8 {
+		t.Fatalf("repair: %v", r)
+	}
+	if len(problems) > 0 {
+		t.Errorf("restores during the repair saw half-written chunks:\n%s", strings.Join(slices.Compact(problems), "\n"))
+	}
+	if restores < 2 {
+		t.Logf("only %d restores ran during the repair", restores)
+	}
+	found, err := restoreOnce()
+	if err != nil || len(found) != 0 {
+		t.Errorf("restore after the repair: %v, %v", found, err)
+	}
+}
+
+// TestRepairEncrypted: an encrypted datastore is repaired with its key
+// (chunks decrypted and their digests checked), and without it by
+// structure and CRC, as verify --crc-only checks.
+func TestRepairEncrypted(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no default key file
+	key := filepath.Join(t.TempDir(), "enc.key")
+	mustOK(t, "key", "create", "--kdf", "none", key)
+	data := failoverImage()
+	primary := fixture.NewStore(t)
+	backupImage(t, primary, data, "--chunk-size", "64", "--keyfile", key)
+	mirror := fixture.CopyDir(t, primary, filepath.Join(t.TempDir(), "mirror"))
+	_, ds := fixture.Digests(t, filepath.Join(primary, "vm", "100", t0str, "drive-scsi0.img.fidx"))
+	for _, keyArgs := range [][]string{{"--keyfile", key}, nil} {
+		remove(t, chunkFile(primary, ds[2]))
+		flipByte(t, chunkFile(primary, ds[5]))
+		rep := repairJSON(t, 0, append([]string{"--store", primary, "--from", mirror}, keyArgs...)...)
+		if rep.Repaired != 2 || len(rep.Items) != 2 {
+			t.Errorf("%v: counts %+v, items %+v", keyArgs, rep.Counts, rep.Items)
+		}
+		mustOK(t, "verify", "--keyfile", key, "--store", primary, snap0)
+	}
+}

@@ -1,0 +1,105 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// Chunk is one distinct chunk of the scope, with what checking a copy of
+// it takes.
+type Chunk struct {
+	Digest    crypto.Digest
+	Length    int            // plaintext bytes
+	Encrypted bool           // the archive's crypt mode is encrypt
+	Key       *crypto.Config // decrypts it; nil for a plain chunk or CRCOnly
+	// CRCOnly: the archive is encrypted and no key was given, so a copy
+	// is checked by structure and CRC only (as verify --crc-only).
+	CRCOnly bool
+}
+
+// chunkID tells chunks apart as verify does: digests of encrypted and
+// plain archives live in different spaces, and a digest checked at one
+// length proves nothing at another.
+type chunkID struct {
+	digest    crypto.Digest
+	length    int
+	encrypted bool
+}
+
+// Collect returns the distinct chunks of the index archives of snaps,
+// read through store (the primary and the mirrors: an index the primary
+// lost is read from a mirror), in the order first met, including the zero
+// chunk a fixed index stands for by digest. keys gives each snapshot's key
+// (nil: none; encrypted archives are then checked by CRC only). A snapshot
+// or archive whose chunk list could not be read is left out and named in
+// the errors returned (each wraps the cause: chunkstore.Proven tells a
+// damaged or missing one from one that could not be read).
+func Collect(ctx context.Context, store chunkstore.Store, snaps []index.Snapshot, keys *snapshot.Keys) ([]Chunk, []error) {
+	var (
+		out  []Chunk
+		errs []error
+		seen = map[chunkID]bool{}
+	)
+	add := func(c Chunk) {
+		id := chunkID{c.Digest, c.Length, c.Encrypted}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, c)
+		}
+	}
+	for _, s := range snaps {
+		if ctx.Err() != nil {
+			return out, append(errs, ctx.Err())
+		}
+		src, err := snapshot.OpenSnapshot(ctx, store, s, nil)
+		var cc *crypto.Config
+		if err == nil && keys != nil {
+			cc, err = keys.ForManifest(src.Manifest())
+		}
+		if err == nil {
+			if err = src.Manifest().Check(cc); cc == nil && errors.Is(err, index.ErrMissingKey) {
+				err = nil // checked by CRC below, as verify --crc-only
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("snapshot %s: %w", s, err))
+			continue
+		}
+		for _, f := range src.Manifest().Files {
+			if !strings.HasSuffix(f.Filename, ".fidx") && !strings.HasSuffix(f.Filename, ".didx") {
+				continue
+			}
+			enc := f.CryptMode == index.CryptEncrypt
+			unkeyed := enc && cc == nil
+			var plan *restore.Plan
+			if unkeyed {
+				plan, _, err = restore.LoadPlanUnkeyed(ctx, src, s.Dir(), src.Manifest(), f.Filename)
+			} else {
+				plan, _, err = restore.LoadPlan(ctx, src, s.Dir(), src.Manifest(), f.Filename, cc)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("snapshot %s: %s: %w", s, f.Filename, err))
+				continue
+			}
+			key := cc
+			if !enc || unkeyed {
+				key = nil
+			}
+			for _, c := range plan.Chunks {
+				add(Chunk{Digest: c.Digest, Length: c.Length, Encrypted: enc, Key: key, CRCOnly: unkeyed})
+			}
+			if len(plan.Zero) > 0 && plan.ChunkSize > 0 {
+				add(Chunk{Digest: plan.ZeroDigest, Length: int(plan.ChunkSize), Encrypted: enc, Key: key, CRCOnly: unkeyed})
+			}
+		}
+	}
+	return out, errs
+}

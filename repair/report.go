@@ -1,0 +1,19 @@
+package repair
+
+// Report is the outcome of a repair run, as `pbsdirect repair` prints it
+// (text) or writes it (JSON).
+type Report struct {
+	Primary   string   `json:"primary"`
+	From      []string `json:"from"`
+	DryRun    bool     `json:"dry-run,omitempty"`
+	Snapshots int      `json:"snapshots"` // snapshots in scope
+	Counts
+	// Items are the chunks the primary lacked or held damaged, sorted by
+	// digest: the first Options.MaxListed (Counts.Unlisted counts the rest).
+	Items []Item `json:"items"`
+	// Errors name the snapshots and archives whose chunk list could not
+	// be read from any store (their chunks were not checked).
+	Errors   []string `json:"errors,omitempty"`
+	OK       bool     `json:"ok"`
+	ExitCode int      `json:"exit-code"`
+}
