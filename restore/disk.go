@@ -8,6 +8,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -29,6 +30,9 @@ type disk struct {
 	target    Target
 	journal   *Journal
 	res       *Result
+	// headStore, when set, is what the image's head is read from for the
+	// target's checks (SinkRequest.Head) instead of src's store.
+	headStore chunkstore.Store
 }
 
 // planDisk plans archive name of src for sink and, with o.Resume, finds
@@ -75,7 +79,11 @@ func (d *disk) open(ctx context.Context, src *snapshot.Reader, o RestoreOptions,
 	d.req = SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: d.rs.partial,
 		CheckImage: !d.rs.continues, Plan: plan, Key: key, Archive: path.Join(src.Snapshot().Dir(), d.name), Note: note,
 		Head: func(ctx context.Context, n int) ([]byte, error) {
-			return ImageHead(ctx, src.Store(), plan, n, d.encrypted, key)
+			store := src.Store()
+			if d.headStore != nil {
+				store = d.headStore
+			}
+			return ImageHead(ctx, store, plan, n, d.encrypted, key)
 		},
 		Locked: func() error { return nil },
 	}

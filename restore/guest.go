@@ -1,14 +1,17 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -106,7 +109,24 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 			return nil, fmt.Errorf("%s and %s are not encrypted alike: restore them one at a time", active[0].name, d.name)
 		}
 	}
-	for _, d := range active {
+	// The head of a device's image, read for its checks, is kept for the
+	// run: no chunk is fetched twice. Targets that need no chunk for their
+	// checks (files) are opened first, so that one refused there refuses
+	// the guest before any chunk is read.
+	store := src.Store()
+	var heads *headChunks
+	if _, chain := store.(chunkstore.FallThrough); !chain {
+		heads = &headChunks{Store: store, raw: map[crypto.Digest][]byte{}}
+		store = heads.serving()
+	}
+	order := slices.Clone(active)
+	slices.SortStableFunc(order, func(a, b *disk) int {
+		return cmp.Compare(b2i(a.jr != nil && a.jr.State().Device), b2i(b.jr != nil && b.jr.State().Device))
+	})
+	for _, d := range order {
+		if heads != nil {
+			d.headStore = heads
+		}
 		if err := d.open(ctx, src, o, note); err != nil {
 			closeAll()
 			return nil, err
@@ -164,7 +184,7 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	if o.Progress != nil {
 		stop = o.Progress(int64(gp.plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
 	}
-	err = Run(ctx, src.Store(), gp.plan, gp.target, opts, stats)
+	err = Run(ctx, store, gp.plan, gp.target, opts, stats)
 	stop()
 	g.Options = opts
 	var damage *DamagedError
@@ -445,3 +465,54 @@ func (g *guestTarget) Sync() error {
 
 // Close does nothing: each disk's target is closed by its own steps.
 func (g *guestTarget) Close(bool) error { return nil }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// headChunks is the store the heads of a guest's images are read through
+// for their targets' checks: it keeps the encoded chunks read (a device's
+// first chunks: a few), and serving returns the store the run reads
+// through, which hands each kept chunk out once instead of fetching it
+// again.
+type headChunks struct {
+	chunkstore.Store
+	mu  sync.Mutex
+	raw map[crypto.Digest][]byte
+}
+
+// ReadChunk reads the chunk and keeps a copy for the run.
+func (h *headChunks) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
+	raw, err := h.Store.ReadChunk(ctx, d, buf, limit)
+	if err == nil {
+		h.mu.Lock()
+		h.raw[d] = slices.Clone(raw)
+		h.mu.Unlock()
+	}
+	return raw, err
+}
+
+// serving returns the store of the run: the kept chunks first, each
+// once, then the store.
+func (h *headChunks) serving() chunkstore.Store { return &keptChunks{Store: h.Store, h: h} }
+
+type keptChunks struct {
+	chunkstore.Store
+	h *headChunks
+}
+
+// ReadChunk hands out the kept copy of d, once, appended to buf[:0];
+// otherwise it reads the store.
+func (k *keptChunks) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
+	k.h.mu.Lock()
+	raw, ok := k.h.raw[d]
+	delete(k.h.raw, d)
+	k.h.mu.Unlock()
+	if ok {
+		return append(buf[:0], raw...), nil
+	}
+	return k.Store.ReadChunk(ctx, d, buf, limit)
+}
