@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -236,12 +237,18 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	}
 	blobName, configPath := guestConfig(src.Manifest(), dir, gf)
 	var config []byte
+	configThere := false // --resume: the configuration is there already, as stored
 	if blobName != "" {
-		if _, err := os.Lstat(configPath); err == nil && !*rc.force {
-			return fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), restore.ErrTargetExists)
-		}
 		if config, err = src.Blob(ctx, blobName); err != nil {
 			return err
+		}
+		if st, err := os.Lstat(configPath); err == nil && !*rc.force {
+			// A resume of a guest whose configuration was written (its
+			// disks were all restored) finds it there as it is stored.
+			if have, rerr := os.ReadFile(configPath); !*rc.resume || !st.Mode().IsRegular() || rerr != nil || !bytes.Equal(have, config) {
+				return fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), restore.ErrTargetExists)
+			}
+			configThere = true
 		}
 	}
 	opts := pf.options(sf.fetchSpec())
@@ -306,7 +313,9 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		rep.Disks = append(rep.Disks, d)
 	}
 	gerr := errors.Join(errs...)
-	if gerr == nil && config != nil {
+	if gerr == nil && configThere {
+		rep.Config = configPath
+	} else if gerr == nil && config != nil {
 		// Written as it is, never shown: its text is the store's.
 		if err := filetarget.WriteFile(configPath, config, rc.targetOptions(0)); err != nil {
 			gerr = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
@@ -315,7 +324,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		}
 	}
 	rep.Seconds, rep.MiBps = took.Seconds(), restore.MiBps(rep.Size, took)
-	rep.ExitCode = exitCode(gerr)
+	rep.ExitCode = codeFor(ctx, gerr)
 	if rc.sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
@@ -358,7 +367,8 @@ checked and decoded once and written wherever it is needed.
 A disk goes to DIR/ARCHIVE.img (drive-scsi0.img.fidx to DIR/drive-scsi0.img)
 unless --map ARCHIVE=TARGET names a file or block device for it; --archive
 restores only the disks it names. An archive --map or --archive names that
-the snapshot has not is a usage error (exit 2) naming those it has. The
+the snapshot has not is a usage error (exit 2) naming those it has. Archive
+streams (.didx: a container's root.pxar) are not restored here: use restore. The
 configuration is written, as stored, to DIR/qemu-server.conf (DIR/pct.conf)
 or --config, once every disk is restored; --no-config writes none.
 

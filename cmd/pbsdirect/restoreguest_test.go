@@ -241,4 +241,12 @@ func TestRestoreGuestInterruptedResume(t *testing.T) {
 		t.Errorf("resume: %d chunks resumed, %d fetched again (of 6; %d fetched before the interruption): %v", resumed, again, first, r)
 	}
 	fixture.Equal(t, filepath.Join(out, "qemu-server.conf"), []byte(guestConf))
+
+	// Once more: every disk is complete, the configuration is there as
+	// stored; nothing is fetched.
+	before := chunkGETs()
+	r = mustOK(t, append(append([]string{"restore-guest", "--resume"}, storeArgs...), "vm/100", out)...)
+	if strings.Count(r.out, " complete") != 3 || chunkGETs() != before {
+		t.Errorf("--resume of a complete guest: %d chunks fetched: %v", chunkGETs()-before, r)
+	}
 }
