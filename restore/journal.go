@@ -44,6 +44,10 @@ type Journal struct {
 	pending []crypto.Digest
 	done    map[crypto.Digest]bool
 	added   int // recorded by this run
+	// fan, when set, makes this a guest restore's journal with no file
+	// of its own: Add and Flush go to the journals of its disks
+	// (journalFan).
+	fan *journalFan
 }
 
 // ErrNoJournalPlace is wrapped by Journaled.JournalPath errors when a block
@@ -262,6 +266,10 @@ func (j *Journal) Path() string {
 
 // Add notes a chunk written to every offset it fills; Flush records it.
 func (j *Journal) Add(d crypto.Digest) {
+	if j.fan != nil {
+		j.fan.add(d)
+		return
+	}
 	j.mu.Lock()
 	j.pending = append(j.pending, d)
 	j.mu.Unlock()
@@ -271,6 +279,9 @@ func (j *Journal) Add(d crypto.Digest) {
 // records them in the journal (appended and synced). A chunk is never
 // recorded before its data is synced.
 func (j *Journal) Flush(target Target) error {
+	if j.fan != nil {
+		return j.fan.flush()
+	}
 	j.mu.Lock()
 	batch := j.pending
 	j.pending = nil

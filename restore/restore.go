@@ -2,11 +2,9 @@ package restore
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
-	"path"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -217,66 +215,24 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	if note == nil {
 		note = func(string) {}
 	}
-	snap := src.Snapshot()
-	plan, fi, err := PlanOf(ctx, src, name)
+	d, err := planDisk(ctx, src, name, sink, o, note)
 	if err != nil {
 		return nil, err
 	}
-	key := src.KeyFor(fi)
-	encrypted := fi.CryptMode == index.CryptEncrypt
-	res := &Result{Plan: plan, File: fi, Key: key, Snapshot: snap, Archive: name, TargetName: sink.String(), store: src.Store()}
-	hdr := JournalHeader{Snapshot: snap.String(), Archive: name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
-	jr, _ := sink.(Journaled)
-	jpath := ""
-	if jr != nil {
-		jpath, err = jr.JournalPath()
-		if errors.Is(err, ErrNoJournalPlace) {
-			note(fmt.Sprintf("warning: %v: restoring without one (an interrupted restore cannot be resumed)", err))
-			jpath, err = "", nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	plan, res := d.plan, d.res
+	if res.Complete != "" {
+		res.Elapsed = time.Since(start)
+		return res, nil
 	}
-	var rs resumeState
-	if o.Resume {
-		if rs, err = openResume(ctx, jr, jpath, hdr, plan, key, o.KeepWork, note); err != nil {
-			return nil, err
-		}
-		if rs.complete != "" {
-			res.Complete, res.Resumed, res.Elapsed = rs.complete, len(plan.Chunks), time.Since(start)
-			return res, nil
-		}
-	}
-	journal := rs.journal
-	req := SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: rs.partial,
-		CheckImage: !rs.continues, Plan: plan, Key: key, Archive: path.Join(snap.Dir(), name), Note: note,
-		Head: func(ctx context.Context, n int) ([]byte, error) {
-			return ImageHead(ctx, src.Store(), plan, n, encrypted, key)
-		},
-		Locked: func() error { return nil },
-	}
-	if journal == nil && jr != nil && jpath != "" {
-		// Once the target is ours: an earlier stopped restore is refused
-		// (Resume continues it) or started over (Restart).
-		req.Locked = func() error { return startOver(jr, jpath, o.Restart, !o.KeepWork, note) }
-	}
-	target, err := sink.Open(ctx, req)
-	if err != nil {
-		journal.Close()
+	if err := d.open(ctx, src, o, note); err != nil {
 		return nil, err
 	}
-	if journal == nil && jpath != "" {
-		if journal, err = CreateJournal(jpath, hdr); err != nil {
-			note(fmt.Sprintf("warning: %v: restoring without a journal (an interrupted restore cannot be resumed)", err))
-			journal = nil
-		}
-	}
+	target := d.target
 	opts := o.Pipeline
-	opts.Encrypted = encrypted
-	opts.Key = key
-	opts.Archive = req.Archive
-	opts.Journal = journal
+	opts.Encrypted = d.encrypted
+	opts.Key = res.Key
+	opts.Archive = d.req.Archive
+	opts.Journal = d.journal
 	stats := &Stats{}
 	stop := func() {}
 	if o.Progress != nil {
@@ -286,14 +242,14 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	}
 	resumed := 0
 	rb, _ := target.(ReadBacker)
-	if rs.durable != nil && rb != nil {
+	if d.rs.durable != nil && rb != nil {
 		// The journal says which chunks were written and synced; the
 		// target's own bytes must say so too (a partial output changed
 		// since, another device at the same path): they are read back
 		// while the rest is fetched, and what they do not hold is fetched
 		// after.
-		resumed, err = RunResume(ctx, src.Store(), plan, target, rb, rs.durable, opts, stats)
-		if n := len(rs.durable) - resumed; n > 0 && ctx.Err() == nil {
+		resumed, err = RunResume(ctx, src.Store(), plan, target, rb, d.rs.durable, opts, stats)
+		if n := len(d.rs.durable) - resumed; n > 0 && ctx.Err() == nil {
 			note(fmt.Sprintf("note: %d chunk(s) the journal records are not on %s as written: they are fetched again", n, sink))
 		}
 	} else {
@@ -310,38 +266,10 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		err = committer.Commit()
 	}
 	if err != nil {
-		err = failed(ctx, sink.String(), target, journal, plan, opts.Archive, o.KeepWork, err)
-		if se := (*StoppedError)(nil); errors.As(err, &se) && se.Partial == "" && jr != nil && jr.Overwrites() {
-			// Written over an existing target: its resume needs --force.
-			se.Force = true
-		}
-		return nil, err
+		return nil, d.fail(ctx, o, err)
 	}
-	// A Resume run (a retry loop's) records its completion, so that the
-	// next Resume knows; other runs leave nothing beside the target.
-	var id Completion
-	ierr := errors.New("no file")
-	if idt, ok := target.(Identified); ok {
-		id, ierr = idt.Identity()
-	}
-	if ierr == nil && damage == nil && o.KeepWork && o.Resume {
-		id.Finished = time.Now().UTC()
-		if cerr := journal.Complete(hdr, id); cerr != nil {
-			note(fmt.Sprintf("warning: %v: a later --resume will not know the restore completed", cerr))
-		}
-	} else {
-		journal.Remove()
-	}
-	res.Target, res.Stats, res.Options, res.Resumed, res.Damage = target, stats, opts, resumed, damage
-	if dw, ok := target.(DirectWriter); ok {
-		res.Direct = dw.Direct()
-	}
-	if zr, ok := target.(ZeroReporter); ok {
-		res.ZeroRanges = zr.ZeroHandling()
-	}
-	if rm, ok := target.(Remover); ok {
-		res.Created = rm.Created()
-	}
+	d.finish(o, damage, note)
+	res.Stats, res.Options, res.Resumed = stats, opts, resumed
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

@@ -37,7 +37,7 @@ type commandSpec struct {
 // lists it (sorted by name).
 func commandSpecs() []commandSpec {
 	return []commandSpec{
-		restoreCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(),
+		restoreCommand(), restoreGuestCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(),
 		snapshotsCommand(), groupsCommand(), namespacesCommand(), backupCommand(),
 		keyCommand(), reportCommand(), repairCommand(), manCommand(), versionCommand(),
 	}

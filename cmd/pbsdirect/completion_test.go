@@ -74,7 +74,7 @@ func TestCompletion(t *testing.T) {
 		want      []string // exactly these, in this order
 		directive string
 	}{
-		{"commands", []string{"re"}, []string{"repair", "report", "restore"}, ":4"},
+		{"commands", []string{"re"}, []string{"repair", "report", "restore", "restore-guest"}, ":4"},
 		{"key-commands", []string{"key", "c"}, []string{"change-passphrase", "create", "create-master-key"}, ":4"},
 		{"output-format", []string{"verify", "--output-format", ""}, []string{"text", "json", "json-pretty"}, ":4"},
 		{"on-missing", []string{"restore", "--on-missing", ""}, []string{"fail", "zero"}, ":4"},

@@ -127,12 +127,8 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		if err := rc.check(fs); err != nil {
 			return err
 		}
-		for i, f := range []*string{rc.onMissing, rc.onCorrupt} {
-			d, err := restore.ParseDamage(*f)
-			if err != nil {
-				return usagef("--%s: %v", []string{"on-missing", "on-corrupt"}[i], err)
-			}
-			rc.damage[i] = d
+		if err := rc.parseDamage(); err != nil {
+			return err
 		}
 		if fs.Arg(2) == "-" {
 			return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)

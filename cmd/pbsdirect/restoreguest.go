@@ -1,0 +1,390 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// guestFlags are restore-guest's own flags, beside restore's.
+type guestFlags struct {
+	maps     *[]string // ARCHIVE=TARGET
+	only     *[]string // --archive: restore only these disks
+	config   *string
+	noConfig *bool
+}
+
+// guestDiskReport is one disk's line of restore-guest's report.
+type guestDiskReport struct {
+	Archive   string  `json:"archive"`
+	Target    string  `json:"target"`
+	Size      uint64  `json:"size"`       // image bytes
+	DataBytes uint64  `json:"data-bytes"` // non-zero bytes written to the target
+	Seconds   float64 `json:"seconds"`
+	MiBps     float64 `json:"mib-per-second"` // image bytes / seconds
+	// Result is "restored", "restored with damage", "complete" (a
+	// --resume found it so, nothing written) or "failed".
+	Result        string          `json:"result"`
+	ResumedChunks int             `json:"resumed-chunks,omitempty"`
+	DamagedRanges []restore.Range `json:"damaged-ranges,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	ExitCode      int             `json:"exit-code"`
+}
+
+// guestReport is restore-guest's report: every disk, the configuration
+// written, and the totals of the one run over all disks.
+type guestReport struct {
+	Snapshot      string            `json:"snapshot"`
+	Disks         []guestDiskReport `json:"disks"`
+	Config        string            `json:"config,omitempty"` // the path the configuration was written to
+	Size          uint64            `json:"size"`             // image bytes of all disks
+	DataBytes     uint64            `json:"data-bytes"`
+	ChunksFetched uint64            `json:"chunks-fetched"` // unique chunks, each fetched once
+	FetchedBytes  uint64            `json:"fetched-bytes"`  // encoded bytes read from the store
+	SharedChunks  int               `json:"shared-chunks"`  // chunks more than one disk uses
+	Seconds       float64           `json:"seconds"`
+	MiBps         float64           `json:"mib-per-second"`
+	ExitCode      int               `json:"exit-code"`
+}
+
+func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
+	rc := registerRestoreFlags(fs)
+	rc.registerDamageFlags(fs)
+	rc.keepWork = true
+	gf := guestFlags{
+		maps:     fs.StringArray("map", nil, "ARCHIVE=TARGET: restore the disk ARCHIVE (drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx) to TARGET (a file or block device) instead of DIR/ARCHIVE.img; may be repeated"),
+		only:     fs.StringArray("archive", nil, "restore only this disk (may be repeated); default every disk image of the snapshot"),
+		config:   fs.String("config", "", "write the guest configuration (qemu-server.conf or pct.conf) to this path instead of DIR/qemu-server.conf (DIR/pct.conf)"),
+		noConfig: fs.Bool("no-config", false, "do not write the guest configuration"),
+	}
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() != 2 {
+			return usagef("want SNAPSHOT DIR, got %d argument(s)", fs.NArg())
+		}
+		if err := rc.sf.check(); err != nil {
+			return err
+		}
+		if err := rc.pf.check(); err != nil {
+			return err
+		}
+		if *rc.resume && *rc.restart {
+			return usagef("--resume continues an interrupted restore, --restart discards it: give one")
+		}
+		if *gf.noConfig && fs.Changed("config") {
+			return usagef("--config names where the configuration goes, --no-config writes none: give one")
+		}
+		if err := rc.parseDamage(); err != nil {
+			return err
+		}
+		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+			return err
+		}
+		dir := fs.Arg(1)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usagef("DIR %s is not a directory", index.DisplayText(dir))
+		}
+		maps := map[string]string{}
+		for _, m := range *gf.maps {
+			a, t, ok := strings.Cut(m, "=")
+			if !ok || a == "" || t == "" {
+				return usagef("--map %s: want ARCHIVE=TARGET", index.DisplayText(m))
+			}
+			a = index.NormalizeArchiveName(a)
+			if _, dup := maps[a]; dup {
+				return usagef("--map %s: %s is mapped twice", index.DisplayText(m), index.DisplayText(a))
+			}
+			maps[a] = t
+		}
+		return rc.restoreGuest(ctx, fs.Arg(0), dir, maps, gf, stdout, stderr)
+	}
+}
+
+// parseDamage parses --on-missing and --on-corrupt into rc.damage.
+func (rc *restoreCmd) parseDamage() error {
+	for i, f := range []*string{rc.onMissing, rc.onCorrupt} {
+		d, err := restore.ParseDamage(*f)
+		if err != nil {
+			return usagef("--%s: %v", []string{"on-missing", "on-corrupt"}[i], err)
+		}
+		rc.damage[i] = d
+	}
+	return nil
+}
+
+// guestDisks returns the disk images of the snapshot to restore (only
+// those --archive names, when given) and their targets: the --map target,
+// or DIR/ARCHIVE.img. An archive --map or --archive names that the
+// snapshot has not is a usage error naming those it has.
+func guestDisks(m *index.Manifest, dir string, maps map[string]string, only []string) ([]string, []string, error) {
+	var have []string
+	for _, f := range m.Files {
+		if strings.HasSuffix(f.Filename, ".img.fidx") {
+			have = append(have, f.Filename)
+		}
+	}
+	names := func() string {
+		var s []string
+		for _, h := range have {
+			s = append(s, index.DisplayText(h))
+		}
+		if len(s) == 0 {
+			return "none"
+		}
+		return strings.Join(s, ", ")
+	}
+	want := have
+	if len(only) > 0 {
+		want = nil
+		for _, a := range only {
+			a = index.NormalizeArchiveName(a)
+			if !slices.Contains(have, a) {
+				return nil, nil, usagef("--archive %s: the snapshot has no such disk image (it has %s)", index.DisplayText(a), names())
+			}
+			if !slices.Contains(want, a) {
+				want = append(want, a)
+			}
+		}
+	}
+	for a := range maps {
+		if !slices.Contains(have, a) {
+			return nil, nil, usagef("--map %s: the snapshot has no such disk image (it has %s)", index.DisplayText(a), names())
+		}
+		if !slices.Contains(want, a) {
+			return nil, nil, usagef("--map %s: not among the disks --archive selects", index.DisplayText(a))
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil, usagef("the snapshot has no disk image (.img.fidx) to restore")
+	}
+	var targets []string
+	for _, a := range want {
+		t, ok := maps[a]
+		if !ok {
+			t = filepath.Join(dir, strings.TrimSuffix(a, ".fidx"))
+		}
+		if slices.Contains(targets, t) {
+			return nil, nil, usagef("two disks go to %s: give each its own --map", index.DisplayText(t))
+		}
+		targets = append(targets, t)
+	}
+	return want, targets, nil
+}
+
+// guestConfig returns the configuration blob of the snapshot
+// (qemu-server.conf.blob, pct.conf.blob) and the path it is written to;
+// "" when there is none or --no-config.
+func guestConfig(m *index.Manifest, dir string, gf guestFlags) (blob, path string) {
+	if *gf.noConfig {
+		return "", ""
+	}
+	for _, f := range m.Files {
+		if f.Filename == "qemu-server.conf.blob" || f.Filename == "pct.conf.blob" {
+			if *gf.config != "" {
+				return f.Filename, *gf.config
+			}
+			return f.Filename, filepath.Join(dir, strings.TrimSuffix(f.Filename, ".blob"))
+		}
+	}
+	return "", ""
+}
+
+// restoreGuest restores the disks of snapshot ref (restore.RestoreGuest)
+// and its configuration, and reports them.
+func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps map[string]string, gf guestFlags, stdout, stderr io.Writer) error {
+	sf, pf := &rc.sf, rc.pf
+	start := time.Now()
+	stopRetryLines := startRetryLines(stderr, sf.progress, "restore-guest", &sf.retries)
+	defer stopRetryLines()
+	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, pf.fetchersFor(sf.fetchSpec()))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	snap, err := snapshot.Resolve(ctx, store, ns, ref)
+	if err != nil {
+		return err
+	}
+	src, err := snapshot.OpenSnapshot(ctx, store, snap, keys)
+	if err != nil {
+		return err
+	}
+	archives, targets, err := guestDisks(src.Manifest(), dir, maps, *gf.only)
+	if err != nil {
+		return err
+	}
+	// Every target is checked before any is opened or any chunk read: a
+	// busy one refuses the guest at once.
+	probe := rc.targetOptions(0)
+	probe.Resume = *rc.resume
+	for _, t := range targets {
+		if err := filetarget.CheckNotBusy(t, probe); err != nil {
+			return err
+		}
+	}
+	blobName, configPath := guestConfig(src.Manifest(), dir, gf)
+	var config []byte
+	configThere := false // --resume: the configuration is there already, as stored
+	if blobName != "" {
+		if config, err = src.Blob(ctx, blobName); err != nil {
+			return err
+		}
+		if st, err := os.Lstat(configPath); err == nil && !*rc.force {
+			// A resume of a guest whose configuration was written (its
+			// disks were all restored) finds it there as it is stored.
+			if have, rerr := os.ReadFile(configPath); !*rc.resume || !st.Mode().IsRegular() || rerr != nil || !bytes.Equal(have, config) {
+				return fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), restore.ErrTargetExists)
+			}
+			configThere = true
+		}
+	}
+	opts := pf.options(sf.fetchSpec())
+	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
+	defer raiseProcs(opts)()
+	var disks []restore.GuestDisk
+	for i, a := range archives {
+		disks = append(disks, restore.GuestDisk{Archive: a, Sink: &filetarget.Sink{Path: targets[i], Options: rc.targetOptions(0)}})
+	}
+	ro := restore.RestoreOptions{
+		Pipeline: opts, Resume: *rc.resume, Restart: *rc.restart, KeepWork: rc.keepWork,
+		Note: func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) },
+		Progress: func(total int64, done func() int64) func() {
+			stopRetryLines()
+			return startProgressWatch(stderr, sf.progress, "restore-guest", total, done, &sf.retries).done
+		},
+	}
+	g, err := restore.RestoreGuest(ctx, src, disks, ro)
+	if errors.Is(err, restore.ErrRefused) {
+		return usagef("%s", err.Error()) // the command line must change (exit 2)
+	}
+	if err != nil {
+		return err
+	}
+	took := time.Since(start) - keys.OpeningTime()
+	var errs []error
+	rep := guestReport{Snapshot: snap.String(), ChunksFetched: g.Stats.Fetched.Load(), FetchedBytes: g.Stats.FetchedBytes.Load(), SharedChunks: g.SharedChunks}
+	for i, a := range archives {
+		d := guestDiskReport{Archive: a, Target: targets[i]}
+		res, derr := g.Disks[i], g.Errs[i]
+		switch {
+		case derr != nil:
+			d.Result, d.Error, d.ExitCode = "failed", derr.Error(), exitCode(derr)
+			if errors.Is(derr, restore.ErrRefused) {
+				derr = usageOf(derr)
+				d.ExitCode = exitUsage
+			}
+			errs = append(errs, derr)
+		case res.Complete != "":
+			d.Result, d.Size, d.ResumedChunks = "complete", res.Plan.Size, res.Resumed
+			fmt.Fprintf(stderr, "pbsdirect: %s\n", res.Complete)
+		default:
+			if cerr := res.Target.Close(false); cerr != nil {
+				d.Result, d.Error, d.ExitCode = "failed", cerr.Error(), exitCode(cerr)
+				errs = append(errs, cerr)
+				break
+			}
+			d.Result, d.Size, d.ResumedChunks = "restored", res.Plan.Size, res.Resumed
+			d.DataBytes = res.Stats.DataBytes.Load()
+			d.Seconds = res.Elapsed.Seconds()
+			d.MiBps = restore.MiBps(d.Size, res.Elapsed)
+			if res.Damage != nil {
+				d.Result, d.DamagedRanges, d.ExitCode = "restored with damage", res.Damage.Ranges(), exitData
+				errs = append(errs, res.Damage)
+			}
+		}
+		if res != nil {
+			d.Size = res.Plan.Size
+		}
+		rep.Size += d.Size
+		rep.DataBytes += d.DataBytes
+		rep.Disks = append(rep.Disks, d)
+	}
+	gerr := errors.Join(errs...)
+	if gerr == nil && configThere {
+		rep.Config = configPath
+	} else if gerr == nil && config != nil {
+		// Written as it is, never shown: its text is the store's.
+		if err := filetarget.WriteFile(configPath, config, rc.targetOptions(0)); err != nil {
+			gerr = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+		} else {
+			rep.Config = configPath
+		}
+	}
+	rep.Seconds, rep.MiBps = took.Seconds(), restore.MiBps(rep.Size, took)
+	rep.ExitCode = codeFor(ctx, gerr)
+	if rc.sf.json() {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+		return gerr
+	}
+	printGuestReport(stdout, rep)
+	return gerr
+}
+
+// printGuestReport prints rep as text: a table of the disks, then the
+// totals and the configuration written.
+func printGuestReport(w io.Writer, rep guestReport) {
+	fmt.Fprintf(w, "restored guest %s: %d disk(s)\n", index.DisplayText(rep.Snapshot), len(rep.Disks))
+	fmt.Fprintf(w, "  %-24s %-32s %11s %11s %10s  %s\n", "ARCHIVE", "TARGET", "SIZE", "WRITTEN", "MiB/s", "RESULT")
+	for _, d := range rep.Disks {
+		fmt.Fprintf(w, "  %-24s %-32s %11s %11s %10.1f  %s\n", index.DisplayText(d.Archive), index.DisplayText(d.Target),
+			humanBytes(d.Size), humanBytes(d.DataBytes), d.MiBps, d.Result)
+		for _, r := range d.DamagedRanges {
+			fmt.Fprintf(w, "    written as zeros: [%d,%d)\n", r.Offset, r.Offset+r.Length)
+		}
+	}
+	fmt.Fprintf(w, "  total: %s in %.2fs (%.1f MiB/s); chunks fetched: %d (%s encoded), %d shared by several disks and fetched once\n",
+		humanBytes(rep.Size), rep.Seconds, rep.MiBps, rep.ChunksFetched, humanBytes(rep.FetchedBytes), rep.SharedChunks)
+	if rep.Config != "" {
+		fmt.Fprintf(w, "  configuration written to %s\n", index.DisplayText(rep.Config))
+	}
+}
+
+// restoreGuestCommand is 'pbsdirect restore-guest'.
+func restoreGuestCommand() commandSpec {
+	return commandSpec{
+		use:   "restore-guest [flags] SNAPSHOT DIR",
+		short: "restore every disk image and the configuration of a VM or container snapshot in one run",
+		long: `Restore a guest: every disk image (.img.fidx) of the snapshot, each to its own
+target, and its configuration (qemu-server.conf.blob, pct.conf.blob), in one
+run over one plan: a chunk several disks (or positions) use is fetched,
+checked and decoded once and written wherever it is needed.
+
+A disk goes to DIR/ARCHIVE.img (drive-scsi0.img.fidx to DIR/drive-scsi0.img)
+unless --map ARCHIVE=TARGET names a file or block device for it; --archive
+restores only the disks it names. An archive --map or --archive names that
+the snapshot has not is a usage error (exit 2) naming those it has. Archive
+streams (.didx: a container's root.pxar) are not restored here: use restore. The
+configuration is written, as stored, to DIR/qemu-server.conf (DIR/pct.conf)
+or --config, once every disk is restored; --no-config writes none.
+
+Every target is checked and locked before the first chunk of data is read:
+when one is refused (it exists without --force, it is busy, too small, in
+use), no target is created or changed. Each disk keeps its own resume
+journal, as restore does: a stopped guest restore is continued with --resume
+(a disk found complete is skipped), started over with --restart. The report
+lists every disk's target, size, bytes written, throughput and result; the
+exit code covers the whole guest (a damaged disk: 1).
+
+SNAPSHOT is TYPE/ID/TIME or TYPE/ID for the group's latest.`,
+		example: `  pbsdirect restore-guest --store /mnt/datastore/store1 vm/100 /var/tmp/vm100
+  pbsdirect restore-guest --store s3://backups/pbs vm/100/2026-11-29T10:00:00Z /var/tmp/vm100 --map drive-scsi0=/dev/nvme1n1
+  pbsdirect restore-guest --store /mnt/ds --resume vm/100 /var/tmp/vm100`,
+		build:    cmdRestoreGuest,
+		complete: completeSnapshot,
+	}
+}
