@@ -71,8 +71,7 @@ func (o Options) bounds() (depth, requests int) {
 
 // Result is what a walk found.
 type Result struct {
-	// Datastores are the datastores found, in walk order (breadth first,
-	// each level sorted by name).
+	// Datastores are the datastores found, sorted by Location.
 	Datastores []Datastore
 	// Requests is the number of listings made.
 	Requests int
@@ -106,19 +105,19 @@ func Find(ctx context.Context, location string, opts backends.Options, o Options
 // else those a shallow walk finds below it, else below its parent (its
 // siblings). An error is returned only when nothing could be listed.
 func Near(ctx context.Context, location string, opts backends.Options) ([]Datastore, error) {
-	var t tree
-	start := location
 	if backends.IsRemote(location) {
 		w, prefix, err := openBucket(ctx, location, opts)
 		if err != nil {
 			return nil, err
 		}
 		defer w.close()
-		t, start = w, prefix
-	} else {
-		t = dirTree{}
-		start = filepath.Clean(location)
+		return near(ctx, w, prefix)
 	}
+	return near(ctx, dirTree{}, filepath.Clean(location))
+}
+
+// near is Near in t from node start.
+func near(ctx context.Context, t tree, start string) ([]Datastore, error) {
 	// Up: a location inside a datastore names it (at most nearUp levels).
 	p := start
 	for range nearUp {
@@ -205,6 +204,7 @@ func walk(ctx context.Context, t tree, start string, o Options) (Result, error) 
 			queue = append(queue, node{c, n.depth + 1})
 		}
 	}
+	slices.SortFunc(r.Datastores, func(a, b Datastore) int { return strings.Compare(a.Location, b.Location) })
 	if beyond > 0 {
 		r.LeftOut = append(r.LeftOut, fmt.Sprintf("%d location(s) more than %d levels below the start not walked (--max-depth)", beyond, maxDepth))
 	}
