@@ -111,8 +111,17 @@ func cmdDatastores(fs *flag.FlagSet) commandFunc {
 	}
 }
 
-// summarize opens the datastore d and counts what it holds.
+// summarize opens the datastore d in the layout found (a PBS 4 datastore
+// with nothing but its .in-use marker opens, empty) and counts what it
+// holds.
 func summarize(ctx context.Context, d discover.Datastore, opts backends.Options) (snapshot.Summary, error) {
+	if d.Layout != discover.LayoutDirectory {
+		l, err := backends.ParseLayout(d.Layout)
+		if err != nil {
+			return snapshot.Summary{}, err
+		}
+		opts.Layout = l
+	}
 	s, err := backends.Open(ctx, d.Location, opts)
 	if err != nil {
 		return snapshot.Summary{}, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
@@ -36,8 +37,8 @@ func parseDatastores(t *testing.T, out string) map[string]datastoreEntry {
 
 // TestDatastoresBucket: in a bucket holding three datastores at different
 // prefixes — a PBS 4 S3 datastore, a bucket copy of a directory datastore
-// and a nested PBS 4 one — 'datastores' of the bucket finds all three
-// with their counts; a --store naming the bucket root, a group or .cnt
+// and a nested PBS 4 one — and an empty PBS 4 one (its .in-use marker
+// alone), 'datastores' of the bucket finds them all with their counts; a --store naming the bucket root, a group or .cnt
 // exits 3 as before and names the datastore(s) ("did you mean").
 func TestDatastoresBucket(t *testing.T) {
 	fixture.SkipIfShort(t)
@@ -54,12 +55,14 @@ func TestDatastoresBucket(t *testing.T) {
 	discoverBackup(t, "s3://bkt/site/eu/nested", ep, "300", "2026-12-01T10:00:00Z")
 	discoverBackup(t, "s3://bkt/site/eu/nested", append([]string{"--ns", "prod"}, ep...), "9", "2026-12-02T10:00:00Z")
 
+	s3.PutFile(t, "bkt", "site/new/.in-use", []byte("{}")) // a PBS 4 datastore with nothing in it yet
 	r := mustOK(t, append([]string{"datastores", "s3://bkt", "--output-format", "json"}, ep...)...)
 	got := parseDatastores(t, r.out)
 	want := map[string][4]any{ // layout, namespaces, groups, snapshots
 		"s3://bkt/copies/ds":      {"plain", 1, 2, 2},
 		"s3://bkt/pbs4":           {"pbs4-s3", 1, 1, 1},
 		"s3://bkt/site/eu/nested": {"pbs4-s3", 2, 2, 2},
+		"s3://bkt/site/new":       {"pbs4-s3", 1, 0, 0},
 	}
 	if len(got) != len(want) {
 		t.Errorf("found %d datastores, want %d: %s", len(got), len(want), r.out)
@@ -82,12 +85,12 @@ func TestDatastoresBucket(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ store, want string }{
-		{"s3://bkt", "did you mean --store s3://bkt/copies/ds (or s3://bkt/pbs4, s3://bkt/site/eu/nested)?"},
+		{"s3://bkt", "did you mean --store s3://bkt/copies/ds (or s3://bkt/pbs4, s3://bkt/site/eu/nested, s3://bkt/site/new)?"},
 		{"s3://bkt/pbs4/.cnt", "did you mean --store s3://bkt/pbs4?"},
 		{"s3://bkt/pbs4/.cnt/vm/200", "did you mean --store s3://bkt/pbs4?"},
 		{"s3://bkt/pbs4/vm/200", "did you mean --store s3://bkt/pbs4?"},
 		{"s3://bkt/copies/ds/vm/100", "did you mean --store s3://bkt/copies/ds?"},
-		{"s3://bkt/site", "did you mean --store s3://bkt/site/eu/nested?"},
+		{"s3://bkt/site", "did you mean --store s3://bkt/site/eu/nested (or s3://bkt/site/new)?"},
 	} {
 		mustFail(t, exitOutside, []string{"no PBS datastore at this prefix", tc.want}, append([]string{"snapshots", "--store", tc.store}, ep...)...)
 	}
@@ -109,7 +112,8 @@ func TestDatastoresDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	discoverBackup(t, a, nil, "100", "2026-11-29T10:00:00Z")
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Mixed(64<<10, 3))
+	fixture.Backup(t, a, fixture.Snap(t, "", "vm", "100", fixture.T0), backup.Options{}, backup.Source{Name: "drive-scsi0.img", Path: img})
 	if err := os.Symlink(filepath.Join(top, "a"), filepath.Join(top, "link")); err != nil {
 		t.Fatal(err)
 	}
