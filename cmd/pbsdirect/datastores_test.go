@@ -49,7 +49,8 @@ func TestDatastoresBucket(t *testing.T) {
 	fixture.CopyDir(t, local, filepath.Join(root, "bkt", "copies", "ds"))
 	s3 := testenv.StartS3Dir(t, root)
 	s3.AdoptFiles(t)
-	bktSetEnv(t, "")
+	gcs := testenv.StartGCS(t, "gbkt")
+	bktSetEnv(t, gcs.Host)
 	ep := []string{"--s3-endpoint", s3.Endpoint}
 	discoverBackup(t, "s3://bkt/pbs4", ep, "200", "2026-11-30T10:00:00Z")
 	discoverBackup(t, "s3://bkt/site/eu/nested", ep, "300", "2026-12-01T10:00:00Z")
@@ -94,6 +95,13 @@ func TestDatastoresBucket(t *testing.T) {
 	} {
 		mustFail(t, exitOutside, []string{"no PBS datastore at this prefix", tc.want}, append([]string{"snapshots", "--store", tc.store}, ep...)...)
 	}
+	// GCS: the same walk through the other bucket backend.
+	discoverBackup(t, "gs://gbkt/x/y/pbs4", nil, "400", "2026-12-03T10:00:00Z")
+	gotGS := parseDatastores(t, mustOK(t, "datastores", "gs://gbkt", "--output-format", "json").out)
+	if e, ok := gotGS["gs://gbkt/x/y/pbs4"]; len(gotGS) != 1 || !ok || e.Layout != "pbs4-s3" || e.Snapshots != 1 {
+		t.Errorf("datastores gs://gbkt: %v", gotGS)
+	}
+	mustFail(t, exitOutside, []string{"did you mean --store gs://gbkt/x/y/pbs4?"}, "snapshots", "--store", "gs://gbkt/x/y/pbs4/.cnt/vm")
 	// No bucket: nothing to suggest.
 	if r := mustFail(t, exitOutside, nil, append([]string{"datastores", "s3://nosuchbucket"}, ep...)...); strings.Contains(r.err, "did you mean") {
 		t.Errorf("a missing bucket: %v", r)
