@@ -26,6 +26,13 @@ var ErrNotSecretFile = errors.New("not a key or passphrase file")
 // Errors name the path and wrap ErrNotSecretFile or the system error; they
 // never hold the file's content.
 func ReadSecretFile(path string) ([]byte, error) {
+	return ReadSecretFileMax(path, MaxSecretFileSize)
+}
+
+// ReadSecretFileMax is ReadSecretFile with limit bytes in place of
+// MaxSecretFileSize: for a file that may be larger, such as the printed
+// paper key of a master private key.
+func ReadSecretFileMax(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
@@ -38,15 +45,15 @@ func ReadSecretFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrNotSecretFile, st.Mode().Type())
 	}
-	if st.Size() > MaxSecretFileSize {
-		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d a key or passphrase file may have", path, ErrNotSecretFile, st.Size(), MaxSecretFileSize)
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d a key or passphrase file may have", path, ErrNotSecretFile, st.Size(), limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSecretFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(data) > MaxSecretFileSize {
-		return nil, fmt.Errorf("%s: %w: grew past %d bytes while read", path, ErrNotSecretFile, MaxSecretFileSize)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: %w: grew past %d bytes while read", path, ErrNotSecretFile, limit)
 	}
 	return data, nil
 }

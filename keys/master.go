@@ -11,6 +11,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/paperkey"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -216,11 +217,36 @@ func RSAEncryptUnder(pubFile, keyfile string, cc *crypto.Config) ([]byte, error)
 	return RSAEncrypt(pub, keyfile, cc)
 }
 
-// OpenMaster reads the master private key in the PEM file path and opens
-// it, asking pass for its passphrase only when it is protected (pass's
+// ReadMasterFile reads a master private key file: the PEM, or its paper
+// key (paperkey.PrivateText: the whole printout with its QR codes, or its
+// numbered lines typed back), which is returned as the PEM it holds. A
+// paper key may have up to paperkey.MaxPrivateTextSize bytes, anything
+// else crypto.MaxSecretFileSize (larger: crypto.ErrNotSecretFile, a usage
+// error). Numbered lines that make no PEM are an error wrapping
+// crypto.ErrMasterKeyFormat and paperkey.ErrPrivateText naming path and the
+// line.
+func ReadMasterFile(path string) ([]byte, error) {
+	data, err := crypto.ReadSecretFileMax(path, paperkey.MaxPrivateTextSize)
+	if err != nil {
+		return nil, notThereUsage(err)
+	}
+	pem, ok, err := paperkey.PrivatePEM(data)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w: %w", path, crypto.ErrMasterKeyFormat, err)
+	case ok:
+		return pem, nil
+	case len(data) > crypto.MaxSecretFileSize:
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d a key file may have, and no paper key of a master key (numbered lines)", path, crypto.ErrNotSecretFile, len(data), crypto.MaxSecretFileSize)
+	}
+	return data, nil
+}
+
+// OpenMaster reads the master private key in the PEM file path
+// (ReadMasterFile: its paper key too) and opens it, asking pass for its passphrase only when it is protected (pass's
 // errors are returned as they are). Errors parsing it name path.
 func OpenMaster(path string, pass func() ([]byte, error)) (*rsa.PrivateKey, error) {
-	pem, err := ReadFile(path)
+	pem, err := ReadMasterFile(path)
 	if err != nil {
 		return nil, err
 	}

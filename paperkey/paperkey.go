@@ -1,7 +1,8 @@
 // Package paperkey prints a key file, or a PEM master private key, as a
 // paper key: the text `proxmox-backup-client key paperkey --output-format
-// text` prints, QR codes included (FORMAT.md §5.3). Reading a paper key back
-// is crypto.ParseKeyFile's job; this package only writes.
+// text` prints, QR codes included (FORMAT.md §5.3). Reading the paper key
+// of a key file back is crypto.ParseKeyFile's job; that of a master private
+// key is PrivatePEM's.
 package paperkey
 
 import (

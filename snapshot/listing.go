@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"golang.org/x/sync/errgroup"
 
@@ -66,6 +67,26 @@ func Entries(ctx context.Context, store chunkstore.Store, ns index.Namespace, ma
 			return nil, err
 		}
 	}
+	return describe(ctx, store, list, removed)
+}
+
+// GroupEntries lists the finished snapshots of the one backup group typ/id
+// of namespace ns of store (ListGroup), each described from its manifest
+// as Entries does. A group without a finished snapshot is an error
+// wrapping ErrNoSnapshot (missing data), as Resolve says of it.
+func GroupEntries(ctx context.Context, store chunkstore.Store, ns index.Namespace, typ, id string, removed func(index.Snapshot)) ([]Entry, error) {
+	list, err := ListGroup(ctx, store, ns, typ, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", ErrNoSnapshot, typ, id, NamespaceName(ns), store)
+	}
+	return describe(ctx, store, list, removed)
+}
+
+// describe describes each snapshot of list from its manifest (Entries).
+func describe(ctx context.Context, store chunkstore.Store, list []Info, removed func(index.Snapshot)) ([]Entry, error) {
 	owners := groupOwners(ctx, store, list)
 	entries := make([]Entry, len(list))
 	// A plain group, not WithContext: an unreadable manifest is recorded in

@@ -32,6 +32,15 @@ type Lister interface {
 	ListLevel(ctx context.Context, prefix string) (dirs, objects []string, err error)
 }
 
+// ListerReporter is a bucket store that lends its Lister, under its own
+// request policy, for walking the bucket beyond its datastore (finding
+// datastores: chunkstore/discover). Both bucket backends implement it.
+type ListerReporter interface {
+	// Lister returns a Lister of the store's whole bucket: its prefixes
+	// are keys from the bucket root, not from the store's prefix.
+	Lister() Lister
+}
+
 // Detect sets k.Layout to the layout of the datastore below k.Prefix,
 // detected by DetectLayout through l (where names the store in messages,
 // its URL; forced and create as there). On an error k is left as it was.

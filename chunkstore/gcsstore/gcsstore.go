@@ -108,6 +108,7 @@ var (
 	_ chunkstore.Warner          = (*Store)(nil)
 	_ bucket.LayoutReporter      = (*Store)(nil)
 	_ bucket.StatsReporter       = (*Store)(nil)
+	_ bucket.ListerReporter      = (*Store)(nil)
 	_ bucket.Lister              = lister{}
 )
 
@@ -203,6 +204,10 @@ func jsonEndpoint(ep string) (string, error) {
 
 // lister lists the bucket for bucket.DetectLayout.
 type lister struct{ s *Store }
+
+// Lister returns a lister of the store's bucket (bucket.ListerReporter):
+// keys from the bucket root, each request under the store's policy.
+func (s *Store) Lister() bucket.Lister { return lister{s} }
 
 // AnyObject reports whether any object's name starts with prefix.
 func (l lister) AnyObject(ctx context.Context, prefix string) (bool, error) {

@@ -198,6 +198,7 @@ var (
 	_ chunkstore.Warner           = (*Store)(nil)
 	_ bucket.LayoutReporter       = (*Store)(nil)
 	_ bucket.StatsReporter        = (*Store)(nil)
+	_ bucket.ListerReporter       = (*Store)(nil)
 	_ bucket.Lister               = lister{}
 )
 
@@ -537,6 +538,10 @@ func isLocalEndpoint(ep string) bool {
 
 // lister lists the bucket for bucket.DetectLayout.
 type lister struct{ s *Store }
+
+// Lister returns a lister of the store's bucket (bucket.ListerReporter):
+// keys from the bucket root, each request under the store's policy.
+func (s *Store) Lister() bucket.Lister { return lister{s} }
 
 // AnyObject reports whether any key starts with prefix (a one-key listing).
 func (l lister) AnyObject(ctx context.Context, prefix string) (bool, error) {

@@ -38,7 +38,7 @@ type commandSpec struct {
 func commandSpecs() []commandSpec {
 	return []commandSpec{
 		restoreCommand(), restoreGuestCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(),
-		snapshotsCommand(), groupsCommand(), namespacesCommand(), backupCommand(),
+		snapshotsCommand(), groupsCommand(), namespacesCommand(), datastoresCommand(), backupCommand(),
 		keyCommand(), reportCommand(), repairCommand(), manCommand(), versionCommand(),
 	}
 }

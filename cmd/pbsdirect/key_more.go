@@ -324,8 +324,10 @@ func keyImportWithMasterKeyCommand() commandSpec {
 		long: `Recover a key file with the RSA master private key. ENCRYPTED-KEY is either a
 snapshot of --store (TYPE/ID/TIME, or TYPE/ID: the newest snapshot of the group
 that has the key), whose rsa-encrypted.key.blob is read without any key, or the
-path of an rsa-encrypted.key.blob file; MASTER-KEY is master-private.pem (its
-passphrase from --master-passphrase-file or the terminal). The recovered key is
+path of an rsa-encrypted.key.blob file; MASTER-KEY is master-private.pem, or
+its paper key (key paperkey: the printout with its QR codes, or its numbered
+lines typed back), its passphrase from --master-passphrase-file or the
+terminal. The recovered key is
 written to PATH (default: the default key file) under a new passphrase, from
 PBS_ENCRYPTION_PASSWORD, _FILE or _FD, or asked twice on the terminal (--kdf
 none: unprotected).`,

@@ -21,13 +21,14 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
+	maxDepth := fs.Int("max-depth", 0, "also list the groups of the namespaces this many levels below --ns (-1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace", stderr)
 		if err != nil {
 			return err
 		}
 		defer store.Close()
-		groups, err := snapshot.Groups(ctx, store, ns)
+		groups, err := groupsBelow(ctx, store, ns, *maxDepth)
 		if err != nil {
 			return err
 		}
@@ -44,6 +45,28 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 		}
 		return cmp.Or(tw.Flush(), listingIncomplete(&sf, store))
 	}
+}
+
+// groupsBelow lists the groups of namespace ns (snapshot.Groups) and, with
+// maxDepth not 0, of the namespaces that many levels below it (-1: all),
+// namespace by namespace in name order.
+func groupsBelow(ctx context.Context, store chunkstore.Store, ns index.Namespace, maxDepth int) ([]groupEntry, error) {
+	if maxDepth == 0 {
+		return snapshot.Groups(ctx, store, ns)
+	}
+	namespaces, err := snapshot.Namespaces(ctx, store, ns, maxDepth)
+	if err != nil {
+		return nil, err
+	}
+	var all []groupEntry
+	for _, n := range namespaces {
+		g, err := snapshot.Groups(ctx, store, n)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, g...)
+	}
+	return all, nil
 }
 
 // namespaceEntry is one namespace of the 'namespaces' listing.
@@ -94,6 +117,11 @@ func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []s
 	if fs.NArg() != 0 {
 		return nil, nil, usagef("%s takes no arguments (%s)", fs.Name(), hint)
 	}
+	return openListingStore(ctx, sf, stderr)
+}
+
+// openListingStore is openListing once the arguments are checked.
+func openListingStore(ctx context.Context, sf *storeFlags, stderr io.Writer) (index.Namespace, chunkstore.Store, error) {
 	if err := sf.check(); err != nil {
 		return nil, nil, err
 	}
@@ -119,10 +147,12 @@ func openListing(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []s
 func groupsCommand() commandSpec {
 	return commandSpec{
 		use:   "groups [flags]",
-		short: "list the backup groups of a namespace",
-		long: `List the backup groups (TYPE/ID) of a namespace with their snapshot count,
-owner and the first line of their notes.`,
-		example:  `  pbsdirect groups --store /mnt/ds --ns prod`,
+		short: "list the backup groups of a namespace (--max-depth for those below)",
+		long: `List the backup groups (TYPE/ID) of a namespace (--max-depth N: and of the
+namespaces N levels below it, -1 all) with their snapshot count, owner and the
+first line of their notes.`,
+		example: `  pbsdirect groups --store /mnt/ds --ns prod
+  pbsdirect groups --store /mnt/ds --max-depth -1`,
 		build:    cmdGroups,
 		complete: completeNothing,
 	}

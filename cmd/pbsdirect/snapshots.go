@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -26,15 +27,38 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 	sf.registerOutput(fs)
 	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (-1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace", stderr)
+		if fs.NArg() > 1 {
+			return usagef("snapshots takes at most one GROUP (TYPE/ID; use --ns for a namespace)")
+		}
+		var group index.Snapshot
+		if fs.NArg() == 1 {
+			if group, err = parseGroupArg(fs.Arg(0)); err != nil {
+				return err
+			}
+			if fs.Changed("max-depth") {
+				return usagef("--max-depth is for namespaces, not with a GROUP")
+			}
+		}
+		ns, store, err := openListingStore(ctx, &sf, stderr)
 		if err != nil {
 			return err
 		}
 		noteFollowed(stderr, store)
 		defer store.Close()
-		entries, err := snapshot.Entries(ctx, store, ns, *maxDepth, func(s index.Snapshot) {
+		removed := func(s index.Snapshot) {
 			fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): left out\n", index.DisplayText(s.String()))
-		})
+		}
+		var entries []snapshotEntry
+		if group.Type == "" {
+			entries, err = snapshot.Entries(ctx, store, ns, *maxDepth, removed)
+		} else {
+			if len(group.NS) == 0 {
+				group.NS = ns
+			} else if len(ns) != 0 && !slices.Equal(group.NS, ns) {
+				return usagef("GROUP %s is in namespace %q, not in the --ns given (%q)", fs.Arg(0), group.NS.String(), ns.String())
+			}
+			entries, err = snapshot.GroupEntries(ctx, store, group.NS, group.Type, group.ID, removed)
+		}
 		if err != nil {
 			return err
 		}
@@ -65,6 +89,17 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 	}
 }
 
+// parseGroupArg parses the GROUP argument of 'snapshots': TYPE/ID, with
+// the namespace prefix snapshot names print ("ns/prod/vm/100"); anything
+// else is a usage error.
+func parseGroupArg(arg string) (index.Snapshot, error) {
+	g, err := index.ParseSnapshotRef(arg)
+	if err != nil || g.Time != 0 {
+		return g, usagef("GROUP %q: want TYPE/ID like vm/100 (ns/NAME/… before it for a namespace)", arg)
+	}
+	return g, nil
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -82,12 +117,15 @@ func yesNo(b bool) string {
 // snapshotsCommand is 'pbsdirect snapshots'.
 func snapshotsCommand() commandSpec {
 	return commandSpec{
-		use:   "snapshots [flags]",
-		short: "list the finished snapshots of a namespace (--max-depth for those below)",
-		long: `List the finished snapshots of a namespace (--max-depth: and those below), with
-their archives, size, encryption, protection, notes and last verify state as
-PBS recorded them.`,
+		use:   "snapshots [flags] [GROUP]",
+		short: "list the finished snapshots of a namespace or a group (--max-depth for those below)",
+		long: `List the finished snapshots of a namespace (--max-depth: and those below), or
+of the one backup group GROUP (TYPE/ID, as proxmox-backup-client snapshot list
+GROUP), with their archives, size, encryption, protection, notes and last
+verify state as PBS recorded them. A GROUP with no finished snapshot exits 1
+(missing), as a restore of it does.`,
 		example: `  pbsdirect snapshots --store /mnt/ds
+  pbsdirect snapshots --store /mnt/ds vm/110
   pbsdirect snapshots --store /mnt/ds --ns prod --max-depth -1 --output-format json-pretty`,
 		build:    cmdSnapshots,
 		complete: completeNothing,

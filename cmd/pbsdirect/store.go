@@ -95,7 +95,7 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 		})
 	}
 	s, err := backends.Open(ctx, sf.store, opts)
-	return s, missingStore(err)
+	return s, withNear(ctx, sf.store, opts, missingStore(err))
 }
 
 // openBackupStore opens the one store --store names for a backup to
