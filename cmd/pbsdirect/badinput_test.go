@@ -164,14 +164,17 @@ func TestBadInput(t *testing.T) {
 			binary.LittleEndian.PutUint32(raw[8:], crc32.ChecksumIEEE(raw[chunkstore.EncryptedHeaderSize:]))
 			writeFile(t, b.chunk(), raw)
 		}, want: chunkWant("decryption failed"), chunk: true},
-		{name: "bad-and-tmp-files-ignored", mutate: func(t *testing.T, b *base) {
+		{name: "damaged-bad-and-tmp-files-ignored", mutate: func(t *testing.T, b *base) {
 			good, err := os.ReadFile(b.chunk())
 			if err != nil {
 				t.Fatal(err)
 			}
 			remove(t, b.chunk())
-			writeFile(t, b.chunk()+".0.bad", good)
-			writeFile(t, b.chunk()+".9.bad", good)
+			// .bad copies are salvaged only when they verify: these do not.
+			flipped := append([]byte(nil), good...)
+			flipped[len(flipped)-1] ^= 0xff
+			writeFile(t, b.chunk()+".0.bad", flipped)
+			writeFile(t, b.chunk()+".9.bad", flipped[:len(flipped)/2])
 			writeFile(t, filepath.Join(filepath.Dir(b.chunk()), "."+filepath.Base(b.chunk())+".tmp123"), good)
 			writeFile(t, b.chunk()+".using", good)
 		}, want: chunkWant("not found"), chunk: true},
@@ -458,7 +461,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"key", "destroy"}, `unknown key command "destroy"`},
 		{[]string{"key", "create", "--kdf", "md5", filepath.Join(t.TempDir(), "k.json")}, `--kdf must be scrypt, pbkdf2 or none, not "md5"`},
 		{[]string{"key", "show", "a", "b"}, "want at most one PATH"},
-		{[]string{"restor", "--store", store}, `unknown command "restor" (did you mean restore?)`},
+		{[]string{"restor", "--store", store}, `unknown command "restor" (did you mean restore or restore-guest?)`},
 		{[]string{"--store", store}, "want a command before --store"},
 		{[]string{"help", "frobnicate"}, `no help for "frobnicate"`},
 		{[]string{"report"}, "want a report command: merge"},
