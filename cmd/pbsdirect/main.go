@@ -66,7 +66,8 @@ func main() {
 // FUSE unavailable for mount; a --store that is not there,
 // storeMissingError); 1 only when the error proves the data damaged or
 // missing (restore.Proven: read and failed a check, or definitively not
-// there; a wrong key; a dataError); 3 for every other error, which proves
+// there; a dataError); a snapshot that no key given opens
+// (snapshot.KeyError) is 3; 3 for every other error, which proves
 // nothing about the data: the run could not complete.
 func exitCode(err error) int {
 	var ie *cli.InterruptedError
