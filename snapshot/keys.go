@@ -36,13 +36,28 @@ type KeyOpener func(ctx context.Context, path string) (*crypto.Config, error)
 // (restore, drill, verify, mount, serve-nbd): which key file is opened,
 // when, and what a manifest must prove.
 type KeyOptions struct {
-	// File is the key file or paper key given (--keyfile): opened at once
-	// by NewKeys, so that a wrong passphrase stops before the work.
+	// File is the key file or paper key given (one --keyfile): opened at
+	// once by NewKeys, so that a wrong passphrase stops before the work,
+	// and used for every manifest that names no key fingerprint.
 	File string
+	// Files are more key files or paper keys (several --keyfile, the key
+	// files of a directory): each is opened only when a snapshot needs
+	// it, chosen by the fingerprint it carries (Fingerprint) and the
+	// manifest's. A manifest that needs a key and names no fingerprint
+	// gets File, else the first of Files.
+	Files []string
+	// Fingerprint reads the key fingerprint a key file carries without
+	// opening it (no passphrase): ok is false for a file that carries
+	// none, which is opened only when a snapshot needs a key that no key
+	// file carrying a fingerprint has. nil: no file's claim is read.
+	// Errors (the file is not there, not a key file) fail NewKeys for File
+	// and Files; the default key file is then taken as carrying none.
+	Fingerprint func(path string) (fp crypto.Fingerprint, ok bool, err error)
 	// DefaultFile is the default key file (as proxmox-backup-client's),
-	// opened only for a snapshot whose manifest needs a key (it names a
-	// key fingerprint, a signature or an encrypted or signed file), and
-	// only if it exists. "" has none.
+	// one more key of the set when it exists: opened only for a snapshot
+	// whose manifest needs a key (it names a key fingerprint, a signature
+	// or an encrypted or signed file) that no other key file has; without
+	// File and Files, also for one that names no fingerprint. "" has none.
 	DefaultFile string
 	// CryptMode is --crypt-mode: "" (File, else DefaultFile when a
 	// manifest needs a key), "none" (no key at all: encrypted archives
@@ -70,36 +85,40 @@ type KeyOptions struct {
 }
 
 // Keys gives the readers of snapshots their key under the policy of
-// KeyOptions, opening the default key file at most once, and only for a
-// snapshot that needs a key. It is safe for concurrent use (verify checks
-// several snapshots at once).
+// KeyOptions: the key whose fingerprint the manifest names, opening each
+// key file at most once, and only for a snapshot that needs it. It is safe
+// for concurrent use (verify checks several snapshots at once).
 type Keys struct {
 	ctx       context.Context // stops a key derivation (Ctrl-C)
 	o         KeyOptions
 	mu        sync.Mutex
 	none      bool
 	noDefault bool
-	loaded    bool
-	cc        *crypto.Config
-	err       error         // opening the default key failed: said once, not asked again
-	opening   time.Duration // spent opening key files (KDF, prompt)
+	loaded    bool           // File was opened: cc is its key
+	cc        *crypto.Config // File's key
+	slots     []*keySlot     // File, Files, then the default key file
+	err       error          // the first key file that failed to open: said once, not asked again
+	opening   time.Duration  // spent opening key files (KDF, prompt)
 }
 
-// NewKeys checks o.CryptMode against o.File and opens o.File when given.
-// Errors: one wrapping ErrKeyUsage for options that exclude each other or
-// a required key that is missing; the opener's error for File.
+// NewKeys checks o.CryptMode against the key files given, reads the
+// fingerprints they carry and opens o.File when given. Errors: one
+// wrapping ErrKeyUsage for options that exclude each other or a required
+// key that is missing; o.Fingerprint's for File and Files; the opener's
+// for File.
 func NewKeys(ctx context.Context, o KeyOptions) (*Keys, error) {
 	k := &Keys{ctx: ctx, o: o, noDefault: o.NoDefault}
+	given := o.File != "" || len(o.Files) > 0
 	switch o.CryptMode {
 	case "":
 	case "none":
-		if o.File != "" {
+		if given {
 			return nil, keyUsageError("--crypt-mode none and --keyfile exclude each other")
 		}
 		k.none = true
 		return k, nil
 	case "encrypt", "sign-only":
-		if o.File == "" {
+		if !given {
 			if _, err := os.Stat(o.DefaultFile); o.DefaultFile == "" || err != nil {
 				return nil, keyUsageError(fmt.Sprintf("--crypt-mode %s needs a key: give --keyfile (no default key file %s)", o.CryptMode, o.DefaultFile))
 			}
@@ -108,10 +127,22 @@ func NewKeys(ctx context.Context, o KeyOptions) (*Keys, error) {
 	default:
 		return nil, keyUsageError(fmt.Sprintf("--crypt-mode must be none, encrypt or sign-only, not %q", o.CryptMode))
 	}
+	for _, f := range append([]string{o.File}, o.Files...) {
+		if f == "" {
+			continue
+		}
+		if err := k.addSlot(f, false, false); err != nil {
+			return nil, err
+		}
+	}
+	if def := o.DefaultFile; def != "" && !k.noDefault {
+		if _, err := os.Stat(def); err == nil {
+			k.addSlot(def, true, true) // tolerant: never fails
+		}
+	}
 	if o.File != "" {
-		t0 := time.Now()
-		cc, err := k.open(o.File)
-		k.opening = time.Since(t0)
+		s := k.slots[0]
+		cc, err := k.openSlot(s)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +178,8 @@ func (k *Keys) OpeningTime() time.Duration {
 	return k.opening
 }
 
-// OpenErr returns why the default key file could not be opened, or nil.
+// OpenErr returns why the first key file that failed to open (the default
+// key file, one of Files) could not be opened, or nil.
 func (k *Keys) OpenErr() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -169,48 +201,36 @@ func NeedsKey(m *index.Manifest) bool {
 	return false
 }
 
-// ForManifest returns the key for a snapshot with manifest m: the File
-// key; else the DefaultFile's, opened (once) only when m needs a key; else
-// nil. A default key file that failed to open fails every later snapshot
-// that needs a key with the same error, without asking again.
+// ForManifest returns the key for a snapshot with manifest m: for a
+// manifest that names a key fingerprint, the key of that fingerprint
+// (byFingerprint: chosen by the fingerprints the key files carry, opened
+// once, only then), or a *KeyError when no key given is it (KeyMissing,
+// KeyMismatch) or its key file could not be opened (KeyUnopened). For a
+// manifest that names none: the File key; else, when m needs a key, the
+// first of Files or else the default key file, opened (once) now; else
+// nil. CryptMode none gives nil for every manifest.
 func (k *Keys) ForManifest(m *index.Manifest) (*crypto.Config, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.none || k.loaded {
+	if k.none {
+		return nil, nil
+	}
+	if fp, has, _ := m.KeyFingerprint(); has {
+		return k.byFingerprint(fp, m)
+	}
+	if k.loaded {
 		return k.cc, nil
 	}
-	if k.noDefault || !NeedsKey(m) {
-		// A plain snapshot needs no key, even after the default key
-		// failed to open for another one.
+	if !NeedsKey(m) || len(k.slots) == 0 {
+		// A plain snapshot needs no key, even after a key file failed to
+		// open for another one.
 		return nil, nil
 	}
-	if k.err != nil {
-		return nil, k.err
-	}
-	def := k.o.DefaultFile
-	if def == "" {
-		return nil, nil
-	}
-	if _, err := os.Stat(def); err != nil {
-		return nil, nil
-	}
-	k.note("using the default key file %s (give --keyfile to choose another, --crypt-mode none for no key)", def)
-	t0 := time.Now()
-	cc, err := k.open(def)
-	k.opening += time.Since(t0)
-	if err != nil {
-		if errors.Is(err, crypto.ErrPassphraseNeeded) {
-			err = fmt.Errorf("%w (or give --keyfile for another key, or --crypt-mode none for no key)", err)
-		}
-		k.err = err
-		return nil, err
-	}
-	k.cc, k.loaded = cc, true
-	return cc, nil
+	return k.openSlot(k.slots[0])
 }
 
-// Check picks the key for manifest m of snapshot snap (ForManifest) and
-// checks m with it (index.Manifest.Check: fingerprint, signature), then
+// Check picks the key for manifest m of snapshot snap (ForManifest; a
+// *KeyError when no key given opens it) and checks m with it (index.Manifest.Check: fingerprint, signature), then
 // applies the signature policy: with RequireSignature an unsigned
 // manifest, or a signed one without the key to check it, fails wrapping
 // index.ErrUnsigned; without it, an unsigned manifest read with a key is
@@ -220,14 +240,15 @@ func (k *Keys) ForManifest(m *index.Manifest) (*crypto.Config, error) {
 // It returns the key (nil for none); errors name the manifest file.
 func (k *Keys) Check(m *index.Manifest, snap index.Snapshot) (cc *crypto.Config, missing bool, err error) {
 	cc, err = k.ForManifest(m)
+	var ke *KeyError
+	if errors.As(err, &ke) && ke.Status != KeyUnopened && k.o.AllowMissing {
+		cc, err = nil, nil // read without the key: m.Check says it is missing
+	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("%s/%s: %w", snap.Dir(), ManifestName, err)
 	}
 	if err := m.Check(cc); err != nil {
 		if !errors.Is(err, index.ErrMissingKey) || !(k.none || k.o.AllowMissing) {
-			if errors.Is(err, index.ErrMissingKey) {
-				err = fmt.Errorf("%w: give --keyfile with its key file or paper key (lost it? key import-with-master-key recovers it from a master key)", err)
-			}
 			return nil, false, fmt.Errorf("%s/%s: %w", snap.Dir(), ManifestName, err)
 		}
 		missing = true

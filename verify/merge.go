@@ -160,6 +160,8 @@ func Merge(reports []Report, names ...string) (Report, error) {
 			m.OK = m.OK && s.OK
 			m.Error = cmp.Or(m.Error, s.Error)
 			m.Note = cmp.Or(m.Note, s.Note)
+			m.Status = cmp.Or(m.Status, s.Status)
+			m.KeyFingerprint = cmp.Or(m.KeyFingerprint, s.KeyFingerprint)
 			for _, a := range s.Archives {
 				j := slices.IndexFunc(m.Archives, func(x ArchiveResult) bool { return x.Archive == a.Archive })
 				if j < 0 {
@@ -233,7 +235,10 @@ func Merge(reports []Report, names ...string) (Report, error) {
 		out.ChunksFresh += r.ChunksFresh
 		out.ChunksPresent += r.ChunksPresent
 	}
-	if !out.OK {
+	switch {
+	case !out.OK && out.Damaged() == 0 && out.WithoutKey > 0 && len(out.NotVerified) == 0 && complete:
+		out.ExitCode = 3 // only keys missing: not checked, no damage
+	case !out.OK:
 		out.ExitCode = 1
 	}
 	return out, nil

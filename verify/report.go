@@ -83,13 +83,23 @@ type ArchiveResult struct {
 
 // SnapshotResult is the verification result of one snapshot.
 type SnapshotResult struct {
-	Snapshot string          `json:"snapshot"`
-	OK       bool            `json:"ok"`
-	Error    string          `json:"error,omitempty"`
-	Note     string          `json:"note,omitempty"`
-	Skipped  bool            `json:"skipped,omitempty"` // removed while running (pruned since listed): no damage, not verified
-	Archives []ArchiveResult `json:"archives"`
+	Snapshot string `json:"snapshot"`
+	OK       bool   `json:"ok"`
+	Error    string `json:"error,omitempty"`
+	Note     string `json:"note,omitempty"`
+	Skipped  bool   `json:"skipped,omitempty"` // removed while running (pruned since listed): no damage, not verified
+	// Status, when set, says the snapshot was not verified for want of
+	// its key, no damage: snapshot.KeyMissing ("key-missing"),
+	// KeyMismatch ("key-mismatch") or KeyUnopened ("key-error");
+	// KeyFingerprint is the key its manifest names.
+	Status         string          `json:"status,omitempty"`
+	KeyFingerprint string          `json:"key-fingerprint,omitempty"`
+	Archives       []ArchiveResult `json:"archives"`
 }
+
+// KeyUnavailable reports whether r was not verified for want of its key
+// (a Status), which is no damage.
+func (r *SnapshotResult) KeyUnavailable() bool { return !r.OK && r.Status != "" }
 
 // Report is the result of a verify run, or of shard runs merged (Merge).
 type Report struct {
@@ -121,9 +131,12 @@ type Report struct {
 	DamagedUnlisted int `json:"damaged-chunks-unlisted,omitempty"`
 	// BadCopyChunks counts those of DamagedChunks intact only in a .bad
 	// copy: pbsdirect restores them, PBS cannot (ArchiveResult.BadCopyCount).
-	BadCopyChunks int              `json:"bad-copy-only-chunks,omitempty"`
-	Snapshots     []SnapshotResult `json:"snapshots"`
-	Skipped       []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
+	BadCopyChunks int `json:"bad-copy-only-chunks,omitempty"`
+	// WithoutKey counts the snapshots not verified for want of their key
+	// (SnapshotResult.Status): not damaged, and not in Damaged().
+	WithoutKey int              `json:"snapshots-without-key,omitempty"`
+	Snapshots  []SnapshotResult `json:"snapshots"`
+	Skipped    []string         `json:"skipped,omitempty"` // snapshots removed while running (pruned since listed)
 	// NotVerified lists, in a merged report, the snapshots that only some
 	// shards saw (a backup or prune between their runs): their chunks of
 	// the other shards were not checked (Merge).
@@ -172,6 +185,9 @@ func (rep *Report) Add(r SnapshotResult) {
 		return
 	}
 	rep.OK = rep.OK && r.OK
+	if r.KeyUnavailable() {
+		rep.WithoutKey++
+	}
 	for _, a := range r.Archives {
 		rep.Bytes += a.Size
 		rep.ChunksChecked += a.ChunksChecked
@@ -189,6 +205,19 @@ func (rep *Report) Failed() int {
 	n := 0
 	for _, sr := range rep.Snapshots {
 		if !sr.OK {
+			n++
+		}
+	}
+	return n
+}
+
+// Damaged returns the number of snapshots that are not OK for a cause
+// other than a key not given (Failed less WithoutKey): damaged, or not
+// verifiable.
+func (rep *Report) Damaged() int {
+	n := 0
+	for _, sr := range rep.Snapshots {
+		if !sr.OK && !sr.KeyUnavailable() {
 			n++
 		}
 	}

@@ -27,7 +27,15 @@ func (r SnapshotResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%s: skipped\n  note: %s\n", dt(r.Snapshot), dt(r.Note))
 		return
 	}
-	fmt.Fprintf(w, "%s: %s\n", dt(r.Snapshot), OKWord(r.OK))
+	word := OKWord(r.OK)
+	if r.KeyUnavailable() {
+		// Not verified, no damage: the key was not given.
+		word = "NOT VERIFIED, " + strings.ReplaceAll(dt(r.Status), "-", " ")
+		if r.KeyFingerprint != "" {
+			word += " (fingerprint " + dt(r.KeyFingerprint) + ")"
+		}
+	}
+	fmt.Fprintf(w, "%s: %s\n", dt(r.Snapshot), word)
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", dt(r.Error))
 	}

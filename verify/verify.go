@@ -286,6 +286,29 @@ func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkE
 	}
 }
 
+// keyStatus records in res that its snapshot was not checked for want of
+// its key, when err says so (a snapshot.KeyError, index.ErrMissingKey or
+// index.ErrWrongKey): a status (SnapshotResult.Status), the manifest's key
+// fingerprint, not OK and no damage. It reports whether it did.
+func keyStatus(res *SnapshotResult, err error) bool {
+	var ke *snapshot.KeyError
+	switch {
+	case errors.As(err, &ke):
+		res.Status = ke.Status
+		if ke.Fingerprint != (crypto.Fingerprint{}) {
+			res.KeyFingerprint = ke.Fingerprint.String()
+		}
+	case errors.Is(err, index.ErrMissingKey):
+		res.Status = snapshot.KeyMissing
+	case errors.Is(err, index.ErrWrongKey):
+		res.Status = snapshot.KeyMismatch
+	default:
+		return false
+	}
+	res.OK, res.Error = false, err.Error()
+	return true
+}
+
 // Snapshot checks the manifest of s and every archive listed in it. A
 // failing archive does not stop the others; errors are reported in the
 // result, never returned.
@@ -297,11 +320,19 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 	cc := v.opts.Key
 	if err == nil && v.opts.Keys != nil {
 		cc, err = v.opts.Keys.ForManifest(src.Manifest())
+		var ke *snapshot.KeyError
+		if errors.As(err, &ke) && ke.Status != snapshot.KeyUnopened && v.opts.CRCOnly {
+			cc, err = nil, nil // checked without the key, as with none given
+		}
 		if err == nil {
 			err = v.opts.Keys.CheckSigned(src.Manifest(), s, cc)
 		}
 		if err != nil {
-			res.OK, res.Error = false, v.note(err)
+			if !keyStatus(&res, err) {
+				res.OK, res.Error = false, v.note(err)
+			} else if res.Status != snapshot.KeyUnopened {
+				res.Error += " (or --crc-only to check structure and CRC without the key)"
+			}
 			return res
 		}
 	}
@@ -310,7 +341,11 @@ func (v *Verifier) Snapshot(ctx context.Context, s index.Snapshot) SnapshotResul
 	}
 	noKey := cc == nil && errors.Is(err, index.ErrMissingKey)
 	if noKey && !v.opts.CRCOnly {
-		res.OK, res.Error = false, v.note(err)+" (give --keyfile, or --crc-only to check structure and CRC without the key)"
+		keyStatus(&res, err)
+		res.Error += " (give --keyfile, or --crc-only to check structure and CRC without the key)"
+		return res
+	}
+	if !noKey && keyStatus(&res, err) {
 		return res
 	}
 	if noKey {

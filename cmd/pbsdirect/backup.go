@@ -69,6 +69,9 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			return usagef("%v", err)
 		}
 		var cc *crypto.Config
+		if len(sf.keyfiles) > 1 {
+			return usagef("backup writes with one key: give --keyfile once")
+		}
 		if *cryptMode != "none" {
 			if cc, err = sf.loadKey(ctx, stderr); err != nil {
 				return err

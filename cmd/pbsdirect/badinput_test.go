@@ -115,6 +115,9 @@ func TestBadInput(t *testing.T) {
 		// verifyOK: verify of the whole snapshot passes (the damage is
 		// outside it, e.g. a restore of an archive that is not listed).
 		verifyOK bool
+		// noKey: no key given opens the snapshot, which is no damage:
+		// exit 3 for both, verify's status key-missing.
+		noKey bool
 	}
 	chunkWant := func(what string) func(b *base) []string {
 		return func(b *base) []string {
@@ -179,9 +182,10 @@ func TestBadInput(t *testing.T) {
 			writeFile(t, b.chunk()+".using", good)
 		}, want: chunkWant("not found"), chunk: true},
 		// Keys.
-		{name: "missing-key", enc: true, keyArgs: func(*base) []string { return nil }, want: func(*base) []string { return []string{"missing key"} }},
-		{name: "wrong-key", enc: true, keyArgs: func(b *base) []string { return []string{"--keyfile", b.otherKey} },
-			want: func(b *base) []string { return []string{"wrong key", b.cc.Fingerprint().String()} }},
+		{name: "missing-key", enc: true, keyArgs: func(*base) []string { return nil }, noKey: true,
+			want: func(b *base) []string { return []string{"missing key", b.cc.Fingerprint().String()} }},
+		{name: "wrong-key", enc: true, keyArgs: func(b *base) []string { return []string{"--keyfile", b.otherKey} }, noKey: true,
+			want: func(b *base) []string { return []string{"key missing", b.cc.Fingerprint().String(), b.otherKey} }},
 		{name: "key-file-fingerprint-mismatch", enc: true, keyArgs: func(b *base) []string {
 			raw, err := os.ReadFile(b.keyfile)
 			if err != nil {
@@ -237,7 +241,7 @@ func TestBadInput(t *testing.T) {
 			want: func(b *base) []string { return []string{b.blob(), "not found"} }},
 		{name: "blob-damaged", archive: "qemu-server.conf.blob", mutate: func(t *testing.T, b *base) { fixture.FlipByte(t, b.blob(), -1) },
 			want: func(b *base) []string { return []string{"qemu-server.conf.blob", "checksum does not match manifest"} }},
-		{name: "blob-encrypted-missing-key", enc: true, archive: "qemu-server.conf.blob", keyArgs: func(*base) []string { return nil },
+		{name: "blob-encrypted-missing-key", enc: true, archive: "qemu-server.conf.blob", keyArgs: func(*base) []string { return nil }, noKey: true,
 			want: func(b *base) []string { return []string{"missing key"} }},
 		{name: "manifest-damaged", mutate: func(t *testing.T, b *base) { fixture.FlipByte(t, b.manifest(), -1) },
 			want: func(b *base) []string { return []string{"index.json.blob", "CRC"} }},
@@ -262,7 +266,11 @@ func TestBadInput(t *testing.T) {
 			}
 			target := filepath.Join(t.TempDir(), "target.raw")
 			args := append(append([]string{"restore", "--store", b.store}, keyArgs...), snap0, archive, target)
-			mustFail(t, 1, c.want(b), args...)
+			code := 1
+			if c.noKey {
+				code = 3
+			}
+			mustFail(t, code, c.want(b), args...)
 			noFile(t, target)
 			r := pbs(t, append(append([]string{"verify", "--store", b.store}, keyArgs...), snap0)...)
 			if c.verifyOK {
@@ -271,8 +279,8 @@ func TestBadInput(t *testing.T) {
 				}
 				return
 			}
-			if r.code != 1 || strings.Contains(r.out, "verified 1 snapshot(s)") && !strings.Contains(r.out, "FAILED") {
-				t.Errorf("verify: want exit 1 and no success claim, got %v", r)
+			if r.code != code || strings.Contains(r.out, "verified 1 snapshot(s)") && !strings.Contains(r.out, "FAILED") {
+				t.Errorf("verify: want exit %d and no success claim, got %v", code, r)
 			}
 			for _, w := range c.want(b) {
 				if c.chunk && w == b.chunk() {

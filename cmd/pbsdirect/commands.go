@@ -64,9 +64,9 @@ Exit codes:
   0    success
   1    the data is damaged or missing, proven: read and failed a check, or
        definitively not there (a missing snapshot or chunk, a damaged chunk,
-       a wrong key, a restore with damage under --on-missing/--on-corrupt
-       zero, a chunk verify finds intact only in a .bad copy, which PBS
-       does not read): retrying will not help
+       a restore with damage under --on-missing/--on-corrupt zero, a chunk
+       verify finds intact only in a .bad copy, which PBS does not read):
+       retrying will not help; it wins over 3 in a verify of many snapshots
   2    usage error, or a TARGET refused as named (exists without --force, a
        symbolic link, a directory or FIFO, a missing directory, a disk-image
        format, too small, inside the store); also a key file or source path
@@ -76,7 +76,9 @@ Exit codes:
        unreachable or not there (disk not mounted, no such bucket), credentials
        refused, throttled past --retry-for, target I/O error, permission, no
        space, target busy or in use, snapshot exists or group locked (backup),
-       and any error that proves nothing about the data: retrying later can help
+       a snapshot that no key given opens (key missing, naming its key's
+       fingerprint: retry with its --keyfile), and any error that proves
+       nothing about the data: retrying later can help
   130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd
        exit 0: that is how they stop)
 JSON reports (--output-format json) carry the same code as "exit-code".

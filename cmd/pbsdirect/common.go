@@ -27,7 +27,8 @@ type storeFlags struct {
 	leftOut      []string // the --store values of a chain left out when opened
 	remote       bool     // some --store is a bucket (set by check)
 	ns           string
-	keyfile      string
+	keyfile      string   // the first --keyfile
+	keyfiles     []string // every --keyfile, in order
 	outputFormat string
 	s3Endpoint   string
 	s3Region     string
@@ -43,7 +44,8 @@ type storeFlags struct {
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	s.registerLocation(fs)
-	fs.StringVar(&s.keyfile, "keyfile", "", "encryption key file or paper key (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD or a prompt")
+	fs.Var(&keyfilesValue{first: &s.keyfile, all: &s.keyfiles}, "keyfile", "encryption key file or paper key (proxmox-backup-client key create); passphrase from PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE, PBS_ENCRYPTION_PASSWORD_FD or a prompt naming the file. "+
+		"Reading commands take it several times, and a directory of key files: each snapshot is read with the key its manifest names, and only that key file is opened")
 	s.registerOutput(fs)
 }
 
@@ -145,10 +147,12 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 
 // openKeyFile reads and decrypts a key file (a regular file of a few KiB,
 // see crypto.ReadSecretFile), asking for the passphrase when it is
-// protected and PBS_ENCRYPTION_PASSWORD is unset. The key derivation stops
-// when ctx ends (Ctrl-C).
+// protected and PBS_ENCRYPTION_PASSWORD is unset (the prompt names the
+// file). The key derivation stops when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
-	return keys.Open(ctx, path, func() ([]byte, error) { return passphrase("Encryption Key Password: ", false, stderr) })
+	return keys.Open(ctx, path, func() ([]byte, error) {
+		return passphrase(fmt.Sprintf("Encryption Key Password (%s): ", path), false, stderr)
+	})
 }
 
 // passphrase returns the key passphrase from, in this order (as

@@ -101,9 +101,12 @@ func TestDefaultKeyOnlyWhenNeeded(t *testing.T) {
 	})
 	t.Run("encrypted-needs-passphrase", func(t *testing.T) {
 		mustFail(t, 2, []string{"default key file", "PBS_ENCRYPTION_PASSWORD"}, "restore", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "f.raw"))
-		// verify reports the snapshot it could not open as not verifiable
-		// (exit 1, as drill and a merged report say), naming the sources.
-		mustFail(t, 1, nil, "verify", "--store", store, encSnap)
+		// verify reports the snapshot whose key it could not open as not
+		// verified for want of its key (status key-error, exit 3: no
+		// damage), naming the sources.
+		if r := mustFail(t, 3, []string{"not verified"}, "verify", "--store", store, encSnap); !strings.Contains(r.out, "key error") || !strings.Contains(r.out, "PBS_ENCRYPTION_PASSWORD") {
+			t.Errorf("verify does not say the key error and the passphrase sources: %v", r)
+		}
 		noFile(t, filepath.Join(dir, "f.raw"))
 		t.Setenv("PBS_ENCRYPTION_PASSWORD", "s3cret")
 		r := mustOK(t, "restore", "--store", store, encSnap, "drive-scsi0", filepath.Join(dir, "f.raw"))

@@ -109,8 +109,8 @@ func TestVerifyCRCOnly(t *testing.T) {
 	backupImage(t, store, zeroMiddle(31), "--keyfile", keyFile)
 
 	r := pbs(t, "verify", "--store", store, snap0)
-	if r.code != 1 || !strings.Contains(r.out, "missing key") || !strings.Contains(r.out, "--crc-only") {
-		t.Errorf("without key: want exit 1, missing key and the --crc-only hint: %v", r)
+	if r.code != 3 || !strings.Contains(r.out, "missing key") || !strings.Contains(r.out, "--crc-only") {
+		t.Errorf("without key: want exit 3 (no damage), missing key and the --crc-only hint: %v", r)
 	}
 	r = mustOK(t, "verify", "--store", store, "--crc-only", snap0)
 	if !strings.Contains(r.out, "CRC only") {

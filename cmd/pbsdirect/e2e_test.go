@@ -284,12 +284,14 @@ func TestSignOnly(t *testing.T) {
 	mustOK(t, "verify", "--store", store, "--keyfile", keyfile, snap0)
 
 	bad := filepath.Join(t.TempDir(), "bad.raw")
-	mustFail(t, 1, []string{"wrong key", cc.Fingerprint().String()}, "restore", "--store", store, "--keyfile", other, snap0, "drive-scsi0", bad)
+	// Another key, or none: not this snapshot's key, no damage (exit 3);
+	// its data is only signed, so --crypt-mode none is suggested.
+	mustFail(t, 3, []string{"key missing", cc.Fingerprint().String(), "--crypt-mode none"}, "restore", "--store", store, "--keyfile", other, snap0, "drive-scsi0", bad)
 	noFile(t, bad)
-	mustFail(t, 1, []string{"missing key"}, "restore", "--store", store, snap0, "drive-scsi0", bad)
+	mustFail(t, 3, []string{"missing key", "--crypt-mode none"}, "restore", "--store", store, snap0, "drive-scsi0", bad)
 	noFile(t, bad)
-	r := mustFail(t, 1, nil, "verify", "--store", store, "--keyfile", other, snap0)
-	if !strings.Contains(r.out+r.err, "wrong key") {
+	r := mustFail(t, 3, nil, "verify", "--store", store, "--keyfile", other, snap0)
+	if !strings.Contains(r.out+r.err, "key missing") {
 		t.Errorf("verify with a wrong key does not say so: %v", r)
 	}
 	// A signed manifest changed after signing is refused.
@@ -694,7 +696,7 @@ func TestBlobArchive(t *testing.T) {
 			mustOK(t, append(append([]string{"verify", "--store", store}, kf...), snap0)...)
 			if enc {
 				t2 := filepath.Join(dir, "nokey.conf")
-				mustFail(t, 1, []string{"missing key"}, "restore", "--store", store, snap0, "qemu-server.conf.blob", t2)
+				mustFail(t, 3, []string{"missing key"}, "restore", "--store", store, snap0, "qemu-server.conf.blob", t2) // no damage
 				noFile(t, t2)
 			}
 		})

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/keys"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -32,17 +35,70 @@ type keyPolicy struct {
 
 // newKeys returns the snapshot key policy (snapshot.Keys) for --keyfile and
 // p: key files are opened with openKeyFile (the passphrase from the
-// environment or the terminal), notes go to stderr. A --keyfile is opened
-// at once; options that exclude each other are usage errors.
+// environment or the terminal), notes go to stderr. One --keyfile naming a
+// file is opened at once; several, or a directory (its key files, see
+// keys.DirFiles; what it skips is said), make a set from which each
+// snapshot gets the key its manifest's fingerprint names, each key file
+// opened only when needed (keys.Fingerprint reads what a file carries).
+// Options that exclude each other are usage errors.
 func newKeys(ctx context.Context, sf *storeFlags, p keyPolicy, stderr io.Writer) (*snapshot.Keys, error) {
-	k, err := snapshot.NewKeys(ctx, snapshot.KeyOptions{
-		File: sf.keyfile, DefaultFile: defaultKeyPath(), CryptMode: p.cryptMode, NoDefault: p.noDefault,
+	note := func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) }
+	o := snapshot.KeyOptions{
+		DefaultFile: defaultKeyPath(), CryptMode: p.cryptMode, NoDefault: p.noDefault,
 		RequireSignature: p.requireSig, AllowMissing: p.noDefault,
-		Open: func(ctx context.Context, path string) (*crypto.Config, error) { return openKeyFile(ctx, path, stderr) },
-		Note: func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) },
-	})
+		Fingerprint: keys.Fingerprint,
+		Open:        func(ctx context.Context, path string) (*crypto.Config, error) { return openKeyFile(ctx, path, stderr) },
+		Note:        note,
+	}
+	for _, f := range sf.keyfiles {
+		if fi, err := os.Stat(f); err != nil || !fi.IsDir() {
+			o.Files = append(o.Files, f)
+			continue
+		}
+		files, skipped, err := keys.DirFiles(f)
+		for _, s := range skipped {
+			note(fmt.Sprintf("--keyfile %s: skipped %s", f, s))
+		}
+		if err != nil {
+			return nil, usageOf(err)
+		}
+		o.Files = append(o.Files, files...)
+	}
+	if len(sf.keyfiles) == 1 && len(o.Files) == 1 && o.Files[0] == sf.keyfile {
+		// One key file: opened at once, a wrong passphrase stops before
+		// the work.
+		o.File, o.Files = sf.keyfile, nil
+	}
+	k, err := snapshot.NewKeys(ctx, o)
 	if errors.Is(err, snapshot.ErrKeyUsage) {
 		return nil, usageOf(err)
 	}
 	return k, err
 }
+
+// keyfilesValue is --keyfile: every value in all, in order, the first
+// also in first (backup and the key commands take one).
+type keyfilesValue struct {
+	first *string
+	all   *[]string
+}
+
+// Set adds one --keyfile.
+func (v *keyfilesValue) Set(s string) error {
+	*v.all = append(*v.all, s)
+	if len(*v.all) == 1 {
+		*v.first = s
+	}
+	return nil
+}
+
+// String returns the values given, comma separated.
+func (v *keyfilesValue) String() string {
+	if v.all == nil {
+		return ""
+	}
+	return strings.Join(*v.all, ",")
+}
+
+// Type names the value as a string flag (help, completion).
+func (v *keyfilesValue) Type() string { return "string" }

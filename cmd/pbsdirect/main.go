@@ -16,6 +16,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/keys"
 	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
 
 	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 )
@@ -65,7 +66,8 @@ func main() {
 // FUSE unavailable for mount; a --store that is not there,
 // storeMissingError); 1 only when the error proves the data damaged or
 // missing (restore.Proven: read and failed a check, or definitively not
-// there; a wrong key; a dataError); 3 for every other error, which proves
+// there; a dataError); a snapshot that no key given opens
+// (snapshot.KeyError) is 3; 3 for every other error, which proves
 // nothing about the data: the run could not complete.
 func exitCode(err error) int {
 	var ie *cli.InterruptedError
@@ -95,15 +97,18 @@ func exitCode(err error) int {
 // knownOutside reports whether err's cause is known to lie outside the data
 // (exit 3 when it is no usage error): chunkstore.Outside, a busy or in-use
 // target, no space, a locked group, a snapshot that already exists, FUSE
-// unavailable, a --store that is not there, an outsideError.
+// unavailable, a --store that is not there, an outsideError, a snapshot
+// that no key given opens (snapshot.KeyError).
 func knownOutside(err error) bool {
 	var sm *storeMissingError
 	var oe *outsideError
+	var ke *snapshot.KeyError
 	// Busy: another run holds the target or the snapshot; a retry after it
 	// may succeed. No FUSE: the machine, not the data.
 	return chunkstore.Outside(err) || errors.Is(err, restore.ErrTargetBusy) || errors.Is(err, restore.ErrTargetInUse) ||
 		errors.Is(err, restore.ErrNoSpace) || errors.Is(err, chunkstore.ErrSnapshotBusy) || errors.Is(err, backup.ErrSnapshotExists) ||
-		errors.Is(err, fusefs.ErrUnavailable) || errors.Is(err, outfile.ErrWrite) || errors.Is(err, keys.ErrWrite) || errors.As(err, &sm) || errors.As(err, &oe)
+		errors.Is(err, fusefs.ErrUnavailable) || errors.Is(err, outfile.ErrWrite) || errors.Is(err, keys.ErrWrite) || errors.As(err, &sm) || errors.As(err, &oe) ||
+		errors.As(err, &ke) // no key given opens the snapshot: not its data
 }
 
 // codeFor is exitCode for the error of a command run under ctx.

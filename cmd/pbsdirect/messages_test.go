@@ -82,7 +82,9 @@ func TestMessages(t *testing.T) {
 		kf := fixture.KeyFile(t, dir, "key.json", key, crypto.KDFNone, "")
 		s3 := fixture.NewStore(t)
 		backupImage(t, s3, data, "--keyfile", kf)
-		mustFail(t, 1, []string{"--keyfile"}, "restore", "--store", s3, snap0, "drive-scsi0", filepath.Join(dir, "d.raw"))
+		// No damage: exit 3, naming the key's fingerprint.
+		_, cc := fixture.Key(t, 6)
+		mustFail(t, 3, []string{"--keyfile", cc.Fingerprint().String()}, "restore", "--store", s3, snap0, "drive-scsi0", filepath.Join(dir, "d.raw"))
 	})
 
 	t.Run("malformed-name-once", func(t *testing.T) {

@@ -101,7 +101,7 @@ func TestKeyMaterialBounds(t *testing.T) {
 	}{
 		{"keyfile /dev/zero", "/dev/zero", "", "/dev/zero: not a key or passphrase file"},
 		{"keyfile FIFO", fifo, "", fifo + ": not a key or passphrase file"},
-		{"keyfile directory", dir, "", "not a regular file"},
+		{"keyfile directory without key files", t.TempDir(), "", "holds no key file"},
 		{"passphrase file /dev/zero", pbk, "/dev/zero", "PBS_ENCRYPTION_PASSWORD_FILE: /dev/zero: not a key or passphrase file"},
 		{"passphrase file FIFO", pbk, fifo, "not a key or passphrase file"},
 		{"PBKDF2 2^31 iterations", slow, passFile, "pbkdf2 iterations 2147483648"},
@@ -116,10 +116,14 @@ func TestKeyMaterialBounds(t *testing.T) {
 				{"key", "show", "--verify", c.keyfile},
 			} {
 				r := pbsWithin(t, 5*time.Second, args...)
+				want := c.want
+				if args[0] == "key" && strings.HasPrefix(c.name, "keyfile directory") {
+					want = "not a regular file" // key show takes one file
+				}
 				// A key or passphrase file that cannot be one is a
 				// command-line mistake.
-				if r.code != 2 || !strings.Contains(r.err, c.want) {
-					t.Errorf("want exit 2 and %q: %v", c.want, r)
+				if r.code != 2 || !strings.Contains(r.err, want) {
+					t.Errorf("want exit 2 and %q: %v", want, r)
 				}
 				noFile(t, target)
 			}
@@ -274,7 +278,7 @@ func TestRequireSignature(t *testing.T) {
 	}{
 		{"unsigned, required, key", unsigned, []string{"--require-signature", "--keyfile", keyfile}, 1, "has no signature (--require-signature)"},
 		{"unsigned, required, no key", unsigned, []string{"--require-signature"}, 1, "has no signature"},
-		{"signed, required, no key", signed, []string{"--require-signature"}, 1, "key"}, // "missing key" or "give --keyfile"
+		{"signed, required, no key", signed, []string{"--require-signature"}, 3, "--keyfile"}, // key missing: no damage
 		{"unsigned, key given", unsigned, []string{"--keyfile", keyfile}, 0, warning},
 		{"signed, required, key", signed, []string{"--require-signature", "--keyfile", keyfile}, 0, ""},
 		{"unsigned, no key", unsigned, nil, 0, ""},

@@ -228,12 +228,28 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 	if inc := rep.Incomplete(); inc != nil {
 		outside = cmp.Or(outside, inc)
 	}
+	see := map[bool]string{false: " (see above)", true: " (see \"snapshots\")"}[asJSON]
+	var noKey error
+	if rep.WithoutKey > 0 {
+		// Not verified for want of a key: no damage, a cause outside the
+		// data; a run with the key may verify them.
+		noKey = &outsideError{fmt.Errorf("%d snapshot(s) not verified: no key given opens them (key missing)%s: give --keyfile with their key", rep.WithoutKey, see)}
+	}
 	switch {
-	case !rep.OK && rep.Failed() == 0 && outside != nil:
+	case !rep.OK && rep.Damaged() == 0 && cmp.Or(outside, noKey) != nil:
 		// Every snapshot checked is fine, but not everything was checked.
 		verr = outside
+		if noKey != nil {
+			verr = noKey
+			if outside != nil {
+				verr = fmt.Errorf("%w; %w", noKey, outside)
+			}
+		}
 	case !rep.OK:
-		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable%s", rep.Failed(), len(rep.Snapshots), map[bool]string{false: " (see above)", true: " (see \"snapshots\")"}[asJSON])
+		verr = fmt.Errorf("verification failed: %d of %d snapshot(s) damaged or not verifiable%s", rep.Damaged(), len(rep.Snapshots), see)
+		if rep.WithoutKey > 0 {
+			verr = fmt.Errorf("%w, %d not verified for want of their key", verr, rep.WithoutKey)
+		}
 		if outside != nil {
 			// Some archive could not be checked for a reason outside the data.
 			verr = fmt.Errorf("%w; %w", verr, outside)
@@ -259,7 +275,10 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		}
 		head := fmt.Sprintf("verified %d snapshot(s)%s", len(rep.Snapshots), what)
 		if !rep.OK {
-			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Failed())
+			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Damaged())
+			if rep.WithoutKey > 0 {
+				head += fmt.Sprintf(", %d not verified for want of their key", rep.WithoutKey)
+			}
 		}
 		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, okWord(rep.OK))
 		printStores(stdout, rep.Stores)

@@ -1,0 +1,226 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+)
+
+// The statuses of a snapshot that no given key opens (KeyError.Status):
+// not damage, the snapshot was not read for want of its key.
+const (
+	// KeyMissing: the manifest names a key fingerprint that no given key
+	// has (by the fingerprints the key files carry, or their keys).
+	KeyMissing = "key-missing"
+	// KeyMismatch: a key file that carries no fingerprint was opened for
+	// the snapshot and its key is another one.
+	KeyMismatch = "key-mismatch"
+	// KeyUnopened: the key file chosen for the snapshot could not be
+	// opened (no or wrong passphrase, a fingerprint claim its key belies).
+	KeyUnopened = "key-error"
+)
+
+// KeyError says why a snapshot is not read: no given key is its key
+// (KeyMissing, KeyMismatch) or its key file could not be opened
+// (KeyUnopened). It is no damage of the data. It matches
+// index.ErrMissingKey (KeyMissing) or index.ErrWrongKey (KeyMismatch) and
+// unwraps to the opening error (KeyUnopened).
+type KeyError struct {
+	// Status is KeyMissing, KeyMismatch or KeyUnopened.
+	Status string
+	// Fingerprint is the key fingerprint the manifest names; zero when it
+	// names none.
+	Fingerprint crypto.Fingerprint
+	// SignOnly is set when the snapshot's data is not encrypted, only
+	// signed: --crypt-mode none reads it without checking the signature.
+	SignOnly bool
+	// File is the key file concerned (KeyUnopened), "" otherwise.
+	File string
+	// Given names the keys given, "file (fingerprint)" or "file (not
+	// opened, no fingerprint)", for the message.
+	Given []string
+	// Err is the opening error (KeyUnopened), nil otherwise.
+	Err error
+}
+
+// Error says the status, the fingerprint, the keys given and what to do.
+func (e *KeyError) Error() string {
+	if e.Status == KeyUnopened {
+		return fmt.Sprintf("key %s not opened: %v", e.Fingerprint, e.Err)
+	}
+	var b strings.Builder
+	switch e.Status {
+	case KeyMismatch:
+		fmt.Fprintf(&b, "%v (key mismatch): the manifest was written with key %s; no given key is it", index.ErrWrongKey, e.Fingerprint)
+	default:
+		fmt.Fprintf(&b, "%v (key missing, fingerprint %s): no given key has it", index.ErrMissingKey, e.Fingerprint)
+	}
+	if len(e.Given) > 0 {
+		fmt.Fprintf(&b, " (given: %s)", strings.Join(e.Given, ", "))
+	}
+	b.WriteString(": give --keyfile with its key file or paper key (lost it? key import-with-master-key recovers it from a master key)")
+	if e.SignOnly {
+		b.WriteString("; its data is not encrypted, only signed: --crypt-mode none reads it without checking the signature")
+	}
+	return b.String()
+}
+
+// Is matches index.ErrMissingKey for KeyMissing and index.ErrWrongKey for
+// KeyMismatch.
+func (e *KeyError) Is(target error) bool {
+	return (e.Status == KeyMissing && target == index.ErrMissingKey) || (e.Status == KeyMismatch && target == index.ErrWrongKey)
+}
+
+// Unwrap returns the opening error (KeyUnopened), or nil.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// signOnly reports whether m names a key but lists no encrypted file: its
+// data is only signed.
+func signOnly(m *index.Manifest) bool {
+	for _, f := range m.Files {
+		if f.CryptMode == index.CryptEncrypt {
+			return false
+		}
+	}
+	return true
+}
+
+// keySlot is one key file of the set: its fingerprint claim, read without
+// a passphrase, and once opened its key or error.
+type keySlot struct {
+	path      string
+	isDefault bool               // the default key file
+	claim     crypto.Fingerprint // the fingerprint the file says it has
+	claimed   bool               // the file carries a fingerprint
+	opened    bool               // opening was tried (at most once)
+	cc        *crypto.Config
+	err       error
+}
+
+// describe names s for messages: "file (fingerprint)", or "file (no
+// fingerprint, not opened)".
+func (s *keySlot) describe() string {
+	switch {
+	case s.cc != nil:
+		return fmt.Sprintf("%s (%s)", s.path, s.cc.Fingerprint().Short())
+	case s.claimed:
+		return fmt.Sprintf("%s (%s)", s.path, s.claim.Short())
+	case s.err != nil:
+		return fmt.Sprintf("%s (could not be opened)", s.path)
+	}
+	return fmt.Sprintf("%s (no fingerprint, not opened)", s.path)
+}
+
+// addSlot adds path to the set unless it is there already, reading its
+// fingerprint claim with KeyOptions.Fingerprint. A claim that cannot be
+// read leaves the file unclaimed when tolerant (the default key file),
+// else it is returned.
+func (k *Keys) addSlot(path string, isDefault, tolerant bool) error {
+	for _, s := range k.slots {
+		if s.path == path {
+			return nil
+		}
+	}
+	s := &keySlot{path: path, isDefault: isDefault}
+	if k.o.Fingerprint != nil {
+		fp, ok, err := k.o.Fingerprint(path)
+		if err != nil && !tolerant {
+			return err
+		}
+		s.claim, s.claimed = fp, ok && err == nil
+	}
+	k.slots = append(k.slots, s)
+	return nil
+}
+
+// openSlot opens s once (k.mu held): later calls return the same key or
+// error without asking again. A key whose fingerprint is not the one the
+// file claims fails wrapping crypto.ErrKeyFingerprint, naming the file.
+func (k *Keys) openSlot(s *keySlot) (*crypto.Config, error) {
+	if s.opened {
+		return s.cc, s.err
+	}
+	if s.isDefault {
+		k.note("using the default key file %s (give --keyfile to choose another, --crypt-mode none for no key)", s.path)
+	}
+	t0 := time.Now()
+	cc, err := k.open(s.path)
+	k.opening += time.Since(t0)
+	s.opened = true
+	switch {
+	case err != nil:
+		if s.isDefault && errors.Is(err, crypto.ErrPassphraseNeeded) {
+			err = fmt.Errorf("%w (or give --keyfile for another key, or --crypt-mode none for no key)", err)
+		}
+		s.err = err
+	case s.claimed && cc.Fingerprint() != s.claim:
+		s.err = fmt.Errorf("key file %s: %w: the file says %s, its key is %s", s.path, crypto.ErrKeyFingerprint, s.claim, cc.Fingerprint())
+	default:
+		s.cc = cc
+	}
+	if s.err != nil && k.err == nil {
+		k.err = s.err
+	}
+	return s.cc, s.err
+}
+
+// byFingerprint returns the key with fingerprint fp (k.mu held): a key
+// opened already; else the key file that claims fp, opened now; else each
+// key file that carries no fingerprint, opened in turn (said) until one
+// is fp. No key of fp is a KeyError (KeyMissing, or KeyMismatch when a key
+// file without a fingerprint was opened and is another key); the chosen
+// key file that cannot be opened is a KeyError (KeyUnopened) unwrapping to
+// the opener's error, as is the first key file without a fingerprint that
+// could not be opened when no other was opened and found another key.
+func (k *Keys) byFingerprint(fp crypto.Fingerprint, m *index.Manifest) (*crypto.Config, error) {
+	for _, s := range k.slots {
+		if s.cc != nil && s.cc.Fingerprint() == fp {
+			return s.cc, nil
+		}
+	}
+	for _, s := range k.slots {
+		if s.claimed && s.claim == fp {
+			cc, err := k.openSlot(s)
+			if err != nil {
+				return nil, &KeyError{Status: KeyUnopened, Fingerprint: fp, SignOnly: signOnly(m), File: s.path, Err: err}
+			}
+			return cc, nil
+		}
+	}
+	var failed *keySlot
+	mismatch := false
+	for _, s := range k.slots {
+		if s.claimed {
+			continue
+		}
+		if !s.opened {
+			k.note("key file %s carries no fingerprint: opened to see whether it is key %s", s.path, fp.Short())
+		}
+		cc, err := k.openSlot(s)
+		switch {
+		case err != nil:
+			if failed == nil {
+				failed = s
+			}
+		case cc.Fingerprint() == fp:
+			return cc, nil
+		default:
+			mismatch = true
+		}
+	}
+	if failed != nil && !mismatch {
+		return nil, &KeyError{Status: KeyUnopened, Fingerprint: fp, SignOnly: signOnly(m), File: failed.path, Err: failed.err}
+	}
+	e := &KeyError{Status: KeyMissing, Fingerprint: fp, SignOnly: signOnly(m)}
+	if mismatch {
+		e.Status = KeyMismatch
+	}
+	for _, s := range k.slots {
+		e.Given = append(e.Given, s.describe())
+	}
+	return nil, e
+}
