@@ -63,6 +63,10 @@ func Collect(ctx context.Context, store chunkstore.Store, snaps []index.Snapshot
 		var cc *crypto.Config
 		if err == nil && keys != nil {
 			cc, err = keys.ForManifest(src.Manifest())
+			var ke *snapshot.KeyError
+			if errors.As(err, &ke) && ke.Status != snapshot.KeyUnopened {
+				cc, err = nil, nil // no key given opens it: checked by CRC below
+			}
 		}
 		if err == nil {
 			if err = src.Manifest().Check(cc); cc == nil && errors.Is(err, index.ErrMissingKey) {
