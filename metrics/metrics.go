@@ -76,6 +76,7 @@ func WriteVerify(path string, rep verify.Report, retries int64, now time.Time) e
 	gauge(reg, l, "pbsdirect_verify_bytes", "Archive bytes covered by the last verify run.", float64(rep.Bytes))
 	gauge(reg, l, "pbsdirect_verify_snapshots", "Snapshots checked by the last verify run.", float64(len(rep.Snapshots)))
 	gauge(reg, l, "pbsdirect_verify_failed_snapshots", "Snapshots damaged or not verifiable in the last verify run.", float64(rep.Failed()))
+	gauge(reg, l, "pbsdirect_verify_snapshots_without_key", "Snapshots of the last verify run that no key given opens (key missing or mismatched): not verified, not damaged; they are among the failed snapshots.", float64(rep.WithoutKey))
 	gauge(reg, l, "pbsdirect_verify_chunks_checked", "Chunks read and checked by the last verify run.", float64(rep.ChunksChecked))
 	gauge(reg, l, "pbsdirect_verify_damaged_chunks", "Damaged chunks found by the last verify run (per archive using them).", float64(rep.DamagedChunks))
 	gauge(reg, l, "pbsdirect_verify_retries", "Bucket requests retried during the last verify run.", float64(retries))

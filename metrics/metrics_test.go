@@ -32,3 +32,19 @@ func TestLastSuccessCarried(t *testing.T) {
 		t.Errorf("verify metrics:\n%s", b)
 	}
 }
+
+// TestVerifyWithoutKey: snapshots no key opens have their own gauge, apart
+// from the damaged chunks.
+func TestVerifyWithoutKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pbsdirect.prom")
+	rep := verify.Report{Store: "/ds", WithoutKey: 2}
+	if err := WriteVerify(path, rep, 0, time.Unix(3000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := LastValue(path, "pbsdirect_verify_snapshots_without_key"); got != 2 {
+		t.Errorf("snapshots without key: %v, want 2", got)
+	}
+	if got := LastValue(path, "pbsdirect_verify_damaged_chunks"); got != 0 {
+		t.Errorf("damaged chunks: %v, want 0", got)
+	}
+}
