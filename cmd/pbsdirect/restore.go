@@ -64,11 +64,9 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	return rc
 }
 
-// check validates the parsed flags and the three arguments.
-func (rc *restoreCmd) check(fs *flag.FlagSet) error {
-	if fs.NArg() != 3 {
-		return usagef("want SNAPSHOT ARCHIVE TARGET, got %d argument(s)", fs.NArg())
-	}
+// checkFlags validates the store, pipeline and resume flags that restore
+// and restore-guest share; errors are usage errors.
+func (rc *restoreCmd) checkFlags() error {
 	if err := rc.sf.check(); err != nil {
 		return err
 	}
@@ -77,6 +75,17 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	}
 	if *rc.resume && *rc.restart {
 		return usagef("--resume continues an interrupted restore, --restart discards it: give one")
+	}
+	return nil
+}
+
+// check validates the parsed flags and the three arguments.
+func (rc *restoreCmd) check(fs *flag.FlagSet) error {
+	if fs.NArg() != 3 {
+		return usagef("want SNAPSHOT ARCHIVE TARGET, got %d argument(s)", fs.NArg())
+	}
+	if err := rc.checkFlags(); err != nil {
+		return err
 	}
 	if fs.Arg(2) == "-" && !rc.stdoutOK {
 		return usagef("a drill restores to a file or block device, not to standard output")

@@ -75,14 +75,8 @@ func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
 		if fs.NArg() != 2 {
 			return usagef("want SNAPSHOT DIR, got %d argument(s)", fs.NArg())
 		}
-		if err := rc.sf.check(); err != nil {
+		if err := rc.checkFlags(); err != nil {
 			return err
-		}
-		if err := rc.pf.check(); err != nil {
-			return err
-		}
-		if *rc.resume && *rc.restart {
-			return usagef("--resume continues an interrupted restore, --restart discards it: give one")
 		}
 		if *gf.noConfig && fs.Changed("config") {
 			return usagef("--config names where the configuration goes, --no-config writes none: give one")
