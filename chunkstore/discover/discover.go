@@ -102,8 +102,11 @@ func Find(ctx context.Context, location string, opts backends.Options, o Options
 // Near returns the datastores a --store location that holds none most
 // likely meant, bounded to a few listings: the datastore the location lies
 // inside (an ancestor that is one: ".../store/.cnt", ".../store/vm/100"),
-// else those a shallow walk finds below it, else below its parent (its
-// siblings). An error is returned only when nothing could be listed.
+// else those a shallow walk finds below it, else, when the location is not
+// there (a mistyped path or prefix), those below its parent (its
+// siblings). A directory that exists (an empty mount point with its disk
+// not mounted) gets no siblings: another datastore beside it is not what
+// it meant. An error is returned only when nothing could be listed.
 func Near(ctx context.Context, location string, opts backends.Options) ([]Datastore, error) {
 	if backends.IsRemote(location) {
 		w, prefix, err := openBucket(ctx, location, opts)
@@ -135,6 +138,9 @@ func near(ctx context.Context, t tree, start string) ([]Datastore, error) {
 	if len(r.Datastores) > 0 {
 		return r.Datastores, nil
 	}
+	if err == nil && t.listingProvesThere() {
+		return nil, nil
+	}
 	parent, ok := t.parent(start)
 	if !ok {
 		return nil, err
@@ -161,6 +167,10 @@ type tree interface {
 	location(p string) string
 	// parent returns p's parent node, false at the top.
 	parent(p string) (string, bool)
+	// listingProvesThere reports whether a node listed without error
+	// exists (a directory) rather than maybe not (a bucket prefix lists
+	// empty whether or not anything was ever put there).
+	listingProvesThere() bool
 }
 
 // walk is the breadth-first walk of t from start bounded by o.
@@ -268,6 +278,8 @@ func (b bucketTree) level(ctx context.Context, p string) (string, []string, erro
 	return "", children, nil
 }
 
+func (bucketTree) listingProvesThere() bool { return false }
+
 func (b bucketTree) location(p string) string { return bucket.Keys{Prefix: p}.URL(b.scheme, b.bucket) }
 
 func (b bucketTree) parent(p string) (string, bool) {
@@ -314,6 +326,8 @@ func (dirTree) level(_ context.Context, p string) (string, []string, error) {
 	}
 	return "", children, nil
 }
+
+func (dirTree) listingProvesThere() bool { return true }
 
 func (dirTree) location(p string) string { return p }
 

@@ -167,3 +167,39 @@ func TestDirWalk(t *testing.T) {
 		t.Error("Find of a missing directory: no error")
 	}
 }
+
+// TestNearDirSiblings: a --store directory that exists but holds no
+// datastore (an empty mount point whose disk is not mounted) is not given
+// the datastores beside it as "did you mean"; a path that does not exist
+// (a typo) is, and one inside or above a datastore names it.
+func TestNearDirSiblings(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"ds1/.chunks", "ds2/.chunks", "emptymnt", "other/file-only", "up/inner/ds3/.chunks"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		loc  string
+		want []string
+	}{
+		{"emptymnt", nil},
+		{"other", nil},
+		{"ds3", []string{"ds1", "ds2"}}, // not there: a typo of a sibling
+		{"ds1/vm/100", []string{"ds1"}},
+		{"up", []string{"up/inner/ds3"}},
+	} {
+		got, err := Near(context.Background(), filepath.Join(root, tc.loc), backends.Options{})
+		if err != nil {
+			t.Fatalf("Near(%s): %v", tc.loc, err)
+		}
+		var locs []string
+		for _, d := range got {
+			rel, _ := filepath.Rel(root, d.Location)
+			locs = append(locs, rel)
+		}
+		if !reflect.DeepEqual(locs, tc.want) {
+			t.Errorf("Near(%s) = %v, want %v", tc.loc, locs, tc.want)
+		}
+	}
+}

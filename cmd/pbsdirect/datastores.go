@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -132,14 +133,26 @@ func summarize(ctx context.Context, d discover.Datastore, opts backends.Options)
 
 // nearError is a --store that holds no datastore, with the datastores
 // found near it (discover.Near): it says "did you mean --store X (or Y)?"
-// after the opening error, and exits as that error does.
+// after the opening error, without the generic hint at the usual causes
+// (storeMissingError); or, with empty and none near, that the directory
+// is empty: a disk not mounted there. It exits as the opening error does.
 type nearError struct {
-	err  error
-	near []discover.Datastore
+	err   error
+	near  []discover.Datastore
+	empty string // the empty directory --store names, when near is empty
 }
 
-// Error is the opening error and the datastores found near it.
+// Error is the opening error and the datastores found near it, or the
+// empty directory's hint.
 func (e *nearError) Error() string {
+	base := e.err.Error()
+	var sm *storeMissingError
+	if errors.As(e.err, &sm) {
+		base = sm.err.Error() // the specific hint replaces the generic one
+	}
+	if len(e.near) == 0 {
+		return fmt.Sprintf("%s (%s is an empty directory: a disk not mounted there? mount it and retry)", base, index.DisplayText(e.empty))
+	}
 	var locs []string
 	for _, d := range e.near {
 		locs = append(locs, index.DisplayText(d.Location))
@@ -148,7 +161,7 @@ func (e *nearError) Error() string {
 	if len(locs) > 1 {
 		alt += " (or " + strings.Join(locs[1:], ", ") + ")"
 	}
-	return fmt.Sprintf("%v; did you mean --store %s?", e.err, alt)
+	return fmt.Sprintf("%s; did you mean --store %s?", base, alt)
 }
 
 // Unwrap returns the opening error.
@@ -159,7 +172,9 @@ const nearMax = 5
 
 // withNear returns err, opening the one store spec, with the datastores
 // found near spec (a bounded probe: discover.Near) when it says no
-// datastore is there (chunkstore.ErrNotFound); else err as it is.
+// datastore is there (chunkstore.ErrNotFound), or with the hint that spec
+// is an empty directory (an unmounted mount point) when none is near;
+// else err as it is.
 func withNear(ctx context.Context, spec string, opts backends.Options, err error) error {
 	if err == nil || !errors.Is(err, chunkstore.ErrNotFound) || chunkstore.Outside(err) || ctx.Err() != nil {
 		return err
@@ -167,6 +182,11 @@ func withNear(ctx context.Context, spec string, opts backends.Options, err error
 	opts.Create = false
 	near, nerr := discover.Near(ctx, spec, opts)
 	if nerr != nil || len(near) == 0 {
+		if !backends.IsRemote(spec) && nerr == nil {
+			if entries, rerr := os.ReadDir(spec); rerr == nil && len(entries) == 0 {
+				return &nearError{err: err, empty: spec}
+			}
+		}
 		return err
 	}
 	if len(near) > nearMax {

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNearHintWording: an existing empty --store directory (an unmounted
+// mount point) names no other datastore and says it is empty; a mistyped
+// path names the datastores beside it without the generic "(a disk not
+// mounted? …)" tail, which stays when nothing is suggested.
+func TestNearHintWording(t *testing.T) {
+	top := t.TempDir()
+	for _, d := range []string{"ds1/.chunks", "ds2/.chunks", "emptymnt", "other/sub"} {
+		if err := os.MkdirAll(filepath.Join(top, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const generic = "a disk not mounted? a bucket or prefix not created yet?"
+	for _, tc := range []struct {
+		store      string
+		want, not []string
+	}{
+		{"emptymnt", []string{"is an empty directory: a disk not mounted there?"}, []string{"did you mean", "ds1", generic}},
+		{"nonexist", []string{"did you mean --store " + filepath.Join(top, "ds1") + " (or " + filepath.Join(top, "ds2") + ")?"}, []string{generic}},
+		{"ds1/vm", []string{"did you mean --store " + filepath.Join(top, "ds1") + "?"}, []string{generic}},
+		{"other", []string{generic}, []string{"did you mean", "empty directory"}},
+	} {
+		r := mustFail(t, exitOutside, tc.want, "snapshots", "--store", filepath.Join(top, tc.store))
+		for _, n := range tc.not {
+			if strings.Contains(r.err, n) {
+				t.Errorf("--store %s: says %q: %s", tc.store, n, r.err)
+			}
+		}
+	}
+}
