@@ -31,8 +31,8 @@ type datastoreEntry struct {
 type datastoresReport struct {
 	Location   string           `json:"location"`
 	Datastores []datastoreEntry `json:"datastores"`
-	Requests   int              `json:"listings"`           // listings the walk made
-	LeftOut    []string         `json:"left-out,omitempty"` // what the walk did not look at
+	Requests   int              `json:"listings"` // listings the walk made
+	LeftOut    []string         `json:"left-out"` // what the walk did not look at ([] when nothing)
 }
 
 func cmdDatastores(fs *flag.FlagSet) commandFunc {
@@ -72,7 +72,7 @@ func cmdDatastores(fs *flag.FlagSet) commandFunc {
 			}
 			return err
 		}
-		rep := datastoresReport{Location: sf.store, Datastores: []datastoreEntry{}, Requests: found.Requests, LeftOut: found.LeftOut}
+		rep := datastoresReport{Location: sf.store, Datastores: []datastoreEntry{}, Requests: found.Requests, LeftOut: append([]string{}, found.LeftOut...)}
 		var failed []string
 		for _, d := range found.Datastores {
 			e := datastoreEntry{Datastore: d}

@@ -20,7 +20,7 @@ func TestNearHintWording(t *testing.T) {
 	}
 	const generic = "a disk not mounted? a bucket or prefix not created yet?"
 	for _, tc := range []struct {
-		store      string
+		store     string
 		want, not []string
 	}{
 		{"emptymnt", []string{"is an empty directory: a disk not mounted there?"}, []string{"did you mean", "ds1", generic}},
@@ -34,5 +34,18 @@ func TestNearHintWording(t *testing.T) {
 				t.Errorf("--store %s: says %q: %s", tc.store, n, r.err)
 			}
 		}
+	}
+}
+
+// TestDatastoresLeftOutAlways: the JSON of 'datastores' has "left-out"
+// also when the walk was complete (an empty list).
+func TestDatastoresLeftOutAlways(t *testing.T) {
+	top := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(top, "ds", ".chunks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOK(t, "datastores", top, "--output-format", "json")
+	if !strings.Contains(r.out, `"left-out":[]`) {
+		t.Errorf("no empty left-out: %s", r.out)
 	}
 }
