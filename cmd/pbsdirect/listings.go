@@ -21,8 +21,11 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
-	maxDepth := fs.Int("max-depth", 0, "also list the groups of the namespaces this many levels below --ns (-1: all)")
+	maxDepth := fs.Int("max-depth", 0, "also list the groups of the namespaces this many levels below --ns (0..7; -1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := checkListingDepth(*maxDepth); err != nil {
+			return err
+		}
 		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for a namespace", stderr)
 		if err != nil {
 			return err
@@ -45,6 +48,16 @@ func cmdGroups(fs *flag.FlagSet) commandFunc {
 		}
 		return cmp.Or(tw.Flush(), listingIncomplete(&sf, store))
 	}
+}
+
+// checkListingDepth checks the --max-depth of a listing (groups,
+// snapshots, namespaces): 0 to index.MaxNamespaceDepth levels, as PBS
+// takes, or -1 for every level below; anything else is a usage error.
+func checkListingDepth(d int) error {
+	if d < -1 || d > index.MaxNamespaceDepth {
+		return usagef("--max-depth must be 0..%d (-1: every level), not %d", index.MaxNamespaceDepth, d)
+	}
+	return nil
 }
 
 // groupsBelow lists the groups of namespace ns (snapshot.Groups) and, with
@@ -79,8 +92,11 @@ func cmdNamespaces(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
-	maxDepth := fs.Int("max-depth", -1, "list namespaces at most this many levels below --ns (-1: all)")
+	maxDepth := fs.Int("max-depth", -1, "list namespaces at most this many levels below --ns (0..7; -1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := checkListingDepth(*maxDepth); err != nil {
+			return err
+		}
 		ns, store, err := openListing(ctx, fs, &sf, args, "use --ns for where to start", stderr)
 		if err != nil {
 			return err

@@ -49,3 +49,21 @@ func TestDatastoresLeftOutAlways(t *testing.T) {
 		t.Errorf("no empty left-out: %s", r.out)
 	}
 }
+
+// TestListingMaxDepthRange: the listings take --max-depth 0..7 as PBS
+// does, and -1 for every level; anything else exits 2 before the store is
+// opened.
+func TestListingMaxDepthRange(t *testing.T) {
+	store := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(store, ".chunks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"groups", "snapshots", "namespaces"} {
+		for _, d := range []string{"-2", "8", "9"} {
+			mustFail(t, exitUsage, []string{"--max-depth must be 0..7"}, cmd, "--store", store, "--max-depth", d)
+		}
+		for _, d := range []string{"-1", "0", "7"} {
+			mustOK(t, cmd, "--store", store, "--max-depth", d)
+		}
+	}
+}

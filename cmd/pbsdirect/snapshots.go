@@ -25,8 +25,11 @@ func cmdSnapshots(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.registerLocation(fs)
 	sf.registerOutput(fs)
-	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (-1: all)")
+	maxDepth := fs.Int("max-depth", 0, "also list the snapshots of the namespaces this many levels below --ns (0..7; -1: all)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+		if err := checkListingDepth(*maxDepth); err != nil {
+			return err
+		}
 		if fs.NArg() > 1 {
 			return usagef("snapshots takes at most one GROUP (TYPE/ID; use --ns for a namespace)")
 		}
