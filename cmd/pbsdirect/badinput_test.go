@@ -496,7 +496,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"backup", "--store", store, ".img:/tmp/x"}, "want letters, digits"},
 		{[]string{"verify", "--store", store, "--report", "-"}, "--report -: give a file path"},
 		{[]string{"man"}, "want DIR"},
-		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "not a directory"},
+		{[]string{"man", filepath.Join(t.TempDir(), "nosuch")}, "nosuch: no such directory"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {

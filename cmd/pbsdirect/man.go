@@ -25,7 +25,7 @@ func cmdMan(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return usagef("%s: not a directory (create it first)", dir)
+			return usagef("%s: %s (create it first)", dir, dirArgProblem(err, err == nil && st.IsDir()))
 		}
 		n, err := program().WriteManPages(ctx, dir, "pbsdirect "+buildVersion().Version)
 		if err != nil {

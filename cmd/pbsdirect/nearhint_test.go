@@ -67,3 +67,20 @@ func TestListingMaxDepthRange(t *testing.T) {
 		}
 	}
 }
+
+// TestDirArgWording: a DIR argument that does not exist says "no such
+// directory", one that is a file "not a directory" (restore-guest, man).
+func TestDirArgWording(t *testing.T) {
+	store := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(store, ".chunks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "nonexist")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, exitUsage, []string{"DIR " + missing + ": no such directory"}, "restore-guest", "--store", store, "vm/100", missing)
+	mustFail(t, exitUsage, []string{"DIR " + file + ": not a directory"}, "restore-guest", "--store", store, "vm/100", file)
+	mustFail(t, exitUsage, []string{missing + ": no such directory"}, "man", missing)
+}

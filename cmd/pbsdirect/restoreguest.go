@@ -89,7 +89,7 @@ func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
 		}
 		dir := fs.Arg(1)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return usagef("DIR %s is not a directory", index.DisplayText(dir))
+			return usagef("DIR %s: %s", index.DisplayText(dir), dirArgProblem(err, err == nil && st.IsDir()))
 		}
 		maps := map[string]string{}
 		for _, m := range *gf.maps {
