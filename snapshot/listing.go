@@ -3,7 +3,6 @@ package snapshot
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"golang.org/x/sync/errgroup"
 
@@ -80,7 +79,7 @@ func GroupEntries(ctx context.Context, store chunkstore.Store, ns index.Namespac
 		return nil, err
 	}
 	if len(list) == 0 {
-		return nil, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", ErrNoSnapshot, typ, id, NamespaceName(ns), store)
+		return nil, NoGroupError(ctx, store, ns, typ, id)
 	}
 	return describe(ctx, store, list, removed)
 }

@@ -199,7 +199,7 @@ func Resolve(ctx context.Context, store chunkstore.Store, ns index.Namespace, re
 		}
 		return s, nil
 	}
-	return snap, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", ErrNoSnapshot, snap.Type, snap.ID, NamespaceName(ns), store)
+	return snap, NoGroupError(ctx, store, ns, snap.Type, snap.ID)
 }
 
 // nearestShown is how many of a group's snapshots a "no such snapshot"
@@ -221,7 +221,7 @@ func nearest(ctx context.Context, store chunkstore.Store, snap index.Snapshot) s
 		}
 	}
 	if len(times) == 0 {
-		return fmt.Sprintf("group %s/%s has no finished snapshot there", snap.Type, snap.ID)
+		return fmt.Sprintf("group %s/%s has no finished snapshot there%s", snap.Type, snap.ID, elsewhere(ctx, store, snap.NS, snap.Type, snap.ID))
 	}
 	dist := func(t int64) int64 {
 		if t > snap.Time {

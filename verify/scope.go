@@ -77,7 +77,7 @@ func Select(ctx context.Context, store chunkstore.Store, sc Scope) (Selection, e
 			sel.Snapshots = sel.Snapshots[len(sel.Snapshots)-1:]
 		}
 		if len(sel.Snapshots) == 0 {
-			return sel, fmt.Errorf("%w: group %s/%s has no finished snapshot in %s of %s", snapshot.ErrNoSnapshot, ref.Type, ref.ID, snapshot.NamespaceName(ref.NS), store)
+			return sel, snapshot.NoGroupError(ctx, store, ref.NS, ref.Type, ref.ID)
 		}
 		return sel, nil
 	}

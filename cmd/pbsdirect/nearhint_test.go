@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
 
 // TestNearHintWording: an existing empty --store directory (an unmounted
@@ -83,4 +86,23 @@ func TestDirArgWording(t *testing.T) {
 	mustFail(t, exitUsage, []string{"DIR " + missing + ": no such directory"}, "restore-guest", "--store", store, "vm/100", missing)
 	mustFail(t, exitUsage, []string{"DIR " + file + ": not a directory"}, "restore-guest", "--store", store, "vm/100", file)
 	mustFail(t, exitUsage, []string{missing + ": no such directory"}, "man", missing)
+}
+
+// TestNamespaceHintCommands: snapshots, restore, restore-guest and verify
+// of a group that exists only in another namespace exit 1 and say where
+// it is ("--ns lab").
+func TestNamespaceHintCommands(t *testing.T) {
+	store := fixture.NewStore(t)
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Mixed(64<<10, 3))
+	fixture.Backup(t, store, fixture.Snap(t, "lab", "ct", "9", fixture.T0), backup.Options{}, backup.Source{Name: "drive-scsi0.img", Path: img})
+	const hint = "(it exists in namespace lab: --ns lab)"
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"snapshots", "--store", store, "ct/9"},
+		{"restore", "--store", store, "ct/9", "drive-scsi0.img", filepath.Join(out, "x.raw")},
+		{"restore-guest", "--store", store, "ct/9", out},
+		{"verify", "--store", store, "ct/9"},
+	} {
+		mustFail(t, exitData, []string{"no finished snapshot in the root namespace", hint}, args...)
+	}
 }
