@@ -191,9 +191,11 @@ func writeRepairItem(w io.Writer, primary chunkstore.Store, mirrors []chunkstore
 	terse := func(text string) string {
 		text = strings.ReplaceAll(text, "chunk "+it.Digest+": ", "")
 		if it.Kind == repair.KindChunk {
-			for _, s := range stores {
-				if d, err := crypto.ParseDigest(it.Digest); err == nil {
-					text = strings.ReplaceAll(text, s.ChunkLocation(d)+": ", "")
+			if d, err := crypto.ParseDigest(it.Digest); err == nil {
+				for _, s := range stores {
+					loc := s.ChunkLocation(d)
+					text = strings.ReplaceAll(text, "open "+loc+": ", "")
+					text = strings.ReplaceAll(text, loc+": ", "")
 				}
 			}
 		} else {
