@@ -98,11 +98,31 @@ func (r *Repairer) Files(ctx context.Context, snaps []index.Snapshot) ([]Item, F
 			add(*mit)
 			continue
 		}
-		whole := true
+		release := func() error { return nil }
+		if mit != nil && !r.opts.DryRun {
+			// A snapshot without a manifest may be one a backup is
+			// writing: claimed as a backup claims it, and looked at again.
+			var err error
+			if release, err = r.primary.ClaimSnapshot(ctx, s.Dir()); err != nil {
+				mit.Action, mit.WriteError = ActionFailed, fmt.Sprintf("not copied: the snapshot could not be claimed as a backup claims it: %v", err)
+				add(*mit)
+				continue
+			}
+			if _, err := snapshot.ReadManifest(ctx, r.primary, s); !errors.Is(err, snapshot.ErrNoSnapshot) {
+				release()
+				mit.Action, mit.WriteError = ActionFailed, "not copied: the snapshot's manifest appeared meanwhile (another writer): run repair again"
+				add(*mit)
+				continue
+			}
+		}
+		// unmended is the action of the snapshot's files that could not
+		// be repaired ("" when all were): ActionFailed when any failed.
+		unmended := ""
 		for i := range m.Files {
 			f := &m.Files[i]
 			it := r.file(ctx, s, m, f)
 			if ctx.Err() != nil {
+				release()
 				return items, n, ctx.Err()
 			}
 			n.Checked++
@@ -110,19 +130,24 @@ func (r *Repairer) Files(ctx context.Context, snaps []index.Snapshot) ([]Item, F
 				n.Good++
 				continue
 			}
-			whole = whole && (it.Action == ActionCopied || it.Action == ActionWouldCopy)
+			if it.Action != ActionCopied && it.Action != ActionWouldCopy && unmended != ActionFailed {
+				unmended = it.Action
+			}
 			add(*it)
 		}
 		if mit != nil {
 			switch {
-			case !whole:
-				mit.Action = ActionFailed
+			case unmended != "":
+				mit.Action = unmended
 				mit.WriteError = "not copied: files of the snapshot could not be repaired (see their lines)"
 			case !r.opts.DryRun:
 				r.writeFile(ctx, mit, func(ctx context.Context, st chunkstore.Store) error {
 					_, err := snapshot.ReadManifest(ctx, st, s)
 					return err
 				})
+			}
+			if err := release(); err != nil && mit.Action == ActionCopied {
+				mit.Action, mit.WriteError = ActionFailed, fmt.Sprintf("copied, but releasing the snapshot's claim failed: %v", err)
 			}
 			add(*mit)
 		}
@@ -325,4 +350,3 @@ func (m *memStore) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int
 	}
 	return io.NopCloser(bytes.NewReader(m.data)), int64(len(m.data)), nil
 }
-

@@ -39,7 +39,7 @@ type Item struct {
 	// Source is the store the good copy came from; for a chunk's copy
 	// kept aside, "<store> (.bad copy <name>)".
 	Source string `json:"source,omitempty"`
-	Action  string `json:"action"`           // one of the Action constants
+	Action string `json:"action"` // one of the Action constants
 	// Aside is where the primary's damaged copy was kept
 	// ("<digest>.N.bad" file or object), "" when none was moved.
 	Aside string `json:"aside,omitempty"`

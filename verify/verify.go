@@ -112,7 +112,7 @@ type Verifier struct {
 	// .bad copy, for the report's distinct count (an archive counts each
 	// of its own).
 	badCopies map[string]struct{}
-	listErr            error // first error writing DamagedList
+	listErr   error // first error writing DamagedList
 	// outside is the first failure that proves nothing about the data
 	// (not restore.Proven): an archive was not checked, not found damaged.
 	outside error

@@ -21,7 +21,7 @@ import (
 func cmdRepair(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.register(fs)
-	from := fs.StringArray("from", nil, "a copy of the datastore to take good chunks from (directory, s3://… or gs://…); give it several times, in order of preference")
+	from := fs.StringArray("from", nil, "a copy of the datastore to take good chunks and files from (directory, s3://… or gs://…); give it several times, in order of preference; without it only the store's own .bad copies are used")
 	dryRun := fs.Bool("dry-run", false, "check and say what would be copied from where; write nothing")
 	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
 	maxDepth := fs.Int("max-depth", 0, "also repair the chunks of child namespaces down to this many levels below --ns")

@@ -515,3 +515,27 @@ func TestRepairFromBadCopies(t *testing.T) {
 		mustOK(t, "verify", "--store", c.primary, snap0)
 	}
 }
+
+// TestRepairFilesBucket: the same in an S3 bucket (versitygw): the index
+// the bucket lacks and the blob it holds damaged are PUT from the mirror,
+// and verify of the bucket alone passes after.
+func TestRepairFilesBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts versitygw")
+	}
+	src, mirror, sd := filesCase(t, 51)
+	root := t.TempDir()
+	pdir := fixture.CopyDir(t, src, filepath.Join(root, "pbkt", "ds"))
+	remove(t, filepath.Join(pdir, sd, "drive-scsi0.img.fidx"))
+	flipByte(t, filepath.Join(pdir, sd, "qemu-server.conf.blob"))
+	s3 := testenv.StartS3Dir(t, root)
+	s3.AdoptFiles(t)
+	bktSetEnv(t, "127.0.0.1:1")
+	endpoint := []string{"--s3-endpoint", s3.Endpoint}
+	mustFail(t, 1, nil, append([]string{"verify", "--store", "s3://pbkt/ds"}, endpoint...)...)
+	rep := repairJSON(t, 0, append([]string{"--store", "s3://pbkt/ds", "--from", mirror}, endpoint...)...)
+	if rep.Files.Repaired != 2 {
+		t.Errorf("files %+v, items %+v; want 2 repaired", rep.Files, rep.Items)
+	}
+	mustOK(t, append([]string{"verify", "--store", "s3://pbkt/ds"}, endpoint...)...)
+}
