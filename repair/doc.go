@@ -5,5 +5,8 @@
 // copies a copy that passes the same check from the first mirror that has
 // one. A chunk is written atomically (a temporary file renamed into place;
 // one PUT on a bucket), a good chunk is never replaced, and a damaged one
-// is kept aside as "<digest>.N.bad", as PBS does.
+// is kept aside as "<digest>.N.bad", as PBS does. When no mirror has a
+// good copy, the copies kept aside as "<digest>.N.bad" (the primary's
+// own, then the mirrors') are tried too. Repairer.Files does the same
+// for the snapshots' files (indexes, blobs, a missing manifest).
 package repair

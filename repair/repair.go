@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -25,15 +27,19 @@ const (
 	ActionFailed    = "failed"         // a store could not be read, or the primary written (see Item.Error, Item.Tried, Item.WriteError)
 )
 
-// Item is one chunk of the scope that the primary lacked or held damaged,
-// and what was done about it.
+// Item is one chunk or snapshot file of the scope that the primary lacked
+// or held damaged, and what was done about it.
 type Item struct {
-	Digest  string `json:"digest"`
-	Length  int    `json:"length"`           // plaintext bytes
+	Kind    string `json:"kind"`             // KindChunk, KindIndex, KindBlob or KindManifest
+	Digest  string `json:"digest,omitempty"` // a chunk's
+	File    string `json:"file,omitempty"`   // a snapshot file's datastore-relative path
+	Length  int    `json:"length,omitempty"` // a chunk's plaintext bytes
 	Problem string `json:"problem"`          // ProblemMissing or ProblemDamaged ("" when the primary could not be read)
 	Error   string `json:"error"`            // what the primary's copy failed with (store-controlled text)
-	Source  string `json:"source,omitempty"` // the store the good copy came from
-	Action  string `json:"action"`           // one of the Action constants
+	// Source is the store the good copy came from; for a chunk's copy
+	// kept aside, "<store> (.bad copy <name>)".
+	Source string `json:"source,omitempty"`
+	Action string `json:"action"` // one of the Action constants
 	// Aside is where the primary's damaged copy was kept
 	// ("<digest>.N.bad" file or object), "" when none was moved.
 	Aside string `json:"aside,omitempty"`
@@ -43,6 +49,8 @@ type Item struct {
 	// WriteError is why writing into the primary failed, or why no copy
 	// could be had (ActionFailed).
 	WriteError string `json:"write-error,omitempty"`
+
+	data []byte // a snapshot file's good copy, to be written
 }
 
 // Options configure a Repairer.
@@ -188,7 +196,7 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 // chunk checks c in the primary and repairs it; good reports a chunk that
 // was good in the primary (no item).
 func (r *Repairer) chunk(ctx context.Context, dec *chunkstore.Decoder, c *Chunk) (it Item, good bool) {
-	it = Item{Digest: c.Digest.String(), Length: c.Length}
+	it = Item{Kind: KindChunk, Digest: c.Digest.String(), Length: c.Length}
 	_, perr := check(ctx, dec, r.primary, c)
 	if perr == nil {
 		return it, true
@@ -218,6 +226,16 @@ func (r *Repairer) chunk(ctx context.Context, dec *chunkstore.Decoder, c *Chunk)
 		unread = unread || problem(err) == ""
 		it.Tried = append(it.Tried, s.String()+": "+err.Error())
 	}
+	if blob == nil {
+		var src string
+		blob, src = r.salvage(ctx, dec, c, &it, &unread)
+		if ctx.Err() != nil {
+			return Item{}, false
+		}
+		if blob != nil {
+			it.Source = src
+		}
+	}
 	switch {
 	case blob == nil && unread:
 		it.Action, it.WriteError = ActionFailed, "no good copy in the stores that could be read, and a store could not be read (see tried)"
@@ -231,6 +249,39 @@ func (r *Repairer) chunk(ctx context.Context, dec *chunkstore.Decoder, c *Chunk)
 	}
 	r.write(ctx, dec, c, blob, &it)
 	return it, false
+}
+
+// errNoBadCopy stands, for chunkstore.Salvage, for the chunk's failure
+// under its own name.
+var errNoBadCopy = errors.New("no .bad copy")
+
+// salvage looks for a good copy of c among the copies kept aside as
+// damaged ("<digest>.N.bad", chunkstore.BadCopies): the primary's own
+// first, then each --from store's, each checked as a chunk read under its
+// name is. It returns the copy and its source ("<store> (.bad copy
+// <name>)"), or nil, adding to it.Tried what the copies that failed said
+// and setting unread when a store's copies could not be looked for.
+func (r *Repairer) salvage(ctx context.Context, dec *chunkstore.Decoder, c *Chunk, it *Item, unread *bool) ([]byte, string) {
+	for _, s := range append([]chunkstore.Store{r.primary}, r.from...) {
+		if _, ok := s.(chunkstore.BadCopies); !ok {
+			continue
+		}
+		raw, loc, err := chunkstore.Salvage(ctx, s, c.Digest, errNoBadCopy, nil, chunkstore.ChunkLimit(c.Length), func(raw []byte) error {
+			return checkRaw(dec, raw, c)
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil, ""
+		case err == nil:
+			return raw, fmt.Sprintf("%s (.bad copy %s)", s, path.Base(loc))
+		case err == errNoBadCopy:
+			continue
+		case chunkstore.Outside(err):
+			*unread = true
+		}
+		it.Tried = append(it.Tried, s.String()+" .bad copies: "+strings.TrimPrefix(err.Error(), errNoBadCopy.Error()+"; "))
+	}
+	return nil, ""
 }
 
 // write puts blob, a good copy of c, into the primary: checked again
@@ -290,21 +341,26 @@ func check(ctx context.Context, dec *chunkstore.Decoder, s chunkstore.Store, c *
 	if err != nil {
 		return nil, err
 	}
-	if c.CRCOnly {
-		if _, err := chunkstore.CheckCryptMode(raw, c.Encrypted); err != nil {
-			return raw, fmt.Errorf("chunk %s: %s: %w", c.Digest, s.ChunkLocation(c.Digest), err)
-		}
-		if err := chunkstore.CheckCRC(raw); err != nil {
-			return raw, fmt.Errorf("chunk %s: %s: %w", c.Digest, s.ChunkLocation(c.Digest), err)
-		}
-		return raw, nil
-	}
-	// DecodeChunk may overwrite blob's spare capacity: hand it a copy's
-	// worth of room only.
-	if _, err := dec.DecodeChunk(nil, raw[:len(raw):len(raw)], c.Digest, c.Length, c.Encrypted, c.Key); err != nil {
+	if err := checkRaw(dec, raw, c); err != nil {
 		return raw, fmt.Errorf("chunk %s: %s: %w", c.Digest, s.ChunkLocation(c.Digest), err)
 	}
 	return raw, nil
+}
+
+// checkRaw checks raw, a stored copy of c, as verify does: crypt mode,
+// CRC, decryption, length and digest (crypt mode and CRC only for
+// CRCOnly).
+func checkRaw(dec *chunkstore.Decoder, raw []byte, c *Chunk) error {
+	if c.CRCOnly {
+		if _, err := chunkstore.CheckCryptMode(raw, c.Encrypted); err != nil {
+			return err
+		}
+		return chunkstore.CheckCRC(raw)
+	}
+	// DecodeChunk may overwrite blob's spare capacity: hand it a copy's
+	// worth of room only.
+	_, err := dec.DecodeChunk(nil, raw[:len(raw):len(raw)], c.Digest, c.Length, c.Encrypted, c.Key)
+	return err
 }
 
 // problem classifies why a copy is not good: ProblemMissing,

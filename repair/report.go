@@ -8,8 +8,11 @@ type Report struct {
 	DryRun    bool     `json:"dry-run,omitempty"`
 	Snapshots int      `json:"snapshots"` // snapshots in scope
 	Counts
-	// Items are the chunks the primary lacked or held damaged, sorted by
-	// digest: the first Options.MaxListed (Counts.Unlisted counts the rest).
+	// Files counts the snapshot files (manifests, indexes, blobs) checked.
+	Files FileCounts `json:"files"`
+	// Items are the snapshot files the primary lacked or held damaged, in
+	// the order of the snapshots, then the chunks, sorted by digest: the
+	// first Options.MaxListed (Counts.Unlisted counts the rest).
 	Items []Item `json:"items"`
 	// Errors name the snapshots and archives whose chunk list could not
 	// be read from any store (their chunks were not checked).

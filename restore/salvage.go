@@ -65,7 +65,7 @@ type BadCopyError struct {
 // Error says why the ordinary copies failed and which .bad copy holds the
 // chunk intact.
 func (e *BadCopyError) Error() string {
-	return fmt.Sprintf("%v; intact only in a .bad copy, which PBS does not read (recovered from a .bad copy: %s; `pbsdirect repair` or renaming the copy to the chunk's name mends the store)", e.Err, e.Copy)
+	return fmt.Sprintf("%v; intact only in a .bad copy, which PBS does not read (recovered from a .bad copy: %s; `pbsdirect repair --store STORE` or renaming the copy to the chunk's name mends the store)", e.Err, e.Copy)
 }
 
 // Unwrap returns Err.

@@ -230,10 +230,11 @@ func Merge(reports []Report, names ...string) (Report, error) {
 	}
 	// The shards' chunks are disjoint: their distinct counts add up (the
 	// archives' would count a shared chunk in each).
-	out.ChunksFresh, out.ChunksPresent = 0, 0
+	out.ChunksFresh, out.ChunksPresent, out.BadCopyChunks = 0, 0, 0
 	for _, r := range reports {
 		out.ChunksFresh += r.ChunksFresh
 		out.ChunksPresent += r.ChunksPresent
+		out.BadCopyChunks += r.BadCopyChunks
 	}
 	switch {
 	case !out.OK && out.Damaged() == 0 && out.WithoutKey > 0 && len(out.NotVerified) == 0 && complete:

@@ -129,8 +129,9 @@ type Report struct {
 	ChunksPresent   int `json:"chunks-confirmed-present,omitempty"`
 	DamagedChunks   int `json:"damaged-chunks"`
 	DamagedUnlisted int `json:"damaged-chunks-unlisted,omitempty"`
-	// BadCopyChunks counts those of DamagedChunks intact only in a .bad
-	// copy: pbsdirect restores them, PBS cannot (ArchiveResult.BadCopyCount).
+	// BadCopyChunks counts the distinct chunks of DamagedChunks intact only
+	// in a .bad copy: pbsdirect restores them, PBS cannot (a chunk several
+	// archives use counts once here, in each ArchiveResult.BadCopyCount).
 	BadCopyChunks int `json:"bad-copy-only-chunks,omitempty"`
 	// WithoutKey counts the snapshots not verified for want of their key
 	// (SnapshotResult.Status): not damaged, and not in Damaged().

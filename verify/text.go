@@ -80,7 +80,7 @@ func (r SnapshotResult) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "    … and %d more damaged chunk(s)\n", n)
 		}
 		if a.BadCopyCount > 0 {
-			fmt.Fprintf(w, "    recovered from .bad copies: %d of them (intact there: pbsdirect restores them, PBS cannot; `pbsdirect repair` or renaming the copies mends the store)\n", a.BadCopyCount)
+			fmt.Fprintf(w, "    recovered from .bad copies: %d of them (intact there: pbsdirect restores them, PBS cannot; `pbsdirect repair --store STORE` or renaming the copies mends the store)\n", a.BadCopyCount)
 		}
 	}
 }

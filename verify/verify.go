@@ -108,7 +108,11 @@ type Verifier struct {
 	// state and confirmed present, for the report (an archive counts each
 	// of its own).
 	nFresh, nPresent int
-	listErr          error // first error writing DamagedList
+	// badCopies holds the digests of the damaged chunks intact only in a
+	// .bad copy, for the report's distinct count (an archive counts each
+	// of its own).
+	badCopies map[string]struct{}
+	listErr   error // first error writing DamagedList
 	// outside is the first failure that proves nothing about the data
 	// (not restore.Proven): an archive was not checked, not found damaged.
 	outside error
@@ -181,7 +185,7 @@ func (v *Verifier) Err() error {
 func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(SnapshotResult)) (Report, error) {
 	start := time.Now()
 	v.mu.Lock()
-	fresh0, present0 := v.nFresh, v.nPresent
+	fresh0, present0, bad0 := v.nFresh, v.nPresent, len(v.badCopies)
 	v.mu.Unlock()
 	rep := Report{Version: ReportVersion, OK: true, Started: start.UTC().Format(time.RFC3339), Snapshots: []SnapshotResult{}}
 	par := min(v.opts.Parallel, max(len(snaps), 1))
@@ -235,6 +239,7 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 	// counts distinct chunks, as it does those checked.
 	v.mu.Lock()
 	rep.ChunksFresh, rep.ChunksPresent = v.nFresh-fresh0, v.nPresent-present0
+	rep.BadCopyChunks = len(v.badCopies) - bad0
 	v.mu.Unlock()
 	end := time.Now()
 	rep.Finished, rep.Seconds = end.UTC().Format(time.RFC3339), end.Sub(start).Seconds()
@@ -271,6 +276,10 @@ func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkE
 	a.DamagedCount++
 	if d.BadCopy != "" {
 		a.BadCopyCount++
+		if v.badCopies == nil {
+			v.badCopies = map[string]struct{}{}
+		}
+		v.badCopies[d.Digest] = struct{}{}
 	}
 	if v.listed < v.opts.MaxDamaged {
 		v.listed++

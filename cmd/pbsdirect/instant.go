@@ -209,7 +209,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 // which .bad copy.
 func salvageNote(stderr io.Writer, who string) func(crypto.Digest, string) {
 	return func(d crypto.Digest, copy string) {
-		fmt.Fprintf(stderr, "%s: note: chunk %s missing or damaged in every store, recovered from a .bad copy: %s (PBS does not read it; `pbsdirect repair` or renaming mends the store)\n", who, d, index.DisplayText(copy))
+		fmt.Fprintf(stderr, "%s: note: chunk %s missing or damaged in every store, recovered from a .bad copy: %s (PBS does not read it; `pbsdirect repair --store STORE` or renaming mends the store)\n", who, d, index.DisplayText(copy))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/repair"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -20,7 +21,7 @@ import (
 func cmdRepair(fs *flag.FlagSet) commandFunc {
 	var sf storeFlags
 	sf.register(fs)
-	from := fs.StringArray("from", nil, "a copy of the datastore to take good chunks from (directory, s3://… or gs://…); give it several times, in order of preference")
+	from := fs.StringArray("from", nil, "a copy of the datastore to take good chunks and files from (directory, s3://… or gs://…); give it several times, in order of preference; without it only the store's own .bad copies are used")
 	dryRun := fs.Bool("dry-run", false, "check and say what would be copied from where; write nothing")
 	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
 	maxDepth := fs.Int("max-depth", 0, "also repair the chunks of child namespaces down to this many levels below --ns")
@@ -41,15 +42,12 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		if len(sf.stores) > 1 {
 			return usagef("--store given %d times: repair writes into one store; give the copies to take chunks from with --from", len(sf.stores))
 		}
-		if len(*from) == 0 {
-			return usagef("--from is required: a copy of the datastore to take good chunks from")
-		}
 		for _, f := range *from {
 			if err := checkStoreSpec(f); err != nil {
 				return err
 			}
 			if f == sf.store {
-				return usagef("--from %s is the --store being repaired", f)
+				return usagef("--from %s is the --store being repaired (without --from, repair takes chunks from the store's own .bad copies)", f)
 			}
 		}
 		if *maxDepth < 0 || *maxDepth > 7 {
@@ -135,9 +133,16 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		}
 		r := repair.New(primary, mirrors, repair.Options{DryRun: *dryRun, Jobs: *jobs, Each: func(it repair.Item) {
 			if !sf.json() {
-				writeRepairItem(stdout, primary.String(), it)
+				writeRepairItem(stdout, primary, mirrors, it)
 			}
 		}})
+		// The snapshots' files first: a chunk list read from a mirror's
+		// index is then the primary's too.
+		fitems, fcounts, runErr := r.Files(ctx, sel.Snapshots)
+		rep.Items, rep.Files = append(rep.Items, fitems...), fcounts
+		if runErr != nil {
+			return runErr
+		}
 		items, counts, runErr := r.Run(ctx, chunks)
 		rep.Items, rep.Counts = append(rep.Items, items...), counts
 		if runErr != nil {
@@ -148,10 +153,10 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		}
 		var verr error
 		switch {
-		case counts.Failed > 0 || outside != nil:
-			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) failed: a store could not be read, or %s written%s", counts.Failed, primary, errSuffix(outside))}
-		case counts.NoCopy > 0 || proven != nil:
-			verr = &dataError{fmt.Errorf("repair incomplete: %d chunk(s) in no store in good shape%s", counts.NoCopy, errSuffix(proven))}
+		case counts.Failed > 0 || fcounts.Failed > 0 || outside != nil:
+			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) and %d file(s) failed: a store could not be read, or %s written%s", counts.Failed, fcounts.Failed, primary, errSuffix(outside))}
+		case counts.NoCopy > 0 || fcounts.NoCopy > 0 || fcounts.NotReplaced > 0 || proven != nil:
+			verr = &dataError{fmt.Errorf("repair incomplete: %d chunk(s) and %d file(s) in no store in good shape%s", counts.NoCopy, fcounts.NoCopy+fcounts.NotReplaced, errSuffix(proven))}
 		}
 		rep.OK = verr == nil
 		rep.ExitCode = codeFor(ctx, verr)
@@ -174,51 +179,108 @@ func errSuffix(err error) string {
 	return "; " + err.Error()
 }
 
-// writeRepairItem prints one chunk the primary lacked or held damaged and
-// what was done about it, store-controlled text escaped.
-func writeRepairItem(w io.Writer, primary string, it repair.Item) {
+// writeRepairItem prints one chunk or file the primary lacked or held
+// damaged and what was done about it: the digest or file named once,
+// each store tried with what it said, store-controlled text escaped.
+func writeRepairItem(w io.Writer, primary chunkstore.Store, mirrors []chunkstore.Store, it repair.Item) {
+	name, stores := it.File, append([]chunkstore.Store{primary}, mirrors...)
+	if it.Kind == repair.KindChunk {
+		name = it.Digest
+	}
+	// What is said of the chunk or file without naming it again.
+	terse := func(text string) string {
+		text = strings.ReplaceAll(text, "chunk "+it.Digest+": ", "")
+		if it.Kind == repair.KindChunk {
+			if d, err := crypto.ParseDigest(it.Digest); err == nil {
+				for _, s := range stores {
+					loc := s.ChunkLocation(d)
+					text = strings.ReplaceAll(text, "open "+loc+": ", "")
+					text = strings.ReplaceAll(text, loc+": ", "")
+				}
+			}
+		} else {
+			text = strings.ReplaceAll(text, it.File+": ", "")
+		}
+		return index.DisplayText(text)
+	}
 	what := it.Problem
 	if what == "" {
 		what = "unreadable"
 	}
 	if it.Problem != repair.ProblemMissing {
-		what += " (" + index.DisplayText(it.Error) + ")"
+		what += " (" + terse(it.Error) + ")"
+	}
+	tried := ""
+	if len(it.Tried) > 0 {
+		t := make([]string, len(it.Tried))
+		for i, s := range it.Tried {
+			t[i] = terse(s)
+		}
+		tried = "tried " + strings.Join(t, "; ")
 	}
 	var did string
 	switch it.Action {
-	case repair.ActionCopied:
+	case repair.ActionCopied, repair.ActionWouldCopy:
 		did = "copied from " + index.DisplayText(it.Source)
+		if it.Action == repair.ActionWouldCopy {
+			did = "would copy from " + index.DisplayText(it.Source) + " (dry run)"
+		}
 		if it.Aside != "" {
 			did += ", the damaged copy kept as " + index.DisplayText(it.Aside)
 		}
-	case repair.ActionWouldCopy:
-		did = "would copy from " + index.DisplayText(it.Source) + " (dry run)"
+		if tried != "" {
+			did += " (" + strings.Replace(tried, "tried", "tried first", 1) + ")"
+		}
 	case repair.ActionGoodNow:
 		did = "good when checked again (written meanwhile): left as it is"
 	case repair.ActionNoCopy:
 		did = "NO STORE HAS A GOOD COPY"
-		if len(it.Tried) > 0 {
-			did += ": " + index.DisplayText(strings.Join(it.Tried, "; "))
+		if len(mirrors) == 0 && it.Kind == repair.KindChunk {
+			did = "NO GOOD COPY (no --from given: only the store's own .bad copies were tried)"
 		}
+		if it.WriteError != "" {
+			did += ": " + index.DisplayText(it.WriteError)
+		}
+		if tried != "" {
+			did += ": " + tried
+		}
+	case repair.ActionNotReplaced:
+		did = "NOT REPLACED: " + index.DisplayText(it.WriteError)
 	default:
 		did = "FAILED"
 		if it.WriteError != "" {
 			did += ": " + index.DisplayText(it.WriteError)
 		}
+		if tried != "" {
+			did += "; " + tried
+		}
 	}
-	fmt.Fprintf(w, "repair: chunk %s %s in %s: %s\n", it.Digest, what, index.DisplayText(primary), did)
+	fmt.Fprintf(w, "repair: %s %s %s in %s: %s\n", it.Kind, index.DisplayText(name), what, index.DisplayText(primary.String()), did)
 }
 
 // writeRepairSummary prints the last line of a repair: the counts and ok
 // or FAILED.
 func writeRepairSummary(w io.Writer, rep *repair.Report) {
-	c := rep.Counts
+	c, f := rep.Counts, rep.Files
 	copied := fmt.Sprintf("%d copied", c.Repaired)
+	fcopied := fmt.Sprintf("%d copied", f.Repaired)
 	if rep.DryRun {
 		copied = fmt.Sprintf("%d would be copied (dry run: nothing written)", c.Would)
+		fcopied = fmt.Sprintf("%d would be copied", f.Would)
 	}
-	fmt.Fprintf(w, "repair of %s from %s: %d chunk(s) of %d snapshot(s) checked, %d good, %s",
-		index.DisplayText(rep.Primary), index.DisplayText(strings.Join(rep.From, ", ")), c.Chunks, rep.Snapshots, c.Good, copied)
+	from := "its own .bad copies"
+	if len(rep.From) > 0 {
+		from = strings.Join(rep.From, ", ")
+	}
+	fmt.Fprintf(w, "repair of %s from %s: %d file(s) of %d snapshot(s) checked, %d good, %s",
+		index.DisplayText(rep.Primary), index.DisplayText(from), f.Checked, rep.Snapshots, f.Good, fcopied)
+	if f.NoCopy+f.NotReplaced > 0 {
+		fmt.Fprintf(w, ", %d in no store in good shape or not replaced", f.NoCopy+f.NotReplaced)
+	}
+	if f.Failed > 0 {
+		fmt.Fprintf(w, ", %d failed", f.Failed)
+	}
+	fmt.Fprintf(w, "; %d chunk(s) checked, %d good, %s", c.Chunks, c.Good, copied)
 	if c.GoodNow > 0 {
 		fmt.Fprintf(w, ", %d good meanwhile", c.GoodNow)
 	}
@@ -237,8 +299,8 @@ func writeRepairSummary(w io.Writer, rep *repair.Report) {
 // repairCommand is 'pbsdirect repair'.
 func repairCommand() commandSpec {
 	return commandSpec{
-		use:   "repair --store PRIMARY --from MIRROR [--from MIRROR…] [flags] [SNAPSHOT | TYPE/ID]",
-		short: "copy the chunks a store lacks or holds damaged from a copy of it",
+		use:   "repair --store PRIMARY [--from MIRROR…] [flags] [SNAPSHOT | TYPE/ID]",
+		short: "copy the chunks and snapshot files a store lacks or holds damaged from a copy of it",
 		long: `Repair a datastore (directory or bucket) from copies of it: every chunk of
 the snapshots in scope (one snapshot, a group, a namespace with --max-depth,
 the whole store with --all-namespaces, as verify) is read from --store and
@@ -246,15 +308,28 @@ checked as verify checks it; one that is missing or damaged is read from
 the --from stores in order, and the first copy that passes the same check is
 written into --store: atomically (a temporary file renamed into place; one
 PUT in a bucket), never over a good chunk (checked again just before), a
-damaged copy kept aside as <digest>.N.bad as PBS does. --dry-run says what
-would be copied from where and writes nothing. Each such chunk is reported
-with its problem, its source and what was done. Exits 1 when a chunk is in
-no store in good shape, 3 when a store could not be read or written.
+damaged copy kept aside as <digest>.N.bad as PBS does. When no --from store
+has a good copy (or no --from is given), the copies kept aside as
+<digest>.N.bad are tried, the store's own first, then the --from stores':
+one that passes the chunk's check is copied into place under the chunk's
+name (the .bad copy is left as it is).
+
+The snapshots' files are checked too, as verify checks them: an index
+(.fidx, .didx) or blob that is missing or does not match the manifest is
+copied from the first --from store whose copy matches it (atomically, as
+backup writes it); a missing manifest is copied when the --from stores that
+hold one hold the same. A manifest that is there but differs is never
+replaced: it is reported. --dry-run says what would be copied from where
+and writes nothing. Each such chunk or file is reported with its problem,
+its source and what was done. Exits 0 only when verify of --store alone
+would pass for the scope; 1 when a chunk or file is in no store in good
+shape, 3 when a store could not be read or written.
 
 Memory: the distinct chunks of the scope are listed first, about 100 bytes
 each (10 M chunks: about 1 GiB); the report lists the first 10000 chunks that
 needed repair and counts the rest.`,
-		example: `  pbsdirect repair --store /mnt/ds --from s3://mirror/ds --dry-run
+		example: `  pbsdirect repair --store /mnt/ds
+  pbsdirect repair --store /mnt/ds --from s3://mirror/ds --dry-run
   pbsdirect repair --store /mnt/ds --from /mnt/mirror --from s3://mirror/ds vm/100`,
 		build:    cmdRepair,
 		complete: completeOneSnapshot,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -189,7 +190,8 @@ func TestRepairDirectory(t *testing.T) {
 		}
 	}
 	// Usage errors.
-	mustFail(t, 2, []string{"--from"}, "repair", "--store", c.primary)
+	// Without --from only the store's own .bad copies are tried: none.
+	mustFail(t, 1, nil, "repair", "--store", c.primary)
 	mustFail(t, 2, []string{"--from"}, "repair", "--store", c.primary, "--from", c.primary)
 	mustFail(t, 2, []string{"--store"}, "repair", "--store", c.primary, "--store", c.mirror1, "--from", c.mirror2)
 	// A mirror that is not there, a primary that cannot be reached: exit 3.
@@ -352,4 +354,188 @@ func TestRepairEncrypted(t *testing.T) {
 		}
 		mustOK(t, "verify", "--keyfile", key, "--store", primary, snap0)
 	}
+}
+
+// filesCase is a datastore of one snapshot with two disks of random data
+// (from seed) and a config blob, and a mirror of it.
+func filesCase(t *testing.T, seed uint64) (primary, mirror, snapDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	d0 := fixture.WriteFile(t, dir, "d0.raw", fixture.Build(seed, fixture.Region{Kind: fixture.Random, Len: 1 << 20}))
+	d1 := fixture.WriteFile(t, dir, "d1.raw", fixture.Build(seed+1, fixture.Region{Kind: fixture.Random, Len: 1 << 20}))
+	conf := fixture.WriteFile(t, dir, "qemu-server.conf", []byte("memory: 512\nscsi0: local:vm-100-disk-0\n"))
+	src := fixture.NewStore(t)
+	mustOK(t, "backup", "--store", src, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "--chunk-size", "64",
+		"drive-scsi0.img:"+d0, "drive-scsi1.img:"+d1, "qemu-server.conf:"+conf)
+	primary = fixture.CopyDir(t, src, filepath.Join(t.TempDir(), "primary"))
+	mirror = fixture.CopyDir(t, src, filepath.Join(t.TempDir(), "mirror"))
+	return primary, mirror, filepath.Join("vm", "100", t0str)
+}
+
+// TestRepairFiles: repair mends a snapshot's files, not only its chunks:
+// an index the primary lacks and a blob it holds damaged are copied from
+// the mirror (kind index, blob), after which verify of the primary alone
+// passes; a missing manifest is copied from mirrors that agree, not from
+// mirrors that hold different ones, and a primary's manifest that does
+// not read is never replaced. Whatever cannot be mended exits 1, listed.
+func TestRepairFiles(t *testing.T) {
+	primary, mirror, sd := filesCase(t, 21)
+	remove(t, filepath.Join(primary, sd, "drive-scsi1.img.fidx"))
+	flipByte(t, filepath.Join(primary, sd, "qemu-server.conf.blob"))
+	mustFail(t, 1, nil, "verify", "--store", primary)
+	rep := repairJSON(t, 0, "--store", primary, "--from", mirror)
+	kinds := map[string]string{}
+	for _, it := range rep.Items {
+		kinds[it.Kind] = it.Problem + " " + it.Action + " " + it.Source + " " + it.File
+	}
+	want := map[string]string{
+		repair.KindIndex: "missing copied " + mirror + " " + path.Join(filepath.ToSlash(sd), "drive-scsi1.img.fidx"),
+		repair.KindBlob:  "damaged copied " + mirror + " " + path.Join(filepath.ToSlash(sd), "qemu-server.conf.blob"),
+	}
+	if len(rep.Items) != 2 || kinds[repair.KindIndex] != want[repair.KindIndex] || kinds[repair.KindBlob] != want[repair.KindBlob] || rep.Files.Repaired != 2 {
+		t.Fatalf("items %+v, files %+v; want %q", rep.Items, rep.Files, want)
+	}
+	mustOK(t, "verify", "--store", primary)
+
+	// The file in no store: exit 1, listed; verify still fails, as it must.
+	primary, mirror, sd = filesCase(t, 21)
+	remove(t, filepath.Join(primary, sd, "drive-scsi1.img.fidx"))
+	// The mirror's copy damaged in its digests (the index header's middle
+	// is reserved space no check reads).
+	idx := filepath.Join(mirror, sd, "drive-scsi1.img.fidx")
+	b := must(os.ReadFile(idx))
+	b[len(b)-1] ^= 0x55
+	if err := os.WriteFile(idx, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := pbs(t, "repair", "--store", primary, "--from", mirror)
+	if r.code != 1 || !strings.Contains(r.out, "index "+path.Join(filepath.ToSlash(sd), "drive-scsi1.img.fidx")+" missing in "+primary+": NO STORE HAS A GOOD COPY: tried "+mirror+": ") {
+		t.Errorf("want exit 1, the index listed: %v", r)
+	}
+
+	// A missing manifest: copied, last, from mirrors that agree.
+	primary, mirror, sd = filesCase(t, 21)
+	mirror2 := fixture.CopyDir(t, mirror, filepath.Join(t.TempDir(), "mirror2"))
+	remove(t, filepath.Join(primary, sd, "index.json.blob"))
+	remove(t, filepath.Join(primary, sd, "drive-scsi0.img.fidx"))
+	rep = repairJSON(t, 0, "--store", primary, "--from", mirror, "--from", mirror2)
+	if n := len(rep.Items); n != 2 || rep.Items[1].Kind != repair.KindManifest || rep.Items[1].Action != repair.ActionCopied {
+		t.Fatalf("items %+v; want the index, then the manifest copied", rep.Items)
+	}
+	mustOK(t, "verify", "--store", primary, snap0)
+
+	// Mirrors that disagree on the manifest: none copied, exit 1.
+	primary, mirror, sd = filesCase(t, 21)
+	other, _, _ := filesCase(t, 31) // the same snapshot name, other content
+	remove(t, filepath.Join(primary, sd, "index.json.blob"))
+	data, err := os.ReadFile(filepath.Join(other, sd, "index.json.blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirror2 = fixture.CopyDir(t, mirror, filepath.Join(t.TempDir(), "mirror2"))
+	if err := os.WriteFile(filepath.Join(mirror2, sd, "index.json.blob"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(data) == sha256.Sum256(must(os.ReadFile(filepath.Join(mirror, sd, "index.json.blob")))) {
+		t.Skip("the two backups wrote the same manifest")
+	}
+	mustFail(t, 1, nil, "repair", "--store", primary, "--from", mirror, "--from", mirror2)
+	if _, err := os.Stat(filepath.Join(primary, sd, "index.json.blob")); err == nil {
+		t.Error("a manifest was copied from mirrors that disagree")
+	}
+	if r := pbs(t, "repair", "--store", primary, "--from", mirror, "--from", mirror2); !strings.Contains(r.out, "different manifests") {
+		t.Errorf("the disagreement is not named: %v", r)
+	}
+
+	// A primary's manifest that does not read: never replaced.
+	primary, mirror, sd = filesCase(t, 21)
+	flipByte(t, filepath.Join(primary, sd, "index.json.blob"))
+	before := must(os.ReadFile(filepath.Join(primary, sd, "index.json.blob")))
+	rep = repairJSON(t, 1, "--store", primary, "--from", mirror)
+	if rep.Files.NotReplaced != 1 || !slices.Equal(before, must(os.ReadFile(filepath.Join(primary, sd, "index.json.blob")))) {
+		t.Errorf("files %+v; want the manifest left as it is", rep.Files)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestRepairFromBadCopies: a chunk intact only as "<digest>.0.bad" is
+// put back under its name from that copy, the copy left as it is: the
+// primary's own (repair --store P alone), or a mirror's when the primary
+// lacks it; then verify of the primary alone passes. The lines name the
+// digest once and each store tried with what it said.
+func TestRepairFromBadCopies(t *testing.T) {
+	for _, inMirror := range []bool{false, true} {
+		c := newRepairCase(t, filepath.Join(t.TempDir(), "primary"))
+		// Only the chunks missing in the primary stay broken: the damaged
+		// ones are made good again.
+		for _, d := range c.damaged {
+			data := must(os.ReadFile(chunkFile(c.mirror1, d)))
+			if err := os.WriteFile(chunkFile(c.primary, d), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := c.missing[0]
+		holder, args := c.primary, []string{"repair", "--store", c.primary}
+		if inMirror {
+			holder, args = c.mirror1, append(args, "--from", c.mirror1)
+		}
+		// Every other missing chunk put back, so that only d needs the .bad copy.
+		for _, o := range c.missing[1:] {
+			data := must(os.ReadFile(chunkFile(c.mirror2, o)))
+			if err := os.WriteFile(chunkFile(c.primary, o), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bad := filepath.Join(filepath.Dir(chunkFile(holder, d)), chunkstore.BadName(d, 0))
+		if inMirror {
+			if err := os.Rename(chunkFile(holder, d), bad); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(bad, must(os.ReadFile(chunkFile(c.mirror1, d))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustFail(t, 1, nil, "verify", "--store", c.primary, snap0)
+		r := mustOK(t, args...)
+		wantSrc := holder + " (.bad copy " + chunkstore.BadName(d, 0) + ")"
+		if !strings.Contains(r.out, "copied from "+wantSrc) || strings.Count(r.out, d.String()) != 2 /* the digest, the copy's name */ {
+			t.Errorf("inMirror %v: want %q, the digest named once: %v", inMirror, wantSrc, r)
+		}
+		if inMirror && !strings.Contains(r.out, "tried first "+c.mirror1+": ") {
+			t.Errorf("the line does not say what %s said: %v", c.mirror1, r)
+		}
+		if _, err := os.Stat(bad); err != nil {
+			t.Errorf("the .bad copy was not left as it is: %v", err)
+		}
+		mustOK(t, "verify", "--store", c.primary, snap0)
+	}
+}
+
+// TestRepairFilesBucket: the same in an S3 bucket (versitygw): the index
+// the bucket lacks and the blob it holds damaged are PUT from the mirror,
+// and verify of the bucket alone passes after.
+func TestRepairFilesBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts versitygw")
+	}
+	src, mirror, sd := filesCase(t, 51)
+	root := t.TempDir()
+	pdir := fixture.CopyDir(t, src, filepath.Join(root, "pbkt", "ds"))
+	remove(t, filepath.Join(pdir, sd, "drive-scsi0.img.fidx"))
+	flipByte(t, filepath.Join(pdir, sd, "qemu-server.conf.blob"))
+	s3 := testenv.StartS3Dir(t, root)
+	s3.AdoptFiles(t)
+	bktSetEnv(t, "127.0.0.1:1")
+	endpoint := []string{"--s3-endpoint", s3.Endpoint}
+	mustFail(t, 1, nil, append([]string{"verify", "--store", "s3://pbkt/ds"}, endpoint...)...)
+	rep := repairJSON(t, 0, append([]string{"--store", "s3://pbkt/ds", "--from", mirror}, endpoint...)...)
+	if rep.Files.Repaired != 2 {
+		t.Errorf("files %+v, items %+v; want 2 repaired", rep.Files, rep.Items)
+	}
+	mustOK(t, append([]string{"verify", "--store", "s3://pbkt/ds"}, endpoint...)...)
 }

@@ -207,7 +207,7 @@ func printSalvaged(w io.Writer, sum restore.Summary) {
 	if sum.SalvagedChunks == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  %d chunk(s) missing or damaged in every store, intact in a .bad copy (PBS does not read these: `pbsdirect verify` lists them, `pbsdirect repair` or renaming mends the store):\n", sum.SalvagedChunks)
+	fmt.Fprintf(w, "  %d chunk(s) missing or damaged in every store, intact in a .bad copy (PBS does not read these: `pbsdirect verify` lists them, `pbsdirect repair --store STORE` or renaming mends the store):\n", sum.SalvagedChunks)
 	for _, c := range sum.Salvaged {
 		fmt.Fprintf(w, "    chunk %s recovered from a .bad copy: %s\n", index.DisplayText(c.Digest), index.DisplayText(c.Copy))
 	}

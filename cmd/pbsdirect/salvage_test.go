@@ -151,3 +151,35 @@ func TestSalvageBadCopies(t *testing.T) {
 		t.Errorf("restore with the .bad listing refused: want exit 3 saying the copies could not be tried: %v", r)
 	}
 }
+
+// TestSalvageCountedOnce: a chunk intact only in a .bad copy that two
+// archives share is one chunk in verify's total (bad-copy-only-chunks),
+// while each archive counts it among its own.
+func TestSalvageCountedOnce(t *testing.T) {
+	data := fixture.Build(41, fixture.Region{Kind: fixture.Random, Len: 1 << 20})
+	dir := t.TempDir()
+	d0 := fixture.WriteFile(t, dir, "d0.raw", data)
+	d1 := fixture.WriteFile(t, dir, "d1.raw", data)
+	store := fixture.NewStore(t)
+	mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "--chunk-size", "64",
+		"drive-scsi0.img:"+d0, "drive-scsi1.img:"+d1)
+	_, ds := fixture.Digests(t, filepath.Join(store, "vm", "100", t0str, "drive-scsi0.img.fidx"))
+	p := chunkFile(store, ds[0])
+	if err := os.Rename(p, p+".0.bad"); err != nil {
+		t.Fatal(err)
+	}
+	r := pbs(t, "verify", "--output-format", "json", "--store", store)
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("verify JSON: %v\n%s", err, r.out)
+	}
+	per := 0
+	for _, s := range rep.Snapshots {
+		for _, a := range s.Archives {
+			per += a.BadCopyCount
+		}
+	}
+	if r.code != 1 || rep.BadCopyChunks != 1 || per != 2 {
+		t.Errorf("verify: exit %d, bad-copy-only-chunks %d, archives' counts %d; want 1, 1, 2\n%s", r.code, rep.BadCopyChunks, per, r.out)
+	}
+}
