@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -37,8 +38,10 @@ type GuestResult struct {
 	// Stats counts the shared run: every unique chunk fetched and
 	// decoded once, whichever disks and positions it fills.
 	Stats *Stats
-	// SharedChunks counts the unique chunks that more than one disk uses
-	// (fetched once for all of them).
+	// SharedChunks counts the distinct chunks (digests) that more than
+	// one disk uses, each once however many disks use it, the zero chunk
+	// (never fetched) left out: fetched once for all of them. It is the
+	// plan's figure; Stats.Fetched counts what the run fetched.
 	SharedChunks int
 	Options      Options // the pipeline options the run used
 	Elapsed      time.Duration
@@ -119,14 +122,16 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		heads = &headChunks{Store: store, raw: map[crypto.Digest][]byte{}}
 		store = heads.serving()
 	}
+	var headStore chunkstore.Store
+	if heads != nil {
+		headStore = withBadCopies(heads, src.Store())
+	}
 	order := slices.Clone(active)
 	slices.SortStableFunc(order, func(a, b *disk) int {
 		return cmp.Compare(b2i(a.jr != nil && a.jr.State().Device), b2i(b.jr != nil && b.jr.State().Device))
 	})
 	for _, d := range order {
-		if heads != nil {
-			d.headStore = heads
-		}
+		d.headStore = headStore
 		if err := d.open(ctx, src, o, note); err != nil {
 			closeAll()
 			return nil, err
@@ -224,7 +229,7 @@ type guestPlan struct {
 	disks  []*disk
 	base   []uint64                 // where each disk starts in the plan's offsets
 	uses   map[crypto.Digest]uint64 // per chunk: the disks (bits) it is written to
-	shared int
+	shared int // distinct non-zero chunks more than one disk uses
 	held   []map[crypto.Digest]bool
 	target *guestTarget
 }
@@ -247,9 +252,6 @@ func newGuestPlan(disks []*disk, held []map[crypto.Digest]bool) (*guestPlan, err
 				p.dropped = true
 				continue
 			}
-			if gp.uses[c.Digest] != 0 && gp.uses[c.Digest]&(1<<i) == 0 {
-				gp.shared++
-			}
 			gp.uses[c.Digest] |= 1 << i
 			for at := c.first; at >= 0; at = d.plan.next[at] {
 				if err := p.AddRange(gp.base[i]+d.plan.offs[at], uint64(c.Length), c.Digest); err != nil {
@@ -265,6 +267,12 @@ func newGuestPlan(disks []*disk, held []map[crypto.Digest]bool) (*guestPlan, err
 	}
 	p.Finish()
 	gp.plan = p
+	for d, u := range gp.uses {
+		// The zero chunk is never fetched: it is not shared work.
+		if bits.OnesCount64(u) > 1 && d != p.ZeroDigest {
+			gp.shared++
+		}
+	}
 	return gp, nil
 }
 
@@ -496,8 +504,29 @@ func (h *headChunks) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte,
 }
 
 // serving returns the store of the run: the kept chunks first, each
-// once, then the store.
-func (h *headChunks) serving() chunkstore.Store { return &keptChunks{Store: h.Store, h: h} }
+// once, then the store; the store's copies kept aside as damaged
+// (chunkstore.BadCopies) stay readable through it.
+func (h *headChunks) serving() chunkstore.Store {
+	return withBadCopies(&keptChunks{Store: h.Store, h: h}, h.Store)
+}
+
+// withBadCopies returns s, which reads the chunks of inner, with inner's
+// copies kept aside as damaged (chunkstore.BadCopies) readable through it
+// when inner has them, so that a chunk every ordinary copy of which failed
+// is still salvaged (chunkstore.Salvage) as a restore of one archive does.
+func withBadCopies(s, inner chunkstore.Store) chunkstore.Store {
+	if b, ok := inner.(chunkstore.BadCopies); ok {
+		return &badCopiesOf{Store: s, BadCopies: b}
+	}
+	return s
+}
+
+// badCopiesOf is a Store whose chunks are read through Store and whose
+// .bad copies are BadCopies'.
+type badCopiesOf struct {
+	chunkstore.Store
+	chunkstore.BadCopies
+}
 
 type keptChunks struct {
 	chunkstore.Store
