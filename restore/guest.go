@@ -229,7 +229,7 @@ type guestPlan struct {
 	disks  []*disk
 	base   []uint64                 // where each disk starts in the plan's offsets
 	uses   map[crypto.Digest]uint64 // per chunk: the disks (bits) it is written to
-	shared int // distinct non-zero chunks more than one disk uses
+	shared int                      // distinct non-zero chunks more than one disk uses
 	held   []map[crypto.Digest]bool
 	target *guestTarget
 }
