@@ -35,6 +35,11 @@ type GuestDisk struct {
 type GuestResult struct {
 	Disks []*Result
 	Errs  []error
+	// Partial holds, for a disk that failed (or was interrupted) once the
+	// run started, what it got so far: its Plan (the image's size), its
+	// Stats (bytes written by this run) and Resumed; its Target is nil
+	// (closed by the failure). Nil for the other disks.
+	Partial []*Result
 	// Stats counts the shared run: every unique chunk fetched and
 	// decoded once, whichever disks and positions it fills.
 	Stats *Stats
@@ -65,7 +70,11 @@ func (g *GuestResult) Err() error { return errors.Join(g.Errs...) }
 // before the first chunk of data is fetched; when one is refused or
 // fails, those already opened are closed again as they were (a new file
 // removed, nothing written to an existing one) and the error, naming the
-// disk, is returned with a nil result. Refusals wrap ErrRefused. Once the
+// disk, is returned with a nil result: the refusals of every target that
+// needs no chunk read for its checks (a file; a device's checks read its
+// head, so devices are opened only when nothing else was refused) joined
+// (errors.Join), with o.Refused, before any chunk is read. Refusals wrap
+// ErrRefused. Once the
 // run started the result is returned, each disk's outcome in it, and its
 // error is GuestResult.Err(). Disks of different crypt modes or keys
 // cannot share a plan: such a guest is refused.
@@ -130,14 +139,27 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	slices.SortStableFunc(order, func(a, b *disk) int {
 		return cmp.Compare(b2i(a.jr != nil && a.jr.State().Device), b2i(b.jr != nil && b.jr.State().Device))
 	})
+	// Every target that needs no chunk for its checks is opened, so that
+	// all their refusals (and o.Refused, the caller's) are said at once;
+	// a device is opened only when nothing was refused.
+	var refused []error
+	if o.Refused != nil {
+		refused = append(refused, o.Refused)
+	}
 	for _, d := range order {
+		if len(refused) > 0 && d.jr != nil && d.jr.State().Device {
+			break
+		}
 		d.headStore = headStore
 		if err := d.open(ctx, src, o, note); err != nil {
-			closeAll()
-			return nil, err
+			refused = append(refused, err)
 		}
 	}
-	g := &GuestResult{Disks: make([]*Result, len(ds)), Errs: make([]error, len(ds)), Stats: &Stats{}}
+	if len(refused) > 0 {
+		closeAll()
+		return nil, errors.Join(refused...)
+	}
+	g := &GuestResult{Disks: make([]*Result, len(ds)), Errs: make([]error, len(ds)), Partial: make([]*Result, len(ds)), Stats: &Stats{}}
 	for i, d := range ds {
 		if d.res.Complete != "" {
 			d.res.Elapsed = time.Since(start)
@@ -205,6 +227,9 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		at := slices.Index(ds, d)
 		if derr != nil {
 			g.Errs[at] = d.fail(ctx, o, derr)
+			d.res.Stats, d.res.Options = gp.diskStats(i), opts
+			d.res.Elapsed = time.Since(start)
+			g.Partial[at] = d.res
 			continue
 		}
 		var dd *DamagedError
