@@ -136,18 +136,17 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		headStore = withBadCopies(heads, src.Store())
 	}
 	order := slices.Clone(active)
-	slices.SortStableFunc(order, func(a, b *disk) int {
-		return cmp.Compare(b2i(a.jr != nil && a.jr.State().Device), b2i(b.jr != nil && b.jr.State().Device))
-	})
-	// Every target that needs no chunk for its checks is opened, so that
-	// all their refusals (and o.Refused, the caller's) are said at once;
-	// a device is opened only when nothing was refused.
+	slices.SortStableFunc(order, func(a, b *disk) int { return cmp.Compare(openRank(a), openRank(b)) })
+	// Every target whose opening changes nothing there and needs no chunk
+	// is opened, so that all their refusals (and o.Refused, the caller's)
+	// are said at once; one that is written over (Force) or a device only
+	// when nothing was refused.
 	var refused []error
 	if o.Refused != nil {
 		refused = append(refused, o.Refused)
 	}
 	for _, d := range order {
-		if len(refused) > 0 && d.jr != nil && d.jr.State().Device {
+		if len(refused) > 0 && openRank(d) > 0 {
 			break
 		}
 		d.headStore = headStore
@@ -499,8 +498,19 @@ func (g *guestTarget) Sync() error {
 // Close does nothing: each disk's target is closed by its own steps.
 func (g *guestTarget) Close(bool) error { return nil }
 
-func b2i(b bool) int {
-	if b {
+// openRank orders the opening of the guest's targets: 0 for one whose
+// opening changes nothing already there (a new file, an existing one
+// refused or continued), 1 for an existing file written over (Force), 2
+// for a device, whose checks read its image's head.
+func openRank(d *disk) int {
+	if d.jr == nil {
+		return 0
+	}
+	st := d.jr.State()
+	switch {
+	case st.Device:
+		return 2
+	case !st.Missing && d.jr.Overwrites():
 		return 1
 	}
 	return 0

@@ -44,14 +44,7 @@ const guestConf = "cores: 2\nscsi0: local:vm-100-disk-0\n"
 // returns the store arguments, the proxy and the digests.
 func guestBucket(t *testing.T, delay time.Duration) ([]string, *faultproxy.Proxy, []crypto.Digest) {
 	t.Helper()
-	local := fixture.NewStore(t)
-	src := t.TempDir()
-	args := []string{"backup", "--store", local, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "--chunk-size", "64"}
-	for i, img := range guestDiskImages() {
-		args = append(args, guestDiskNames[i]+".img:"+fixture.WriteFile(t, src, guestDiskNames[i], img))
-	}
-	args = append(args, "qemu-server.conf:"+fixture.WriteFile(t, src, "qemu-server.conf", []byte(guestConf)))
-	mustOK(t, args...)
+	local := guestStore(t)
 	var digests []crypto.Digest
 	for _, n := range guestDiskNames {
 		_, ds := fixture.Digests(t, filepath.Join(local, "vm", "100", t0str, n+".img.fidx"))
@@ -73,6 +66,21 @@ func guestBucket(t *testing.T, delay time.Duration) ([]string, *faultproxy.Proxy
 	p := bktProxy(t, s3.Endpoint, 0, rules...)
 	bktSetEnv(t, "")
 	return []string{"--store", "s3://bkt/ds", "--s3-endpoint", p.URL}, p, digests
+}
+
+// guestStore backs the three disks and a configuration up as vm/100 at
+// t0str (64 KiB chunks) into a new datastore directory and returns it.
+func guestStore(t *testing.T) string {
+	t.Helper()
+	local := fixture.NewStore(t)
+	src := t.TempDir()
+	args := []string{"backup", "--store", local, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "--chunk-size", "64"}
+	for i, img := range guestDiskImages() {
+		args = append(args, guestDiskNames[i]+".img:"+fixture.WriteFile(t, src, guestDiskNames[i], img))
+	}
+	args = append(args, "qemu-server.conf:"+fixture.WriteFile(t, src, "qemu-server.conf", []byte(guestConf)))
+	mustOK(t, args...)
+	return local
 }
 
 // guestJSON is the part of restore-guest's JSON result the tests read.
