@@ -2,9 +2,11 @@ package restore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -79,5 +81,38 @@ func TestRestoreGuestSalvagesBadCopy(t *testing.T) {
 	}
 	if s := g.Stats.Salvaged.Chunks(); g.Stats.Salvaged.Count() != 1 || len(s) != 1 || s[0].Digest != lost.String() {
 		t.Errorf("salvaged %v (%d), want chunk %s once", s, g.Stats.Salvaged.Count(), lost)
+	}
+}
+
+// TestRestoreGuestRefusalsTogether: the refusals of every target are
+// said in one error, before any chunk is read; a target that would be
+// written over (Force) is not touched while another is refused.
+func TestRestoreGuestRefusalsTogether(t *testing.T) {
+	imgs := guestImages()
+	dir := guestSnapshot(t, imgs)
+	src, store := countingReader(t, dir)
+	out := t.TempDir()
+	names := []string{"disk0.raw", "disk1.raw", "disk2.raw"}
+	for _, n := range names {
+		fixture.WriteFile(t, out, n, []byte("keep me"))
+	}
+	var disks []restore.GuestDisk
+	for i := range imgs {
+		// The first is written over (Force), the other two are refused.
+		sink := &filetarget.Sink{Path: filepath.Join(out, names[i]), Options: filetarget.Options{Force: i == 0}}
+		disks = append(disks, restore.GuestDisk{Archive: guestArchives[i], Sink: sink})
+	}
+	g, err := restore.RestoreGuest(context.Background(), src, disks, restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true})
+	if err == nil || g != nil || !errors.Is(err, restore.ErrTargetExists) || !strings.Contains(err.Error(), names[1]) || !strings.Contains(err.Error(), names[2]) {
+		t.Fatalf("guest with two existing targets: %v (result %v), want ErrTargetExists naming both", err, g)
+	}
+	for _, n := range names {
+		fixture.Equal(t, filepath.Join(out, n), []byte("keep me"))
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != len(names) {
+		t.Errorf("the refused guest left %d entries in the target directory", len(ents))
+	}
+	if n := len(store.Counts()); n != 0 {
+		t.Errorf("%d chunks read before the refusal", n)
 	}
 }
