@@ -388,7 +388,7 @@ func printGuestReport(w io.Writer, rep guestReport) {
 	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded); %d shared by several disks and fetched once\n",
 		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), rep.SharedChunks)
 	if rep.ResumedChunks > 0 {
-		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (made durable by the stopped restore, not fetched again)\n", rep.ResumedChunks)
+		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
 	}
 	printSalvaged(w, restore.Summary{Salvaged: rep.Salvaged, SalvagedChunks: rep.SalvagedChunks})
 	if rep.Config != "" {
