@@ -72,7 +72,7 @@ type guestReport struct {
 	Salvaged       []restore.SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
 	SalvagedChunks int                     `json:"recovered-from-bad-copies-count,omitempty"`
 	Seconds        float64                 `json:"seconds"`
-	MiBps          float64                 `json:"mib-per-second"` // image bytes of the disks worked on / seconds; 0 when nothing was fetched or written
+	MiBps          float64                 `json:"mib-per-second"` // image bytes of the disks worked on (a run that failed: bytes written) / seconds; 0 when nothing was fetched or written
 	ExitCode       int                     `json:"exit-code"`
 }
 
@@ -357,6 +357,10 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		// A run that fetched and wrote nothing (every chunk resumed, every
 		// disk complete) has no rate to say.
 		rep.MiBps = restore.MiBps(runBytes, took)
+		if len(errs) > 0 {
+			// Stopped: the bytes written, not the images, were done.
+			rep.MiBps = restore.MiBps(rep.DataBytes, took)
+		}
 	}
 	rep.ExitCode = codeFor(ctx, gerr)
 	if rc.sf.json() {
