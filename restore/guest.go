@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -34,11 +35,18 @@ type GuestDisk struct {
 type GuestResult struct {
 	Disks []*Result
 	Errs  []error
+	// Partial holds, for a disk that failed (or was interrupted) once the
+	// run started, what it got so far: its Plan (the image's size), its
+	// Stats (bytes written by this run) and Resumed; its Target is nil
+	// (closed by the failure). Nil for the other disks.
+	Partial []*Result
 	// Stats counts the shared run: every unique chunk fetched and
 	// decoded once, whichever disks and positions it fills.
 	Stats *Stats
-	// SharedChunks counts the unique chunks that more than one disk uses
-	// (fetched once for all of them).
+	// SharedChunks counts the distinct chunks (digests) that more than
+	// one disk uses, each once however many disks use it, the zero chunk
+	// (never fetched) left out: fetched once for all of them. It is the
+	// plan's figure; Stats.Fetched counts what the run fetched.
 	SharedChunks int
 	Options      Options // the pipeline options the run used
 	Elapsed      time.Duration
@@ -62,7 +70,11 @@ func (g *GuestResult) Err() error { return errors.Join(g.Errs...) }
 // before the first chunk of data is fetched; when one is refused or
 // fails, those already opened are closed again as they were (a new file
 // removed, nothing written to an existing one) and the error, naming the
-// disk, is returned with a nil result. Refusals wrap ErrRefused. Once the
+// disk, is returned with a nil result: the refusals of every target that
+// needs no chunk read for its checks (a file; a device's checks read its
+// head, so devices are opened only when nothing else was refused) joined
+// (errors.Join), with o.Refused, before any chunk is read. Refusals wrap
+// ErrRefused. Once the
 // run started the result is returned, each disk's outcome in it, and its
 // error is GuestResult.Err(). Disks of different crypt modes or keys
 // cannot share a plan: such a guest is refused.
@@ -119,20 +131,34 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		heads = &headChunks{Store: store, raw: map[crypto.Digest][]byte{}}
 		store = heads.serving()
 	}
+	var headStore chunkstore.Store
+	if heads != nil {
+		headStore = withBadCopies(heads, src.Store())
+	}
 	order := slices.Clone(active)
-	slices.SortStableFunc(order, func(a, b *disk) int {
-		return cmp.Compare(b2i(a.jr != nil && a.jr.State().Device), b2i(b.jr != nil && b.jr.State().Device))
-	})
+	slices.SortStableFunc(order, func(a, b *disk) int { return cmp.Compare(openRank(a), openRank(b)) })
+	// Every target whose opening changes nothing there and needs no chunk
+	// is opened, so that all their refusals (and o.Refused, the caller's)
+	// are said at once; one that is written over (Force) or a device only
+	// when nothing was refused.
+	var refused []error
+	if o.Refused != nil {
+		refused = append(refused, o.Refused)
+	}
 	for _, d := range order {
-		if heads != nil {
-			d.headStore = heads
+		if len(refused) > 0 && openRank(d) > 0 {
+			break
 		}
+		d.headStore = headStore
 		if err := d.open(ctx, src, o, note); err != nil {
-			closeAll()
-			return nil, err
+			refused = append(refused, err)
 		}
 	}
-	g := &GuestResult{Disks: make([]*Result, len(ds)), Errs: make([]error, len(ds)), Stats: &Stats{}}
+	if len(refused) > 0 {
+		closeAll()
+		return nil, errors.Join(refused...)
+	}
+	g := &GuestResult{Disks: make([]*Result, len(ds)), Errs: make([]error, len(ds)), Partial: make([]*Result, len(ds)), Stats: &Stats{}}
 	for i, d := range ds {
 		if d.res.Complete != "" {
 			d.res.Elapsed = time.Since(start)
@@ -200,6 +226,9 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		at := slices.Index(ds, d)
 		if derr != nil {
 			g.Errs[at] = d.fail(ctx, o, derr)
+			d.res.Stats, d.res.Options = gp.diskStats(i), opts
+			d.res.Elapsed = time.Since(start)
+			g.Partial[at] = d.res
 			continue
 		}
 		var dd *DamagedError
@@ -224,7 +253,7 @@ type guestPlan struct {
 	disks  []*disk
 	base   []uint64                 // where each disk starts in the plan's offsets
 	uses   map[crypto.Digest]uint64 // per chunk: the disks (bits) it is written to
-	shared int
+	shared int                      // distinct non-zero chunks more than one disk uses
 	held   []map[crypto.Digest]bool
 	target *guestTarget
 }
@@ -247,9 +276,6 @@ func newGuestPlan(disks []*disk, held []map[crypto.Digest]bool) (*guestPlan, err
 				p.dropped = true
 				continue
 			}
-			if gp.uses[c.Digest] != 0 && gp.uses[c.Digest]&(1<<i) == 0 {
-				gp.shared++
-			}
 			gp.uses[c.Digest] |= 1 << i
 			for at := c.first; at >= 0; at = d.plan.next[at] {
 				if err := p.AddRange(gp.base[i]+d.plan.offs[at], uint64(c.Length), c.Digest); err != nil {
@@ -265,6 +291,12 @@ func newGuestPlan(disks []*disk, held []map[crypto.Digest]bool) (*guestPlan, err
 	}
 	p.Finish()
 	gp.plan = p
+	for d, u := range gp.uses {
+		// The zero chunk is never fetched: it is not shared work.
+		if bits.OnesCount64(u) > 1 && d != p.ZeroDigest {
+			gp.shared++
+		}
+	}
 	return gp, nil
 }
 
@@ -466,8 +498,19 @@ func (g *guestTarget) Sync() error {
 // Close does nothing: each disk's target is closed by its own steps.
 func (g *guestTarget) Close(bool) error { return nil }
 
-func b2i(b bool) int {
-	if b {
+// openRank orders the opening of the guest's targets: 0 for one whose
+// opening changes nothing already there (a new file, an existing one
+// refused or continued), 1 for an existing file written over (Force), 2
+// for a device, whose checks read its image's head.
+func openRank(d *disk) int {
+	if d.jr == nil {
+		return 0
+	}
+	st := d.jr.State()
+	switch {
+	case st.Device:
+		return 2
+	case !st.Missing && d.jr.Overwrites():
 		return 1
 	}
 	return 0
@@ -496,8 +539,29 @@ func (h *headChunks) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte,
 }
 
 // serving returns the store of the run: the kept chunks first, each
-// once, then the store.
-func (h *headChunks) serving() chunkstore.Store { return &keptChunks{Store: h.Store, h: h} }
+// once, then the store; the store's copies kept aside as damaged
+// (chunkstore.BadCopies) stay readable through it.
+func (h *headChunks) serving() chunkstore.Store {
+	return withBadCopies(&keptChunks{Store: h.Store, h: h}, h.Store)
+}
+
+// withBadCopies returns s, which reads the chunks of inner, with inner's
+// copies kept aside as damaged (chunkstore.BadCopies) readable through it
+// when inner has them, so that a chunk every ordinary copy of which failed
+// is still salvaged (chunkstore.Salvage) as a restore of one archive does.
+func withBadCopies(s, inner chunkstore.Store) chunkstore.Store {
+	if b, ok := inner.(chunkstore.BadCopies); ok {
+		return &badCopiesOf{Store: s, BadCopies: b}
+	}
+	return s
+}
+
+// badCopiesOf is a Store whose chunks are read through Store and whose
+// .bad copies are BadCopies'.
+type badCopiesOf struct {
+	chunkstore.Store
+	chunkstore.BadCopies
+}
 
 type keptChunks struct {
 	chunkstore.Store

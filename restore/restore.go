@@ -126,6 +126,11 @@ type RestoreOptions struct {
 	// written so far; Restore calls the function it returns when the run
 	// ends.
 	Progress func(total int64, done func() int64) (stop func())
+	// Refused, for RestoreGuest, is what its caller refused already (a
+	// target of its own, such as a guest's configuration file): it is
+	// joined with the disks' targets' refusals and the guest refused
+	// before any chunk is read. Nil for none; Restore ignores it.
+	Refused error
 	// Note receives notes and warnings (what an earlier restore left,
 	// chunks fetched again, a journal that cannot be kept), one line
 	// starting "note: " or "warning: ", without "pbsdirect: " or a line

@@ -23,7 +23,7 @@ type Summary struct {
 	ZeroChunks    uint64  `json:"zero-chunks"`    // zero-chunk positions skipped
 	DedupHits     uint64  `json:"dedup-hits"`     // positions served from an already fetched chunk
 	Seconds       float64 `json:"seconds"`        // wall time of the whole restore
-	MiBps         float64 `json:"mib-per-second"` // image bytes / seconds
+	MiBps         float64 `json:"mib-per-second"` // image bytes / seconds; 0 (as DataMiBps) when nothing was fetched or written
 	DataMiBps     float64 `json:"data-mib-per-second"`
 	Direct        bool    `json:"o-direct"`
 	Encrypted     bool    `json:"encrypted"`
@@ -71,7 +71,12 @@ func (res *Result) Summary(elapsed time.Duration) Summary {
 	plan, stats, o, store := res.Plan, res.Stats, res.Options, res.store
 	sum.DataBytes, sum.ZeroBytes, sum.FetchedBytes = stats.DataBytes.Load(), stats.ZeroBytes.Load(), stats.FetchedBytes.Load()
 	sum.ChunksFetched, sum.ZeroChunks, sum.DedupHits = stats.Fetched.Load(), plan.ZeroBytes/max(plan.ChunkSize, 1), stats.DedupHits.Load()
-	sum.Seconds, sum.MiBps, sum.DataMiBps = elapsed.Seconds(), MiBps(plan.Size, elapsed), MiBps(sum.DataBytes, elapsed)
+	sum.Seconds = elapsed.Seconds()
+	if sum.ChunksFetched > 0 || sum.DataBytes > 0 {
+		// A resume with every chunk already on the target did no work
+		// to measure: no rate.
+		sum.MiBps, sum.DataMiBps = MiBps(plan.Size, elapsed), MiBps(sum.DataBytes, elapsed)
+	}
 	sum.Direct, sum.Encrypted, sum.Jobs, sum.Writers, sum.Fetchers = res.Direct, o.Encrypted, o.Jobs, o.Writers, o.Fetchers
 	sum.Retries, sum.ZeroRanges = backends.RetriesOf(store), res.ZeroRanges
 	if l, ok := backends.LayoutOf(store); ok {

@@ -161,8 +161,12 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			}
 			return damaged
 		}
-		fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%.1f MiB/s; %s data at %.1f MiB/s)\n",
-			index.DisplayText(sum.Snapshot), index.DisplayText(sum.Archive), index.DisplayText(sum.Target), humanBytes(sum.Size), sum.Seconds, sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
+		rate := fmt.Sprintf("%.1f MiB/s; %s data at %.1f MiB/s", sum.MiBps, humanBytes(sum.DataBytes), sum.DataMiBps)
+		if sum.ChunksFetched == 0 && sum.DataBytes == 0 {
+			rate = "nothing to fetch"
+		}
+		fmt.Fprintf(stdout, "restored %s/%s to %s: %s in %.2fs (%s)\n",
+			index.DisplayText(sum.Snapshot), index.DisplayText(sum.Archive), index.DisplayText(sum.Target), humanBytes(sum.Size), sum.Seconds, rate)
 		if sum.ResumedChunks > 0 {
 			fmt.Fprintf(stdout, "  resumed: %d chunks already on the target (made durable by the stopped restore, not fetched again)\n", sum.ResumedChunks)
 		}

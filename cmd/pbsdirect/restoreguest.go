@@ -37,9 +37,15 @@ type guestDiskReport struct {
 	Seconds   float64 `json:"seconds"`
 	MiBps     float64 `json:"mib-per-second"` // image bytes / seconds
 	// Result is "restored", "restored with damage", "complete" (a
-	// --resume found it so, nothing written) or "failed".
-	Result        string          `json:"result"`
-	ResumedChunks int             `json:"resumed-chunks,omitempty"`
+	// --resume found it so, nothing written), "failed", or, when the run
+	// was interrupted, "interrupted" ("stopped, journal kept" when it
+	// keeps chunks for a --resume). Size is the image's size whatever the
+	// result; DataBytes what this run wrote.
+	Result        string `json:"result"`
+	ResumedChunks int    `json:"resumed-chunks,omitempty"`
+	// KeptChunks are the chunks a stopped (failed or interrupted) disk
+	// made durable and keeps for a --resume.
+	KeptChunks    int             `json:"kept-chunks,omitempty"`
 	DamagedRanges []restore.Range `json:"damaged-ranges,omitempty"`
 	Error         string          `json:"error,omitempty"`
 	ExitCode      int             `json:"exit-code"`
@@ -53,12 +59,21 @@ type guestReport struct {
 	Config        string            `json:"config,omitempty"` // the path the configuration was written to
 	Size          uint64            `json:"size"`             // image bytes of all disks
 	DataBytes     uint64            `json:"data-bytes"`
-	ChunksFetched uint64            `json:"chunks-fetched"` // unique chunks, each fetched once
-	FetchedBytes  uint64            `json:"fetched-bytes"`  // encoded bytes read from the store
-	SharedChunks  int               `json:"shared-chunks"`  // chunks more than one disk uses
-	Seconds       float64           `json:"seconds"`
-	MiBps         float64           `json:"mib-per-second"`
-	ExitCode      int               `json:"exit-code"`
+	ChunksFetched uint64            `json:"chunks-fetched"` // unique chunks this run fetched and verified, each once
+	FetchedBytes  uint64            `json:"fetched-bytes"`  // encoded bytes this run read from the store
+	// SharedChunks is the plan's count of distinct chunks more than one
+	// disk uses (each once, the zero chunk left out), fetched once for
+	// all of them; ChunksFetched is what was fetched.
+	SharedChunks  int `json:"shared-chunks"`
+	ResumedChunks int `json:"resumed-chunks,omitempty"` // chunks the disks' stopped restores kept, not fetched again
+	// Salvaged lists the chunks recovered from copies kept aside as
+	// damaged (".bad" copies, which PBS never reads), the first
+	// restore.MaxSalvagedListed; SalvagedChunks counts them all.
+	Salvaged       []restore.SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
+	SalvagedChunks int                     `json:"recovered-from-bad-copies-count,omitempty"`
+	Seconds        float64                 `json:"seconds"`
+	MiBps          float64                 `json:"mib-per-second"` // image bytes of the disks worked on (a run that failed: bytes written) / seconds; 0 when nothing was fetched or written
+	ExitCode       int                     `json:"exit-code"`
 }
 
 func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
@@ -220,15 +235,10 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	if err != nil {
 		return err
 	}
-	// Every target is checked before any is opened or any chunk read: a
-	// busy one refuses the guest at once.
-	probe := rc.targetOptions(0)
-	probe.Resume = *rc.resume
-	for _, t := range targets {
-		if err := filetarget.CheckNotBusy(t, probe); err != nil {
-			return err
-		}
-	}
+	// Every target is checked before any is opened or any chunk read,
+	// and every refusal said at once: the configuration's path, the busy
+	// targets here, the disks' targets' own refusals in RestoreGuest.
+	var refused []error
 	blobName, configPath := guestConfig(src.Manifest(), dir, gf)
 	var config []byte
 	configThere := false // --resume: the configuration is there already, as stored
@@ -236,13 +246,16 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		if config, err = src.Blob(ctx, blobName); err != nil {
 			return err
 		}
-		if st, err := os.Lstat(configPath); err == nil && !*rc.force {
-			// A resume of a guest whose configuration was written (its
-			// disks were all restored) finds it there as it is stored.
-			if have, rerr := os.ReadFile(configPath); !*rc.resume || !st.Mode().IsRegular() || rerr != nil || !bytes.Equal(have, config) {
-				return fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), restore.ErrTargetExists)
-			}
-			configThere = true
+		configThere, err = checkGuestConfig(configPath, archives, targets, config, *rc.force, *rc.resume)
+		if err != nil {
+			refused = append(refused, err)
+		}
+	}
+	probe := rc.targetOptions(0)
+	probe.Resume = *rc.resume
+	for _, t := range targets {
+		if err := filetarget.CheckNotBusy(t, probe); err != nil {
+			refused = append(refused, err)
 		}
 	}
 	opts := pf.options(sf.fetchSpec())
@@ -253,7 +266,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		disks = append(disks, restore.GuestDisk{Archive: a, Sink: &filetarget.Sink{Path: targets[i], Options: rc.targetOptions(0)}})
 	}
 	ro := restore.RestoreOptions{
-		Pipeline: opts, Resume: *rc.resume, Restart: *rc.restart, KeepWork: rc.keepWork,
+		Pipeline: opts, Resume: *rc.resume, Restart: *rc.restart, KeepWork: rc.keepWork, Refused: errors.Join(refused...),
 		Note: func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) },
 		Progress: func(total int64, done func() int64) func() {
 			stopRetryLines()
@@ -269,31 +282,52 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	}
 	took := time.Since(start) - keys.OpeningTime()
 	var errs []error
-	rep := guestReport{Snapshot: snap.String(), ChunksFetched: g.Stats.Fetched.Load(), FetchedBytes: g.Stats.FetchedBytes.Load(), SharedChunks: g.SharedChunks}
+	rep := guestReport{Snapshot: snap.String(), ChunksFetched: g.Stats.Fetched.Load(), FetchedBytes: g.Stats.FetchedBytes.Load(), SharedChunks: g.SharedChunks,
+		Salvaged: g.Stats.Salvaged.Chunks(), SalvagedChunks: g.Stats.Salvaged.Count()}
+	var runBytes uint64 // image bytes of the disks this run worked on (not found complete)
 	for i, a := range archives {
 		d := guestDiskReport{Archive: a, Target: targets[i]}
 		res, derr := g.Disks[i], g.Errs[i]
 		switch {
 		case derr != nil:
-			d.Result, d.Error, d.ExitCode = "failed", derr.Error(), exitCode(derr)
+			d.Result, d.Error, d.ExitCode = "failed", derr.Error(), codeFor(ctx, derr)
 			if errors.Is(derr, restore.ErrRefused) {
 				derr = usageOf(derr)
 				d.ExitCode = exitUsage
+			}
+			if p := g.Partial[i]; p != nil {
+				// What the disk got before it stopped: its size, the
+				// bytes this run wrote, the chunks kept for a resume.
+				d.Size, d.ResumedChunks = p.Plan.Size, p.Resumed
+				d.DataBytes = p.Stats.DataBytes.Load()
+				runBytes += d.Size
+			}
+			if se := (*restore.StoppedError)(nil); errors.As(derr, &se) {
+				d.KeptChunks = se.Durable
+			}
+			if ctx.Err() != nil {
+				d.Result = "interrupted"
+				if d.KeptChunks > 0 {
+					d.Result = "stopped, journal kept"
+				}
 			}
 			errs = append(errs, derr)
 		case res.Complete != "":
 			d.Result, d.Size, d.ResumedChunks = "complete", res.Plan.Size, res.Resumed
 			fmt.Fprintf(stderr, "pbsdirect: %s\n", res.Complete)
 		default:
+			runBytes += res.Plan.Size
 			if cerr := res.Target.Close(false); cerr != nil {
-				d.Result, d.Error, d.ExitCode = "failed", cerr.Error(), exitCode(cerr)
+				d.Result, d.Error, d.ExitCode = "failed", cerr.Error(), codeFor(ctx, cerr)
 				errs = append(errs, cerr)
 				break
 			}
 			d.Result, d.Size, d.ResumedChunks = "restored", res.Plan.Size, res.Resumed
 			d.DataBytes = res.Stats.DataBytes.Load()
 			d.Seconds = res.Elapsed.Seconds()
-			d.MiBps = restore.MiBps(d.Size, res.Elapsed)
+			if res.Stats.Fetched.Load() > 0 || d.DataBytes > 0 {
+				d.MiBps = restore.MiBps(d.Size, res.Elapsed)
+			}
 			if res.Damage != nil {
 				d.Result, d.DamagedRanges, d.ExitCode = "restored with damage", res.Damage.Ranges(), exitData
 				errs = append(errs, res.Damage)
@@ -304,6 +338,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		}
 		rep.Size += d.Size
 		rep.DataBytes += d.DataBytes
+		rep.ResumedChunks += d.ResumedChunks
 		rep.Disks = append(rep.Disks, d)
 	}
 	gerr := errors.Join(errs...)
@@ -317,7 +352,16 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			rep.Config = configPath
 		}
 	}
-	rep.Seconds, rep.MiBps = took.Seconds(), restore.MiBps(rep.Size, took)
+	rep.Seconds = took.Seconds()
+	if rep.ChunksFetched > 0 || rep.DataBytes > 0 {
+		// A run that fetched and wrote nothing (every chunk resumed, every
+		// disk complete) has no rate to say.
+		rep.MiBps = restore.MiBps(runBytes, took)
+		if len(errs) > 0 {
+			// Stopped: the bytes written, not the images, were done.
+			rep.MiBps = restore.MiBps(rep.DataBytes, took)
+		}
+	}
 	rep.ExitCode = codeFor(ctx, gerr)
 	if rc.sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
@@ -341,8 +385,16 @@ func printGuestReport(w io.Writer, rep guestReport) {
 			fmt.Fprintf(w, "    written as zeros: [%d,%d)\n", r.Offset, r.Offset+r.Length)
 		}
 	}
-	fmt.Fprintf(w, "  total: %s in %.2fs (%.1f MiB/s); chunks fetched: %d (%s encoded), %d shared by several disks and fetched once\n",
-		humanBytes(rep.Size), rep.Seconds, rep.MiBps, rep.ChunksFetched, humanBytes(rep.FetchedBytes), rep.SharedChunks)
+	rate := "nothing to fetch"
+	if rep.ChunksFetched > 0 || rep.DataBytes > 0 {
+		rate = fmt.Sprintf("%.1f MiB/s", rep.MiBps)
+	}
+	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded); %d shared by several disks and fetched once\n",
+		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), rep.SharedChunks)
+	if rep.ResumedChunks > 0 {
+		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
+	}
+	printSalvaged(w, restore.Summary{Salvaged: rep.Salvaged, SalvagedChunks: rep.SalvagedChunks})
 	if rep.Config != "" {
 		fmt.Fprintf(w, "  configuration written to %s\n", index.DisplayText(rep.Config))
 	}
@@ -381,4 +433,60 @@ SNAPSHOT is TYPE/ID/TIME or TYPE/ID for the group's latest.`,
 		build:    cmdRestoreGuest,
 		complete: completeSnapshot,
 	}
+}
+
+// checkGuestConfig checks, before anything is written, the path the
+// guest's configuration config goes to: not one of the disks' targets
+// (archives[i] goes to targets[i]; the same path, or the same file through
+// a link or a hard link: device and inode), not a directory, device, FIFO
+// or socket, its directory there, and not an existing file without force.
+// With resume, an existing file that holds config as stored is the
+// configuration written by the run continued: true, nothing to write. A
+// refusal is a usage error (exit 2) naming the path.
+func checkGuestConfig(path string, archives, targets []string, config []byte, force, resume bool) (there bool, err error) {
+	name := index.DisplayText(path)
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return filepath.Clean(p)
+	}
+	cst, cerr := os.Stat(path) // through a link: the file written over
+	for i, t := range targets {
+		same := abs(t) == abs(path)
+		if !same && cerr == nil {
+			if tst, err := os.Stat(t); err == nil && os.SameFile(cst, tst) {
+				same = true
+			}
+		}
+		if same {
+			return false, usagef("--config %s is the target of disk %s: give the configuration a path of its own", name, index.DisplayText(archives[i]))
+		}
+	}
+	lst, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if st, derr := os.Stat(filepath.Dir(path)); derr != nil || !st.IsDir() {
+			return false, restore.Unusable(fmt.Errorf("configuration %s: no such directory %s", name, index.DisplayText(filepath.Dir(path))))
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("configuration %s: %w", name, err)
+	}
+	st := lst
+	if cerr == nil {
+		st = cst
+	}
+	if !st.Mode().IsRegular() {
+		return false, restore.Unusable(fmt.Errorf("configuration %s: not a regular file (%s): the configuration is written to a file", name, st.Mode().Type()))
+	}
+	if force {
+		return false, nil
+	}
+	// A resume of a guest whose configuration was written (its disks were
+	// all restored) finds it there as it is stored.
+	if have, rerr := os.ReadFile(path); resume && lst.Mode().IsRegular() && rerr == nil && bytes.Equal(have, config) {
+		return true, nil
+	}
+	return false, fmt.Errorf("configuration %s: %w", name, restore.ErrTargetExists)
 }
