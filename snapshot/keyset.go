@@ -57,7 +57,7 @@ func (e *KeyError) Error() string {
 	case KeyMismatch:
 		fmt.Fprintf(&b, "%v (key mismatch): the manifest was written with key %s; no given key is it", index.ErrWrongKey, e.Fingerprint)
 	default:
-		fmt.Fprintf(&b, "%v (key missing, fingerprint %s): no given key has it", index.ErrMissingKey, e.Fingerprint)
+		fmt.Fprintf(&b, "%v: the manifest names key %s, and no given key has it", index.ErrMissingKey, e.Fingerprint)
 	}
 	if len(e.Given) > 0 {
 		fmt.Fprintf(&b, " (given: %s)", strings.Join(e.Given, ", "))

@@ -271,3 +271,34 @@ func TestKeySetConcurrent(t *testing.T) {
 		t.Errorf("passphrases asked %v, want %v", a.asked, want)
 	}
 }
+
+// TestKeyErrorText: each KeyError says its status once ("missing key",
+// never "missing key (key missing, …)"), the fingerprint and what to do.
+func TestKeyErrorText(t *testing.T) {
+	_, cc := fixture.Key(t, 7)
+	fp := cc.Fingerprint()
+	for _, c := range []struct {
+		e        *snapshot.KeyError
+		want     []string
+		wantNone []string
+	}{
+		{&snapshot.KeyError{Status: snapshot.KeyMissing, Fingerprint: fp, Given: []string{"a.json (ab:cd)"}},
+			[]string{"missing key", fp.String(), "a.json (ab:cd)", "give --keyfile"}, []string{"key missing", "missing key (key"}},
+		{&snapshot.KeyError{Status: snapshot.KeyMismatch, Fingerprint: fp},
+			[]string{"wrong key", "key mismatch", fp.String()}, []string{"key missing"}},
+		{&snapshot.KeyError{Status: snapshot.KeyUnopened, Fingerprint: fp, File: "a.json", Err: errors.New("key file a.json: wrong passphrase")},
+			[]string{fp.String(), "a.json", "wrong passphrase"}, []string{"give --keyfile"}},
+	} {
+		msg := c.e.Error()
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q lacks %q", c.e.Status, msg, w)
+			}
+		}
+		for _, w := range c.wantNone {
+			if strings.Contains(msg, w) {
+				t.Errorf("%s: %q says %q", c.e.Status, msg, w)
+			}
+		}
+	}
+}

@@ -185,7 +185,7 @@ func TestBadInput(t *testing.T) {
 		{name: "missing-key", enc: true, keyArgs: func(*base) []string { return nil }, noKey: true,
 			want: func(b *base) []string { return []string{"missing key", b.cc.Fingerprint().String()} }},
 		{name: "wrong-key", enc: true, keyArgs: func(b *base) []string { return []string{"--keyfile", b.otherKey} }, noKey: true,
-			want: func(b *base) []string { return []string{"key missing", b.cc.Fingerprint().String(), b.otherKey} }},
+			want: func(b *base) []string { return []string{"missing key", b.cc.Fingerprint().String(), b.otherKey} }},
 		{name: "key-file-fingerprint-mismatch", enc: true, keyArgs: func(b *base) []string {
 			raw, err := os.ReadFile(b.keyfile)
 			if err != nil {
