@@ -90,3 +90,14 @@ func TestStdoutWriteFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyfileHelpRepeats: --keyfile's value type in --help says that it
+// may be given several times ("stringArray", as --store's), not "string".
+func TestKeyfileHelpRepeats(t *testing.T) {
+	for _, cmd := range []string{"restore", "verify", "drill", "mount", "serve-nbd", "restore-guest"} {
+		r := pbs(t, cmd, "--help")
+		if !strings.Contains(r.out, "--keyfile stringArray") || strings.Contains(r.out, "--keyfile string ") {
+			t.Errorf("%s --help: --keyfile should show as stringArray: %s", cmd, r.out)
+		}
+	}
+}
