@@ -212,7 +212,8 @@ func NeedsKey(m *index.Manifest) bool {
 // KeyMismatch) or its key file could not be opened (KeyUnopened). For a
 // manifest that names none: the File key; else, when m needs a key, the
 // first of Files or else the default key file, opened (once) now; else
-// nil. CryptMode none gives nil for every manifest.
+// nil; that key file not opened is a *KeyError (KeyUnopened, no
+// fingerprint). CryptMode none gives nil for every manifest.
 func (k *Keys) ForManifest(m *index.Manifest) (*crypto.Config, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -230,7 +231,14 @@ func (k *Keys) ForManifest(m *index.Manifest) (*crypto.Config, error) {
 		// open for another one.
 		return nil, nil
 	}
-	return k.openSlot(k.slots[0])
+	s := k.slots[0]
+	cc, err := k.openSlot(s)
+	if err != nil {
+		// Not opened (a wrong passphrase): no damage, as for a manifest
+		// that names its key.
+		return nil, &KeyError{Status: KeyUnopened, SignOnly: signOnly(m), File: s.path, Err: err}
+	}
+	return cc, nil
 }
 
 // Check picks the key for manifest m of snapshot snap (ForManifest; a

@@ -50,6 +50,9 @@ type KeyError struct {
 // Error says the status, the fingerprint, the keys given and what to do.
 func (e *KeyError) Error() string {
 	if e.Status == KeyUnopened {
+		if e.Fingerprint == (crypto.Fingerprint{}) {
+			return fmt.Sprintf("key not opened: %v", e.Err)
+		}
 		return fmt.Sprintf("key %s not opened: %v", e.Fingerprint, e.Err)
 	}
 	var b strings.Builder

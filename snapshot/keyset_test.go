@@ -302,3 +302,25 @@ func TestKeyErrorText(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyUnopenedWithoutFingerprint: a manifest that needs a key and
+// names no fingerprint gets the first key file; when that file is not
+// opened (a wrong passphrase), the error is a KeyError (KeyUnopened, no
+// damage) naming the file, as for a manifest that names its key.
+func TestKeyUnopenedWithoutFingerprint(t *testing.T) {
+	wrong := fmt.Errorf("key file a.json: %w", crypto.ErrWrongPassphrase)
+	k, err := snapshot.NewKeys(context.Background(), snapshot.KeyOptions{
+		Files: []string{"a.json", "b.json"},
+		Open:  func(context.Context, string) (*crypto.Config, error) { return nil, wrong },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &index.Manifest{BackupType: "vm", BackupID: "100", Files: []index.FileInfo{{Filename: "drive-scsi0.img.fidx", CryptMode: index.CryptEncrypt}}}
+	_, err = k.ForManifest(m)
+	var ke *snapshot.KeyError
+	if !errors.As(err, &ke) || ke.Status != snapshot.KeyUnopened || ke.File != "a.json" || !errors.Is(err, crypto.ErrWrongPassphrase) ||
+		strings.Contains(err.Error(), "00:00") || !strings.Contains(err.Error(), "a.json") {
+		t.Errorf("ForManifest: %v, want a KeyError (key-error) naming a.json", err)
+	}
+}
