@@ -59,7 +59,9 @@ func TestPaperKeyRestores(t *testing.T) {
 	mustOK(t, "key", "show", "--verify", paper)
 
 	cut := fixture.WriteFile(t, t.TempDir(), "cut.txt", []byte(strings.Split(r.out, crypto.PaperKeyEnd)[0]))
-	mustFail(t, 1, []string{"cut.txt", crypto.PaperKeyEnd}, "restore", "--store", store, "--keyfile", cut, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "x"))
+	// A paper key cut short does not parse: a usage error (exit 2), as any
+	// key file that does not parse.
+	mustFail(t, 2, []string{"cut.txt", crypto.PaperKeyEnd}, "restore", "--store", store, "--keyfile", cut, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "x"))
 	mustFail(t, 2, []string{"must be text"}, "key", "paperkey", "--output-format", "html", keyfile)
 }
 
