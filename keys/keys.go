@@ -34,7 +34,34 @@ var (
 	// ErrWrite is matched by the errors of a key file not written for a
 	// reason of the machine (no space, permission, I/O).
 	ErrWrite = errors.New("key file not written")
+	// ErrNotOpened is matched by the errors of a key file, paper key or
+	// master key that was read and parsed but not opened: a wrong
+	// passphrase (crypto.ErrWrongPassphrase, ErrMasterKeyPassphrase), a
+	// stored fingerprint its key belies (crypto.ErrKeyFingerprint). It is
+	// no damage of the data and no mistake of the command line: the run
+	// could not complete for a reason outside the data (exit code 3); a
+	// run with the right passphrase may.
+	ErrNotOpened = errors.New("key not opened")
 )
+
+// NotOpened returns the error of opening the key file, paper key or
+// master key name: for a wrong passphrase or a stored fingerprint its key
+// belies, an ErrNotOpened error naming name, saying what to do and
+// unwrapping to err; any other err (nil included) as "name: err", or nil.
+func NotOpened(name string, err error) error {
+	var advice string
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, crypto.ErrWrongPassphrase), errors.Is(err, crypto.ErrMasterKeyPassphrase):
+		advice = "retry with the right passphrase"
+	case errors.Is(err, crypto.ErrKeyFingerprint):
+		advice = "the file is not the key it names: use the key file as key create or key paperkey wrote it"
+	default:
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return &classError{class: ErrNotOpened, msg: fmt.Sprintf("%s: %v: %s", name, err, advice), err: err}
+}
 
 // classError is an error of one class (ErrUsage or ErrWrite): it says msg
 // and unwraps to its cause, when it has one.
@@ -92,8 +119,8 @@ func notThereUsage(err error) error {
 // say "key file: …" with the path; parse errors name the path. A file that
 // is not there, a file of another kind given by mistake (NotAKeyFile) and
 // one that does not parse as a key file are ErrUsage (the parse error is
-// the cause); an I/O error reading an existing file is not, nor a paper key
-// cut short (crypto.ErrPaperKey: damaged).
+// the cause), a paper key cut short (crypto.ErrPaperKey) too; an I/O
+// error reading an existing file is not.
 func Load(path string) (*crypto.KeyFile, error) {
 	data, err := ReadFile(path)
 	if err != nil {
@@ -103,10 +130,6 @@ func Load(path string) (*crypto.KeyFile, error) {
 	if err != nil {
 		if what := NotAKeyFile(data); what != "" {
 			return nil, usagef("key file %s is %s, not a key file (as key create writes it)", path, what)
-		}
-		if errors.Is(err, crypto.ErrPaperKey) {
-			// A paper key cut short: the key is damaged, not misnamed.
-			return nil, fmt.Errorf("key file %s: %w", path, err)
 		}
 		return nil, &classError{class: ErrUsage, msg: fmt.Sprintf("key file %s: %v", path, err), err: err}
 	}

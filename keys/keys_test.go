@@ -62,8 +62,8 @@ func TestCreateWriteLoad(t *testing.T) {
 	}
 }
 
-// TestLoadRefused: a file that is not there, a PEM file and an unknown KDF
-// are usage mistakes.
+// TestLoadRefused: a file that is not there, a PEM file, a paper key cut
+// short and an unknown KDF are usage mistakes.
 func TestLoadRefused(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Load(filepath.Join(dir, "missing")); !errors.Is(err, ErrUsage) || !errors.Is(err, os.ErrNotExist) {
@@ -86,6 +86,15 @@ func TestLoadRefused(t *testing.T) {
 	if _, err := Load(text); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), text) {
 		t.Errorf("text file: %v", err)
 	}
+	// A paper key cut short (no END line) does not parse: the file
+	// given must change, as for any key file that does not parse.
+	cut := filepath.Join(dir, "cut.paperkey")
+	if err := os.WriteFile(cut, []byte(crypto.PaperKeyBegin+"\n{\"kdf\": null,\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(cut); !errors.Is(err, ErrUsage) || !errors.Is(err, crypto.ErrPaperKey) || !strings.Contains(err.Error(), cut) {
+		t.Errorf("paper key cut short: %v, want ErrUsage naming %s", err, cut)
+	}
 	for _, p := range []string{filepath.Join(dir, "missing"), filepath.Join(text, "below")} {
 		if _, err := SecretFromFile("PBS_ENCRYPTION_PASSWORD_FILE", p); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "PBS_ENCRYPTION_PASSWORD_FILE") {
 			t.Errorf("passphrase file %s: %v", p, err)
@@ -101,7 +110,8 @@ func TestLoadRefused(t *testing.T) {
 }
 
 // TestOpen: a protected key file asks for its passphrase (a wrong one
-// fails naming the file), an unprotected one does not ask.
+// fails naming the file, ErrNotOpened: no damage, no usage mistake), an
+// unprotected one does not ask.
 func TestOpen(t *testing.T) {
 	dir := t.TempDir()
 	prot, plain := filepath.Join(dir, "prot.key"), filepath.Join(dir, "plain.key")
@@ -120,8 +130,9 @@ func TestOpen(t *testing.T) {
 	if err != nil || asked != 1 || cc.Fingerprint().String() != kf.Fingerprint {
 		t.Errorf("protected: %v, asked %d", err, asked)
 	}
-	if _, err := Open(context.Background(), prot, ask("wrong")); err == nil || !strings.Contains(err.Error(), prot) {
-		t.Errorf("wrong passphrase: %v, want an error naming %s", err, prot)
+	if _, err := Open(context.Background(), prot, ask("wrong")); !errors.Is(err, ErrNotOpened) || errors.Is(err, ErrUsage) ||
+		!errors.Is(err, crypto.ErrWrongPassphrase) || !strings.Contains(err.Error(), prot) || !strings.Contains(err.Error(), "retry with the right passphrase") {
+		t.Errorf("wrong passphrase: %v, want ErrNotOpened naming %s", err, prot)
 	}
 	asked = 0
 	if _, err := Open(context.Background(), plain, ask("x")); err != nil || asked != 0 {
@@ -130,7 +141,8 @@ func TestOpen(t *testing.T) {
 }
 
 // TestOpenMaster: a protected master private key asks for its passphrase,
-// one without does not; a wrong passphrase names the file.
+// one without does not; a wrong passphrase names the file and is
+// ErrNotOpened (exit 3), a file that is no master key ErrUsage (exit 2).
 func TestOpenMaster(t *testing.T) {
 	dir := t.TempDir()
 	_, protPEM, err := crypto.GenerateMasterKey(crypto.MinMasterKeyBits, []byte("master-pass"))
@@ -160,8 +172,15 @@ func TestOpenMaster(t *testing.T) {
 	if k, err := OpenMaster(prot, ask("master-pass")); err != nil || k == nil || asked != 1 {
 		t.Errorf("protected: %v, asked %d", err, asked)
 	}
-	if _, err := OpenMaster(prot, ask("wrong")); err == nil || !strings.Contains(err.Error(), prot) {
-		t.Errorf("wrong passphrase: %v, want an error naming %s", err, prot)
+	if _, err := OpenMaster(prot, ask("wrong")); !errors.Is(err, ErrNotOpened) || !strings.Contains(err.Error(), prot) {
+		t.Errorf("wrong passphrase: %v, want ErrNotOpened naming %s", err, prot)
+	}
+	junk := filepath.Join(dir, "junk.pem")
+	if err := os.WriteFile(junk, []byte("-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenMaster(junk, ask("x")); !errors.Is(err, ErrUsage) || !errors.Is(err, crypto.ErrMasterKeyFormat) || !strings.Contains(err.Error(), junk) {
+		t.Errorf("no master key: %v, want ErrUsage naming %s", err, junk)
 	}
 	asked = 0
 	if k, err := OpenMaster(plain, ask("x")); err != nil || k == nil || asked != 0 {

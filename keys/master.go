@@ -3,6 +3,7 @@ package keys
 import (
 	"context"
 	"crypto/rsa"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -204,7 +205,8 @@ func RSAEncrypt(pub *rsa.PublicKey, keyfile string, cc *crypto.Config) ([]byte, 
 
 // RSAEncryptUnder encrypts the key cc (opened from keyfile) under the
 // master public key in the PEM file pubFile, as RSAEncrypt does. Errors
-// reading or parsing pubFile name it as --master-pubkey-file.
+// reading or parsing pubFile name it as --master-pubkey-file; a file that
+// is no master public key is ErrUsage.
 func RSAEncryptUnder(pubFile, keyfile string, cc *crypto.Config) ([]byte, error) {
 	data, err := ReadFile(pubFile)
 	if err != nil {
@@ -212,7 +214,11 @@ func RSAEncryptUnder(pubFile, keyfile string, cc *crypto.Config) ([]byte, error)
 	}
 	pub, err := crypto.ParseMasterPublicKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("--master-pubkey-file %s: %w", pubFile, err)
+		err = fmt.Errorf("--master-pubkey-file %s: %w", pubFile, err)
+		if errors.Is(err, crypto.ErrMasterKeyFormat) {
+			err = &classError{class: ErrUsage, msg: err.Error(), err: err}
+		}
+		return nil, err
 	}
 	return RSAEncrypt(pub, keyfile, cc)
 }
@@ -222,9 +228,10 @@ func RSAEncryptUnder(pubFile, keyfile string, cc *crypto.Config) ([]byte, error)
 // numbered lines typed back), which is returned as the PEM it holds. A
 // paper key may have up to paperkey.MaxPrivateTextSize bytes, anything
 // else crypto.MaxSecretFileSize (larger: crypto.ErrNotSecretFile, a usage
-// error). Numbered lines that make no PEM are an error wrapping
+// error). Numbered lines that make no PEM are an ErrUsage error wrapping
 // crypto.ErrMasterKeyFormat and paperkey.ErrPrivateText naming path and the
-// line.
+// line (a printout typed back with a line left out: the file given must
+// change).
 func ReadMasterFile(path string) ([]byte, error) {
 	data, err := crypto.ReadSecretFileMax(path, paperkey.MaxPrivateTextSize)
 	if err != nil {
@@ -233,7 +240,8 @@ func ReadMasterFile(path string) ([]byte, error) {
 	pem, ok, err := paperkey.PrivatePEM(data)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w: %w", path, crypto.ErrMasterKeyFormat, err)
+		err = fmt.Errorf("%s: %w: %w", path, crypto.ErrMasterKeyFormat, err)
+		return nil, &classError{class: ErrUsage, msg: err.Error(), err: err}
 	case ok:
 		return pem, nil
 	case len(data) > crypto.MaxSecretFileSize:
@@ -244,7 +252,9 @@ func ReadMasterFile(path string) ([]byte, error) {
 
 // OpenMaster reads the master private key in the PEM file path
 // (ReadMasterFile: its paper key too) and opens it, asking pass for its passphrase only when it is protected (pass's
-// errors are returned as they are). Errors parsing it name path.
+// errors are returned as they are). Errors parsing it name path: one that
+// is no master key (crypto.ErrMasterKeyFormat) is ErrUsage, a wrong
+// passphrase ErrNotOpened (NotOpened).
 func OpenMaster(path string, pass func() ([]byte, error)) (*rsa.PrivateKey, error) {
 	pem, err := ReadMasterFile(path)
 	if err != nil {
@@ -257,8 +267,12 @@ func OpenMaster(path string, pass func() ([]byte, error)) (*rsa.PrivateKey, erro
 		}
 	}
 	priv, err := crypto.ParseMasterPrivateKey(pem, p)
+	if errors.Is(err, crypto.ErrMasterKeyFormat) {
+		err = fmt.Errorf("%s: %w", path, err)
+		return nil, &classError{class: ErrUsage, msg: err.Error(), err: err}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, NotOpened(path, err)
 	}
 	return priv, nil
 }

@@ -95,7 +95,8 @@ func firstLine(what string, r io.Reader) ([]byte, error) {
 
 // Open reads the key file or paper key at path (see Load) and opens it,
 // asking ask for the passphrase only when the file is protected; the key
-// derivation stops when ctx ends. Errors after the file was read name it.
+// derivation stops when ctx ends. Errors after the file was read name it;
+// a wrong passphrase is ErrNotOpened (NotOpened).
 func Open(ctx context.Context, path string, ask func() ([]byte, error)) (*crypto.Config, error) {
 	kf, err := Load(path)
 	if err != nil {
@@ -109,7 +110,7 @@ func Open(ctx context.Context, path string, ask func() ([]byte, error)) (*crypto
 	}
 	_, cfg, err := kf.Open(ctx, pass)
 	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
+		return nil, NotOpened("key file "+path, err)
 	}
 	return cfg, nil
 }

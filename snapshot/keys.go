@@ -186,6 +186,10 @@ func (k *Keys) OpenErr() error {
 	return k.err
 }
 
+// given reports whether key files were given (KeyOptions.File or Files),
+// not only the default key file.
+func (k *Keys) given() bool { return k.o.File != "" || len(k.o.Files) > 0 }
+
 // NeedsKey reports whether a manifest asks for a key: it names a key
 // fingerprint or a signature (signed or encrypted), or lists an encrypted
 // or signed file.
@@ -208,7 +212,8 @@ func NeedsKey(m *index.Manifest) bool {
 // KeyMismatch) or its key file could not be opened (KeyUnopened). For a
 // manifest that names none: the File key; else, when m needs a key, the
 // first of Files or else the default key file, opened (once) now; else
-// nil. CryptMode none gives nil for every manifest.
+// nil; that key file not opened is a *KeyError (KeyUnopened, no
+// fingerprint). CryptMode none gives nil for every manifest.
 func (k *Keys) ForManifest(m *index.Manifest) (*crypto.Config, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -226,15 +231,22 @@ func (k *Keys) ForManifest(m *index.Manifest) (*crypto.Config, error) {
 		// open for another one.
 		return nil, nil
 	}
-	return k.openSlot(k.slots[0])
+	s := k.slots[0]
+	cc, err := k.openSlot(s)
+	if err != nil {
+		// Not opened (a wrong passphrase): no damage, as for a manifest
+		// that names its key.
+		return nil, &KeyError{Status: KeyUnopened, SignOnly: signOnly(m), File: s.path, Err: err}
+	}
+	return cc, nil
 }
 
 // Check picks the key for manifest m of snapshot snap (ForManifest; a
 // *KeyError when no key given opens it) and checks m with it (index.Manifest.Check: fingerprint, signature), then
 // applies the signature policy: with RequireSignature an unsigned
 // manifest, or a signed one without the key to check it, fails wrapping
-// index.ErrUnsigned; without it, an unsigned manifest read with a key is
-// said as a warning (PBS accepts it too, but nothing proves it was
+// index.ErrUnsigned; without it, an unsigned manifest read with a key, or
+// with key files given (CheckSigned), is said as a warning (PBS accepts it too, but nothing proves it was
 // written with the key). A manifest that names a key read without one
 // (CryptMode none, AllowMissing) is said and returned with missing set.
 // It returns the key (nil for none); errors name the manifest file.
@@ -263,14 +275,17 @@ func (k *Keys) Check(m *index.Manifest, snap index.Snapshot) (cc *crypto.Config,
 }
 
 // CheckSigned applies the signature policy (see Check) to manifest m of
-// snap read with key cc; errors wrap index.ErrUnsigned.
+// snap read with key cc; errors wrap index.ErrUnsigned. An unsigned
+// manifest is warned of when a key was given (--keyfile: one, several or
+// a directory alike), even one read with no key (a plain snapshot), or
+// read with a key (the default key file).
 func (k *Keys) CheckSigned(m *index.Manifest, snap index.Snapshot, cc *crypto.Config) error {
 	switch {
 	case k.o.RequireSignature && m.Signature == nil:
 		return fmt.Errorf("%w: the manifest of %s has no signature (--require-signature)", index.ErrUnsigned, snap)
 	case k.o.RequireSignature && cc == nil:
 		return fmt.Errorf("%w: the manifest of %s is signed, but its signature is only checked with its key: give --keyfile (--require-signature)", index.ErrUnsigned, snap)
-	case m.Signature == nil && cc != nil:
+	case m.Signature == nil && (cc != nil || k.given()):
 		k.note("warning: the manifest of %s is not signed: a key was given, but nothing proves the snapshot was written with it (--require-signature refuses such manifests)", snap)
 	}
 	return nil

@@ -50,6 +50,9 @@ type KeyError struct {
 // Error says the status, the fingerprint, the keys given and what to do.
 func (e *KeyError) Error() string {
 	if e.Status == KeyUnopened {
+		if e.Fingerprint == (crypto.Fingerprint{}) {
+			return fmt.Sprintf("key not opened: %v", e.Err)
+		}
 		return fmt.Sprintf("key %s not opened: %v", e.Fingerprint, e.Err)
 	}
 	var b strings.Builder
@@ -57,7 +60,7 @@ func (e *KeyError) Error() string {
 	case KeyMismatch:
 		fmt.Fprintf(&b, "%v (key mismatch): the manifest was written with key %s; no given key is it", index.ErrWrongKey, e.Fingerprint)
 	default:
-		fmt.Fprintf(&b, "%v (key missing, fingerprint %s): no given key has it", index.ErrMissingKey, e.Fingerprint)
+		fmt.Fprintf(&b, "%v: the manifest names key %s, and no given key has it", index.ErrMissingKey, e.Fingerprint)
 	}
 	if len(e.Given) > 0 {
 		fmt.Fprintf(&b, " (given: %s)", strings.Join(e.Given, ", "))

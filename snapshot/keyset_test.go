@@ -271,3 +271,56 @@ func TestKeySetConcurrent(t *testing.T) {
 		t.Errorf("passphrases asked %v, want %v", a.asked, want)
 	}
 }
+
+// TestKeyErrorText: each KeyError says its status once ("missing key",
+// never "missing key (key missing, …)"), the fingerprint and what to do.
+func TestKeyErrorText(t *testing.T) {
+	_, cc := fixture.Key(t, 7)
+	fp := cc.Fingerprint()
+	for _, c := range []struct {
+		e        *snapshot.KeyError
+		want     []string
+		wantNone []string
+	}{
+		{&snapshot.KeyError{Status: snapshot.KeyMissing, Fingerprint: fp, Given: []string{"a.json (ab:cd)"}},
+			[]string{"missing key", fp.String(), "a.json (ab:cd)", "give --keyfile"}, []string{"key missing", "missing key (key"}},
+		{&snapshot.KeyError{Status: snapshot.KeyMismatch, Fingerprint: fp},
+			[]string{"wrong key", "key mismatch", fp.String()}, []string{"key missing"}},
+		{&snapshot.KeyError{Status: snapshot.KeyUnopened, Fingerprint: fp, File: "a.json", Err: errors.New("key file a.json: wrong passphrase")},
+			[]string{fp.String(), "a.json", "wrong passphrase"}, []string{"give --keyfile"}},
+	} {
+		msg := c.e.Error()
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q lacks %q", c.e.Status, msg, w)
+			}
+		}
+		for _, w := range c.wantNone {
+			if strings.Contains(msg, w) {
+				t.Errorf("%s: %q says %q", c.e.Status, msg, w)
+			}
+		}
+	}
+}
+
+// TestKeyUnopenedWithoutFingerprint: a manifest that needs a key and
+// names no fingerprint gets the first key file; when that file is not
+// opened (a wrong passphrase), the error is a KeyError (KeyUnopened, no
+// damage) naming the file, as for a manifest that names its key.
+func TestKeyUnopenedWithoutFingerprint(t *testing.T) {
+	wrong := fmt.Errorf("key file a.json: %w", crypto.ErrWrongPassphrase)
+	k, err := snapshot.NewKeys(context.Background(), snapshot.KeyOptions{
+		Files: []string{"a.json", "b.json"},
+		Open:  func(context.Context, string) (*crypto.Config, error) { return nil, wrong },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &index.Manifest{BackupType: "vm", BackupID: "100", Files: []index.FileInfo{{Filename: "drive-scsi0.img.fidx", CryptMode: index.CryptEncrypt}}}
+	_, err = k.ForManifest(m)
+	var ke *snapshot.KeyError
+	if !errors.As(err, &ke) || ke.Status != snapshot.KeyUnopened || ke.File != "a.json" || !errors.Is(err, crypto.ErrWrongPassphrase) ||
+		strings.Contains(err.Error(), "00:00") || !strings.Contains(err.Error(), "a.json") {
+		t.Errorf("ForManifest: %v, want a KeyError (key-error) naming a.json", err)
+	}
+}

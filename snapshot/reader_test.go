@@ -312,7 +312,7 @@ func TestKeyPolicyDefaultOnce(t *testing.T) {
 
 // TestSignaturePolicy: --require-signature refuses unsigned manifests and
 // signed ones that cannot be checked; without it, an unsigned manifest
-// read with a key is a warning.
+// read with a key, or with key files given, is a warning.
 func TestSignaturePolicy(t *testing.T) {
 	ks := newKeyStores(t)
 	store := fixture.OpenStore(t, ks.dir)
@@ -330,6 +330,10 @@ func TestSignaturePolicy(t *testing.T) {
 		{"required, signed, no key to check", snapshot.KeyOptions{RequireSignature: true, CryptMode: "none"}, ks.signed, index.ErrUnsigned, ""},
 		{"not required, unsigned with a key: warned", snapshot.KeyOptions{File: ks.keyFile}, ks.plain, nil, "warning: the manifest of vm/100/2026-11-29T10:00:00Z is not signed"},
 		{"signed with another key", snapshot.KeyOptions{File: ks.otherKeyFile}, ks.signed, errAny, ""},
+		// Several key files (or a directory) warn as one does, though a
+		// plain snapshot gets no key from them.
+		{"not required, unsigned with several keys: warned", snapshot.KeyOptions{Files: []string{ks.keyFile, ks.otherKeyFile}}, ks.plain, nil, "warning: the manifest of vm/100/2026-11-29T10:00:00Z is not signed"},
+		{"not required, unsigned, only the default key file: not warned", snapshot.KeyOptions{DefaultFile: ks.keyFile}, ks.plain, nil, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -162,6 +162,8 @@ func Merge(reports []Report, names ...string) (Report, error) {
 			m.Note = cmp.Or(m.Note, s.Note)
 			m.Status = cmp.Or(m.Status, s.Status)
 			m.KeyFingerprint = cmp.Or(m.KeyFingerprint, s.KeyFingerprint)
+			m.KeyFile = cmp.Or(m.KeyFile, s.KeyFile)
+			m.PassphraseRefused = m.PassphraseRefused || s.PassphraseRefused
 			for _, a := range s.Archives {
 				j := slices.IndexFunc(m.Archives, func(x ArchiveResult) bool { return x.Archive == a.Archive })
 				if j < 0 {

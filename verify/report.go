@@ -92,9 +92,14 @@ type SnapshotResult struct {
 	// its key, no damage: snapshot.KeyMissing ("key-missing"),
 	// KeyMismatch ("key-mismatch") or KeyUnopened ("key-error");
 	// KeyFingerprint is the key its manifest names.
-	Status         string          `json:"status,omitempty"`
-	KeyFingerprint string          `json:"key-fingerprint,omitempty"`
-	Archives       []ArchiveResult `json:"archives"`
+	Status         string `json:"status,omitempty"`
+	KeyFingerprint string `json:"key-fingerprint,omitempty"`
+	// KeyFile is the key file that could not be opened (Status
+	// KeyUnopened), and PassphraseRefused says that its passphrase was
+	// wrong: what to retry with.
+	KeyFile           string          `json:"key-file,omitempty"`
+	PassphraseRefused bool            `json:"passphrase-refused,omitempty"`
+	Archives          []ArchiveResult `json:"archives"`
 }
 
 // KeyUnavailable reports whether r was not verified for want of its key

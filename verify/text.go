@@ -3,9 +3,11 @@ package verify
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // OKWord is how the text form says a result: "ok" or "FAILED".
@@ -121,4 +123,74 @@ func freshChunks(fresh, present int) string {
 		return ""
 	}
 	return fmt.Sprintf(", %d skipped as fresh (%d confirmed present)", fresh, present)
+}
+
+// OnlyKeysMissing reports whether r failed only for snapshots not
+// verified for want of their key (WithoutKey): no damage found, nothing
+// else left unchecked in the report.
+func (r *Report) OnlyKeysMissing() bool {
+	return !r.OK && r.WithoutKey > 0 && r.Damaged() == 0 && len(r.NotVerified) == 0
+}
+
+// ResultWord says the result of the whole run at the end of the text
+// form's summary line: OKWord, except "NOT VERIFIED, no damage found" for
+// a run that failed only for snapshots without their key
+// (OnlyKeysMissing): no damage, no "FAILED".
+func (r *Report) ResultWord() string {
+	if r.OnlyKeysMissing() {
+		return "NOT VERIFIED, no damage found"
+	}
+	return OKWord(r.OK)
+}
+
+// WithoutKeyText says why the snapshots without their key (WithoutKey)
+// were not verified and what to do, one clause per cause joined by "; ",
+// each count followed by see (e.g. " (see above)"): the key missing
+// ("give --keyfile with their key"), the passphrase refused for a key
+// file (named: "retry with the right passphrase"), a key file that could
+// not be opened for another reason (named). "" when there are none. Key
+// file names come from the command line or a report file: escaped.
+func (r *Report) WithoutKeyText(see string) string {
+	var missing, refused, unopened int
+	var refusedFiles, unopenedFiles []string
+	for _, s := range r.Snapshots {
+		if !s.KeyUnavailable() {
+			continue
+		}
+		switch {
+		case s.Status == snapshot.KeyUnopened && s.PassphraseRefused:
+			refused++
+			refusedFiles = appendNew(refusedFiles, index.DisplayText(s.KeyFile))
+		case s.Status == snapshot.KeyUnopened:
+			unopened++
+			unopenedFiles = appendNew(unopenedFiles, index.DisplayText(s.KeyFile))
+		default:
+			missing++
+		}
+	}
+	slices.Sort(refusedFiles)
+	slices.Sort(unopenedFiles)
+	var parts []string
+	if missing > 0 {
+		parts = append(parts, fmt.Sprintf("%d snapshot(s) not verified: no key given opens them (key missing)%s: give --keyfile with their key", missing, see))
+	}
+	if refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d snapshot(s) not verified: the passphrase was refused for %s (key error)%s: retry with the right passphrase", refused, strings.Join(refusedFiles, ", "), see))
+	}
+	if unopened > 0 {
+		what := "their key file"
+		if len(unopenedFiles) > 0 {
+			what = "key file " + strings.Join(unopenedFiles, ", ")
+		}
+		parts = append(parts, fmt.Sprintf("%d snapshot(s) not verified: %s could not be opened (key error)%s", unopened, what, see))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// appendNew appends s to list unless it is there already ("" never).
+func appendNew(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }

@@ -30,3 +30,53 @@ func TestWriteText(t *testing.T) {
 		t.Errorf("ChunksText = %q", got)
 	}
 }
+
+// TestKeyWording: a run that failed only for snapshots without their key
+// says no damage was found (not FAILED), and what to do for each cause:
+// the key missing, the passphrase refused for a named key file, a key
+// file not opened otherwise; damage elsewhere keeps FAILED.
+func TestKeyWording(t *testing.T) {
+	ok := SnapshotResult{Snapshot: "vm/100/2026-11-29T10:00:00Z", OK: true}
+	missing := SnapshotResult{Snapshot: "vm/200/2026-11-29T10:00:00Z", Status: "key-missing"}
+	refused := func(snap, file string) SnapshotResult {
+		return SnapshotResult{Snapshot: snap, Status: "key-error", KeyFile: file, PassphraseRefused: true}
+	}
+	other := SnapshotResult{Snapshot: "vm/500/2026-11-29T10:00:00Z", Status: "key-error", KeyFile: "c.json\x1b"}
+	damaged := SnapshotResult{Snapshot: "vm/600/2026-11-29T10:00:00Z", Error: "damaged"}
+	for _, c := range []struct {
+		name     string
+		snaps    []SnapshotResult
+		word     string
+		want     []string
+		wantNone []string
+	}{
+		{"ok", []SnapshotResult{ok}, "ok", nil, nil},
+		{"key missing", []SnapshotResult{ok, missing}, "NOT VERIFIED, no damage found",
+			[]string{"1 snapshot(s) not verified: no key given opens them (key missing) (see above): give --keyfile with their key"}, []string{"passphrase"}},
+		{"passphrase refused", []SnapshotResult{refused("vm/300/2026-11-29T10:00:00Z", "b.json"), refused("vm/400/2026-11-29T10:00:00Z", "a.json"), refused("vm/401/2026-11-29T10:00:00Z", "a.json")},
+			"NOT VERIFIED, no damage found",
+			[]string{"3 snapshot(s) not verified: the passphrase was refused for a.json, b.json (key error) (see above): retry with the right passphrase"}, []string{"give --keyfile", "key missing"}},
+		{"all causes", []SnapshotResult{missing, refused("vm/300/2026-11-29T10:00:00Z", "b.json"), other}, "NOT VERIFIED, no damage found",
+			[]string{"key missing", "refused for b.json", `key file c.json\x1b could not be opened`}, []string{"\x1b"}},
+		{"damage elsewhere", []SnapshotResult{missing, damaged}, "FAILED", []string{"key missing"}, nil},
+	} {
+		rep := Report{OK: true}
+		for _, s := range c.snaps {
+			rep.Add(s)
+		}
+		if got := rep.ResultWord(); got != c.word {
+			t.Errorf("%s: ResultWord %q, want %q", c.name, got, c.word)
+		}
+		text := rep.WithoutKeyText(" (see above)")
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: %q lacks %q", c.name, text, w)
+			}
+		}
+		for _, w := range c.wantNone {
+			if strings.Contains(text, w) {
+				t.Errorf("%s: %q says %q", c.name, text, w)
+			}
+		}
+	}
+}

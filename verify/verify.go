@@ -298,7 +298,8 @@ func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkE
 // keyStatus records in res that its snapshot was not checked for want of
 // its key, when err says so (a snapshot.KeyError, index.ErrMissingKey or
 // index.ErrWrongKey): a status (SnapshotResult.Status), the manifest's key
-// fingerprint, not OK and no damage. It reports whether it did.
+// fingerprint, the key file not opened and whether its passphrase was
+// refused, not OK and no damage. It reports whether it did.
 func keyStatus(res *SnapshotResult, err error) bool {
 	var ke *snapshot.KeyError
 	switch {
@@ -306,6 +307,10 @@ func keyStatus(res *SnapshotResult, err error) bool {
 		res.Status = ke.Status
 		if ke.Fingerprint != (crypto.Fingerprint{}) {
 			res.KeyFingerprint = ke.Fingerprint.String()
+		}
+		if ke.Status == snapshot.KeyUnopened {
+			res.KeyFile = ke.File
+			res.PassphraseRefused = errors.Is(ke.Err, crypto.ErrWrongPassphrase)
 		}
 	case errors.Is(err, index.ErrMissingKey):
 		res.Status = snapshot.KeyMissing

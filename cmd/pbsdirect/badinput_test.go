@@ -115,8 +115,8 @@ func TestBadInput(t *testing.T) {
 		// verifyOK: verify of the whole snapshot passes (the damage is
 		// outside it, e.g. a restore of an archive that is not listed).
 		verifyOK bool
-		// noKey: no key given opens the snapshot, which is no damage:
-		// exit 3 for both, verify's status key-missing.
+		// noKey: no key given opens the snapshot, or its key file is not
+		// opened, which is no damage: exit 3 for both.
 		noKey bool
 	}
 	chunkWant := func(what string) func(b *base) []string {
@@ -185,7 +185,7 @@ func TestBadInput(t *testing.T) {
 		{name: "missing-key", enc: true, keyArgs: func(*base) []string { return nil }, noKey: true,
 			want: func(b *base) []string { return []string{"missing key", b.cc.Fingerprint().String()} }},
 		{name: "wrong-key", enc: true, keyArgs: func(b *base) []string { return []string{"--keyfile", b.otherKey} }, noKey: true,
-			want: func(b *base) []string { return []string{"key missing", b.cc.Fingerprint().String(), b.otherKey} }},
+			want: func(b *base) []string { return []string{"missing key", b.cc.Fingerprint().String(), b.otherKey} }},
 		{name: "key-file-fingerprint-mismatch", enc: true, keyArgs: func(b *base) []string {
 			raw, err := os.ReadFile(b.keyfile)
 			if err != nil {
@@ -202,7 +202,9 @@ func TestBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			return []string{"--keyfile", fixture.WriteFile(t, t.TempDir(), "liar.json", js)}
-		}, want: func(*base) []string { return []string{"liar.json", "fingerprint"} }},
+			// A key file whose key belies its fingerprint is not opened:
+			// no damage of the data (exit 3, not 1).
+		}, noKey: true, want: func(*base) []string { return []string{"liar.json", "fingerprint", "not the key it names"} }},
 		// Indexes and the manifest.
 		{name: "archive-not-in-manifest", archive: "drive-scsi1", verifyOK: true, want: func(*base) []string {
 			return []string{"not in manifest", "drive-scsi1.img.fidx", "drive-scsi0.img.fidx"}

@@ -70,15 +70,18 @@ Exit codes:
   2    usage error, or a TARGET refused as named (exists without --force, a
        symbolic link, a directory or FIFO, a missing directory, a disk-image
        format, too small, inside the store); also a key file or source path
-       that is not there, key create onto a file, no passphrase source and no
-       terminal, backup --backup-time before the group's last snapshot
+       that is not there, a key file or printed key that does not parse,
+       key create onto a file, no passphrase source and no terminal, backup
+       --backup-time before the group's last snapshot
   3    the run could not complete for a reason outside the data: store
        unreachable or not there (disk not mounted, no such bucket), credentials
        refused, throttled past --retry-for, target I/O error, permission, no
        space, target busy or in use, snapshot exists or group locked (backup),
        a snapshot that no key given opens (key missing, naming its key's
-       fingerprint: retry with its --keyfile), and any error that proves
-       nothing about the data: retrying later can help
+       fingerprint: retry with its --keyfile), a key not opened (a wrong
+       passphrase for a key file or master key: retry with the right one),
+       and any error that proves nothing about the data: retrying later can
+       help
   130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (mount and serve-nbd
        exit 0: that is how they stop)
 JSON reports (--output-format json) carry the same code as "exit-code".

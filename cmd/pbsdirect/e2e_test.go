@@ -213,7 +213,7 @@ func TestRoundTrip(t *testing.T) {
 
 // TestPassphraseKey uses scrypt and pbkdf2 key files created with 'key
 // create' and a passphrase from PBS_ENCRYPTION_PASSWORD; a wrong passphrase
-// fails.
+// fails with exit 3 (no damage: retry with the right one).
 func TestPassphraseKey(t *testing.T) {
 	fixture.SkipIfShort(t)
 	data := fixture.Mixed(1<<20+333, 11)
@@ -237,9 +237,10 @@ func TestPassphraseKey(t *testing.T) {
 			}
 			t.Setenv("PBS_ENCRYPTION_PASSWORD", "wrong horse")
 			target2 := filepath.Join(t.TempDir(), "out2.raw")
-			mustFail(t, 1, []string{keyfile, "wrong passphrase"}, "restore", "--store", store, "--keyfile", keyfile, snap0, "drive-scsi0", target2)
+			// A wrong passphrase is no damage: exit 3, not 1.
+			mustFail(t, 3, []string{keyfile, "wrong passphrase"}, "restore", "--store", store, "--keyfile", keyfile, snap0, "drive-scsi0", target2)
 			noFile(t, target2)
-			mustFail(t, 1, []string{"wrong passphrase"}, "verify", "--store", store, "--keyfile", keyfile)
+			mustFail(t, 3, []string{"wrong passphrase"}, "verify", "--store", store, "--keyfile", keyfile)
 		})
 	}
 }
@@ -286,7 +287,8 @@ func TestSignOnly(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.raw")
 	// Another key, or none: not this snapshot's key, no damage (exit 3);
 	// its data is only signed, so --crypt-mode none is suggested.
-	mustFail(t, 3, []string{"key missing", cc.Fingerprint().String(), "--crypt-mode none"}, "restore", "--store", store, "--keyfile", other, snap0, "drive-scsi0", bad)
+	// The status is said once: "missing key: the manifest names key …".
+	mustFail(t, 3, []string{"missing key", cc.Fingerprint().String(), "--crypt-mode none"}, "restore", "--store", store, "--keyfile", other, snap0, "drive-scsi0", bad)
 	noFile(t, bad)
 	mustFail(t, 3, []string{"missing key", "--crypt-mode none"}, "restore", "--store", store, snap0, "drive-scsi0", bad)
 	noFile(t, bad)

@@ -25,6 +25,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
+	"github.com/pbsdirect/pbsdirect/keys"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -59,7 +60,12 @@ func TestExitCode(t *testing.T) {
 		{"damaged list", &restore.DamagedError{Archive: "a"}, 1},
 		{"bad manifest signature", fmt.Errorf("vm/100: %w", index.ErrBadSignature), 1},
 		{"malformed index", fmt.Errorf("drive-scsi0.img.fidx: %w: size 0", index.ErrBadIndex), 1},
-		{"wrong passphrase", fmt.Errorf("key.json: %w", crypto.ErrWrongPassphrase), 1},
+		// A key not opened is no damage: retry with the right passphrase.
+		{"wrong passphrase", fmt.Errorf("key.json: %w", crypto.ErrWrongPassphrase), 3},
+		{"wrong passphrase, key file named", keys.NotOpened("key file k.json", crypto.ErrWrongPassphrase), 3},
+		{"wrong passphrase behind a KeyError", &snapshot.KeyError{Status: snapshot.KeyUnopened, File: "k.json", Err: keys.NotOpened("key file k.json", crypto.ErrWrongPassphrase)}, 3},
+		{"wrong master key passphrase", fmt.Errorf("master-private.pem: %w", crypto.ErrMasterKeyPassphrase), 3},
+		{"key file fingerprint belied", keys.NotOpened("key file k.json", crypto.ErrKeyFingerprint), 3},
 		{"no such snapshot", fmt.Errorf("%w: vm/100/2026-11-29T10:00:00Z", snapshot.ErrNoSnapshot), 1},
 		{"verify found damage", &dataError{errors.New("verification failed: 1 of 1 snapshot(s) damaged")}, 1},
 		{"missing chunk behind an unreachable store", chunk(errors.Join(chunkstore.ErrNotFound, fmt.Errorf("%w: second store", chunkstore.ErrUnavailable))), 3},

@@ -90,3 +90,30 @@ func TestStdoutWriteFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyfileHelpRepeats: --keyfile's value type in --help says that it
+// may be given several times ("stringArray", as --store's), not "string".
+func TestKeyfileHelpRepeats(t *testing.T) {
+	for _, cmd := range []string{"restore", "verify", "drill", "mount", "serve-nbd", "restore-guest"} {
+		r := pbs(t, cmd, "--help")
+		if !strings.Contains(r.out, "--keyfile stringArray") || strings.Contains(r.out, "--keyfile string ") {
+			t.Errorf("%s --help: --keyfile should show as stringArray: %s", cmd, r.out)
+		}
+	}
+}
+
+// TestHelpKeyExitCodes: pbsdirect --help says where keys fall among the
+// exit codes: a wrong passphrase is 3 (no damage), a key file or printout
+// that does not parse 2.
+func TestHelpKeyExitCodes(t *testing.T) {
+	r := pbs(t, "--help")
+	text := strings.Join(strings.Fields(r.out), " ")
+	for _, w := range []string{
+		"a key file or printed key that does not parse, key create onto a file",
+		"a key not opened (a wrong passphrase for a key file or master key: retry with the right one)",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("--help lacks %q: %s", w, r.out)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func cmdKeyShow(fs *flag.FlagSet) commandFunc {
 			}
 			_, cfg, err := kf.Open(ctx, pass)
 			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
+				return keys.NotOpened(path, err) // a wrong passphrase: exit 3
 			}
 			info.Fingerprint = cfg.Fingerprint().String()
 			info.Verified = true

@@ -72,7 +72,7 @@ func cmdKeyChangePassphrase(fs *flag.FlagSet) commandFunc {
 		}
 		key, cfg, err := kf.Open(ctx, old)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return keys.NotOpened(path, err) // a wrong passphrase: exit 3
 		}
 		var pass []byte
 		if *kdf != crypto.KDFNone {

@@ -59,7 +59,9 @@ func TestPaperKeyRestores(t *testing.T) {
 	mustOK(t, "key", "show", "--verify", paper)
 
 	cut := fixture.WriteFile(t, t.TempDir(), "cut.txt", []byte(strings.Split(r.out, crypto.PaperKeyEnd)[0]))
-	mustFail(t, 1, []string{"cut.txt", crypto.PaperKeyEnd}, "restore", "--store", store, "--keyfile", cut, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "x"))
+	// A paper key cut short does not parse: a usage error (exit 2), as any
+	// key file that does not parse.
+	mustFail(t, 2, []string{"cut.txt", crypto.PaperKeyEnd}, "restore", "--store", store, "--keyfile", cut, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "x"))
 	mustFail(t, 2, []string{"must be text"}, "key", "paperkey", "--output-format", "html", keyfile)
 }
 
@@ -107,7 +109,8 @@ func TestChangePassphrase(t *testing.T) {
 		t.Errorf("key file mode %v, want 0600", st.Mode().Perm())
 	}
 	out := filepath.Join(t.TempDir(), "r.raw")
-	mustFail(t, 1, []string{"wrong passphrase"}, "restore", "--store", store, "--keyfile", key, snap0, "drive-scsi0", out)
+	// A wrong passphrase is no damage (exit 3, not 1): retry with the right one.
+	mustFail(t, 3, []string{"wrong passphrase"}, "restore", "--store", store, "--keyfile", key, snap0, "drive-scsi0", out)
 	t.Setenv("PBS_ENCRYPTION_PASSWORD", "new passphrase")
 	mustOK(t, "restore", "--store", store, "--keyfile", key, snap0, "drive-scsi0", out)
 	fixture.Equal(t, out, data)
@@ -149,7 +152,8 @@ func TestPassphraseSources(t *testing.T) {
 	t.Setenv("CREDENTIALS_DIRECTORY", creds)
 	mustOK(t, "key", "show", "--verify", key)
 	fixture.WriteFile(t, creds, "proxmox-backup-client.encryption-password", []byte("wrong"))
-	mustFail(t, 1, []string{"wrong passphrase"}, "key", "show", "--verify", key)
+	// A wrong passphrase is no damage (exit 3, not 1), in key show too.
+	mustFail(t, 3, []string{"wrong passphrase", "retry with the right passphrase"}, "key", "show", "--verify", key)
 }
 
 // TestMasterKeyRecovery: the whole master-key recovery without PBS. A
@@ -238,7 +242,8 @@ func TestMasterKeyRecovery(t *testing.T) {
 			mustFail(t, 2, []string{"is a PBS blob", "not a key file"}, "restore", "--store", store, "--keyfile", blob, snap0, "drive-scsi0", filepath.Join(dir, "z.raw"))
 
 			bad := fixture.WriteFile(t, dir, "bad.txt", []byte("wrong master\n"))
-			mustFail(t, 1, []string{"wrong master key passphrase"}, "key", "import-with-master-key", "--store", store, "--master-passphrase-file", bad, snap0, masterPrivateName, filepath.Join(dir, "x.json"))
+			// A wrong master passphrase is no damage (exit 3, not 1).
+			mustFail(t, 3, []string{"wrong master key passphrase", "retry with the right passphrase"}, "key", "import-with-master-key", "--store", store, "--master-passphrase-file", bad, snap0, masterPrivateName, filepath.Join(dir, "x.json"))
 		})
 	}
 }

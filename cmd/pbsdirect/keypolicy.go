@@ -100,5 +100,6 @@ func (v *keyfilesValue) String() string {
 	return strings.Join(*v.all, ",")
 }
 
-// Type names the value as a string flag (help, completion).
-func (v *keyfilesValue) Type() string { return "string" }
+// Type names the value in help and completion: "stringArray", as pflag
+// names --store's, for a flag that may be given several times.
+func (v *keyfilesValue) Type() string { return "stringArray" }

@@ -67,7 +67,9 @@ func main() {
 // storeMissingError); 1 only when the error proves the data damaged or
 // missing (restore.Proven: read and failed a check, or definitively not
 // there; a dataError); a snapshot that no key given opens
-// (snapshot.KeyError) is 3; 3 for every other error, which proves
+// (snapshot.KeyError) and a key not opened (a wrong passphrase,
+// keys.ErrNotOpened) are 3, a key file or printout that does not parse 2
+// (keys.ErrUsage); 3 for every other error, which proves
 // nothing about the data: the run could not complete.
 func exitCode(err error) int {
 	var ie *cli.InterruptedError
@@ -98,7 +100,9 @@ func exitCode(err error) int {
 // (exit 3 when it is no usage error): chunkstore.Outside, a busy or in-use
 // target, no space, a locked group, a snapshot that already exists, FUSE
 // unavailable, a --store that is not there, an outsideError, a snapshot
-// that no key given opens (snapshot.KeyError).
+// that no key given opens (snapshot.KeyError), a key file or master key
+// not opened (keys.ErrNotOpened, a wrong passphrase: no damage, retry with
+// the right one).
 func knownOutside(err error) bool {
 	var sm *storeMissingError
 	var oe *outsideError
@@ -108,7 +112,9 @@ func knownOutside(err error) bool {
 	return chunkstore.Outside(err) || errors.Is(err, restore.ErrTargetBusy) || errors.Is(err, restore.ErrTargetInUse) ||
 		errors.Is(err, restore.ErrNoSpace) || errors.Is(err, chunkstore.ErrSnapshotBusy) || errors.Is(err, backup.ErrSnapshotExists) ||
 		errors.Is(err, fusefs.ErrUnavailable) || errors.Is(err, outfile.ErrWrite) || errors.Is(err, keys.ErrWrite) || errors.As(err, &sm) || errors.As(err, &oe) ||
-		errors.As(err, &ke) // no key given opens the snapshot: not its data
+		errors.As(err, &ke) || // no key given opens the snapshot: not its data
+		errors.Is(err, keys.ErrNotOpened) || errors.Is(err, crypto.ErrWrongPassphrase) || errors.Is(err, crypto.ErrMasterKeyPassphrase) ||
+		errors.Is(err, crypto.ErrKeyFingerprint)
 }
 
 // codeFor is exitCode for the error of a command run under ctx.

@@ -65,7 +65,8 @@ func TestMasterPaperKeyImport(t *testing.T) {
 	missing := append(append([]string{}, typed[:3]...), typed[4:]...)
 	r := pbs(t, "key", "import-with-master-key", "--kdf", "none", "--master-passphrase-file", mpass, ctFile,
 		fixture.WriteFile(t, dir, "missing.txt", []byte(strings.Join(missing, "\n"))), filepath.Join(dir, "m.json"))
-	if r.code == 0 || !strings.Contains(r.err, "line 3 of 0..") {
+	// A printout that does not parse is a usage error, as a key file (exit 2).
+	if r.code != exitUsage || !strings.Contains(r.err, "line 3 of 0..") {
 		t.Errorf("a line missing: %v", r)
 	}
 	r = pbs(t, "key", "import-with-master-key", "--kdf", "none", "--master-passphrase-file", mpass, ctFile,

@@ -20,7 +20,9 @@ import (
 // key-missing in the text and JSON reports (their fingerprint named, exit
 // 3, no damage) and the others still verified; damage elsewhere makes it
 // exit 1; a restore of such a snapshot exits 3, naming the fingerprint
-// and, for a signed-only one, --crypt-mode none.
+// and, for a signed-only one, --crypt-mode none. A passphrase refused is
+// exit 3 too, naming the key files and asking for the right passphrase;
+// a plain snapshot is warned of as unsigned with one key or several.
 func TestSeveralKeys(t *testing.T) {
 	t.Setenv("PBS_ENCRYPTION_PASSWORD", "one-passphrase")
 	kA, ccA := fixture.Key(t, 41)
@@ -91,6 +93,40 @@ func TestSeveralKeys(t *testing.T) {
 		if !strings.Contains(r.out, "key missing (fingerprint "+fpB) || !strings.Contains(r.out, "vm/200/"+t0str+": ok") {
 			t.Errorf("text report: %v", r)
 		}
+		// Exit 3 only for keys missing: no damage, the summary says so
+		// rather than FAILED; the status is said once per error.
+		if !strings.Contains(r.out, "2 not verified for want of their key") || !strings.Contains(r.out, ": NOT VERIFIED, no damage found") ||
+			strings.Contains(r.out, "FAILED") || strings.Contains(r.out, "0 failed") || strings.Contains(r.out+r.err, "missing key (key missing") {
+			t.Errorf("summary of a run without damage: %v", r)
+		}
+	})
+	t.Run("a plain snapshot is warned of with one key or several", func(t *testing.T) {
+		const warning = "the manifest of vm/100/" + t0str + " is not signed"
+		for _, args := range [][]string{{"--keyfile", fileA}, {"--keyfile", fileA, "--keyfile", fileB}, {"--keyfile", kd}} {
+			r := mustOK(t, append([]string{"verify", "--store", store}, append(args, "vm/100/"+t0str)...)...)
+			if !strings.Contains(r.err, warning) {
+				t.Errorf("%v: no warning: %v", args, r)
+			}
+		}
+	})
+	t.Run("wrong passphrase for several keys", func(t *testing.T) {
+		t.Setenv("PBS_ENCRYPTION_PASSWORD", "wrong-passphrase")
+		// The fix is the passphrase, not another --keyfile: exit 3.
+		r := mustFail(t, 3, []string{"the passphrase was refused for", fileA, fileB, "retry with the right passphrase"},
+			"verify", "--store", store, "--keyfile", fileA, "--keyfile", fileB)
+		if strings.Contains(r.err, "give --keyfile with their key") || strings.Contains(r.err, "key missing") || strings.Contains(r.out, "FAILED") {
+			t.Errorf("wrong advice for a refused passphrase: %v", r)
+		}
+		r = pbs(t, "verify", "--store", store, "--keyfile", fileA, "--keyfile", fileB, "--output-format", "json")
+		if r.code != 3 || !strings.Contains(r.out, `"passphrase-refused":true`) || !strings.Contains(r.out, `"key-file":"`+fileA+`"`) {
+			t.Errorf("JSON: %v", r)
+		}
+		// One key file, opened at once: exit 3 too.
+		mustFail(t, 3, []string{fileA, "wrong passphrase", "retry with the right passphrase"}, "verify", "--store", store, "--keyfile", fileA)
+		target := filepath.Join(t.TempDir(), "d.raw")
+		mustFail(t, 3, []string{fileA, "wrong passphrase"}, "restore", "--store", store, "--keyfile", fileA, "vm/200/"+t0str, "drive-scsi0", target)
+		mustFail(t, 3, []string{fileB, "wrong passphrase"}, "restore", "--store", store, "--keyfile", fileA, "--keyfile", fileB, "vm/300/"+t0str, "drive-scsi0", target)
+		noFile(t, target)
 	})
 	t.Run("restore without its key", func(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "d.raw")

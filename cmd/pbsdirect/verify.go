@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -233,7 +234,8 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 	if rep.WithoutKey > 0 {
 		// Not verified for want of a key: no damage, a cause outside the
 		// data; a run with the key may verify them.
-		noKey = &outsideError{fmt.Errorf("%d snapshot(s) not verified: no key given opens them (key missing)%s: give --keyfile with their key", rep.WithoutKey, see)}
+		// What to do depends on why: the key, or its passphrase.
+		noKey = &outsideError{errors.New(rep.WithoutKeyText(see))}
 	}
 	switch {
 	case !rep.OK && rep.Damaged() == 0 && cmp.Or(outside, noKey) != nil:
@@ -274,13 +276,17 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 			what = " (shard " + index.DisplayText(rep.Shard) + ")"
 		}
 		head := fmt.Sprintf("verified %d snapshot(s)%s", len(rep.Snapshots), what)
-		if !rep.OK {
+		switch {
+		case rep.OnlyKeysMissing():
+			// No damage found: not "0 failed … FAILED".
+			head = fmt.Sprintf("checked %d snapshot(s)%s, %d not verified for want of their key", len(rep.Snapshots), what, rep.WithoutKey)
+		case !rep.OK:
 			head = fmt.Sprintf("checked %d snapshot(s)%s, %d failed", len(rep.Snapshots), what, rep.Damaged())
 			if rep.WithoutKey > 0 {
 				head += fmt.Sprintf(", %d not verified for want of their key", rep.WithoutKey)
 			}
 		}
-		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, okWord(rep.OK))
+		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, rep.ResultWord())
 		printStores(stdout, rep.Stores)
 		printVerifyGaps(stdout, rep)
 		if rep.DamagedUnlisted > 0 {
