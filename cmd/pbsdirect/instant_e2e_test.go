@@ -487,11 +487,11 @@ func TestInstantAccess(t *testing.T) {
 		t.Setenv("HOME", t.TempDir()) // no default key file
 		r := pbsWithin(t, 30*time.Second, "serve-nbd", "--store", e.local, "--socket", filepath.Join(t.TempDir(), "s"), instSnapEnc)
 		// No key: not the data's fault (exit 3), the fingerprint named.
-		if r.code != 3 || !strings.Contains(r.err, "key missing") || !strings.Contains(r.err, "--keyfile") {
+		if r.code != 3 || !strings.Contains(r.err, "missing key") || !strings.Contains(r.err, "--keyfile") {
 			t.Errorf("serve-nbd of an encrypted snapshot without key: %v", r)
 		}
 		r = pbsWithin(t, 30*time.Second, "mount", "--store", e.local, instSnapEnc, t.TempDir())
-		if r.code != 3 || !strings.Contains(r.err, "key missing") {
+		if r.code != 3 || !strings.Contains(r.err, "missing key") {
 			t.Errorf("mount of an encrypted snapshot without key: %v", r)
 		}
 	})
