@@ -43,7 +43,22 @@ type Report struct {
 	Restore         *restore.Summary `json:"restore,omitempty"`
 	ReadBack        *ReadBackReport  `json:"read-back,omitempty"`
 	Removed         bool             `json:"target-removed,omitempty"`
-	ExitCode        int              `json:"exit-code"` // the process exit code
+	// Salvaged lists the chunks missing or damaged in every store that
+	// the restore recovered from a .bad copy (at most
+	// restore.MaxSalvagedListed; SalvagedChunks counts them all), as in
+	// Restore; Warning then says that PBS cannot restore the snapshot.
+	Salvaged       []restore.SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
+	SalvagedChunks int                     `json:"recovered-from-bad-copies-count,omitempty"`
+	Warning        string                  `json:"warning,omitempty"`
+	ExitCode       int                     `json:"exit-code"` // the process exit code
+}
+
+// SalvageWarning returns the Warning of a drill that recovered n chunks
+// (n > 0) from .bad copies: the drill passes, since pbsdirect can restore
+// the snapshot, but PBS, which never reads a .bad copy, cannot until the
+// store is repaired.
+func SalvageWarning(n int) string {
+	return fmt.Sprintf("%d chunk(s) intact only in a .bad copy: PBS itself cannot restore this snapshot until the store is repaired (`pbsdirect repair --store STORE`)", n)
 }
 
 // ReadBackReport says what the read-back checked.
@@ -70,6 +85,9 @@ func (r *Report) Add(dr *restore.DrillResult, restoreTime time.Duration) {
 	}
 	sum := dr.Restore.Summary(restoreTime)
 	r.RestoreSeconds, r.Snapshot, r.Restore = sum.Seconds, sum.Snapshot, &sum
+	if sum.SalvagedChunks > 0 {
+		r.Salvaged, r.SalvagedChunks, r.Warning = sum.Salvaged, sum.SalvagedChunks, SalvageWarning(sum.SalvagedChunks)
+	}
 	rb := dr.ReadBack
 	r.ReadBackSeconds, r.Removed = dr.ReadBackTime.Seconds(), dr.Removed
 	r.ReadBack = &ReadBackReport{Bytes: rb.Bytes.Load(), ChunksChecked: rb.Chunks.Load(), ZeroBytesChecked: rb.ZeroChecked.Load(),
@@ -192,22 +210,28 @@ func Fleet(ctx context.Context, items []Item, scratch string, parallel int, dril
 // Totals sums up a fleet drill (its JSON summary line; the fields are in
 // the order of their names).
 type Totals struct {
-	Archives       int     `json:"archives"`
+	Archives int `json:"archives"`
+	// Salvaged counts the archives that passed only with chunks
+	// recovered from .bad copies (Report.Warning), SalvagedChunks those
+	// chunks, summed.
+	Salvaged       int     `json:"archives-recovered-from-bad-copies,omitempty"`
 	Bytes          uint64  `json:"bytes"` // image bytes restored
 	Failed         int     `json:"failed"`
+	SalvagedChunks int     `json:"recovered-from-bad-copies-count,omitempty"`
 	RestoreSeconds float64 `json:"restore-seconds"`   // the drills' times to restore, summed
 	Slowest        string  `json:"slowest,omitempty"` // SNAPSHOT/ARCHIVE of the longest time to restore
 	Summary        bool    `json:"summary"`           // true: tells this line from the drills' reports
-	// SlowestAt and FirstFailed index the reports (-1: none); Order lists
-	// them by time to restore, longest first.
-	SlowestAt   int   `json:"-"`
-	FirstFailed int   `json:"-"`
-	Order       []int `json:"-"`
+	// SlowestAt, FirstFailed and FirstSalvaged index the reports (-1:
+	// none); Order lists them by time to restore, longest first.
+	SlowestAt     int   `json:"-"`
+	FirstFailed   int   `json:"-"`
+	FirstSalvaged int   `json:"-"`
+	Order         []int `json:"-"`
 }
 
 // Sum returns the totals of the reports reps.
 func Sum(reps []Report) Totals {
-	t := Totals{Archives: len(reps), Summary: true, SlowestAt: -1, FirstFailed: -1}
+	t := Totals{Archives: len(reps), Summary: true, SlowestAt: -1, FirstFailed: -1, FirstSalvaged: -1}
 	for i, r := range reps {
 		if !r.OK {
 			t.Failed++
@@ -216,6 +240,13 @@ func Sum(reps []Report) Totals {
 			}
 		}
 		t.RestoreSeconds += r.RestoreSeconds
+		if r.SalvagedChunks > 0 {
+			if t.FirstSalvaged < 0 {
+				t.FirstSalvaged = i
+			}
+			t.Salvaged++
+			t.SalvagedChunks += r.SalvagedChunks
+		}
 		if r.Restore != nil {
 			t.Bytes += r.Restore.Size
 		}

@@ -10,7 +10,8 @@
 // they start, make at most Options.MaxRequests listings (one delimiter
 // listing of a bucket level, one read of a directory), never descend into
 // a datastore found (nor into .chunks), and never follow a symbolic link.
-// What a bound or a failed listing left out is said in Result.LeftOut.
+// What a bound, a failed listing or a link not followed left out is said in
+// Result.LeftOut.
 package discover
 
 import (
@@ -21,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
@@ -99,15 +101,25 @@ func Find(ctx context.Context, location string, opts backends.Options, o Options
 	return walkDir(ctx, location, o)
 }
 
+// NearTimeout is the most time Near spends looking: a store that answers
+// slowly gets no "did you mean" rather than a long wait.
+const NearTimeout = 5 * time.Second
+
 // Near returns the datastores a --store location that holds none most
-// likely meant, bounded to a few listings: the datastore the location lies
+// likely meant, bounded to a few listings and NearTimeout in all (its
+// opening of a bucket included): the datastore the location lies
 // inside (an ancestor that is one: ".../store/.cnt", ".../store/vm/100"),
 // else those a shallow walk finds below it, else, when the location is not
 // there (a mistyped path or prefix), those below its parent (its
 // siblings). A directory that exists (an empty mount point with its disk
 // not mounted) gets no siblings: another datastore beside it is not what
-// it meant. An error is returned only when nothing could be listed.
+// it meant. The first listing that fails for a reason outside the data
+// (chunkstore.Outside: the time bound, a timeout, a refusal, a server
+// error) ends the probe with that error, as does one when nothing could
+// be listed.
 func Near(ctx context.Context, location string, opts backends.Options) ([]Datastore, error) {
+	ctx, cancel := context.WithTimeout(ctx, NearTimeout)
+	defer cancel()
 	if backends.IsRemote(location) {
 		w, prefix, err := openBucket(ctx, location, opts)
 		if err != nil {
@@ -121,6 +133,8 @@ func Near(ctx context.Context, location string, opts backends.Options) ([]Datast
 
 // near is Near in t from node start.
 func near(ctx context.Context, t tree, start string) ([]Datastore, error) {
+	st := &stopOnOutside{tree: t}
+	t = st
 	// Up: a location inside a datastore names it (at most nearUp levels).
 	p := start
 	for range nearUp {
@@ -129,14 +143,20 @@ func near(ctx context.Context, t tree, start string) ([]Datastore, error) {
 			break
 		}
 		p = parent
-		if layout, _, err := t.level(ctx, p); err == nil && layout != "" {
+		if layout, _, _, err := t.level(ctx, p); err == nil && layout != "" {
 			return []Datastore{{Location: t.location(p), Layout: layout}}, nil
+		}
+		if st.err != nil {
+			return nil, st.err
 		}
 	}
 	// Down, then beside.
 	r, err := walk(ctx, t, start, Options{MaxDepth: 3, MaxRequests: nearRequests})
 	if len(r.Datastores) > 0 {
 		return r.Datastores, nil
+	}
+	if st.err != nil {
+		return nil, st.err
 	}
 	if err == nil && t.listingProvesThere() {
 		return nil, nil
@@ -146,10 +166,33 @@ func near(ctx context.Context, t tree, start string) ([]Datastore, error) {
 		return nil, err
 	}
 	r, err2 := walk(ctx, t, parent, Options{MaxDepth: 2, MaxRequests: nearRequests})
+	if st.err != nil {
+		return nil, st.err
+	}
 	if err != nil && err2 != nil {
 		return nil, err
 	}
 	return r.Datastores, nil
+}
+
+// stopOnOutside is a tree whose listings, once one has failed for a
+// reason outside the data (chunkstore.Outside, the context ending), all
+// fail at once with that error (err), making no request: a probe of a
+// slow or failing store stops at its first such failure.
+type stopOnOutside struct {
+	tree
+	err error
+}
+
+func (s *stopOnOutside) level(ctx context.Context, p string) (string, []string, []string, error) {
+	if s.err != nil {
+		return "", nil, nil, s.err
+	}
+	layout, children, links, err := s.tree.level(ctx, p)
+	if err != nil && (chunkstore.Outside(err) || ctx.Err() != nil) {
+		s.err = err
+	}
+	return layout, children, links, err
 }
 
 // Bounds of Near: levels looked up, listings of each walk down.
@@ -160,9 +203,10 @@ const (
 
 // tree is what a walk lists: a bucket's prefixes or a directory tree.
 type tree interface {
-	// level lists the node p: its layout if it is a datastore ("" if not)
-	// and its children to walk (full node names, sorted).
-	level(ctx context.Context, p string) (layout string, children []string, err error)
+	// level lists the node p: its layout if it is a datastore ("" if not),
+	// its children to walk (full node names, sorted) and the symbolic
+	// links among its entries, not followed (full names).
+	level(ctx context.Context, p string) (layout string, children, links []string, err error)
 	// location names node p as --store takes it.
 	location(p string) string
 	// parent returns p's parent node, false at the top.
@@ -182,7 +226,7 @@ func walk(ctx context.Context, t tree, start string, o Options) (Result, error) 
 	}
 	var r Result
 	queue := []node{{start, 0}}
-	beyond := 0
+	beyond, nlinks, link := 0, 0, ""
 	for len(queue) > 0 {
 		if err := ctx.Err(); err != nil {
 			return r, err
@@ -193,8 +237,12 @@ func walk(ctx context.Context, t tree, start string, o Options) (Result, error) 
 			break
 		}
 		queue = queue[1:]
-		layout, children, err := t.level(ctx, n.p)
+		layout, children, links, err := t.level(ctx, n.p)
 		r.Requests++
+		if nlinks == 0 && len(links) > 0 {
+			link = links[0]
+		}
+		nlinks += len(links)
 		if err != nil {
 			if n.depth == 0 {
 				return r, err
@@ -217,6 +265,9 @@ func walk(ctx context.Context, t tree, start string, o Options) (Result, error) 
 	slices.SortFunc(r.Datastores, func(a, b Datastore) int { return strings.Compare(a.Location, b.Location) })
 	if beyond > 0 {
 		r.LeftOut = append(r.LeftOut, fmt.Sprintf("%d location(s) more than %d levels below the start not walked (--max-depth)", beyond, maxDepth))
+	}
+	if nlinks > 0 {
+		r.LeftOut = append(r.LeftOut, fmt.Sprintf("%d symbolic link(s) not followed (a datastore behind one is not looked for: give its target as the location), e.g. %q", nlinks, t.location(link)))
 	}
 	return r, nil
 }
@@ -254,17 +305,17 @@ func openBucket(ctx context.Context, location string, opts backends.Options) (bu
 	return bucketTree{l: lr.Lister(), scheme: scheme, bucket: bkt, store: s}, prefix, nil
 }
 
-func (b bucketTree) level(ctx context.Context, p string) (string, []string, error) {
+func (b bucketTree) level(ctx context.Context, p string) (string, []string, []string, error) {
 	root := bucket.Keys{Prefix: p}.ContentBase() // p + "/", or "" at the bucket root
 	dirs, objects, err := b.l.ListLevel(ctx, root)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: listing: %w", b.location(p), err)
+		return "", nil, nil, fmt.Errorf("%s: listing: %w", b.location(p), err)
 	}
 	switch {
 	case slices.Contains(dirs, bucket.ContentDir+"/"), slices.Contains(objects, ".in-use"):
-		return bucket.LayoutPBS4.String(), nil, nil
+		return bucket.LayoutPBS4.String(), nil, nil, nil
 	case slices.Contains(dirs, ".chunks/"):
-		return bucket.LayoutPlain.String(), nil, nil
+		return bucket.LayoutPlain.String(), nil, nil, nil
 	}
 	var children []string
 	for _, d := range dirs {
@@ -275,7 +326,7 @@ func (b bucketTree) level(ctx context.Context, p string) (string, []string, erro
 		children = append(children, strings.TrimPrefix(root+name, "/"))
 	}
 	slices.Sort(children)
-	return "", children, nil
+	return "", children, nil, nil
 }
 
 func (bucketTree) listingProvesThere() bool { return false }
@@ -306,25 +357,29 @@ func walkDir(ctx context.Context, root string, o Options) (Result, error) {
 	return walk(ctx, dirTree{}, filepath.Clean(root), o)
 }
 
-func (dirTree) level(_ context.Context, p string) (string, []string, error) {
+func (dirTree) level(_ context.Context, p string) (string, []string, []string, error) {
 	entries, err := os.ReadDir(p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", nil, fmt.Errorf("%s: %w", p, chunkstore.ErrNotFound)
+			return "", nil, nil, fmt.Errorf("%s: %w", p, chunkstore.ErrNotFound)
 		}
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	var children []string
+	var children, links []string
 	for _, e := range entries {
-		if !e.IsDir() || e.Type()&os.ModeSymlink != 0 {
-			continue // DirEntry.IsDir is false for a link: never followed
+		if e.Type()&os.ModeSymlink != 0 {
+			links = append(links, filepath.Join(p, e.Name())) // never followed
+			continue
+		}
+		if !e.IsDir() {
+			continue
 		}
 		if e.Name() == ".chunks" {
-			return LayoutDirectory, nil, nil
+			return LayoutDirectory, nil, nil, nil
 		}
 		children = append(children, filepath.Join(p, e.Name()))
 	}
-	return "", children, nil
+	return "", children, links, nil
 }
 
 func (dirTree) listingProvesThere() bool { return true }

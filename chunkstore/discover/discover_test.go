@@ -2,6 +2,8 @@ package discover
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 )
 
@@ -201,5 +204,68 @@ func TestNearDirSiblings(t *testing.T) {
 		if !reflect.DeepEqual(locs, tc.want) {
 			t.Errorf("Near(%s) = %v, want %v", tc.loc, locs, tc.want)
 		}
+	}
+}
+
+// failingLister is a bucket whose listings all fail with err, counting
+// them.
+type failingLister struct {
+	err   error
+	calls int
+}
+
+func (f *failingLister) AnyObject(context.Context, string) (bool, error) {
+	f.calls++
+	return false, f.err
+}
+
+func (f *failingLister) ListLevel(context.Context, string) ([]string, []string, error) {
+	f.calls++
+	return nil, nil, f.err
+}
+
+// TestNearStopsOutside: the probe stops at its first listing that fails
+// for a reason outside the data (refused, unavailable, timed out), with
+// that error; one that proves nothing there (not found) goes on.
+func TestNearStopsOutside(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		wantCalls int
+	}{
+		{fmt.Errorf("403: %w", chunkstore.ErrDenied), 1},
+		{fmt.Errorf("503: %w", chunkstore.ErrUnavailable), 1},
+		{context.DeadlineExceeded, 1},
+		{chunkstore.ErrNotFound, 4}, // up to "a" and "", down, beside
+	} {
+		l := &failingLister{err: tc.err}
+		got, err := near(context.Background(), bucketTree{l: l, scheme: "s3", bucket: "b"}, "a/typo")
+		if !errors.Is(err, tc.err) || got != nil || l.calls != tc.wantCalls {
+			t.Errorf("%v: %v, %v after %d listing(s); want the error after %d", tc.err, got, err, l.calls, tc.wantCalls)
+		}
+	}
+}
+
+// TestDirWalkLinksNoted: the symbolic links a walk does not follow (one to
+// a datastore, a dangling one) are said in LeftOut, counted, one named
+// with its control bytes escaped.
+func TestDirWalkLinksNoted(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(outside, "ds", ".chunks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "ds"), filepath.Join(root, "a\x1b[31mlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "gone"), filepath.Join(root, "z.bad")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Find(context.Background(), root, backends.Options{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := strings.Join(r.LeftOut, "\n")
+	if len(r.Datastores) != 0 || !strings.Contains(note, "2 symbolic link(s) not followed") || !strings.Contains(note, `a\x1b[31mlink`) || strings.Contains(note, "\x1b") {
+		t.Errorf("walk with two links: %v, left out %q", r.Datastores, r.LeftOut)
 	}
 }

@@ -8,34 +8,45 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
-	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
 var _ chunkstore.BadCopies = (*Store)(nil)
 
 // ListBadCopies returns the names of the copies of d kept aside (see
-// chunkstore.BadCopies) from one objects.list request for the names that
-// start with the chunk's key and a dot (at most bucket.MaxBadCopyKeys of
-// them), under the bucket policy.
+// chunkstore.BadCopies), paging with objects.list through the names that
+// start with the chunk's key and a dot (bucket.Keys.ListBadCopies: at most
+// bucket.MaxBadCopyPages requests of Options.ListPageSize names, each
+// under the bucket policy; a longer listing fails with
+// bucket.ErrBadCopySearchCut, exit code 3).
 func (s *Store) ListBadCopies(ctx context.Context, d crypto.Digest) ([]string, error) {
 	prefix := s.keys.BadCopyPrefix(d)
-	var page []*storage.ObjectAttrs
-	err := s.do(ctx, func(ctx context.Context) (err error) {
-		page = page[:0]
+	names, err := s.keys.ListBadCopies(ctx, d, "GCS objects.list", s.objURL(prefix), func(ctx context.Context, token, after string, useAfter bool) ([]string, bool, string, error) {
 		q := &storage.Query{Prefix: prefix}
+		if useAfter {
+			q.StartOffset = after
+		}
 		q.SetAttrSelection([]string{"Name"})
-		_, err = iterator.NewPager(s.bucket.Objects(ctx, q), bucket.MaxBadCopyKeys, "").NextPage(&page)
-		return err
+		var page []*storage.ObjectAttrs
+		var next string
+		err := s.do(ctx, func(ctx context.Context) (err error) {
+			page = page[:0]
+			next, err = iterator.NewPager(s.bucket.Objects(ctx, q), s.listPageSize(), token).NextPage(&page)
+			return err
+		})
+		if err != nil {
+			return nil, false, "", mapErr(err)
+		}
+		keys := make([]string, 0, len(page))
+		for _, a := range page {
+			keys = append(keys, a.Name)
+		}
+		return keys, next != "", next, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: list %s: %w", d, s.objURL(prefix), mapErr(err))
+		return nil, fmt.Errorf("chunk %s: list %s: %w", d, s.objURL(prefix), err)
 	}
-	keys := make([]string, 0, len(page))
-	for _, a := range page {
-		keys = append(keys, a.Name)
-	}
-	return s.keys.BadCopyNames(d, keys), nil
+	return names, nil
 }
 
 // ReadBadCopy downloads the copy name kept aside (see

@@ -150,6 +150,9 @@ type Options struct {
 	// net.Dialer (host name resolution included); for tests that need a
 	// name resolver of their own.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ListPageSize is the number of keys asked for per listing page
+	// (MaxKeys); 0 leaves it to the server (1000 on AWS S3).
+	ListPageSize int
 }
 
 // ParseFingerprint parses a certificate fingerprint as PBS writes it
@@ -184,6 +187,8 @@ type Store struct {
 	// followed names what Open corrected on its own ("" if nothing): the
 	// bucket's region, path-style addressing.
 	followed []string
+	// pageSize is Options.ListPageSize (0: the server's default).
+	pageSize int32
 	// Warnings say what a listing left out (keys that could not be
 	// decoded; WarnTo).
 	chunkstore.Warnings
@@ -221,8 +226,9 @@ func OpenURL(ctx context.Context, storeURL string, opts Options) (*Store, error)
 // chunkstore.ErrDenied).
 func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error) {
 	s := &Store{
-		bucket: bkt,
-		keys:   bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		bucket:   bkt,
+		keys:     bucket.Keys{Prefix: strings.Trim(prefix, "/")},
+		pageSize: int32(min(max(0, opts.ListPageSize), 1000)),
 	}
 	s.url = s.keys.URL("s3", bkt)
 	conc := opts.Concurrency
@@ -816,6 +822,9 @@ func (s *Store) ListFiles(ctx context.Context, dir string) ([]chunkstore.FileInf
 	l := bucket.Listing{Provider: "S3 ListObjectsV2", Where: s.objURL(base), Prefix: base}
 	for {
 		in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &base}
+		if s.pageSize > 0 {
+			in.MaxKeys = aws.Int32(s.pageSize)
+		}
 		token, after, useAfter := l.Request()
 		if token != "" {
 			in.ContinuationToken = aws.String(token)

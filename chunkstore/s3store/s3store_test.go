@@ -65,13 +65,14 @@ func TestConformance(t *testing.T) {
 		},
 		Put: srv.PutFile,
 		OpenCounting: func(t testing.TB, bucket, prefix string) (chunkstore.Store, func() int) {
-			// versitygw returns at most 1000 keys a page.
 			p, err := faultproxy.Start("127.0.0.1:0", srv.Endpoint, 0, faultproxy.Rule{Method: "GET", QueryContains: "list-type=2"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { p.Close() })
-			return open(t, bucket, prefix, testOptions(srv, p.URL)), func() int { return p.Matched()[0] }
+			o := testOptions(srv, p.URL)
+			o.ListPageSize = 100
+			return open(t, bucket, prefix, o), func() int { return p.Matched()[0] }
 		},
 		Get: func(t testing.TB, bucket, key string) ([]byte, bool) {
 			b, err := os.ReadFile(filepath.Join(srv.Root, bucket, filepath.FromSlash(key)))

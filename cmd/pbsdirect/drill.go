@@ -91,6 +91,12 @@ func printDrill(w io.Writer, r drill.Report) {
 		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",
 			r.ReadBackSeconds, r.ReadBack.ChunksChecked, humanBytes(r.ReadBack.ZeroBytesChecked), humanBytes(r.ReadBack.HoleBytes))
 	}
+	if r.Restore != nil {
+		printSalvaged(w, *r.Restore)
+	}
+	if r.Warning != "" {
+		fmt.Fprintf(w, "  warning: %s\n", r.Warning)
+	}
 	fmt.Fprintf(w, "  total: %.2fs\n", r.TotalSeconds)
 }
 

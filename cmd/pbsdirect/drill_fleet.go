@@ -157,6 +157,10 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 			fmt.Fprintf(w, "; slowest: %s/%s (%.2fs)", index.DisplayText(reps[s].Snapshot), index.DisplayText(reps[s].Archive), reps[s].RestoreSeconds)
 		}
 		fmt.Fprintln(w)
+		if t.Salvaged > 0 {
+			fmt.Fprintf(w, "warning: %d archive(s) passed only with %d chunk(s) recovered from .bad copies: PBS itself cannot restore them until the store is repaired (`pbsdirect repair --store STORE`); e.g. %s/%s\n",
+				t.Salvaged, t.SalvagedChunks, index.DisplayText(reps[t.FirstSalvaged].Snapshot), index.DisplayText(reps[t.FirstSalvaged].Archive))
+		}
 	}
 	if f := t.FirstFailed; f >= 0 {
 		note = fmt.Sprintf(" (first: %s/%s: %s)", reps[f].Snapshot, reps[f].Archive, reps[f].Error)

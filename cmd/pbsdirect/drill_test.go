@@ -164,3 +164,50 @@ func TestDrillRemoveKeeps(t *testing.T) {
 		fixture.EqualBytes(t, dev, got, data)
 	})
 }
+
+// TestDrillSalvage: a drill of a snapshot with a chunk intact only as a
+// .bad copy passes (exit 0: pbsdirect can restore it) but says so, as
+// restore does: the copy named in the text and the JSON
+// (recovered-from-bad-copies and its count), and a warning that PBS itself
+// cannot restore the snapshot until the store is repaired. A fleet drill
+// passes too and says the same in its reports, summary line and table.
+func TestDrillSalvage(t *testing.T) {
+	data := fixture.Build(43, fixture.Region{Kind: fixture.Random, Len: 1 << 20})
+	store := fixture.NewStore(t)
+	backupImage(t, store, data, "--chunk-size", "256")
+	_, ds := fixture.Digests(t, filepath.Join(store, "vm", "100", t0str, "drive-scsi0.img.fidx"))
+	p := chunkFile(store, ds[0])
+	if err := os.Rename(p, p+".0.bad"); err != nil {
+		t.Fatal(err)
+	}
+	copyPath := p + ".0.bad"
+	const warn = "PBS itself cannot restore this snapshot until the store is repaired (`pbsdirect repair --store STORE`)"
+
+	r := mustOK(t, "drill", "--output-format", "json", "--store", store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "d.raw"))
+	var rep drill.Report
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("drill JSON: %v\n%s", err, r.out)
+	}
+	if !rep.OK || rep.ExitCode != 0 || rep.SalvagedChunks != 1 || len(rep.Salvaged) != 1 || rep.Salvaged[0].Copy != copyPath || !strings.Contains(rep.Warning, warn) {
+		t.Errorf("drill JSON: want ok, exit 0, 1 chunk recovered from %s and the warning:\n%s", copyPath, r.out)
+	}
+
+	r = mustOK(t, "drill", "--store", store, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "d.raw"))
+	for _, want := range []string{"recovered from a .bad copy: " + copyPath, "warning: 1 chunk(s) intact only in a .bad copy: " + warn} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("drill text lacks %q:\n%s", want, r.out)
+		}
+	}
+
+	scratch := t.TempDir()
+	r = mustOK(t, "drill", "--output-format", "json", "--store", store, "--scratch", scratch)
+	// The count three times: in the report's restore summary, the report
+	// and the summary line.
+	if strings.Count(r.out, `"recovered-from-bad-copies-count":1`) != 3 || !strings.Contains(r.out, `"archives-recovered-from-bad-copies":1`) || !strings.Contains(r.out, warn) {
+		t.Errorf("fleet drill JSON: want the report and the summary to count the recovered chunk:\n%s", r.out)
+	}
+	r = mustOK(t, "drill", "--store", store, "--scratch", scratch)
+	if !strings.Contains(r.out, "warning: 1 archive(s) passed only with 1 chunk(s) recovered from .bad copies") {
+		t.Errorf("fleet drill table: no warning:\n%s", r.out)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
 
 // TestNearHintWording: an existing empty --store directory (an unmounted
@@ -37,6 +39,46 @@ func TestNearHintWording(t *testing.T) {
 				t.Errorf("--store %s: says %q: %s", tc.store, n, r.err)
 			}
 		}
+	}
+}
+
+// TestNearHintSlowStore: a mistyped --store on a store that answers
+// slowly (2 s a request) is not held up by the "did you mean" probe, which
+// stops at its time bound (discover.NearTimeout): the opening error comes
+// without a hint, after a few requests (the probe alone would need more
+// than 5 to find the datastore beside it; the old probe made them all).
+func TestNearHintSlowStore(t *testing.T) {
+	fixture.SkipIfShort(t)
+	srv := testenv.StartS3(t)
+	srv.Bucket(t, "bkt")
+	bktSetEnv(t, "")
+	srv.PutFile(t, "bkt", "store/.in-use", []byte("{}"))
+	direct := mustFail(t, exitOutside, []string{"did you mean --store s3://bkt/store?"}, "snapshots", "--store", "s3://bkt/stor", "--s3-endpoint", srv.Endpoint)
+	p := bktProxy(t, srv.Endpoint, 2*time.Second)
+	r := pbs(t, "snapshots", "--store", "s3://bkt/stor", "--s3-endpoint", p.URL)
+	t.Logf("%d requests through the slow proxy", p.Requests())
+	if r.code != direct.code || strings.Contains(r.err, "did you mean") || !strings.Contains(r.err, "no PBS datastore at this prefix") {
+		t.Errorf("slow store: want the opening error (exit %d) without a hint: %v", direct.code, r)
+	}
+	if n := p.Requests(); n > 6 {
+		t.Errorf("slow store: %d requests reached it, want at most 6 (the probe bounded in time; it made 7 before)", n)
+	}
+}
+
+// TestDatastoresLinkNote: 'datastores' says that it did not follow the
+// symbolic links it met (one to a datastore), counted, one named with its
+// control bytes escaped.
+func TestDatastoresLinkNote(t *testing.T) {
+	top, other := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(other, "ds", ".chunks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(other, "ds"), filepath.Join(top, "ds\x1blink")); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOK(t, "datastores", top)
+	if !strings.Contains(r.err, "note: 1 symbolic link(s) not followed") || !strings.Contains(r.err, "ds\\x1blink") || strings.Contains(r.err, "\x1b") {
+		t.Errorf("datastores with a link to a datastore: %v", r)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -181,5 +182,57 @@ func TestSalvageCountedOnce(t *testing.T) {
 	}
 	if r.code != 1 || rep.BadCopyChunks != 1 || per != 2 {
 		t.Errorf("verify: exit %d, bad-copy-only-chunks %d, archives' counts %d; want 1, 1, 2\n%s", r.code, rep.BadCopyChunks, per, r.out)
+	}
+}
+
+// TestSalvageBadCopiesBehindJunk: other keys under a chunk's key (130 of
+// them sorting before its only intact copy, ".9.bad") do not hide that
+// copy: the restore recovers the chunk from it, exit 0, naming it. With
+// more keys than bucket.MaxBadCopyPages listing pages hold, the search is
+// cut short: exit 3 (a retry or a look may help), never the proven-missing
+// exit 1.
+func TestSalvageBadCopiesBehindJunk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts versitygw")
+	}
+	data := fixture.Build(6, fixture.Region{Kind: fixture.Random, Len: 1 << 20})
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", data)
+	srv := testenv.StartS3(t)
+	bdir := srv.Bucket(t, "bkt")
+	bktSetEnv(t, "")
+	mustOK(t, "backup", "--store", "s3://bkt/store", "--s3-endpoint", srv.Endpoint, "--backup-type", "vm", "--backup-id", "100",
+		"--backup-time", t0str, "--chunk-size", "256", "drive-scsi0.img:"+img)
+	var chunk string
+	filepath.WalkDir(filepath.Join(bdir, "store", ".chunks"), func(p string, de fs.DirEntry, err error) error {
+		if info, ierr := de.Info(); chunk == "" && err == nil && ierr == nil && de.Type().IsRegular() && info.Size() > 200<<10 {
+			chunk = p
+		}
+		return err
+	})
+	if chunk == "" {
+		t.Fatal("no data chunk in the bucket")
+	}
+	if err := os.Rename(chunk, chunk+".9.bad"); err != nil {
+		t.Fatal(err)
+	}
+	junk := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := os.WriteFile(fmt.Sprintf("%s.0junk%05d", chunk, i), []byte{1}, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	junk(0, 130)
+	rel, _ := filepath.Rel(srv.Root, chunk+".9.bad")
+	copyURL := "s3://" + filepath.ToSlash(rel)
+	r := pbs(t, "restore", "--store", "s3://bkt/store", "--s3-endpoint", srv.Endpoint, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "r.raw"))
+	if r.code != 0 || !strings.Contains(r.out, "recovered from a .bad copy: "+copyURL) {
+		t.Fatalf("restore behind 130 other keys: want exit 0 naming %s: %v", copyURL, r)
+	}
+
+	junk(130, 10100) // more than MaxBadCopyPages pages of 1000 keys
+	r = pbs(t, "restore", "--store", "s3://bkt/store", "--s3-endpoint", srv.Endpoint, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "r.raw"))
+	if r.code != 3 || !strings.Contains(r.out+r.err, "cut short") {
+		t.Errorf("restore behind 10100 other keys: want exit 3, the .bad search cut short: %v", r)
 	}
 }

@@ -99,6 +99,10 @@ func Run(t *testing.T, h Harness) {
 		t.Parallel()
 		badCopies(t, h)
 	})
+	t.Run("BadCopiesPaged", func(t *testing.T) {
+		t.Parallel()
+		badCopiesPaged(t, h)
+	})
 	t.Run("Pagination", func(t *testing.T) {
 		t.Parallel()
 		pagination(t, h)
