@@ -88,6 +88,10 @@ var mayImport = map[string][]string{
 	"backup":     {"snapshot", "chunkstore", "index", "crypto", "fsutil"},
 	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	"fusefs":     {},
+	// pxar decodes and encodes pxar archives and catalogs over
+	// io.ReaderAt/io.Writer: no I/O of its own and nothing of ours; the
+	// entry points (archive, restore, backup) feed it their streams.
+	"pxar": {},
 	"nbd":        {},
 	"paperkey":   {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
