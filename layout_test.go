@@ -91,9 +91,9 @@ var mayImport = map[string][]string{
 	// pxar decodes and encodes pxar archives and catalogs over
 	// io.ReaderAt/io.Writer: no I/O of its own and nothing of ours; the
 	// entry points (archive, restore, backup) feed it their streams.
-	"pxar": {},
-	"nbd":        {},
-	"paperkey":   {"crypto"},
+	"pxar":     {},
+	"nbd":      {},
+	"paperkey": {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
 	"progress": {},
 	// drill holds drill reports and the fleet drill (the newest images of

@@ -341,7 +341,7 @@ func TestHostile(t *testing.T) {
 			}, path: "plain", message: "not a payload"},
 		{name: "payload ref without payload stream", split: true,
 			patch: func(t *testing.T, m, p []byte) ([]byte, []byte) { return m, nil },
-			path: "plain", message: "without a payload stream"},
+			path:  "plain", message: "without a payload stream"},
 		{name: "goodbye item offset lies",
 			patch: func(t *testing.T, m, p []byte) ([]byte, []byte) {
 				g := findType(m, typeGoodbye)
