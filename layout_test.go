@@ -88,12 +88,8 @@ var mayImport = map[string][]string{
 	"backup":     {"snapshot", "chunkstore", "index", "crypto", "fsutil"},
 	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	"fusefs":     {},
-	// pxar decodes and encodes pxar archives and catalogs over
-	// io.ReaderAt/io.Writer: no I/O of its own and nothing of ours; the
-	// entry points (archive, restore, backup) feed it their streams.
-	"pxar":     {},
-	"nbd":      {},
-	"paperkey": {"crypto"},
+	"nbd":        {},
+	"paperkey":   {"crypto"},
 	// progress draws a run's bar or lines from a byte count: nothing of PBS.
 	"progress": {},
 	// drill holds drill reports and the fleet drill (the newest images of
@@ -112,6 +108,9 @@ var mayImport = map[string][]string{
 	// fsutil holds local file system helpers (mount points, output files
 	// replaced by rename): nothing of PBS.
 	"fsutil": {},
+	// pxar decodes and encodes pxar archives and catalogs over
+	// io.ReaderAt and io.Writer: no I/O of its own, nothing of ours.
+	"pxar": {},
 	// cmd/internal/cli is the commands' generic machinery (command tree,
 	// output formats, exit codes, man pages): below cmd's commands, and
 	// nothing of PBS below it; the program's exit-code classification of
