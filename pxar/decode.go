@@ -466,48 +466,70 @@ type child struct {
 	off, size int64
 }
 
-// table reads and checks a directory's goodbye table: the children sorted
-// by offset, tiling the space between the directory's metadata and the
-// table.
-func (a *Archive) table(d *Entry) ([]child, error) {
+// goodbye reads and checks a directory's goodbye tail and header: the
+// table's offset and its number of items (the tail excluded).
+func (a *Archive) goodbye(d *Entry) (gstart, n int64, err error) {
 	if d.Kind != KindDir {
-		return nil, &Error{Path: d.Path, Stream: StreamMeta, Offset: d.entryOff, Err: fmt.Errorf("not a directory")}
+		return 0, 0, &Error{Path: d.Path, Stream: StreamMeta, Offset: d.entryOff, Err: fmt.Errorf("not a directory")}
 	}
 	p := d.Path
 	if d.end-d.dataOff < headerSize+goodbyeItemSize {
-		return nil, corrupt(p, StreamMeta, d.dataOff, "no room for a goodbye table")
+		return 0, 0, corrupt(p, StreamMeta, d.dataOff, "no room for a goodbye table")
 	}
 	tail, err := a.read(StreamMeta, p, d.end-goodbyeItemSize, goodbyeItemSize)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	le := binary.LittleEndian
 	marker, toff, gsize := le.Uint64(tail), le.Uint64(tail[8:]), le.Uint64(tail[16:])
 	tpos := d.end - goodbyeItemSize
 	if marker != goodbyeTailMarker {
-		return nil, corrupt(p, StreamMeta, tpos, "no goodbye tail marker")
+		return 0, 0, corrupt(p, StreamMeta, tpos, "no goodbye tail marker")
 	}
 	if gsize < headerSize+goodbyeItemSize || (gsize-headerSize)%goodbyeItemSize != 0 || gsize > uint64(d.end-d.dataOff) {
-		return nil, corrupt(p, StreamMeta, tpos, "goodbye table size %d does not fit the directory", gsize)
+		return 0, 0, corrupt(p, StreamMeta, tpos, "goodbye table size %d does not fit the directory", gsize)
 	}
-	gstart := d.end - int64(gsize)
+	gstart = d.end - int64(gsize)
 	typ, full, err := a.rawHeader(StreamMeta, p, gstart)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	if typ != typeGoodbye || full != gsize {
-		return nil, corrupt(p, StreamMeta, gstart, "goodbye tail size %d does not point to a goodbye item (type %#x, size %d)", gsize, typ, full)
+		return 0, 0, corrupt(p, StreamMeta, gstart, "goodbye tail size %d does not point to a goodbye item (type %#x, size %d)", gsize, typ, full)
 	}
 	wantOff := uint64(gstart - d.entryOff)
 	if d.fileOff < 0 && toff == uint64(gstart) {
 		wantOff = toff // the root's tail points to the archive start
 	}
 	if toff != wantOff {
-		return nil, corrupt(p, StreamMeta, tpos, "goodbye tail offset %d does not point to the directory's entry", toff)
+		return 0, 0, corrupt(p, StreamMeta, tpos, "goodbye tail offset %d does not point to the directory's entry", toff)
 	}
-	n := int64(gsize-headerSize)/goodbyeItemSize - 1
+	n = int64(gsize-headerSize)/goodbyeItemSize - 1
 	if n > MaxDirEntries {
-		return nil, corrupt(p, StreamMeta, gstart, "%d directory entries, over %d", n, MaxDirEntries)
+		return 0, 0, corrupt(p, StreamMeta, gstart, "%d directory entries, over %d", n, MaxDirEntries)
+	}
+	return gstart, n, nil
+}
+
+// item decodes goodbye item i of a table read as b (at gstart), checking
+// that it points inside the directory.
+func item(d *Entry, gstart int64, i int, b []byte) (child, error) {
+	le := binary.LittleEndian
+	rel, size := le.Uint64(b[8:]), le.Uint64(b[16:])
+	if rel > uint64(gstart-d.dataOff) || size > rel {
+		return child{}, corrupt(d.Path, StreamMeta, gstart+headerSize+int64(i)*goodbyeItemSize, "goodbye item (offset %d, size %d) outside the directory", rel, size)
+	}
+	return child{le.Uint64(b), gstart - int64(rel), int64(size)}, nil
+}
+
+// table reads and checks a directory's goodbye table: the children sorted
+// by offset, tiling the space between the directory's metadata and the
+// table.
+func (a *Archive) table(d *Entry) ([]child, error) {
+	p := d.Path
+	gstart, n, err := a.goodbye(d)
+	if err != nil {
+		return nil, err
 	}
 	b, err := a.read(StreamMeta, p, gstart+headerSize, n*goodbyeItemSize)
 	if err != nil {
@@ -515,12 +537,9 @@ func (a *Archive) table(d *Entry) ([]child, error) {
 	}
 	kids := make([]child, n)
 	for i := range kids {
-		it := b[i*goodbyeItemSize:]
-		rel, size := le.Uint64(it[8:]), le.Uint64(it[16:])
-		if rel > uint64(gstart-d.dataOff) || size > rel {
-			return nil, corrupt(p, StreamMeta, gstart+headerSize+int64(i)*goodbyeItemSize, "goodbye item (offset %d, size %d) outside the directory", rel, size)
+		if kids[i], err = item(d, gstart, i, b[i*goodbyeItemSize:]); err != nil {
+			return nil, err
 		}
-		kids[i] = child{le.Uint64(it), gstart - int64(rel), int64(size)}
 	}
 	sort.Slice(kids, func(i, j int) bool { return kids[i].off < kids[j].off })
 	next := d.dataOff
@@ -557,28 +576,50 @@ func (a *Archive) ReadDir(dir *Entry, fn func(*Entry) error) error {
 	return nil
 }
 
-// Lookup finds name in directory dir through its goodbye table, decoding
-// only the entries whose name hash matches. A missing name returns an
-// error matching fs.ErrNotExist.
+// Lookup finds name in directory dir through its goodbye table, a binary
+// search tree of name hashes: it reads O(log n) table items and decodes
+// only the entries whose hash matches (a table that is no search tree
+// makes names missing, never wrong: each entry found is checked against
+// its item). A missing name returns an error matching fs.ErrNotExist.
 func (a *Archive) Lookup(dir *Entry, name string) (*Entry, error) {
-	kids, err := a.table(dir)
+	gstart, n, err := a.goodbye(dir)
 	if err != nil {
 		return nil, err
 	}
 	h := hashName([]byte(name))
-	for _, k := range kids {
-		if k.hash != h {
-			continue
+	var visit func(i int64) (*Entry, error)
+	visit = func(i int64) (*Entry, error) {
+		if i >= n {
+			return nil, nil
 		}
-		e, err := a.parseEntry(k.off, -1, k.off+k.size, dir.Path, dir.depth+1, &k.hash)
+		b, err := a.read(StreamMeta, dir.Path, gstart+headerSize+i*goodbyeItemSize, goodbyeItemSize)
 		if err != nil {
 			return nil, err
 		}
-		if e.Name == name {
-			return e, nil
+		k, err := item(dir, gstart, int(i), b)
+		switch {
+		case err != nil:
+			return nil, err
+		case h < k.hash:
+			return visit(2*i + 1)
+		case h > k.hash:
+			return visit(2*i + 2)
 		}
+		e, err := a.parseEntry(k.off, -1, k.off+k.size, dir.Path, dir.depth+1, &k.hash)
+		if err != nil || e.Name == name {
+			return e, err
+		}
+		// Equal hashes sit on both sides.
+		if e, err := visit(2*i + 1); e != nil || err != nil {
+			return e, err
+		}
+		return visit(2*i + 2)
 	}
-	return nil, &Error{Path: path.Join(dir.Path, name), Stream: StreamMeta, Offset: dir.entryOff, Err: fs.ErrNotExist}
+	e, err := visit(0)
+	if e == nil && err == nil {
+		err = &Error{Path: path.Join(dir.Path, name), Stream: StreamMeta, Offset: dir.entryOff, Err: fs.ErrNotExist}
+	}
+	return e, err
 }
 
 // LookupPath finds a slash-separated path from the root ("." or "" for

@@ -516,3 +516,31 @@ func FuzzDecode(f *testing.F) {
 }
 
 var _ = path.Join
+
+// TestLookupAllShapes looks up every name of directories of 0 to 70
+// entries (every shape of the goodbye search tree) and a missing one.
+func TestLookupAllShapes(t *testing.T) {
+	for n := range 71 {
+		d := dir("d")
+		for i := range n {
+			d.Children = append(d.Children, file(fmt.Sprint("name ", i), fmt.Sprint(i)))
+		}
+		meta, _ := encode(t, dir("", d), false)
+		a, err := open(meta, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		de, err := a.Lookup(a.Root(), "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if e, err := a.Lookup(de, fmt.Sprint("name ", i)); err != nil || e.Name != fmt.Sprint("name ", i) {
+				t.Fatalf("n=%d: lookup %d: %v", n, i, err)
+			}
+		}
+		if _, err := a.Lookup(de, "missing"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("n=%d: missing: %v", n, err)
+		}
+	}
+}
