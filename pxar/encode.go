@@ -33,6 +33,8 @@ type Node struct {
 	LinkTarget string
 	Device     Device
 	Children   []*Node // directories; encoded in byte order of Name
+
+	dev, ino, nlink uint64 // TreeFromDir's hardlink detection
 }
 
 // Encode writes the tree under root (a KindDir node) as a pxar archive to

@@ -8,11 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
-	"path"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func u64p(v uint64) *uint64 { return &v }
@@ -515,8 +518,6 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-var _ = path.Join
-
 // TestLookupAllShapes looks up every name of directories of 0 to 70
 // entries (every shape of the goodbye search tree) and a missing one.
 func TestLookupAllShapes(t *testing.T) {
@@ -541,6 +542,48 @@ func TestLookupAllShapes(t *testing.T) {
 		}
 		if _, err := a.Lookup(de, "missing"); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("n=%d: missing: %v", n, err)
+		}
+	}
+}
+
+func TestTreeFromDir(t *testing.T) {
+	root := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "sub dir/deeper"), 0o750))
+	must(os.WriteFile(filepath.Join(root, "a"), []byte("alpha"), 0o640))
+	must(os.WriteFile(filepath.Join(root, "sub dir/deeper/b\nc"), bytes.Repeat([]byte("b"), 100000), 0o600))
+	must(os.Link(filepath.Join(root, "a"), filepath.Join(root, "z-link")))
+	must(os.Symlink("../a", filepath.Join(root, "sub dir/sym")))
+	must(unix.Mkfifo(filepath.Join(root, "fifo"), 0o600))
+	tree, err := TreeFromDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, split := range []bool{false, true} {
+		meta, payload := encode(t, tree, split)
+		a, err := open(meta, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := walkAll(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data["a"]) != "alpha" || string(data["z-link"]) != "alpha" || len(data["sub dir/deeper/b\nc"]) != 100000 {
+			t.Errorf("contents %q", data["a"])
+		}
+		for p, k := range map[string]Kind{"z-link": KindHardlink, "sub dir/sym": KindSymlink, "fifo": KindFIFO, "sub dir/deeper": KindDir} {
+			if e, err := a.LookupPath(p); err != nil || e.Kind != k {
+				t.Errorf("%q: %v %v", p, e, err)
+			}
+		}
+		if e, _ := a.LookupPath("a"); e.Mode != modeRegular|0o640 {
+			t.Errorf("mode %o", e.Mode)
 		}
 	}
 }
