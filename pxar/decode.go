@@ -408,12 +408,8 @@ func (a *Archive) parseEntry(fileOff, entryOff, end int64, parent string, depth 
 			break
 		}
 	}
-	want := map[Kind][]uint64{
-		KindFile: {modeRegular}, KindSymlink: {modeSymlink}, KindDevice: {modeChar, modeBlock},
-		0: {modeDir, modeFIFO, modeSocket},
-	}[e.Kind]
 	mt := e.Mode & modeTypeMask
-	if !containsU64(want, mt) {
+	if !modeFits(e.Kind, mt) {
 		return nil, corrupt(p, StreamMeta, e.entryOff, "mode %#o does not match the entry's items", e.Mode)
 	}
 	switch mt {
@@ -440,13 +436,18 @@ func (a *Archive) checkEnd(e *Entry, pos int64) error {
 	return nil
 }
 
-func containsU64(l []uint64, v uint64) bool {
-	for _, x := range l {
-		if x == v {
-			return true
-		}
+// modeFits reports whether file type bits mt fit the kind the items gave
+// (0: no content item, a directory, FIFO or socket).
+func modeFits(k Kind, mt uint64) bool {
+	switch k {
+	case KindFile:
+		return mt == modeRegular
+	case KindSymlink:
+		return mt == modeSymlink
+	case KindDevice:
+		return mt == modeChar || mt == modeBlock
 	}
-	return false
+	return mt == modeDir || mt == modeFIFO || mt == modeSocket
 }
 
 // validRelPath reports whether p is a relative slash path of valid names.

@@ -587,3 +587,25 @@ func TestTreeFromDir(t *testing.T) {
 		}
 	}
 }
+
+// TestPrelude decodes a split archive with a PRELUDE item after the
+// format version, as the backup client can write.
+func TestPrelude(t *testing.T) {
+	meta, payload := encode(t, dir("", file("a", "hello"), dir("s", file("b", "x"))), true)
+	prelude := binary.LittleEndian.AppendUint64(nil, typePrelude)
+	prelude = binary.LittleEndian.AppendUint64(prelude, headerSize+5)
+	prelude = append(prelude, "hello"...)
+	m := append(append(slices.Clone(meta[:24]), prelude...), meta[24:]...)
+	// The root's goodbye tail points to the archive start.
+	put64(m, len(m)-16, get64(m, len(m)-16)+uint64(len(prelude)))
+	a, err := open(m, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := walkAll(a); err != nil || string(data["s/b"]) != "x" {
+		t.Fatalf("%v %q", err, data)
+	}
+	if _, err := open(meta, payload[1:]); !errors.Is(err, ErrFormat) {
+		t.Errorf("payload without start marker: %v", err)
+	}
+}
