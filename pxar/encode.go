@@ -45,10 +45,16 @@ type Node struct {
 // format cannot hold (bad names, hardlinks to files not yet written,
 // content of the wrong size).
 func Encode(meta, payload io.Writer, root *Node) error {
+	return encodeArchive(meta, payload, root, false)
+}
+
+// encodeArchive is Encode; entryV1 writes the old ENTRY_V1 items (mtime in
+// nanoseconds, not before the epoch) that early clients wrote.
+func encodeArchive(meta, payload io.Writer, root *Node, entryV1 bool) error {
 	if root == nil || root.Kind != KindDir {
 		return errors.New("pxar: encode: the root must be a directory")
 	}
-	e := &encoder{meta: &countWriter{w: meta}, links: map[string]uint64{}}
+	e := &encoder{meta: &countWriter{w: meta}, links: map[string]uint64{}, entryV1: entryV1}
 	if payload != nil {
 		e.payload = &countWriter{w: payload}
 		if err := e.payload.header(typePayloadStartMark, 0); err != nil {
@@ -74,6 +80,7 @@ func Encode(meta, payload io.Writer, root *Node) error {
 type encoder struct {
 	meta, payload *countWriter
 	links         map[string]uint64 // file path → offset of its FILENAME item
+	entryV1       bool
 }
 
 // countWriter counts the bytes written to w.
@@ -264,10 +271,16 @@ func (e *encoder) metadata(n *Node, typ uint64) error {
 	b = le.AppendUint64(b, n.Flags)
 	b = le.AppendUint32(b, n.UID)
 	b = le.AppendUint32(b, n.GID)
-	b = le.AppendUint64(b, uint64(n.MTimeSec))
-	b = le.AppendUint32(b, n.MTimeNsec)
-	b = le.AppendUint32(b, 0)
-	if err := e.meta.item(typeEntry, b); err != nil {
+	item := typeEntry
+	if e.entryV1 {
+		item = typeEntryV1
+		b = le.AppendUint64(b, uint64(n.MTimeSec)*1e9+uint64(n.MTimeNsec))
+	} else {
+		b = le.AppendUint64(b, uint64(n.MTimeSec))
+		b = le.AppendUint32(b, n.MTimeNsec)
+		b = le.AppendUint32(b, 0)
+	}
+	if err := e.meta.item(item, b); err != nil {
 		return err
 	}
 	for _, x := range n.Xattrs {

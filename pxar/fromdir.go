@@ -15,7 +15,8 @@ import (
 // TreeFromDir describes the directory tree at root for Encode, with
 // Lstat (symlinks are not followed): mode, owner, mtime, symlink targets,
 // device numbers, and regular files opened only when encoded (their size
-// is the one Lstat saw; a file that changed size fails the encoding).
+// is the one Lstat saw: a file that shrank since fails the encoding, one
+// that grew is cut at that size).
 // Files with several links become hardlinks to the first one in archive
 // order. Extended attributes, ACLs, fcaps and quota project IDs are not
 // read. Errors name the path.

@@ -609,3 +609,23 @@ func TestPrelude(t *testing.T) {
 		t.Errorf("payload without start marker: %v", err)
 	}
 }
+
+// TestEntryV1 decodes the old ENTRY_V1 items (mtime as nanoseconds).
+func TestEntryV1(t *testing.T) {
+	f := file("a", "hello")
+	var m bytes.Buffer
+	if err := encodeArchive(&m, nil, dir("", f, dir("s", file("b", "x"))), true); err != nil {
+		t.Fatal(err)
+	}
+	if len(findType(m.Bytes(), typeEntryV1)) != 4 {
+		t.Fatal("no ENTRY_V1 items written")
+	}
+	a, err := open(m.Bytes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := a.LookupPath("a")
+	if err != nil || e.MTimeSec != f.MTimeSec || e.MTimeNsec != f.MTimeNsec || e.Mode != modeRegular|0o644 {
+		t.Fatalf("%+v %v", e, err)
+	}
+}
