@@ -684,7 +684,7 @@ func (a *Archive) HardlinkTarget(e *Entry) (*Entry, error) {
 // target). For split archives it first checks the payload item the
 // reference points to: a PAYLOAD header whose size matches. References
 // are resolved by offset alone, in any order, duplicates included.
-func (e *Entry) Open() (*io.SectionReader, error) {
+func (e *Entry) Open() (*File, error) {
 	a := e.a
 	if e.Kind == KindHardlink {
 		t, err := a.HardlinkTarget(e)
@@ -697,7 +697,7 @@ func (e *Entry) Open() (*io.SectionReader, error) {
 		return nil, &Error{Path: e.Path, Stream: StreamMeta, Offset: e.entryOff, Err: fmt.Errorf("a %s has no content", e.Kind)}
 	}
 	if e.payloadOff < 0 {
-		return io.NewSectionReader(a.meta, e.dataOff, int64(e.Size)), nil
+		return &File{io.NewSectionReader(a.meta, e.dataOff, int64(e.Size)), e.Path, StreamMeta, e.dataOff}, nil
 	}
 	typ, full, err := a.rawHeader(StreamPayload, e.Path, e.payloadOff)
 	if err != nil {
@@ -706,8 +706,45 @@ func (e *Entry) Open() (*io.SectionReader, error) {
 	if typ != typePayload || full != e.Size+headerSize {
 		return nil, corrupt(e.Path, StreamPayload, e.payloadOff, "payload reference points to item type %#x of %d bytes, not a payload of %d bytes", typ, full, e.Size)
 	}
-	return io.NewSectionReader(a.payload, e.payloadOff+headerSize, int64(e.Size)), nil
+	off := e.payloadOff + headerSize
+	return &File{io.NewSectionReader(a.payload, off, int64(e.Size)), e.Path, StreamPayload, off}, nil
 }
+
+// File reads a regular file's content: io.Reader, io.ReaderAt and
+// io.Seeker over Size bytes. Errors of the underlying stream reader come
+// wrapped in *Error with the file's path and the stream offset.
+type File struct {
+	sr     *io.SectionReader
+	path   string
+	stream string
+	base   int64
+}
+
+func (f *File) wrap(err error, off int64) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return &Error{Path: f.path, Stream: f.stream, Offset: f.base + off, Err: err}
+}
+
+// Read reads the content sequentially.
+func (f *File) Read(p []byte) (int, error) {
+	pos, _ := f.sr.Seek(0, io.SeekCurrent)
+	n, err := f.sr.Read(p)
+	return n, f.wrap(err, pos+int64(n))
+}
+
+// ReadAt reads the content at off (from the content's start).
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.sr.ReadAt(p, off)
+	return n, f.wrap(err, off+int64(n))
+}
+
+// Seek sets the offset of the next Read.
+func (f *File) Seek(offset int64, whence int) (int64, error) { return f.sr.Seek(offset, whence) }
+
+// Size is the content size in bytes.
+func (f *File) Size() int64 { return f.sr.Size() }
 
 // Offset is the entry's position in the metadata stream (its FILENAME
 // item; 0 for the root): stable, unique per entry, usable as an inode
