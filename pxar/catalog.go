@@ -12,7 +12,7 @@ import (
 
 // catalogMagic starts a catalog.pcat1 file (the first 8 bytes of the
 // SHA-256 of "Proxmox Backup Catalog file v1.0").
-var catalogMagic = []byte{145, 253, 96, 249, 196, 103, 88, 213}
+const catalogMagic = "\x91\xfd\x60\xf9\xc4\x67\x58\xd5"
 
 // StreamCatalog names the catalog in *Error.
 const StreamCatalog = "catalog"
@@ -60,7 +60,7 @@ func OpenCatalog(r io.ReaderAt, size int64) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(b, catalogMagic) {
+	if string(b) != catalogMagic {
 		return nil, catalogCorrupt(".", 0, "no catalog magic")
 	}
 	if b, err = c.read(".", size-8, 8); err != nil {
@@ -248,7 +248,7 @@ func (c *Catalog) walk(dir CatalogEntry, fn func(CatalogEntry) error) error {
 // type bits.
 func EncodeCatalog(w io.Writer, root *Node) error {
 	var buf bytes.Buffer
-	buf.Write(catalogMagic)
+	buf.WriteString(catalogMagic)
 	start, err := catalogDir(&buf, root, 0)
 	if err != nil {
 		return err

@@ -209,11 +209,21 @@ func cstring(b []byte, max int) ([]byte, bool) {
 	return b[:len(b)-1], true
 }
 
-// fixed lists the content sizes of the fixed-size items.
-var fixed = map[uint64]uint64{
-	typeEntry: statSize, typeEntryV1: statV1Size, typeACLUser: 16, typeACLGroup: 16,
-	typeACLDefaultUser: 16, typeACLDefaultGroup: 16, typeACLGroupObj: 8, typeACLDefault: 32,
-	typeQuotaProjID: 8, typeDevice: 16, typePayloadRef: 16,
+// fixedSize returns the content size of the fixed-size item types.
+func fixedSize(typ uint64) (uint64, bool) {
+	switch typ {
+	case typeEntry:
+		return statSize, true
+	case typeEntryV1:
+		return statV1Size, true
+	case typeACLUser, typeACLGroup, typeACLDefaultUser, typeACLDefaultGroup, typeDevice, typePayloadRef:
+		return 16, true
+	case typeACLGroupObj, typeQuotaProjID:
+		return 8, true
+	case typeACLDefault:
+		return 32, true
+	}
+	return 0, false
 }
 
 // parseEntry decodes the entry whose FILENAME is at fileOff (the root:
@@ -305,7 +315,7 @@ func (a *Archive) parseEntry(fileOff, entryOff, end int64, parent string, depth 
 			return nil, corrupt(p, StreamMeta, pos, "second entry item")
 		}
 		var max uint64
-		switch want, ok := fixed[typ]; {
+		switch want, ok := fixedSize(typ); {
 		case ok:
 			if full != headerSize+want {
 				return nil, corrupt(p, StreamMeta, pos, "item type %#x of %d bytes, want %d", typ, full, headerSize+want)
