@@ -231,7 +231,50 @@ func fixedSize(typ uint64) (uint64, bool) {
 // hardlink target). wantHash, when set, is the goodbye table's hash for
 // the name.
 func (a *Archive) parseEntry(fileOff, entryOff, end int64, parent string, depth int, wantHash *uint64) (*Entry, error) {
-	e := &Entry{a: a, Path: ".", fileOff: fileOff, end: end, payloadOff: -1, depth: depth}
+	w := *a
+	w.meta = &window{r: a.meta, size: a.metaSize}
+	return w.parse(a, fileOff, entryOff, end, parent, depth, wantHash)
+}
+
+// window serves the small reads of one entry's items from one larger
+// read of the metadata stream. It is used by one goroutine.
+type window struct {
+	r    io.ReaderAt
+	size int64
+	buf  []byte
+	off  int64
+}
+
+// windowSize is what a window reads at once.
+const windowSize = 8 << 10
+
+func (w *window) ReadAt(p []byte, off int64) (int, error) {
+	if off >= w.off && off+int64(len(p)) <= w.off+int64(len(w.buf)) {
+		return copy(p, w.buf[off-w.off:]), nil
+	}
+	if len(p) > windowSize/2 || off < 0 || off >= w.size {
+		return w.r.ReadAt(p, off)
+	}
+	n := min(windowSize, w.size-off)
+	if w.buf == nil {
+		w.buf = make([]byte, windowSize)
+	}
+	m, err := w.r.ReadAt(w.buf[:n], off)
+	if int64(m) < n || int64(len(p)) > n {
+		w.buf = w.buf[:0]
+		if err != nil && err != io.EOF {
+			return 0, err
+		}
+		return w.r.ReadAt(p, off)
+	}
+	w.buf, w.off = w.buf[:n], off
+	return copy(p, w.buf), nil
+}
+
+// parse is parseEntry, reading through a (with a window) for the entry of
+// archive orig.
+func (a *Archive) parse(orig *Archive, fileOff, entryOff, end int64, parent string, depth int, wantHash *uint64) (*Entry, error) {
+	e := &Entry{a: orig, Path: ".", fileOff: fileOff, end: end, payloadOff: -1, depth: depth}
 	limit := end
 	if limit < 0 {
 		limit = a.metaSize
