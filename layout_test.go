@@ -108,6 +108,9 @@ var mayImport = map[string][]string{
 	// fsutil holds local file system helpers (mount points, output files
 	// replaced by rename): nothing of PBS.
 	"fsutil": {},
+	// pxar decodes and encodes pxar archives and catalogs over
+	// io.ReaderAt and io.Writer: no I/O of its own, nothing of ours.
+	"pxar": {},
 	// cmd/internal/cli is the commands' generic machinery (command tree,
 	// output formats, exit codes, man pages): below cmd's commands, and
 	// nothing of PBS below it; the program's exit-code classification of
