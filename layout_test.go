@@ -84,7 +84,7 @@ var mayImport = map[string][]string{
 	"chunkstore": {"crypto"},
 	"snapshot":   {"chunkstore", "index", "crypto"},
 	"restore":    {"snapshot", "chunkstore", "index", "crypto"},
-	"archive":    {"snapshot", "chunkstore", "index", "crypto"},
+	"archive":    {"snapshot", "chunkstore", "index", "crypto", "pxar"},
 	"backup":     {"snapshot", "chunkstore", "index", "crypto", "fsutil"},
 	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	"fusefs":     {},
