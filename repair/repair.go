@@ -49,6 +49,10 @@ type Item struct {
 	// WriteError is why writing into the primary failed, or why no copy
 	// could be had (ActionFailed).
 	WriteError string `json:"write-error,omitempty"`
+	// CRCOnly: an encrypted chunk checked without its key, by structure
+	// and CRC only (Chunk.CRCOnly): a forged copy (another chunk's valid
+	// bytes under this digest's name) cannot be excluded.
+	CRCOnly bool `json:"crc-only,omitempty"`
 
 	data []byte // a snapshot file's good copy, to be written
 }
@@ -94,13 +98,16 @@ func New(primary chunkstore.WriteStore, from []chunkstore.Store, opts Options) *
 
 // Counts are a repair's totals, in distinct chunks.
 type Counts struct {
-	Chunks     int `json:"chunks"`     // checked in the primary
-	Good       int `json:"good"`       // good in the primary
-	Repaired   int `json:"repaired"`   // copied into the primary (ActionCopied)
-	Would      int `json:"would-copy"` // dry run: would be copied
-	GoodNow    int `json:"good-meanwhile"`
-	NoCopy     int `json:"no-good-copy"` // in no store in good shape
-	Failed     int `json:"failed"`       // a store could not be read, or the primary written
+	Chunks   int `json:"chunks"`     // checked in the primary
+	Good     int `json:"good"`       // good in the primary
+	Repaired int `json:"repaired"`   // copied into the primary (ActionCopied)
+	Would    int `json:"would-copy"` // dry run: would be copied
+	GoodNow  int `json:"good-meanwhile"`
+	NoCopy   int `json:"no-good-copy"` // in no store in good shape
+	Failed   int `json:"failed"`       // a store could not be read, or the primary written
+	// CRCOnly counts the chunks needing repair that were checked by
+	// structure and CRC only (Item.CRCOnly).
+	CRCOnly    int `json:"crc-only,omitempty"`
 	Unlisted   int `json:"unlisted,omitempty"`
 	Unfinished int `json:"unfinished,omitempty"` // not checked: the run was stopped
 }
@@ -140,6 +147,9 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 					n.Good++
 					mu.Unlock()
 					continue
+				}
+				if it.CRCOnly {
+					n.CRCOnly++
 				}
 				switch it.Action {
 				case ActionCopied:
@@ -196,7 +206,7 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 // chunk checks c in the primary and repairs it; good reports a chunk that
 // was good in the primary (no item).
 func (r *Repairer) chunk(ctx context.Context, dec *chunkstore.Decoder, c *Chunk) (it Item, good bool) {
-	it = Item{Kind: KindChunk, Digest: c.Digest.String(), Length: c.Length}
+	it = Item{Kind: KindChunk, Digest: c.Digest.String(), Length: c.Length, CRCOnly: c.CRCOnly}
 	_, perr := check(ctx, dec, r.primary, c)
 	if perr == nil {
 		return it, true
