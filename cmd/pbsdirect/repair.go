@@ -49,7 +49,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 			if err := checkStoreSpec(f); err != nil {
 				return err
 			}
-			if f == sf.store {
+			if backends.SameStore(f, sf.store) {
 				return usagef("--from %s is the --store being repaired (without --from, repair takes chunks from the store's own .bad copies)", f)
 			}
 		}

@@ -46,3 +46,25 @@ func TestRepairNoFreeBadName(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairFromIsPrimary: --from naming the --store through another
+// spelling (a trailing "/./", a relative path) or a symbolic link to it is
+// refused as the exact path is: exit 2, nothing read or written.
+func TestRepairFromIsPrimary(t *testing.T) {
+	c := newRepairCase(t, filepath.Join(t.TempDir(), "primary"))
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(c.primary, link); err != nil {
+		t.Fatal(err)
+	}
+	before := treeSum(t, c.primary)
+	t.Chdir(filepath.Dir(c.primary))
+	for _, from := range []string{c.primary, c.primary + "/./", "./" + filepath.Base(c.primary) + "/", link} {
+		r := pbs(t, "repair", "--store", c.primary, "--from", from)
+		if r.code != 2 || !strings.Contains(r.err, "is the --store being repaired") {
+			t.Errorf("--from %s: %v; want exit 2, the primary named", from, r)
+		}
+	}
+	if treeSum(t, c.primary) != before {
+		t.Errorf("the primary changed")
+	}
+}
