@@ -82,6 +82,33 @@ type Repairer struct {
 	primary chunkstore.WriteStore
 	from    []chunkstore.Store
 	opts    Options
+
+	mu      sync.Mutex
+	stopErr error // the first write into the primary that failed (Stopped)
+}
+
+// Stopped returns the first write into the primary that failed (a chunk
+// or a file; not a chunk refused for want of a free .bad name,
+// chunkstore.ErrNoFreeBadName), after which Run and Files stop: a store
+// that refuses one write (read-only, denied, full) is not tried with every
+// chunk. Nil when none failed.
+func (r *Repairer) Stopped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopErr
+}
+
+// writeFailed records err, a failed write into the primary, as the cause
+// to stop (Stopped), unless it is ctx's end or a chunk's own state.
+func (r *Repairer) writeFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil || errors.Is(err, chunkstore.ErrNoFreeBadName) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopErr == nil {
+		r.stopErr = err
+	}
 }
 
 // New returns a Repairer writing into primary from the stores from, in
@@ -113,7 +140,9 @@ type Counts struct {
 }
 
 // Run checks each chunk of chunks in the primary and repairs those that
-// are missing or damaged, Options.Jobs at a time. It returns the items
+// are missing or damaged, Options.Jobs at a time. Once a write into the
+// primary failed (Stopped), the chunks not yet checked are left
+// (Counts.Unfinished). It returns the items
 // (the first MaxListed, sorted by digest) and the counts; when ctx ends it
 // returns what it has and ctx's error.
 func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, error) {
@@ -134,6 +163,12 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 		wg.Go(func() {
 			defer dec.Close()
 			for c := range work {
+				if r.Stopped() != nil {
+					mu.Lock()
+					n.Unfinished++
+					mu.Unlock()
+					continue
+				}
 				it, good := r.chunk(ctx, dec, c)
 				mu.Lock()
 				n.Chunks++
@@ -178,6 +213,12 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 	if decErr == nil {
 	feed:
 		for i := range chunks {
+			if r.Stopped() != nil {
+				mu.Lock()
+				n.Unfinished += len(chunks) - i
+				mu.Unlock()
+				break feed
+			}
 			select {
 			case work <- &chunks[i]:
 			case <-ctx.Done():
@@ -307,6 +348,7 @@ func (r *Repairer) write(ctx context.Context, dec *chunkstore.Decoder, c *Chunk,
 	if problem(err) == ProblemMissing {
 		existed, werr := r.primary.WriteChunk(ctx, c.Digest, blob)
 		if werr != nil {
+			r.writeFailed(ctx, werr)
 			fail(werr)
 			return
 		}
@@ -331,6 +373,7 @@ func (r *Repairer) write(ctx context.Context, dec *chunkstore.Decoder, c *Chunk,
 		aside, rerr := rp.ReplaceChunk(ctx, c.Digest, old, blob)
 		it.Aside = aside
 		if rerr != nil {
+			r.writeFailed(ctx, rerr)
 			fail(rerr)
 			return
 		}

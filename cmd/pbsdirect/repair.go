@@ -81,6 +81,15 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		if err != nil {
 			return missingStore(err)
 		}
+		// A store that cannot be written is found before the scope is
+		// read: a directory is probed; a bucket has no cheap probe, and
+		// the repair stops at its first failed write (Repairer.Stopped).
+		if p, ok := primary.(chunkstore.WriteProber); ok && !*dryRun {
+			if err := p.ProbeWrite(ctx); err != nil {
+				primary.Close()
+				return &outsideError{fmt.Errorf("--store %s cannot be written, nothing repaired (--dry-run says what would be): %w", sf.store, err)}
+			}
+		}
 		members := []chunkstore.Store{primary}
 		var mirrors []chunkstore.Store
 		for _, f := range *from {
@@ -166,6 +175,8 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		}
 		var verr error
 		switch {
+		case r.Stopped() != nil:
+			verr = &outsideError{fmt.Errorf("repair stopped: writing into %s failed: %w; %d chunk(s) not checked", primary, r.Stopped(), counts.Unfinished)}
 		case counts.Failed > 0 || fcounts.Failed > 0 || outside != nil:
 			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) and %d file(s) failed: a store could not be read, or %s written%s", counts.Failed, fcounts.Failed, primary, errSuffix(outside))}
 		case counts.NoCopy > 0 || fcounts.NoCopy > 0 || fcounts.NotReplaced > 0 || proven != nil:
@@ -310,6 +321,9 @@ func writeRepairSummary(w io.Writer, rep *repair.Report) {
 	}
 	if c.Failed > 0 {
 		fmt.Fprintf(w, ", %d failed", c.Failed)
+	}
+	if c.Unfinished > 0 {
+		fmt.Fprintf(w, ", %d not checked (stopped)", c.Unfinished)
 	}
 	if c.Unlisted > 0 {
 		fmt.Fprintf(w, " (%d not in the report: see the lines above)", c.Unlisted)

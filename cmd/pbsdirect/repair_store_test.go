@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/repair"
 )
@@ -66,5 +68,51 @@ func TestRepairFromIsPrimary(t *testing.T) {
 	}
 	if treeSum(t, c.primary) != before {
 		t.Errorf("the primary changed")
+	}
+}
+
+// readOnlyStore returns a read-only view of the datastore dir: a read-only
+// bind mount as root (permissions do not stop root), else dir with its
+// .chunks directory made read-only.
+func readOnlyStore(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		chunks := filepath.Join(dir, ".chunks")
+		if err := os.Chmod(chunks, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(chunks, 0o755) })
+		return dir
+	}
+	ro := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(dir, ro, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("no bind mount: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(ro, unix.MNT_DETACH) })
+	if err := unix.Mount("", ro, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("no read-only remount: %v", err)
+	}
+	return ro
+}
+
+// TestRepairReadOnlyPrimary: a primary directory that cannot be written
+// is found before the scope is read: exit 3 naming the store, no chunk
+// checked or reported; --dry-run still works.
+func TestRepairReadOnlyPrimary(t *testing.T) {
+	c := newRepairCase(t, filepath.Join(t.TempDir(), "primary"))
+	ro := readOnlyStore(t, c.primary)
+	r := pbs(t, "repair", "--store", ro, "--from", c.mirror1, "--from", c.mirror2)
+	if r.code != 3 || !strings.Contains(r.err, "cannot be written") || strings.Contains(r.out, "repair: chunk") {
+		t.Errorf("%v; want exit 3 before any chunk is checked", r)
+	}
+	rep := repairJSON(t, 3, "--store", ro, "--from", c.mirror1)
+	if rep.Chunks != 0 || len(rep.Items) != 0 {
+		t.Errorf("report %+v; want nothing checked", rep)
+	}
+	if rep := repairJSON(t, 0, "--store", ro, "--from", c.mirror1, "--from", c.mirror2, "--dry-run"); rep.Would != len(c.bad()) {
+		t.Errorf("dry run: counts %+v", rep.Counts)
 	}
 }
