@@ -2,6 +2,7 @@ package chunkstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -30,9 +31,18 @@ func StatChunk(ctx context.Context, s Store, d crypto.Digest, limit int) (int64,
 }
 
 // MaxBadGenerations is how many damaged copies of one chunk are kept aside:
-// "<digest>.0.bad" to "<digest>.9.bad", as PBS's verify names them; the
-// last one is overwritten when all are taken (FORMAT.md §1.2).
+// "<digest>.0.bad" to "<digest>.9.bad", as PBS's verify names them
+// (FORMAT.md §1.2). Unlike PBS, which overwrites the last one when all are
+// taken, pbsdirect never overwrites a .bad copy (ErrNoFreeBadName).
 const MaxBadGenerations = 10
+
+// ErrNoFreeBadName is wrapped by ReplaceChunk's error when every
+// "<digest>.N.bad" name (N below MaxBadGenerations) is taken: an existing
+// .bad copy, maybe the only intact one, is never overwritten, so the
+// damaged chunk is left in place, not replaced. It is a state of the store
+// to be cleared by hand (move the .bad copies away), no proof about the
+// chunk's data.
+var ErrNoFreeBadName = errors.New("no free .bad name: <digest>.0.bad to .9.bad are all taken (none is overwritten; move them away to let the chunk be replaced)")
 
 // BadName returns the name a damaged chunk for d is moved aside to, in its
 // prefix directory: "<64 hex>.<n>.bad".
@@ -45,8 +55,9 @@ func BadName(d crypto.Digest, n int) string {
 // so that nothing that was there is lost and readers never see it again.
 type ChunkReplacer interface {
 	// ReplaceChunk moves the stored chunk for d aside to the first free
-	// BadName (the last generation is overwritten when all are taken) and
-	// writes blob in its place. old is the stored chunk as the caller read
+	// BadName and writes blob in its place; when no name is free it
+	// returns an error wrapping ErrNoFreeBadName and changes nothing (a
+	// .bad copy is never overwritten). old is the stored chunk as the caller read
 	// it: a bucket writes it under the new name (there is no rename), a
 	// directory renames the file. A chunk that is gone meanwhile is just
 	// written. It returns where the damaged copy now is (file path or

@@ -616,8 +616,10 @@ func (l *Local) StatChunk(ctx context.Context, d crypto.Digest) (int64, error) {
 }
 
 // ReplaceChunk renames the chunk file for d to the first free
-// "<digest>.N.bad" in its prefix directory (N 0…9, .9.bad overwritten when
-// all are taken) and writes blob in its place (see ChunkReplacer).
+// "<digest>.N.bad" in its prefix directory (N 0…9; an existing .bad copy
+// is never overwritten: when all are taken it returns an error wrapping
+// ErrNoFreeBadName and leaves the chunk as it is) and writes blob in its
+// place (see ChunkReplacer).
 func (l *Local) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []byte) (string, error) {
 	h := d.String()
 	dir, err := mkdirBeneath(l.chunks, l.chunks.Name(), h[:4])
@@ -625,15 +627,11 @@ func (l *Local) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []b
 		return "", fmt.Errorf("chunk %s: %w", d, err)
 	}
 	defer dir.Close()
-	aside := ""
+	aside, free := "", false
 	for n := range MaxBadGenerations {
 		bad := BadName(d, n)
-		flags := uint(unix.RENAME_NOREPLACE)
-		if n == MaxBadGenerations-1 {
-			flags = 0
-		}
-		err := unix.Renameat2(int(dir.Fd()), h, int(dir.Fd()), bad, flags)
-		if errors.Is(err, unix.EINVAL) && flags != 0 {
+		err := unix.Renameat2(int(dir.Fd()), h, int(dir.Fd()), bad, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EINVAL) {
 			// A file system without RENAME_NOREPLACE: look, then rename.
 			var st unix.Stat_t
 			if err = unix.Fstatat(int(dir.Fd()), bad, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
@@ -644,12 +642,16 @@ func (l *Local) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []b
 		if errors.Is(err, unix.EEXIST) {
 			continue
 		}
+		free = true
 		if err == nil {
 			aside = filepath.Join(dir.Name(), bad)
 		} else if !errors.Is(err, unix.ENOENT) {
 			return "", fmt.Errorf("chunk %s: rename %s aside: %w", d, l.ChunkLocation(d), mapErr(err))
 		}
 		break
+	}
+	if !free {
+		return "", fmt.Errorf("chunk %s: %s: %w", d, l.ChunkLocation(d), ErrNoFreeBadName)
 	}
 	if err := writeAtomic(dir, h, blob, 0o640); err != nil {
 		return aside, fmt.Errorf("chunk %s: %w", d, err)

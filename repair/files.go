@@ -58,7 +58,9 @@ const maxFile = restore.MaxUnsizedIndex
 // list), after the snapshot's other files, so that the snapshot appears
 // whole; one that is there but differs is never replaced
 // (ActionNotReplaced). The items come in the order of snaps, then of the
-// manifest; when ctx ends Files returns what it has and ctx's error.
+// manifest; once a write into the primary failed (Stopped), the snapshots
+// not yet checked are left; when ctx ends Files returns what it has and
+// ctx's error.
 func (r *Repairer) Files(ctx context.Context, snaps []index.Snapshot) ([]Item, FileCounts, error) {
 	var (
 		items []Item
@@ -85,6 +87,9 @@ func (r *Repairer) Files(ctx context.Context, snaps []index.Snapshot) ([]Item, F
 	for _, s := range snaps {
 		if ctx.Err() != nil {
 			return items, n, ctx.Err()
+		}
+		if r.Stopped() != nil {
+			return items, n, nil // a write into the primary failed
 		}
 		m, mit := r.manifest(ctx, s)
 		n.Checked++
@@ -291,6 +296,7 @@ func (r *Repairer) file(ctx context.Context, s index.Snapshot, m *index.Manifest
 // and checks it there after with check.
 func (r *Repairer) writeFile(ctx context.Context, it *Item, check func(context.Context, chunkstore.Store) error) {
 	if err := r.primary.WriteFile(ctx, it.File, it.data); err != nil {
+		r.writeFailed(ctx, err)
 		it.Action, it.WriteError = ActionFailed, err.Error()
 		return
 	}

@@ -49,6 +49,10 @@ type Item struct {
 	// WriteError is why writing into the primary failed, or why no copy
 	// could be had (ActionFailed).
 	WriteError string `json:"write-error,omitempty"`
+	// CRCOnly: an encrypted chunk checked without its key, by structure
+	// and CRC only (Chunk.CRCOnly): a forged copy (another chunk's valid
+	// bytes under this digest's name) cannot be excluded.
+	CRCOnly bool `json:"crc-only,omitempty"`
 
 	data []byte // a snapshot file's good copy, to be written
 }
@@ -78,6 +82,33 @@ type Repairer struct {
 	primary chunkstore.WriteStore
 	from    []chunkstore.Store
 	opts    Options
+
+	mu      sync.Mutex
+	stopErr error // the first write into the primary that failed (Stopped)
+}
+
+// Stopped returns the first write into the primary that failed (a chunk
+// or a file; not a chunk refused for want of a free .bad name,
+// chunkstore.ErrNoFreeBadName), after which Run and Files stop: a store
+// that refuses one write (read-only, denied, full) is not tried with every
+// chunk. Nil when none failed.
+func (r *Repairer) Stopped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopErr
+}
+
+// writeFailed records err, a failed write into the primary, as the cause
+// to stop (Stopped), unless it is ctx's end or a chunk's own state.
+func (r *Repairer) writeFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil || errors.Is(err, chunkstore.ErrNoFreeBadName) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopErr == nil {
+		r.stopErr = err
+	}
 }
 
 // New returns a Repairer writing into primary from the stores from, in
@@ -94,19 +125,24 @@ func New(primary chunkstore.WriteStore, from []chunkstore.Store, opts Options) *
 
 // Counts are a repair's totals, in distinct chunks.
 type Counts struct {
-	Chunks     int `json:"chunks"`     // checked in the primary
-	Good       int `json:"good"`       // good in the primary
-	Repaired   int `json:"repaired"`   // copied into the primary (ActionCopied)
-	Would      int `json:"would-copy"` // dry run: would be copied
-	GoodNow    int `json:"good-meanwhile"`
-	NoCopy     int `json:"no-good-copy"` // in no store in good shape
-	Failed     int `json:"failed"`       // a store could not be read, or the primary written
+	Chunks   int `json:"chunks"`     // checked in the primary
+	Good     int `json:"good"`       // good in the primary
+	Repaired int `json:"repaired"`   // copied into the primary (ActionCopied)
+	Would    int `json:"would-copy"` // dry run: would be copied
+	GoodNow  int `json:"good-meanwhile"`
+	NoCopy   int `json:"no-good-copy"` // in no store in good shape
+	Failed   int `json:"failed"`       // a store could not be read, or the primary written
+	// CRCOnly counts the chunks needing repair that were checked by
+	// structure and CRC only (Item.CRCOnly).
+	CRCOnly    int `json:"crc-only,omitempty"`
 	Unlisted   int `json:"unlisted,omitempty"`
 	Unfinished int `json:"unfinished,omitempty"` // not checked: the run was stopped
 }
 
 // Run checks each chunk of chunks in the primary and repairs those that
-// are missing or damaged, Options.Jobs at a time. It returns the items
+// are missing or damaged, Options.Jobs at a time. Once a write into the
+// primary failed (Stopped), the chunks not yet checked are left
+// (Counts.Unfinished). It returns the items
 // (the first MaxListed, sorted by digest) and the counts; when ctx ends it
 // returns what it has and ctx's error.
 func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, error) {
@@ -127,6 +163,12 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 		wg.Go(func() {
 			defer dec.Close()
 			for c := range work {
+				if r.Stopped() != nil {
+					mu.Lock()
+					n.Unfinished++
+					mu.Unlock()
+					continue
+				}
 				it, good := r.chunk(ctx, dec, c)
 				mu.Lock()
 				n.Chunks++
@@ -140,6 +182,9 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 					n.Good++
 					mu.Unlock()
 					continue
+				}
+				if it.CRCOnly {
+					n.CRCOnly++
 				}
 				switch it.Action {
 				case ActionCopied:
@@ -168,6 +213,12 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 	if decErr == nil {
 	feed:
 		for i := range chunks {
+			if r.Stopped() != nil {
+				mu.Lock()
+				n.Unfinished += len(chunks) - i
+				mu.Unlock()
+				break feed
+			}
 			select {
 			case work <- &chunks[i]:
 			case <-ctx.Done():
@@ -196,7 +247,7 @@ func (r *Repairer) Run(ctx context.Context, chunks []Chunk) ([]Item, Counts, err
 // chunk checks c in the primary and repairs it; good reports a chunk that
 // was good in the primary (no item).
 func (r *Repairer) chunk(ctx context.Context, dec *chunkstore.Decoder, c *Chunk) (it Item, good bool) {
-	it = Item{Kind: KindChunk, Digest: c.Digest.String(), Length: c.Length}
+	it = Item{Kind: KindChunk, Digest: c.Digest.String(), Length: c.Length, CRCOnly: c.CRCOnly}
 	_, perr := check(ctx, dec, r.primary, c)
 	if perr == nil {
 		return it, true
@@ -297,6 +348,7 @@ func (r *Repairer) write(ctx context.Context, dec *chunkstore.Decoder, c *Chunk,
 	if problem(err) == ProblemMissing {
 		existed, werr := r.primary.WriteChunk(ctx, c.Digest, blob)
 		if werr != nil {
+			r.writeFailed(ctx, werr)
 			fail(werr)
 			return
 		}
@@ -321,6 +373,7 @@ func (r *Repairer) write(ctx context.Context, dec *chunkstore.Decoder, c *Chunk,
 		aside, rerr := rp.ReplaceChunk(ctx, c.Digest, old, blob)
 		it.Aside = aside
 		if rerr != nil {
+			r.writeFailed(ctx, rerr)
 			fail(rerr)
 			return
 		}

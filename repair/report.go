@@ -16,7 +16,25 @@ type Report struct {
 	Items []Item `json:"items"`
 	// Errors name the snapshots and archives whose chunk list could not
 	// be read from any store (their chunks were not checked).
-	Errors   []string `json:"errors,omitempty"`
-	OK       bool     `json:"ok"`
-	ExitCode int      `json:"exit-code"`
+	Errors []string `json:"errors,omitempty"`
+	// KeyMissing are the snapshots not repaired for want of their key
+	// (KeyMissingError): nothing of them was checked or copied.
+	KeyMissing []KeyMissing `json:"key-missing,omitempty"`
+	// CRCOnlyWarning is set when chunks were checked by structure and
+	// CRC only (Counts.CRCOnly): a forged copy cannot be excluded.
+	CRCOnlyWarning string `json:"crc-only-warning,omitempty"`
+	OK             bool   `json:"ok"`
+	ExitCode       int    `json:"exit-code"`
+}
+
+// KeyMissing is a snapshot not repaired for want of its key, as verify
+// reports one.
+type KeyMissing struct {
+	Snapshot string `json:"snapshot"`
+	// Status is "key-missing" or "key-mismatch" (snapshot.KeyMissing,
+	// snapshot.KeyMismatch).
+	Status string `json:"status"`
+	// KeyFingerprint is the fingerprint the manifest names ("" when none).
+	KeyFingerprint string `json:"key-fingerprint,omitempty"`
+	Error          string `json:"error"`
 }

@@ -25,21 +25,16 @@ type ObjectWriter interface {
 // ReplaceChunk replaces the chunk d stored under key (see
 // chunkstore.ChunkReplacer): a bucket has no rename, so old (when not
 // empty) is written under the first free "<digest>.N.bad" key beside key
-// (.9.bad is overwritten when all are taken), then blob under key. It
-// returns the damaged copy's URL ("" when old is empty), also when writing
-// blob fails.
+// (never over an existing one: when all are taken it returns an error
+// wrapping chunkstore.ErrNoFreeBadName and writes nothing), then blob
+// under key. It returns the damaged copy's URL ("" when old is empty),
+// also when writing blob fails.
 func ReplaceChunk(ctx context.Context, w ObjectWriter, key string, d crypto.Digest, old, blob []byte) (string, error) {
 	aside := ""
 	if len(old) > 0 {
 		for n := range chunkstore.MaxBadGenerations {
 			bad := path.Join(path.Dir(key), chunkstore.BadName(d, n))
-			written := true
-			var err error
-			if n < chunkstore.MaxBadGenerations-1 {
-				written, err = w.PutNew(ctx, bad, old)
-			} else {
-				err = w.Put(ctx, bad, old)
-			}
+			written, err := w.PutNew(ctx, bad, old)
 			if err != nil {
 				return "", fmt.Errorf("chunk %s: keep the damaged copy: %w", d, err)
 			}
@@ -47,6 +42,9 @@ func ReplaceChunk(ctx context.Context, w ObjectWriter, key string, d crypto.Dige
 				aside = w.ObjectURL(bad)
 				break
 			}
+		}
+		if aside == "" {
+			return "", fmt.Errorf("chunk %s: %s: %w", d, w.ObjectURL(key), chunkstore.ErrNoFreeBadName)
 		}
 	}
 	if err := w.Put(ctx, key, blob); err != nil {

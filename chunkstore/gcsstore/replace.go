@@ -39,9 +39,9 @@ func (s *Store) objSize(ctx context.Context, key string) (int64, error) {
 }
 
 // ReplaceChunk writes old under the first free "<digest>.N.bad" key of the
-// chunk's prefix (no rename in a bucket; .9.bad is overwritten when all are
-// taken), then blob under the chunk's key (see chunkstore.ChunkReplacer and
-// bucket.ReplaceChunk).
+// chunk's prefix (no rename in a bucket; none is overwritten: all taken is
+// chunkstore.ErrNoFreeBadName), then blob under the chunk's key (see
+// chunkstore.ChunkReplacer and bucket.ReplaceChunk).
 func (s *Store) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []byte) (string, error) {
 	return bucket.ReplaceChunk(ctx, objectWriter{s}, s.keys.Chunk(d), d, old, blob)
 }

@@ -77,8 +77,8 @@ func objectSize(out *s3.GetObjectOutput) int64 {
 }
 
 // ReplaceChunk writes old under the first free "<digest>.N.bad" key of the
-// chunk's prefix (a bucket has no rename; .9.bad is overwritten when all
-// are taken), then blob under the chunk's key (see
+// chunk's prefix (a bucket has no rename; none is overwritten: all taken
+// is chunkstore.ErrNoFreeBadName), then blob under the chunk's key (see
 // chunkstore.ChunkReplacer and bucket.ReplaceChunk).
 func (s *Store) ReplaceChunk(ctx context.Context, d crypto.Digest, old, blob []byte) (string, error) {
 	return bucket.ReplaceChunk(ctx, objectWriter{s}, s.keys.Chunk(d), d, old, blob)

@@ -5,8 +5,10 @@ import (
 
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -27,6 +29,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 	maxDepth := fs.Int("max-depth", 0, "also repair the chunks of child namespaces down to this many levels below --ns")
 	allNS := fs.Bool("all-namespaces", false, "the chunks of the whole store: every namespace at any depth")
 	jobs := fs.Int("jobs", repair.DefaultJobs, "chunks checked (and copied) at once")
+	crcOnly := fs.Bool("crc-only", false, "without the key of an encrypted snapshot, check and copy its chunks by structure and CRC only (a forged copy cannot be excluded; each such chunk is flagged); without it such a snapshot is not repaired (key-missing); the default key file is not opened")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() > 1 {
 			return usagef("want at most one SNAPSHOT or TYPE/ID, got %d arguments", fs.NArg())
@@ -46,7 +49,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 			if err := checkStoreSpec(f); err != nil {
 				return err
 			}
-			if f == sf.store {
+			if backends.SameStore(f, sf.store) {
 				return usagef("--from %s is the --store being repaired (without --from, repair takes chunks from the store's own .bad copies)", f)
 			}
 		}
@@ -63,7 +66,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		if err != nil {
 			return err
 		}
-		keys, err := newKeys(ctx, &sf, keyPolicy{}, stderr)
+		keys, err := newKeys(ctx, &sf, keyPolicy{noDefault: *crcOnly}, stderr)
 		if err != nil {
 			return err
 		}
@@ -77,6 +80,15 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		primary, err := backends.OpenWrite(ctx, sf.store, opts)
 		if err != nil {
 			return missingStore(err)
+		}
+		// A store that cannot be written is found before the scope is
+		// read: a directory is probed; a bucket has no cheap probe, and
+		// the repair stops at its first failed write (Repairer.Stopped).
+		if p, ok := primary.(chunkstore.WriteProber); ok && !*dryRun {
+			if err := p.ProbeWrite(ctx); err != nil {
+				primary.Close()
+				return &outsideError{fmt.Errorf("--store %s cannot be written, nothing repaired (--dry-run says what would be): %w", sf.store, err)}
+			}
 		}
 		members := []chunkstore.Store{primary}
 		var mirrors []chunkstore.Store
@@ -118,9 +130,19 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		for _, m := range mirrors {
 			rep.From = append(rep.From, m.String())
 		}
-		chunks, cerrs := repair.Collect(ctx, all, sel.Snapshots, keys)
+		chunks, cerrs := repair.Collect(ctx, all, sel.Snapshots, keys, *crcOnly)
 		var outside, proven error
+		keyed := sel.Snapshots // the snapshots whose files are repaired
 		for _, e := range cerrs {
+			var km *repair.KeyMissingError
+			if errors.As(e, &km) {
+				rep.KeyMissing = append(rep.KeyMissing, repair.KeyMissing{Snapshot: km.Snapshot.String(), Status: km.Status, KeyFingerprint: km.Fingerprint, Error: e.Error()})
+				keyed = slices.DeleteFunc(slices.Clone(keyed), func(s index.Snapshot) bool { return s.String() == km.Snapshot.String() })
+				if !sf.json() {
+					fmt.Fprintf(stdout, "repair: %s\n", index.DisplayText(e.Error()))
+				}
+				continue
+			}
 			rep.Errors = append(rep.Errors, e.Error())
 			if restore.Proven(e) {
 				proven = cmp.Or(proven, e)
@@ -138,7 +160,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		}})
 		// The snapshots' files first: a chunk list read from a mirror's
 		// index is then the primary's too.
-		fitems, fcounts, runErr := r.Files(ctx, sel.Snapshots)
+		fitems, fcounts, runErr := r.Files(ctx, keyed)
 		rep.Items, rep.Files = append(rep.Items, fitems...), fcounts
 		if runErr != nil {
 			return runErr
@@ -153,10 +175,17 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		}
 		var verr error
 		switch {
+		case r.Stopped() != nil:
+			verr = &outsideError{fmt.Errorf("repair stopped: writing into %s failed: %w; %d chunk(s) not checked", primary, r.Stopped(), counts.Unfinished)}
 		case counts.Failed > 0 || fcounts.Failed > 0 || outside != nil:
 			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) and %d file(s) failed: a store could not be read, or %s written%s", counts.Failed, fcounts.Failed, primary, errSuffix(outside))}
 		case counts.NoCopy > 0 || fcounts.NoCopy > 0 || fcounts.NotReplaced > 0 || proven != nil:
 			verr = &dataError{fmt.Errorf("repair incomplete: %d chunk(s) and %d file(s) in no store in good shape%s", counts.NoCopy, fcounts.NoCopy+fcounts.NotReplaced, errSuffix(proven))}
+		case len(rep.KeyMissing) > 0:
+			verr = &outsideError{fmt.Errorf("repair incomplete: %d snapshot(s) not repaired for want of their key (give --keyfile, or --crc-only)", len(rep.KeyMissing))}
+		}
+		if counts.CRCOnly > 0 {
+			rep.CRCOnlyWarning = fmt.Sprintf("%d chunk(s) checked by CRC only (no key): a forged copy (another chunk's valid bytes under its name) cannot be excluded; verify with the key", counts.CRCOnly)
 		}
 		rep.OK = verr == nil
 		rep.ExitCode = codeFor(ctx, verr)
@@ -255,6 +284,9 @@ func writeRepairItem(w io.Writer, primary chunkstore.Store, mirrors []chunkstore
 			did += "; " + tried
 		}
 	}
+	if it.CRCOnly {
+		did += " (checked by CRC only (no key))"
+	}
 	fmt.Fprintf(w, "repair: %s %s %s in %s: %s\n", it.Kind, index.DisplayText(name), what, index.DisplayText(primary.String()), did)
 }
 
@@ -290,10 +322,19 @@ func writeRepairSummary(w io.Writer, rep *repair.Report) {
 	if c.Failed > 0 {
 		fmt.Fprintf(w, ", %d failed", c.Failed)
 	}
+	if c.Unfinished > 0 {
+		fmt.Fprintf(w, ", %d not checked (stopped)", c.Unfinished)
+	}
 	if c.Unlisted > 0 {
 		fmt.Fprintf(w, " (%d not in the report: see the lines above)", c.Unlisted)
 	}
+	if len(rep.KeyMissing) > 0 {
+		fmt.Fprintf(w, "; %d snapshot(s) not repaired for want of their key", len(rep.KeyMissing))
+	}
 	fmt.Fprintf(w, ": %s\n", okWord(rep.OK))
+	if rep.CRCOnlyWarning != "" {
+		fmt.Fprintf(w, "repair: WARNING: %s\n", rep.CRCOnlyWarning)
+	}
 }
 
 // repairCommand is 'pbsdirect repair'.
@@ -321,9 +362,14 @@ backup writes it); a missing manifest is copied when the --from stores that
 hold one hold the same. A manifest that is there but differs is never
 replaced: it is reported. --dry-run says what would be copied from where
 and writes nothing. Each such chunk or file is reported with its problem,
-its source and what was done. Exits 0 only when verify of --store alone
-would pass for the scope; 1 when a chunk or file is in no store in good
-shape, 3 when a store could not be read or written.
+its source and what was done. An encrypted chunk can only be proven with its
+key: a snapshot with encrypted archives whose key is not given is not
+repaired (key-missing, its fingerprint named; nothing of it copied) unless
+--crc-only is given: then its chunks are checked by structure and CRC only,
+each such chunk flagged "checked by CRC only (no key)" (a forged copy cannot
+be excluded). Exits 0 only when verify of --store alone would pass for the
+scope; 1 when a chunk or file is in no store in good shape, 3 when a store
+could not be read or written or a snapshot's key is missing.
 
 Memory: the distinct chunks of the scope are listed first, about 100 bytes
 each (10 M chunks: about 1 GiB); the report lists the first 10000 chunks that

@@ -335,7 +335,7 @@ func TestRepairUnderRestore(t *testing.T) {
 
 // TestRepairEncrypted: an encrypted datastore is repaired with its key
 // (chunks decrypted and their digests checked), and without it by
-// structure and CRC, as verify --crc-only checks.
+// structure and CRC with --crc-only, as verify --crc-only checks.
 func TestRepairEncrypted(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no default key file
 	key := filepath.Join(t.TempDir(), "enc.key")
@@ -345,7 +345,7 @@ func TestRepairEncrypted(t *testing.T) {
 	backupImage(t, primary, data, "--chunk-size", "64", "--keyfile", key)
 	mirror := fixture.CopyDir(t, primary, filepath.Join(t.TempDir(), "mirror"))
 	_, ds := fixture.Digests(t, filepath.Join(primary, "vm", "100", t0str, "drive-scsi0.img.fidx"))
-	for _, keyArgs := range [][]string{{"--keyfile", key}, nil} {
+	for _, keyArgs := range [][]string{{"--keyfile", key}, {"--crc-only"}} {
 		remove(t, chunkFile(primary, ds[2]))
 		flipByte(t, chunkFile(primary, ds[5]))
 		rep := repairJSON(t, 0, append([]string{"--store", primary, "--from", mirror}, keyArgs...)...)

@@ -95,6 +95,10 @@ func Run(t *testing.T, h Harness) {
 		t.Parallel()
 		replaceDamaged(t, h)
 	})
+	t.Run("ReplaceNoFreeBadName", func(t *testing.T) {
+		t.Parallel()
+		replaceNoFreeBadName(t, h)
+	})
 	t.Run("BadCopies", func(t *testing.T) {
 		t.Parallel()
 		badCopies(t, h)
