@@ -84,6 +84,11 @@ func TestKeyCandidatesDir(t *testing.T) {
 		if strings.Contains(r.out, `"error-is-damage":true`) || strings.Contains(r.out, `"damaged-chunks":[`) {
 			t.Errorf("a refused passphrase is no damage: %v", r)
 		}
+		// One key file, opened before the work: no damage either.
+		r = pbs(t, "verify", "--store", store, "--keyfile", oldCopy, "--output-format", "json")
+		if r.code != 3 || !strings.Contains(r.out, `"exit-code":3`) || strings.Contains(r.out, `"error-is-damage":true`) || strings.Contains(r.out, `"damaged-chunks":[`) {
+			t.Errorf("one key file, wrong passphrase: want exit 3 and no damage: %v", r)
+		}
 	})
 
 	t.Run("names from the directory are escaped", func(t *testing.T) {
