@@ -19,8 +19,9 @@ const (
 	// KeyMismatch: a key file that carries no fingerprint was opened for
 	// the snapshot and its key is another one.
 	KeyMismatch = "key-mismatch"
-	// KeyUnopened: the key file chosen for the snapshot could not be
-	// opened (no or wrong passphrase, a fingerprint claim its key belies).
+	// KeyUnopened: no key file chosen for the snapshot could be opened as
+	// its key (no or wrong passphrase, a fingerprint claim its key
+	// belies).
 	KeyUnopened = "key-error"
 )
 
@@ -38,12 +39,14 @@ type KeyError struct {
 	// SignOnly is set when the snapshot's data is not encrypted, only
 	// signed: --crypt-mode none reads it without checking the signature.
 	SignOnly bool
-	// File is the key file concerned (KeyUnopened), "" otherwise.
+	// File is the key file concerned (KeyUnopened), the first not opened
+	// when several were tried; "" otherwise.
 	File string
 	// Given names the keys given, "file (fingerprint)" or "file (not
 	// opened, no fingerprint)", for the message.
 	Given []string
-	// Err is the opening error (KeyUnopened), nil otherwise.
+	// Err is the opening error (KeyUnopened), a *CandidatesError when
+	// several key files were tried; nil otherwise.
 	Err error
 }
 
@@ -172,30 +175,35 @@ func (k *Keys) openSlot(s *keySlot) (*crypto.Config, error) {
 }
 
 // byFingerprint returns the key with fingerprint fp (k.mu held): a key
-// opened already; else the key file that claims fp, opened now; else each
-// key file that carries no fingerprint, opened in turn (said) until one
-// is fp. No key of fp is a KeyError (KeyMissing, or KeyMismatch when a key
-// file without a fingerprint was opened and is another key); the chosen
-// key file that cannot be opened is a KeyError (KeyUnopened) unwrapping to
-// the opener's error, as is the first key file without a fingerprint that
-// could not be opened when no other was opened and found another key.
+// opened already; else each key file that claims fp, in order, opened now
+// until one opens and its key is fp (a wrong passphrase, a claim its key
+// belies: the next is tried); else each key file that carries no
+// fingerprint, opened in turn (said) until one is fp. Each key file is
+// opened at most once per Keys. No key of fp is a KeyError (KeyMissing, or
+// KeyMismatch when a key file without a fingerprint was opened and is
+// another key); a key file that claims fp but could not be opened, or a
+// key file without a fingerprint that could not be opened when no other
+// was opened and found another key, is a KeyError (KeyUnopened) naming the
+// first such file and unwrapping to the opener's error, or to a
+// *CandidatesError naming every key file tried and why when there were
+// several.
 func (k *Keys) byFingerprint(fp crypto.Fingerprint, m *index.Manifest) (*crypto.Config, error) {
 	for _, s := range k.slots {
 		if s.cc != nil && s.cc.Fingerprint() == fp {
 			return s.cc, nil
 		}
 	}
+	var tried []*keySlot // the key files opened for fp, in order
+	claimFailed, unclaimedFailed, mismatch := false, false, false
 	for _, s := range k.slots {
 		if s.claimed && s.claim == fp {
-			cc, err := k.openSlot(s)
-			if err != nil {
-				return nil, &KeyError{Status: KeyUnopened, Fingerprint: fp, SignOnly: signOnly(m), File: s.path, Err: err}
+			if cc, err := k.openSlot(s); err == nil {
+				return cc, nil // openSlot proved the claim
 			}
-			return cc, nil
+			tried, claimFailed = append(tried, s), true
 		}
 	}
-	var failed *keySlot
-	mismatch := false
+	// Key files without a fingerprint: the last resort.
 	for _, s := range k.slots {
 		if s.claimed {
 			continue
@@ -206,17 +214,32 @@ func (k *Keys) byFingerprint(fp crypto.Fingerprint, m *index.Manifest) (*crypto.
 		cc, err := k.openSlot(s)
 		switch {
 		case err != nil:
-			if failed == nil {
-				failed = s
-			}
+			unclaimedFailed = true
 		case cc.Fingerprint() == fp:
 			return cc, nil
 		default:
 			mismatch = true
 		}
+		tried = append(tried, s)
 	}
-	if failed != nil && !mismatch {
-		return nil, &KeyError{Status: KeyUnopened, Fingerprint: fp, SignOnly: signOnly(m), File: failed.path, Err: failed.err}
+	if claimFailed || unclaimedFailed && !mismatch {
+		var first *keySlot
+		errs := make([]error, 0, len(tried))
+		for _, s := range tried {
+			if s.err == nil {
+				errs = append(errs, fmt.Errorf("key file %s carries no fingerprint and is key %s", s.path, s.cc.Fingerprint().Short()))
+				continue
+			}
+			if first == nil {
+				first = s
+			}
+			errs = append(errs, s.err)
+		}
+		err := first.err
+		if len(errs) > 1 {
+			err = &CandidatesError{Errs: errs}
+		}
+		return nil, &KeyError{Status: KeyUnopened, Fingerprint: fp, SignOnly: signOnly(m), File: first.path, Err: err}
 	}
 	e := &KeyError{Status: KeyMissing, Fingerprint: fp, SignOnly: signOnly(m)}
 	if mismatch {
@@ -227,3 +250,23 @@ func (k *Keys) byFingerprint(fp crypto.Fingerprint, m *index.Manifest) (*crypto.
 	}
 	return nil, e
 }
+
+// CandidatesError says why none of several key files tried for a key
+// opened as it: each one's error (a wrong passphrase, a fingerprint claim
+// its key belies, another key), in the order tried. It unwraps to them all.
+type CandidatesError struct {
+	// Errs holds one error per key file tried, each naming its file.
+	Errs []error
+}
+
+// Error names every key file tried and why it is not the key.
+func (e *CandidatesError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("none of the %d key files tried opens as it: %s", len(e.Errs), strings.Join(msgs, "; "))
+}
+
+// Unwrap returns the errors of the key files tried.
+func (e *CandidatesError) Unwrap() []error { return e.Errs }

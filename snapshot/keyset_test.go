@@ -27,6 +27,8 @@ type twoKeyStore struct {
 	fileA, fileB, fileC string         // key files of A, B and C (C: no snapshot)
 	bareB               string         // key B's file without its fingerprint field
 	lying               string         // key C's file claiming key A's fingerprint
+	bareA               string         // key A's file without its fingerprint field
+	oldA                string         // key A's file under another passphrase (before key change-passphrase)
 }
 
 const keyPass = "pass-for-tests"
@@ -61,6 +63,8 @@ func newTwoKeyStore(t *testing.T) *twoKeyStore {
 	s.fileC = fixture.KeyFile(t, kd, "c.json", kC, crypto.KDFPBKDF2, keyPass)
 	s.bareB = rewriteKeyFile(t, s.fileB, "bare-b.json", "")
 	s.lying = rewriteKeyFile(t, s.fileC, "lying.json", ccA.Fingerprint().String())
+	s.bareA = rewriteKeyFile(t, s.fileA, "bare-a.json", "")
+	s.oldA = fixture.KeyFile(t, t.TempDir(), "a-old.json", kA, crypto.KDFPBKDF2, "an-older-passphrase")
 	return s
 }
 
@@ -127,6 +131,7 @@ func TestKeySet(t *testing.T) {
 		key    *crypto.Config // the key read with; nil for none
 		status string         // a KeyError's Status, else ""
 		cause  error          // errors.Is of the error, when status is set
+		names  []string       // said by the error, when status is set
 	}
 	cases := []struct {
 		name  string
@@ -165,6 +170,26 @@ func TestKeySet(t *testing.T) {
 			files: []string{s.lying, s.fileB},
 			reads: []want{{snap: s.encA, status: snapshot.KeyUnopened, cause: crypto.ErrKeyFingerprint}, {snap: s.encB, key: s.ccB}},
 			asked: map[string]int{s.lying: 1, s.fileB: 1}},
+		{name: "an old copy under another passphrase before the key: the next is tried",
+			files: []string{s.oldA, s.fileA, s.fileB},
+			reads: []want{{snap: s.encA, key: s.ccA}, {snap: s.encA, key: s.ccA}, {snap: s.encB, key: s.ccB}},
+			asked: map[string]int{s.oldA: 1, s.fileA: 1, s.fileB: 1}},
+		{name: "a file claiming the key's fingerprint does not block the key",
+			files: []string{s.lying, s.fileA},
+			reads: []want{{snap: s.encA, key: s.ccA}, {snap: s.encA, key: s.ccA}},
+			asked: map[string]int{s.lying: 1, s.fileA: 1}},
+		{name: "claims that fail, then the key file without fingerprint",
+			files: []string{s.lying, s.oldA, s.bareA},
+			reads: []want{{snap: s.encA, key: s.ccA}},
+			asked: map[string]int{s.lying: 1, s.oldA: 1, s.bareA: 1},
+			note:  "carries no fingerprint"},
+		{name: "every key file claiming the key fails: each named with why",
+			files: []string{s.oldA, s.lying, s.fileB},
+			reads: []want{
+				{snap: s.encA, status: snapshot.KeyUnopened, cause: crypto.ErrWrongPassphrase, names: []string{s.oldA, "wrong passphrase", s.lying, "not the key it names"}},
+				{snap: s.encA, status: snapshot.KeyUnopened, cause: crypto.ErrKeyFingerprint, names: []string{s.oldA, s.lying}},
+				{snap: s.encB, key: s.ccB}},
+			asked: map[string]int{s.oldA: 1, s.lying: 1, s.fileB: 1}},
 		{name: "the default key file joins the set",
 			files: []string{s.fileA}, def: s.fileB,
 			reads: []want{{snap: s.encA, key: s.ccA}, {snap: s.encB, key: s.ccB}},
@@ -194,6 +219,11 @@ func TestKeySet(t *testing.T) {
 					}
 					if ke.Fingerprint != s.ccA.Fingerprint() || !strings.Contains(err.Error(), s.ccA.Fingerprint().String()) {
 						t.Errorf("%s: %v does not name the manifest's key %s", w.snap, err, s.ccA.Fingerprint())
+					}
+					for _, n := range w.names {
+						if !strings.Contains(err.Error(), n) {
+							t.Errorf("%s: %v does not say %q", w.snap, err, n)
+						}
 					}
 					if w.status != snapshot.KeyUnopened && (!strings.Contains(err.Error(), "--keyfile") || strings.Contains(err.Error(), "--crypt-mode none")) {
 						t.Errorf("%s (encrypted): %v, want the --keyfile hint and no --crypt-mode none", w.snap, err)
@@ -268,6 +298,33 @@ func TestKeySetConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	if want := map[string]int{s.fileA: 1, s.bareB: 1}; fmt.Sprint(a.asked) != fmt.Sprint(want) {
+		t.Errorf("passphrases asked %v, want %v", a.asked, want)
+	}
+}
+
+// TestKeySetCandidatesConcurrent: snapshots read at once, with an old copy
+// of key A under another passphrase and a file lying about key A's
+// fingerprint before key A's file, all get key A; each file is opened once.
+func TestKeySetCandidatesConcurrent(t *testing.T) {
+	s := newTwoKeyStore(t)
+	store := fixture.OpenStore(t, s.dir)
+	a := &asker{asked: map[string]int{}}
+	ks, err := snapshot.NewKeys(ctx, snapshot.KeyOptions{Files: []string{s.oldA, s.lying, s.fileA, s.fileB}, Fingerprint: keys.Fingerprint, Open: a.open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		for _, snap := range []index.Snapshot{s.encA, s.encB} {
+			wg.Go(func() {
+				if _, err := snapshot.OpenSnapshot(ctx, store, snap, ks); err != nil {
+					t.Errorf("%s: %v", snap, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if want := map[string]int{s.oldA: 1, s.lying: 1, s.fileA: 1, s.fileB: 1}; fmt.Sprint(a.asked) != fmt.Sprint(want) {
 		t.Errorf("passphrases asked %v, want %v", a.asked, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/keys"
 
 	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
@@ -151,7 +152,7 @@ func (s *storeFlags) loadKey(ctx context.Context, stderr io.Writer) (*crypto.Con
 // file). The key derivation stops when ctx ends (Ctrl-C).
 func openKeyFile(ctx context.Context, path string, stderr io.Writer) (*crypto.Config, error) {
 	return keys.Open(ctx, path, func() ([]byte, error) {
-		return passphrase(fmt.Sprintf("Encryption Key Password (%s): ", path), false, stderr)
+		return passphrase(fmt.Sprintf("Encryption Key Password (%s): ", index.DisplayText(path)), false, stderr)
 	})
 }
 

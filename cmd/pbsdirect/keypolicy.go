@@ -11,6 +11,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/keys"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -40,9 +41,10 @@ type keyPolicy struct {
 // keys.DirFiles; what it skips is said), make a set from which each
 // snapshot gets the key its manifest's fingerprint names, each key file
 // opened only when needed (keys.Fingerprint reads what a file carries).
-// Options that exclude each other are usage errors.
+// Options that exclude each other are usage errors. Notes name key files
+// as a directory listing gave them: they are escaped (index.DisplayText).
 func newKeys(ctx context.Context, sf *storeFlags, p keyPolicy, stderr io.Writer) (*snapshot.Keys, error) {
-	note := func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", msg) }
+	note := func(msg string) { fmt.Fprintf(stderr, "pbsdirect: %s\n", index.DisplayText(msg)) }
 	o := snapshot.KeyOptions{
 		DefaultFile: defaultKeyPath(), CryptMode: p.cryptMode, NoDefault: p.noDefault,
 		RequireSignature: p.requireSig, AllowMissing: p.noDefault,
