@@ -247,6 +247,13 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			return err
 		}
 		configThere, err = checkGuestConfig(configPath, archives, targets, config, *rc.force, *rc.resume)
+		if err == nil && !configThere {
+			// WriteFile's own checks (inside the store, through a link),
+			// made now: it writes only after every disk.
+			if err = filetarget.CheckWriteFile(configPath, rc.targetOptions(0)); err != nil {
+				err = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+			}
+		}
 		if err != nil {
 			refused = append(refused, err)
 		}
