@@ -72,7 +72,8 @@ func (g *GuestResult) Err() error { return errors.Join(g.Errs...) }
 // removed, nothing written to an existing one) and the error, naming the
 // disk, is returned with a nil result: the refusals of every target that
 // needs no chunk read for its checks (a file; a device's checks read its
-// head, so devices are opened only when nothing else was refused) joined
+// head, so devices are opened only when nothing else was refused, and a
+// file written over (Force), which its opening resizes, last) joined
 // (errors.Join), with o.Refused, before any chunk is read. Refusals wrap
 // ErrRefused. Once the
 // run started the result is returned, each disk's outcome in it, and its
@@ -139,15 +140,16 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	slices.SortStableFunc(order, func(a, b *disk) int { return cmp.Compare(openRank(a), openRank(b)) })
 	// Every target whose opening changes nothing there and needs no chunk
 	// is opened, so that all their refusals (and o.Refused, the caller's)
-	// are said at once; one that is written over (Force) or a device only
-	// when nothing was refused.
+	// are said at once; a device only when nothing was refused, and one
+	// that is written over (Force), which its opening changes, only when
+	// every other target was opened.
 	var refused []error
 	if o.Refused != nil {
 		refused = append(refused, o.Refused)
 	}
 	for _, d := range order {
 		if len(refused) > 0 && openRank(d) > 0 {
-			break
+			break // refused: nothing that reads a chunk or changes a target
 		}
 		d.headStore = headStore
 		if err := d.open(ctx, src, o, note); err != nil {
@@ -500,8 +502,10 @@ func (g *guestTarget) Close(bool) error { return nil }
 
 // openRank orders the opening of the guest's targets: 0 for one whose
 // opening changes nothing already there (a new file, an existing one
-// refused or continued), 1 for an existing file written over (Force), 2
-// for a device, whose checks read its image's head.
+// refused or continued), 1 for a device, whose checks read its image's
+// head but change nothing, 2 for an existing file written over (Force),
+// which its opening resizes: opened last, once every other target was
+// accepted, so that no refusal leaves it changed.
 func openRank(d *disk) int {
 	if d.jr == nil {
 		return 0
@@ -509,9 +513,9 @@ func openRank(d *disk) int {
 	st := d.jr.State()
 	switch {
 	case st.Device:
-		return 2
-	case !st.Missing && d.jr.Overwrites():
 		return 1
+	case !st.Missing && d.jr.Overwrites():
+		return 2
 	}
 	return 0
 }

@@ -137,7 +137,8 @@ func (rc *restoreCmd) parseDamage() error {
 // guestDisks returns the disk images of the snapshot to restore (only
 // those --archive names, when given) and their targets: the --map target,
 // or DIR/ARCHIVE.img. An archive --map or --archive names that the
-// snapshot has not is a usage error naming those it has.
+// snapshot has not is a usage error naming those it has; so are two disks
+// going to one target, whatever names it is given (checkDistinctTargets).
 func guestDisks(m *index.Manifest, dir string, maps map[string]string, only []string) ([]string, []string, error) {
 	var have []string
 	for _, f := range m.Files {
@@ -185,10 +186,10 @@ func guestDisks(m *index.Manifest, dir string, maps map[string]string, only []st
 		if !ok {
 			t = filepath.Join(dir, strings.TrimSuffix(a, ".fidx"))
 		}
-		if slices.Contains(targets, t) {
-			return nil, nil, usagef("two disks go to %s: give each its own --map", index.DisplayText(t))
-		}
 		targets = append(targets, t)
+	}
+	if err := checkDistinctTargets(targets); err != nil {
+		return nil, nil, err
 	}
 	return want, targets, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -51,4 +52,66 @@ func TestRestoreGuestConfigInStoreRefused(t *testing.T) {
 			os.Remove(filepath.Join(store, "vm", "100", "old.conf"))
 		})
 	}
+}
+
+// TestRestoreGuestTargetAliases: two disks mapped to one target under
+// different names (a "./" in the path, hard links of one file, a symbolic
+// link to a device) are a usage error (exit 2, "two disks go to"), said
+// before any target is opened: the file keeps its content.
+func TestRestoreGuestTargetAliases(t *testing.T) {
+	fixture.SkipIfShort(t)
+	store := guestStore(t)
+	keep := []byte("keep me")
+	for _, c := range []struct {
+		name string
+		maps func(t *testing.T, out string) (flags []string, kept string)
+	}{
+		{"dot in the path", func(t *testing.T, out string) ([]string, string) {
+			return []string{"--map", "drive-scsi0=" + filepath.Join(out, "x.img"), "--map", "drive-scsi1=" + out + "/./x.img"}, ""
+		}},
+		{"hard links", func(t *testing.T, out string) ([]string, string) {
+			a := fixture.WriteFile(t, out, "a.img", keep)
+			if err := os.Link(a, filepath.Join(out, "b.img")); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--force", "--map", "drive-scsi0=" + a, "--map", "drive-scsi1=" + filepath.Join(out, "b.img")}, a
+		}},
+		{"a link to a device", func(t *testing.T, out string) ([]string, string) {
+			dev, _ := fixture.LoopDevice(t, 1<<20, nil)
+			if err := os.Symlink(dev, filepath.Join(out, "dev")); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--force", "--map", "drive-scsi0=" + dev, "--map", "drive-scsi1=" + filepath.Join(out, "dev")}, ""
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			flags, kept := c.maps(t, out)
+			before, _ := os.ReadDir(out)
+			r := mustFail(t, 2, []string{"two disks go to"}, append(append([]string{"restore-guest", "--store", store, "--no-config"}, flags...), "vm/100", out)...)
+			if strings.Contains(r.err, "PID") {
+				t.Errorf("refused as busy: %s", r.err)
+			}
+			if after, _ := os.ReadDir(out); len(after) != len(before) {
+				t.Errorf("the refused run left %d entries in DIR, %d before", len(after), len(before))
+			}
+			if kept != "" {
+				fixture.Equal(t, kept, keep)
+			}
+		})
+	}
+}
+
+// TestRestoreGuestForceFileKeptWhenDeviceRefused: an existing file
+// written over (--force) is left as it was, size and content, when a
+// device of the same guest is refused as too small (exit 2).
+func TestRestoreGuestForceFileKeptWhenDeviceRefused(t *testing.T) {
+	fixture.SkipIfShort(t)
+	store := guestStore(t)
+	dev, _ := fixture.LoopDevice(t, 256<<10, nil) // drive-scsi0 needs 320 KiB
+	out := t.TempDir()
+	f := fixture.WriteFile(t, out, "f.img", []byte("keepme\n"))
+	mustFail(t, 2, []string{dev}, "restore-guest", "--store", store, "--no-config", "--force",
+		"--map", "drive-scsi1="+f, "--map", "drive-scsi0="+dev, "vm/100", out)
+	fixture.Equal(t, f, []byte("keepme\n"))
 }
