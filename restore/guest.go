@@ -160,6 +160,13 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		closeAll()
 		return nil, errors.Join(refused...)
 	}
+	// Every target accepted: only now is a journal discarded or started.
+	for _, d := range order {
+		if err := d.startJournal(note); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
+	}
 	g := &GuestResult{Disks: make([]*Result, len(ds)), Errs: make([]error, len(ds)), Partial: make([]*Result, len(ds)), Stats: &Stats{}}
 	for i, d := range ds {
 		if d.res.Complete != "" {

@@ -232,6 +232,10 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	if err := d.open(ctx, src, o, note); err != nil {
 		return nil, err
 	}
+	if err := d.startJournal(note); err != nil {
+		d.abandon()
+		return nil, err
+	}
 	target := d.target
 	opts := o.Pipeline
 	opts.Encrypted = d.encrypted
