@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,7 +275,7 @@ func newGuestPlan(disks []*disk, held []map[crypto.Digest]bool) (*guestPlan, err
 	var size uint64
 	for _, d := range disks {
 		gp.base = append(gp.base, size)
-		gp.target.parts = append(gp.target.parts, &guestPart{base: int64(size), size: int64(d.plan.Size), t: d.target})
+		gp.target.parts = append(gp.target.parts, &guestPart{base: int64(size), size: int64(d.plan.Size), t: d.target, disk: len(gp.target.parts)})
 		size += d.plan.Size
 	}
 	p := NewPlan(size, disks[0].plan.ChunkSize, nil)
@@ -356,7 +357,16 @@ func (gp *guestPlan) errFor(i int, err error) error {
 			if de.Zeroed {
 				return nil
 			}
-			return fmt.Errorf("stopped with the other disks of the guest: %w", err)
+			var others []string
+			for j := range gp.disks {
+				for _, ce := range de.Chunks {
+					if j != i && gp.chunkFor(j, ce) != nil {
+						others = append(others, gp.disks[j].name)
+						break
+					}
+				}
+			}
+			return &GuestStopError{Disks: others, Cause: err}
 		}
 		return mine
 	}
@@ -365,10 +375,52 @@ func (gp *guestPlan) errFor(i int, err error) error {
 		if c := gp.chunkFor(i, ce); c != nil {
 			return c
 		}
-		return fmt.Errorf("stopped with the other disks of the guest: %w", err)
+		var others []string
+		for j := range gp.disks {
+			if j != i && gp.chunkFor(j, ce) != nil {
+				others = append(others, gp.disks[j].name)
+			}
+		}
+		return &GuestStopError{Disks: others, Cause: err}
+	}
+	var pe *partError
+	if errors.As(err, &pe) && pe.disk != i {
+		return &GuestStopError{Disks: []string{gp.disks[pe.disk].name}, Cause: err}
 	}
 	return err
 }
+
+// GuestStopError is the error of a guest's disk that stopped with the
+// others when the run failed for another disk (Disks, their archives:
+// one of their chunks, their target): nothing of its own failed, and what
+// it made durable is kept for a resume. Cause is the run's error, whose
+// offsets are the other disks'; it is unwrapped for its kind (exit code),
+// never shown as this disk's.
+type GuestStopError struct {
+	Disks []string
+	Cause error
+}
+
+// Error names the disks that stopped the run.
+func (e *GuestStopError) Error() string {
+	if len(e.Disks) == 0 {
+		return "stopped with the other disks of the guest"
+	}
+	return "stopped with the other disks of the guest: " + strings.Join(e.Disks, ", ") + " failed"
+}
+
+// Unwrap returns the run's error.
+func (e *GuestStopError) Unwrap() error { return e.Cause }
+
+// partError is an error of the target of the guest's disk disk (its
+// index in the plan).
+type partError struct {
+	disk int
+	err  error
+}
+
+func (e *partError) Error() string { return e.err.Error() }
+func (e *partError) Unwrap() error { return e.err }
 
 // chunkFor returns ce with only the offsets in disk i, made the disk's
 // own; nil when the chunk fills none of them.
@@ -445,7 +497,16 @@ type guestTarget struct{ parts []*guestPart }
 type guestPart struct {
 	base, size int64
 	t          Target
+	disk       int          // its index among the plan's disks
 	written    atomic.Int64 // data bytes written
+}
+
+// wrap tags err (nil: nil) as the part's disk's.
+func (p *guestPart) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &partError{disk: p.disk, err: err}
 }
 
 // each calls fn for every part [off, off+length) covers, with the part's
@@ -471,7 +532,7 @@ func (g *guestTarget) WriteAt(p []byte, off int64) error {
 	}
 	part := g.parts[i]
 	if err := part.t.WriteAt(p, off-part.base); err != nil {
-		return err
+		return part.wrap(err)
 	}
 	part.written.Add(int64(len(p)))
 	return nil
@@ -479,7 +540,7 @@ func (g *guestTarget) WriteAt(p []byte, off int64) error {
 
 // Zero zeroes the range on every disk it covers.
 func (g *guestTarget) Zero(off, length int64) error {
-	return g.each(off, length, func(p *guestPart, off, length int64) error { return p.t.Zero(off, length) })
+	return g.each(off, length, func(p *guestPart, off, length int64) error { return p.wrap(p.t.Zero(off, length)) })
 }
 
 // Allocate reserves the range on every disk it covers whose target
@@ -487,7 +548,7 @@ func (g *guestTarget) Zero(off, length int64) error {
 func (g *guestTarget) Allocate(off, length int64) error {
 	return g.each(off, length, func(p *guestPart, off, length int64) error {
 		if a, ok := p.t.(Allocator); ok {
-			return a.Allocate(off, length)
+			return p.wrap(a.Allocate(off, length))
 		}
 		return nil
 	})
@@ -498,7 +559,7 @@ func (g *guestTarget) Sync() error {
 	var first error
 	for _, p := range g.parts {
 		if err := p.t.Sync(); err != nil && first == nil {
-			first = err
+			first = p.wrap(err)
 		}
 	}
 	return first

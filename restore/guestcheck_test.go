@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -90,5 +91,47 @@ func TestRestoreGuestRefusedResumeKeepsJournals(t *testing.T) {
 		if err != nil || string(b) != string(before[i]) {
 			t.Errorf("journal %s changed by the refused resume: %v", jp, err)
 		}
+	}
+}
+
+// TestRestoreGuestOtherDiskStopped: a chunk of the third disk missing
+// stops the guest's run; the first two disks, whose chunks were all
+// written, stop with a GuestStopError naming the third disk, their
+// errors never naming its chunk (nor a whole-guest offset), and keep
+// their journals; the third disk's error names the chunk at its own
+// offset.
+func TestRestoreGuestOtherDiskStopped(t *testing.T) {
+	imgs := guestImages()
+	dir := guestSnapshot(t, imgs)
+	_, digests := fixture.Digests(t, fixture.SnapPath(dir, fixture.Snap(t, "", "vm", "100", fixture.T0), guestArchives[2]))
+	lost := digests[len(digests)-1]
+	os.Remove(fixture.ChunkPath(dir, lost))
+	out := t.TempDir()
+	var disks []restore.GuestDisk
+	for i := range imgs {
+		disks = append(disks, restore.GuestDisk{Archive: guestArchives[i], Sink: &filetarget.Sink{Path: filepath.Join(out, guestArchives[i]+".raw")}})
+	}
+	src, _ := countingReader(t, dir)
+	g, err := restore.RestoreGuest(context.Background(), src, disks, restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		var gs *restore.GuestStopError
+		var se *restore.StoppedError
+		e := g.Errs[i]
+		if !errors.As(e, &gs) || len(gs.Disks) != 1 || gs.Disks[0] != guestArchives[2] || !errors.As(e, &se) || se.Durable != se.Total {
+			t.Errorf("%s: %v, want stopped with %s, every chunk durable", guestArchives[i], e, guestArchives[2])
+		}
+		if e != nil && strings.Contains(e.Error(), lost.String()) {
+			t.Errorf("%s's error names the other disk's chunk: %v", guestArchives[i], e)
+		}
+		if p := g.Partial[i]; p == nil || p.Plan.Size != uint64(len(imgs[i])) || p.Stats.DataBytes.Load() == 0 {
+			t.Errorf("%s: partial result %+v, want its size and bytes written", guestArchives[i], p)
+		}
+	}
+	var de *restore.DamagedError
+	if !errors.As(g.Errs[2], &de) || len(de.Chunks) != 1 || de.Chunks[0].Offsets[0] != 2*cs {
+		t.Errorf("third disk's error %v does not name chunk %s at its own offset %d", g.Errs[2], lost, 2*cs)
 	}
 }

@@ -38,8 +38,9 @@ type guestDiskReport struct {
 	MiBps     float64 `json:"mib-per-second"` // image bytes / seconds
 	// Result is "restored", "restored with damage", "complete" (a
 	// --resume found it so, nothing written), "failed", or, when the run
-	// was interrupted, "interrupted" ("stopped, journal kept" when it
-	// keeps chunks for a --resume). Size is the image's size whatever the
+	// was interrupted or another disk's failure stopped it, "interrupted"
+	// ("stopped" for the latter; "stopped, journal kept" when it keeps
+	// chunks for a --resume). Size is the image's size whatever the
 	// result; DataBytes what this run wrote.
 	Result        string `json:"result"`
 	ResumedChunks int    `json:"resumed-chunks,omitempty"`
@@ -60,7 +61,11 @@ type guestReport struct {
 	Size          uint64            `json:"size"`             // image bytes of all disks
 	DataBytes     uint64            `json:"data-bytes"`
 	ChunksFetched uint64            `json:"chunks-fetched"` // unique chunks this run fetched and verified, each once
-	FetchedBytes  uint64            `json:"fetched-bytes"`  // encoded bytes this run read from the store
+	// ChunksFailed counts the chunks this run read that failed their
+	// check; FetchedBytes, the encoded bytes this run read from the
+	// store, counts both these and ChunksFetched.
+	ChunksFailed uint64 `json:"chunks-failed,omitempty"`
+	FetchedBytes uint64 `json:"fetched-bytes"`
 	// SharedChunks is the plan's count of distinct chunks more than one
 	// disk uses (each once, the zero chunk left out), fetched once for
 	// all of them; ChunksFetched is what was fetched.
@@ -290,7 +295,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	}
 	took := time.Since(start) - keys.OpeningTime()
 	var errs []error
-	rep := guestReport{Snapshot: snap.String(), ChunksFetched: g.Stats.Fetched.Load(), FetchedBytes: g.Stats.FetchedBytes.Load(), SharedChunks: g.SharedChunks,
+	rep := guestReport{Snapshot: snap.String(), ChunksFetched: g.Stats.Fetched.Load(), ChunksFailed: g.Stats.Failed.Load(), FetchedBytes: g.Stats.FetchedBytes.Load(), SharedChunks: g.SharedChunks,
 		Salvaged: g.Stats.Salvaged.Chunks(), SalvagedChunks: g.Stats.Salvaged.Count()}
 	var runBytes uint64 // image bytes of the disks this run worked on (not found complete)
 	for i, a := range archives {
@@ -313,8 +318,13 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			if se := (*restore.StoppedError)(nil); errors.As(derr, &se) {
 				d.KeptChunks = se.Durable
 			}
-			if ctx.Err() != nil {
+			if gs := (*restore.GuestStopError)(nil); ctx.Err() != nil || errors.As(derr, &gs) {
+				// Interrupted, or stopped with the guest by another disk's
+				// failure (said in that disk's error, not again here).
 				d.Result = "interrupted"
+				if ctx.Err() == nil {
+					d.Result = "stopped"
+				}
 				if d.KeptChunks > 0 {
 					d.Result = "stopped, journal kept"
 				}
@@ -397,8 +407,12 @@ func printGuestReport(w io.Writer, rep guestReport) {
 	if rep.ChunksFetched > 0 || rep.DataBytes > 0 {
 		rate = fmt.Sprintf("%.1f MiB/s", rep.MiBps)
 	}
-	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded); %d shared by several disks and fetched once\n",
-		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), rep.SharedChunks)
+	failed := ""
+	if rep.ChunksFailed > 0 {
+		failed = fmt.Sprintf(", with %d that failed their check", rep.ChunksFailed)
+	}
+	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded read%s); %d shared by several disks and fetched once\n",
+		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), failed, rep.SharedChunks)
 	if rep.ResumedChunks > 0 {
 		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,4 +116,65 @@ func TestRestoreGuestForceFileKeptWhenDeviceRefused(t *testing.T) {
 	mustFail(t, 2, []string{dev}, "restore-guest", "--store", store, "--no-config", "--force",
 		"--map", "drive-scsi1="+f, "--map", "drive-scsi0="+dev, "vm/100", out)
 	fixture.Equal(t, f, []byte("keepme\n"))
+}
+
+// TestRestoreGuestOneDiskDamaged: the chunk only drive-virtio0 uses is
+// damaged. The other disks, every chunk written and durable, are reported
+// "stopped, journal kept" at their size with the bytes written, their
+// errors naming no chunk of another disk; the damaged chunk is said once
+// on stderr, at drive-virtio0's own offset. The --resume (chunk still
+// damaged) reports chunks-failed with fetched-bytes, both this run's.
+func TestRestoreGuestOneDiskDamaged(t *testing.T) {
+	fixture.SkipIfShort(t)
+	imgs := guestDiskImages()
+	store := guestStore(t)
+	_, ds := fixture.Digests(t, filepath.Join(store, "vm", "100", t0str, "drive-virtio0.img.fidx"))
+	bad := ds[len(ds)-1] // f: drive-virtio0's alone, at 128 KiB
+	p := fixture.ChunkPath(store, bad)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-1] ^= 0xff
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	args := []string{"restore-guest", "--store", store, "--no-config", "--output-format", "json", "vm/100", out}
+	var rep struct {
+		guestJSON
+		ChunksFailed uint64 `json:"chunks-failed"`
+		FetchedBytes uint64 `json:"fetched-bytes"`
+		Disks        []struct {
+			Result, Error string
+			Size          uint64
+			DataBytes     uint64 `json:"data-bytes"`
+		}
+	}
+	r := pbs(t, args...)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1: %v", r.code, r)
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.out)
+	}
+	for i, d := range rep.Disks[:2] {
+		if d.Result != "stopped, journal kept" || d.Size != uint64(len(imgs[i])) || d.DataBytes == 0 || strings.Contains(d.Error, bad.String()) {
+			t.Errorf("healthy disk %d: %+v", i, d)
+		}
+	}
+	if d := rep.Disks[2]; d.Result != "failed" || !strings.Contains(d.Error, fmt.Sprintf("at [%d,", 2*guestChunk)) {
+		t.Errorf("damaged disk: %+v", d)
+	}
+	if n := strings.Count(r.err, "chunk "+bad.String()+" at"); n != 1 {
+		t.Errorf("the damaged chunk said %d times on stderr: %s", n, r.err)
+	}
+	r = pbs(t, append([]string{"restore-guest", "--resume"}, args[1:]...)...)
+	rep.ChunksFailed, rep.FetchedBytes, rep.ChunksFetched = 0, 0, 0
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.out)
+	}
+	if r.code != 1 || rep.ChunksFetched != 0 || rep.ChunksFailed != 1 || rep.FetchedBytes != uint64(len(raw)) {
+		t.Errorf("resume: exit %d, chunks fetched %d, failed %d, fetched bytes %d (want 0, 1, %d)", r.code, rep.ChunksFetched, rep.ChunksFailed, rep.FetchedBytes, len(raw))
+	}
 }
