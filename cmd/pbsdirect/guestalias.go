@@ -10,10 +10,11 @@ import (
 
 // checkDistinctTargets refuses (usage error, exit 2: "two disks go to
 // X") two disks whose targets are one file or device under different
-// names: the same cleaned absolute path, or, for targets already there
-// (followed through symbolic links), the same device and inode — for
-// block devices, the same device number (st_rdev), so that two device
-// nodes or a link to one are caught. It changes nothing and opens nothing.
+// names: the same cleaned absolute path (its directory's links resolved),
+// or, for targets already there (followed through symbolic links), the
+// same device and inode — for block devices, the same device number
+// (st_rdev), so that two device nodes or a link to one are caught. It
+// changes nothing and opens nothing.
 func checkDistinctTargets(targets []string) error {
 	type id struct{ dev, ino uint64 }
 	paths := map[string]string{}
@@ -24,6 +25,9 @@ func checkDistinctTargets(targets []string) error {
 			p = a
 		}
 		p = filepath.Clean(p)
+		if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(d, filepath.Base(p)) // a new file's directory named through a link
+		}
 		if first, dup := paths[p]; dup {
 			return twoDisks(first, t)
 		}
@@ -48,6 +52,8 @@ func checkDistinctTargets(targets []string) error {
 	return nil
 }
 
+// twoDisks is the usage error of two disks going to one target, named
+// first and second on the command line.
 func twoDisks(first, second string) error {
 	if first == second {
 		return usagef("two disks go to %s: give each its own --map", index.DisplayText(first))

@@ -71,6 +71,12 @@ func TestRestoreGuestTargetAliases(t *testing.T) {
 		{"dot in the path", func(t *testing.T, out string) ([]string, string) {
 			return []string{"--map", "drive-scsi0=" + filepath.Join(out, "x.img"), "--map", "drive-scsi1=" + out + "/./x.img"}, ""
 		}},
+		{"a new file through a linked directory", func(t *testing.T, out string) ([]string, string) {
+			if err := os.Symlink(out, filepath.Join(out, "self")); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--map", "drive-scsi0=" + filepath.Join(out, "x.img"), "--map", "drive-scsi1=" + filepath.Join(out, "self", "x.img")}, ""
+		}},
 		{"hard links", func(t *testing.T, out string) ([]string, string) {
 			a := fixture.WriteFile(t, out, "a.img", keep)
 			if err := os.Link(a, filepath.Join(out, "b.img")); err != nil {
