@@ -33,6 +33,11 @@ type disk struct {
 	// headStore, when set, is what the image's head is read from for the
 	// target's checks (SinkRequest.Head) instead of src's store.
 	headStore chunkstore.Store
+	// discard says that the journal at jpath (an earlier restore's, with
+	// nothing this run continues) is removed by startJournal, with
+	// discardNote said then; nothing is removed before.
+	discard     bool
+	discardNote string
 }
 
 // planDisk plans archive name of src for sink and, with o.Resume, finds
@@ -88,9 +93,16 @@ func (d *disk) open(ctx context.Context, src *snapshot.Reader, o RestoreOptions,
 		Locked: func() error { return nil },
 	}
 	if d.journal == nil && d.jr != nil && d.jpath != "" {
-		// Once the target is ours: an earlier stopped restore is refused
-		// (Resume continues it) or started over (Restart).
-		d.req.Locked = func() error { return startOver(d.jr, d.jpath, o.Restart, !o.KeepWork, note) }
+		d.discard = true
+		if !d.rs.stale {
+			// Once the target is ours: an earlier stopped restore is
+			// refused (Resume continues it) or started over (Restart),
+			// its journal discarded by startJournal.
+			d.req.Locked = func() (err error) {
+				d.discardNote, err = startOverCheck(d.jr, d.jpath, o.Restart, !o.KeepWork)
+				return err
+			}
+		}
 	}
 	target, err := d.sink.Open(ctx, d.req)
 	if err != nil {
@@ -98,7 +110,26 @@ func (d *disk) open(ctx context.Context, src *snapshot.Reader, o RestoreOptions,
 		return err
 	}
 	d.target = target
+	return nil
+}
+
+// startJournal, once the disk's target is open (a guest's: once every
+// target was), discards the journal of an earlier restore this run does
+// not continue and starts the disk's own. Only then is a journal changed:
+// a refused run leaves every journal as it was. An error discarding it is
+// returned (the target is left open).
+func (d *disk) startJournal(note func(string)) error {
+	if d.discard {
+		if d.discardNote != "" {
+			note(d.discardNote)
+		}
+		if err := RemoveJournal(d.jpath); err != nil {
+			return err
+		}
+		d.discard = false
+	}
 	if d.journal == nil && d.jpath != "" {
+		var err error
 		if d.journal, err = CreateJournal(d.jpath, d.hdr); err != nil {
 			note(fmt.Sprintf("warning: %v: restoring without a journal (an interrupted restore cannot be resumed)", err))
 			d.journal = nil

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +73,8 @@ func (g *GuestResult) Err() error { return errors.Join(g.Errs...) }
 // removed, nothing written to an existing one) and the error, naming the
 // disk, is returned with a nil result: the refusals of every target that
 // needs no chunk read for its checks (a file; a device's checks read its
-// head, so devices are opened only when nothing else was refused) joined
+// head, so devices are opened only when nothing else was refused, and a
+// file written over (Force), which its opening resizes, last) joined
 // (errors.Join), with o.Refused, before any chunk is read. Refusals wrap
 // ErrRefused. Once the
 // run started the result is returned, each disk's outcome in it, and its
@@ -139,15 +141,16 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	slices.SortStableFunc(order, func(a, b *disk) int { return cmp.Compare(openRank(a), openRank(b)) })
 	// Every target whose opening changes nothing there and needs no chunk
 	// is opened, so that all their refusals (and o.Refused, the caller's)
-	// are said at once; one that is written over (Force) or a device only
-	// when nothing was refused.
+	// are said at once; a device only when nothing was refused, and one
+	// that is written over (Force), which its opening changes, only when
+	// every other target was opened.
 	var refused []error
 	if o.Refused != nil {
 		refused = append(refused, o.Refused)
 	}
 	for _, d := range order {
 		if len(refused) > 0 && openRank(d) > 0 {
-			break
+			break // refused: nothing that reads a chunk or changes a target
 		}
 		d.headStore = headStore
 		if err := d.open(ctx, src, o, note); err != nil {
@@ -157,6 +160,13 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	if len(refused) > 0 {
 		closeAll()
 		return nil, errors.Join(refused...)
+	}
+	// Every target accepted: only now is a journal discarded or started.
+	for _, d := range order {
+		if err := d.startJournal(note); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
 	}
 	g := &GuestResult{Disks: make([]*Result, len(ds)), Errs: make([]error, len(ds)), Partial: make([]*Result, len(ds)), Stats: &Stats{}}
 	for i, d := range ds {
@@ -265,7 +275,7 @@ func newGuestPlan(disks []*disk, held []map[crypto.Digest]bool) (*guestPlan, err
 	var size uint64
 	for _, d := range disks {
 		gp.base = append(gp.base, size)
-		gp.target.parts = append(gp.target.parts, &guestPart{base: int64(size), size: int64(d.plan.Size), t: d.target})
+		gp.target.parts = append(gp.target.parts, &guestPart{base: int64(size), size: int64(d.plan.Size), t: d.target, disk: len(gp.target.parts)})
 		size += d.plan.Size
 	}
 	p := NewPlan(size, disks[0].plan.ChunkSize, nil)
@@ -347,7 +357,16 @@ func (gp *guestPlan) errFor(i int, err error) error {
 			if de.Zeroed {
 				return nil
 			}
-			return fmt.Errorf("stopped with the other disks of the guest: %w", err)
+			var others []string
+			for j := range gp.disks {
+				for _, ce := range de.Chunks {
+					if j != i && gp.chunkFor(j, ce) != nil {
+						others = append(others, gp.disks[j].name)
+						break
+					}
+				}
+			}
+			return &GuestStopError{Disks: others, Cause: err}
 		}
 		return mine
 	}
@@ -356,10 +375,52 @@ func (gp *guestPlan) errFor(i int, err error) error {
 		if c := gp.chunkFor(i, ce); c != nil {
 			return c
 		}
-		return fmt.Errorf("stopped with the other disks of the guest: %w", err)
+		var others []string
+		for j := range gp.disks {
+			if j != i && gp.chunkFor(j, ce) != nil {
+				others = append(others, gp.disks[j].name)
+			}
+		}
+		return &GuestStopError{Disks: others, Cause: err}
+	}
+	var pe *partError
+	if errors.As(err, &pe) && pe.disk != i {
+		return &GuestStopError{Disks: []string{gp.disks[pe.disk].name}, Cause: err}
 	}
 	return err
 }
+
+// GuestStopError is the error of a guest's disk that stopped with the
+// others when the run failed for another disk (Disks, their archives:
+// one of their chunks, their target): nothing of its own failed, and what
+// it made durable is kept for a resume. Cause is the run's error, whose
+// offsets are the other disks'; it is unwrapped for its kind (exit code),
+// never shown as this disk's.
+type GuestStopError struct {
+	Disks []string
+	Cause error
+}
+
+// Error names the disks that stopped the run.
+func (e *GuestStopError) Error() string {
+	if len(e.Disks) == 0 {
+		return "stopped with the other disks of the guest"
+	}
+	return "stopped with the other disks of the guest: " + strings.Join(e.Disks, ", ") + " failed"
+}
+
+// Unwrap returns the run's error.
+func (e *GuestStopError) Unwrap() error { return e.Cause }
+
+// partError is an error of the target of the guest's disk disk (its
+// index in the plan).
+type partError struct {
+	disk int
+	err  error
+}
+
+func (e *partError) Error() string { return e.err.Error() }
+func (e *partError) Unwrap() error { return e.err }
 
 // chunkFor returns ce with only the offsets in disk i, made the disk's
 // own; nil when the chunk fills none of them.
@@ -436,7 +497,16 @@ type guestTarget struct{ parts []*guestPart }
 type guestPart struct {
 	base, size int64
 	t          Target
+	disk       int          // its index among the plan's disks
 	written    atomic.Int64 // data bytes written
+}
+
+// wrap tags err (nil: nil) as the part's disk's.
+func (p *guestPart) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &partError{disk: p.disk, err: err}
 }
 
 // each calls fn for every part [off, off+length) covers, with the part's
@@ -462,7 +532,7 @@ func (g *guestTarget) WriteAt(p []byte, off int64) error {
 	}
 	part := g.parts[i]
 	if err := part.t.WriteAt(p, off-part.base); err != nil {
-		return err
+		return part.wrap(err)
 	}
 	part.written.Add(int64(len(p)))
 	return nil
@@ -470,7 +540,7 @@ func (g *guestTarget) WriteAt(p []byte, off int64) error {
 
 // Zero zeroes the range on every disk it covers.
 func (g *guestTarget) Zero(off, length int64) error {
-	return g.each(off, length, func(p *guestPart, off, length int64) error { return p.t.Zero(off, length) })
+	return g.each(off, length, func(p *guestPart, off, length int64) error { return p.wrap(p.t.Zero(off, length)) })
 }
 
 // Allocate reserves the range on every disk it covers whose target
@@ -478,7 +548,7 @@ func (g *guestTarget) Zero(off, length int64) error {
 func (g *guestTarget) Allocate(off, length int64) error {
 	return g.each(off, length, func(p *guestPart, off, length int64) error {
 		if a, ok := p.t.(Allocator); ok {
-			return a.Allocate(off, length)
+			return p.wrap(a.Allocate(off, length))
 		}
 		return nil
 	})
@@ -489,7 +559,7 @@ func (g *guestTarget) Sync() error {
 	var first error
 	for _, p := range g.parts {
 		if err := p.t.Sync(); err != nil && first == nil {
-			first = err
+			first = p.wrap(err)
 		}
 	}
 	return first
@@ -500,8 +570,10 @@ func (g *guestTarget) Close(bool) error { return nil }
 
 // openRank orders the opening of the guest's targets: 0 for one whose
 // opening changes nothing already there (a new file, an existing one
-// refused or continued), 1 for an existing file written over (Force), 2
-// for a device, whose checks read its image's head.
+// refused or continued), 1 for a device, whose checks read its image's
+// head but change nothing, 2 for an existing file written over (Force),
+// which its opening resizes: opened last, once every other target was
+// accepted, so that no refusal leaves it changed.
 func openRank(d *disk) int {
 	if d.jr == nil {
 		return 0
@@ -509,9 +581,9 @@ func openRank(d *disk) int {
 	st := d.jr.State()
 	switch {
 	case st.Device:
-		return 2
-	case !st.Missing && d.jr.Overwrites():
 		return 1
+	case !st.Missing && d.jr.Overwrites():
+		return 2
 	}
 	return 0
 }

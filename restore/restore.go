@@ -232,6 +232,10 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	if err := d.open(ctx, src, o, note); err != nil {
 		return nil, err
 	}
+	if err := d.startJournal(note); err != nil {
+		d.abandon()
+		return nil, err
+	}
 	target := d.target
 	opts := o.Pipeline
 	opts.Encrypted = d.encrypted
@@ -345,6 +349,11 @@ func (e *StoppedError) Error() string {
 		// said by whoever interrupted it.
 		return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); run the same restore with %s to continue it, fetching only the rest",
 			e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal, resume)
+	}
+	if gs := (*GuestStopError)(nil); errors.As(e.Err, &gs) {
+		// Another disk of the guest stopped it: its error says the cause.
+		return fmt.Sprintf("restore of %s to %s stopped: %d of %d chunks are durable and kept (%s, journal %s); %v; run the same restore with %s, once that is fixed, to continue it, fetching only the rest",
+			e.Archive, e.Target, e.Durable, e.Total, kept, e.Journal, gs, resume)
 	}
 	how := "once the cause is fixed (the store reachable again, credentials refreshed, space freed)"
 	var de *DamagedError

@@ -23,6 +23,10 @@ type resumeState struct {
 	// complete, when set, says that the target holds the image already:
 	// nothing to do.
 	complete string
+	// stale says that the journal there records nothing to continue: it
+	// is discarded once the target is opened (a guest's: once every
+	// target was accepted), never by a run refused.
+	stale bool
 }
 
 // openResume finds what a resume continues: the journal at jpath of the
@@ -52,10 +56,7 @@ type resumeState struct {
 func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHeader, plan *Plan, key *crypto.Config, allowComplete bool, note func(string)) (resumeState, error) {
 	fresh := func(why string) (resumeState, error) {
 		note(fmt.Sprintf("note: --resume: nothing to resume (%s): the restore starts from the beginning", why))
-		if jpath != "" {
-			RemoveJournal(jpath)
-		}
-		return resumeState{}, nil
+		return resumeState{stale: jpath != ""}, nil
 	}
 	if jr == nil {
 		return fresh("the target keeps no journal")
@@ -229,18 +230,18 @@ func resumeOverFile(ctx context.Context, jr Journaled, why string, hdr JournalHe
 		targetPath, hdr.Snapshot, hdr.Archive, strings.Join(what, ", "), chk.Mismatch, how)
 }
 
-// startOver runs, with the target locked and before anything in it
-// changes, when a restore starts without resume. An earlier interrupted
-// restore whose journal at jpath records durable chunks on what is there
-// (a new file's partial output, a device, an existing file written over
-// with --force) is refused
-// (ErrRefused, naming --resume and --restart) unless restart (--restart
-// given) or scratch (a run that keeps no work, a drill) is set; then, or
-// when there is nothing worth resuming, its journal (or the record of a
-// completed restore) is discarded and what it left is said through note
-// (naming --restart when it was given, else --resume as the way to
-// continue it instead).
-func startOver(jr Journaled, jpath string, restart, scratch bool, note func(string)) error {
+// startOverCheck runs, with the target locked and before anything in it
+// changes, when a restore starts without resume; it changes nothing. An
+// earlier interrupted restore whose journal at jpath records durable
+// chunks on what is there (a new file's partial output, a device, an
+// existing file written over with --force) is refused (ErrRefused, naming
+// --resume and --restart) unless restart (--restart given) or scratch (a
+// run that keeps no work, a drill) is set; then, or when there is nothing
+// worth resuming, its journal (or the record of a completed restore) is to
+// be discarded (disk.startJournal), and it returns what to say then
+// through note (naming --restart when it was given, else --resume as the
+// way to continue it instead), "" for nothing.
+func startOverCheck(jr Journaled, jpath string, restart, scratch bool) (string, error) {
 	targetPath := jr.String()
 	h, done, jerr := ReadJournal(jpath)
 	_, complete, _ := ReadCompletion(jpath)
@@ -254,18 +255,18 @@ func startOver(jr Journaled, jpath string, restart, scratch bool, note func(stri
 	left := device || st.Regular || partialLeft
 	switch {
 	case jerr == nil && complete == nil && len(done) > 0 && left && !restart && !scratch:
-		return refusedf("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
+		return "", refusedf("%s: an earlier restore of %s %s stopped and left %d durable chunks (journal %s): give --resume to continue it (fetching only the rest), or --restart to start over and discard them",
 			targetPath, h.Snapshot, h.Archive, len(done), jpath)
 	case jerr == nil && complete == nil && len(done) > 0 && left && !restart:
-		note(fmt.Sprintf("note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)",
-			h.Snapshot, h.Archive, targetPath, len(done)))
+		return fmt.Sprintf("note: an interrupted restore of %s %s to %s left %d durable chunks; starting over, they are discarded (give --resume to continue it instead)",
+			h.Snapshot, h.Archive, targetPath, len(done)), nil
 	case jerr == nil && complete == nil && len(done) > 0 && left:
-		note(fmt.Sprintf("note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded",
-			len(done), h.Snapshot, h.Archive, targetPath))
+		return fmt.Sprintf("note: --restart: the %d durable chunks an interrupted restore of %s %s to %s left are discarded",
+			len(done), h.Snapshot, h.Archive, targetPath), nil
 	case partialLeft && !device:
-		note(fmt.Sprintf("note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded", targetPath))
+		return fmt.Sprintf("note: an earlier restore to %s left a partial output with nothing journaled to resume: starting over, it is discarded", targetPath), nil
 	}
-	return RemoveJournal(jpath)
+	return "", nil
 }
 
 // resumeOther answers a resume for hdr to the target of jr whose journal

@@ -38,8 +38,9 @@ type guestDiskReport struct {
 	MiBps     float64 `json:"mib-per-second"` // image bytes / seconds
 	// Result is "restored", "restored with damage", "complete" (a
 	// --resume found it so, nothing written), "failed", or, when the run
-	// was interrupted, "interrupted" ("stopped, journal kept" when it
-	// keeps chunks for a --resume). Size is the image's size whatever the
+	// was interrupted or another disk's failure stopped it, "interrupted"
+	// ("stopped" for the latter; "stopped, journal kept" when it keeps
+	// chunks for a --resume). Size is the image's size whatever the
 	// result; DataBytes what this run wrote.
 	Result        string `json:"result"`
 	ResumedChunks int    `json:"resumed-chunks,omitempty"`
@@ -60,7 +61,11 @@ type guestReport struct {
 	Size          uint64            `json:"size"`             // image bytes of all disks
 	DataBytes     uint64            `json:"data-bytes"`
 	ChunksFetched uint64            `json:"chunks-fetched"` // unique chunks this run fetched and verified, each once
-	FetchedBytes  uint64            `json:"fetched-bytes"`  // encoded bytes this run read from the store
+	// ChunksFailed counts the chunks this run read that failed their
+	// check; FetchedBytes, the encoded bytes this run read from the
+	// store, counts both these and ChunksFetched.
+	ChunksFailed uint64 `json:"chunks-failed,omitempty"`
+	FetchedBytes uint64 `json:"fetched-bytes"`
 	// SharedChunks is the plan's count of distinct chunks more than one
 	// disk uses (each once, the zero chunk left out), fetched once for
 	// all of them; ChunksFetched is what was fetched.
@@ -137,7 +142,8 @@ func (rc *restoreCmd) parseDamage() error {
 // guestDisks returns the disk images of the snapshot to restore (only
 // those --archive names, when given) and their targets: the --map target,
 // or DIR/ARCHIVE.img. An archive --map or --archive names that the
-// snapshot has not is a usage error naming those it has.
+// snapshot has not is a usage error naming those it has; so are two disks
+// going to one target, whatever names it is given (checkDistinctTargets).
 func guestDisks(m *index.Manifest, dir string, maps map[string]string, only []string) ([]string, []string, error) {
 	var have []string
 	for _, f := range m.Files {
@@ -185,10 +191,10 @@ func guestDisks(m *index.Manifest, dir string, maps map[string]string, only []st
 		if !ok {
 			t = filepath.Join(dir, strings.TrimSuffix(a, ".fidx"))
 		}
-		if slices.Contains(targets, t) {
-			return nil, nil, usagef("two disks go to %s: give each its own --map", index.DisplayText(t))
-		}
 		targets = append(targets, t)
+	}
+	if err := checkDistinctTargets(targets); err != nil {
+		return nil, nil, err
 	}
 	return want, targets, nil
 }
@@ -247,6 +253,13 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			return err
 		}
 		configThere, err = checkGuestConfig(configPath, archives, targets, config, *rc.force, *rc.resume)
+		if err == nil && !configThere {
+			// WriteFile's own checks (inside the store, through a link),
+			// made now: it writes only after every disk.
+			if err = filetarget.CheckWriteFile(configPath, rc.targetOptions(0)); err != nil {
+				err = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+			}
+		}
 		if err != nil {
 			refused = append(refused, err)
 		}
@@ -282,7 +295,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	}
 	took := time.Since(start) - keys.OpeningTime()
 	var errs []error
-	rep := guestReport{Snapshot: snap.String(), ChunksFetched: g.Stats.Fetched.Load(), FetchedBytes: g.Stats.FetchedBytes.Load(), SharedChunks: g.SharedChunks,
+	rep := guestReport{Snapshot: snap.String(), ChunksFetched: g.Stats.Fetched.Load(), ChunksFailed: g.Stats.Failed.Load(), FetchedBytes: g.Stats.FetchedBytes.Load(), SharedChunks: g.SharedChunks,
 		Salvaged: g.Stats.Salvaged.Chunks(), SalvagedChunks: g.Stats.Salvaged.Count()}
 	var runBytes uint64 // image bytes of the disks this run worked on (not found complete)
 	for i, a := range archives {
@@ -305,8 +318,13 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			if se := (*restore.StoppedError)(nil); errors.As(derr, &se) {
 				d.KeptChunks = se.Durable
 			}
-			if ctx.Err() != nil {
+			if gs := (*restore.GuestStopError)(nil); ctx.Err() != nil || errors.As(derr, &gs) {
+				// Interrupted, or stopped with the guest by another disk's
+				// failure (said in that disk's error, not again here).
 				d.Result = "interrupted"
+				if ctx.Err() == nil {
+					d.Result = "stopped"
+				}
 				if d.KeptChunks > 0 {
 					d.Result = "stopped, journal kept"
 				}
@@ -389,8 +407,12 @@ func printGuestReport(w io.Writer, rep guestReport) {
 	if rep.ChunksFetched > 0 || rep.DataBytes > 0 {
 		rate = fmt.Sprintf("%.1f MiB/s", rep.MiBps)
 	}
-	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded); %d shared by several disks and fetched once\n",
-		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), rep.SharedChunks)
+	failed := ""
+	if rep.ChunksFailed > 0 {
+		failed = fmt.Sprintf(", with %d that failed their check", rep.ChunksFailed)
+	}
+	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded read%s); %d shared by several disks and fetched once\n",
+		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), failed, rep.SharedChunks)
 	if rep.ResumedChunks > 0 {
 		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
 	}
