@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -244,6 +246,16 @@ func TestBrowse(t *testing.T) {
 				n, err := unix.Getxattr(filepath.Join(mnt, "acl"), x.name, b)
 				if err != nil || !bytes.Equal(b[:n], x.want) {
 					t.Errorf("getxattr %s: %x %v, want %x", x.name, b[:max(n, 0)], err, x.want)
+				}
+			}
+			// The kernel takes the form: getfacl decodes it.
+			if _, err := exec.LookPath("getfacl"); err == nil {
+				out, err := exec.Command("getfacl", "-n", filepath.Join(mnt, "acl")).CombinedOutput()
+				for _, want := range []string{"user:1001:r--", "user:1002:rw-", "group::r-x", "mask::rwx", "default:user:1001:rwx", "default:mask::rwx"} {
+					if err != nil || !strings.Contains(string(out), want) {
+						t.Errorf("getfacl: %v, want %q in:\n%s", err, want, out)
+						break
+					}
 				}
 			}
 		})
