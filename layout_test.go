@@ -111,6 +111,9 @@ var mayImport = map[string][]string{
 	// pxar decodes and encodes pxar archives and catalogs over
 	// io.ReaderAt and io.Writer: no I/O of its own, nothing of ours.
 	"pxar": {},
+	// pxarfs serves a pxar archive as a fusefs tree (mount's browsing):
+	// the adapter between the two leaves, nothing of PBS.
+	"pxarfs": {"fusefs", "pxar"},
 	// cmd/internal/cli is the commands' generic machinery (command tree,
 	// output formats, exit codes, man pages): below cmd's commands, and
 	// nothing of PBS below it; the program's exit-code classification of

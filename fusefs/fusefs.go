@@ -1,6 +1,8 @@
 // Package fusefs mounts a read-only FUSE file system (github.com/hanwen/go-fuse/v2)
 // showing a flat directory of files, each served by an io.ReaderAt with a
-// fixed size. Contents never change, so the kernel may cache them (page
+// fixed size, or a directory tree served lazily through the Node
+// interfaces (directories listed and looked up on demand, symlinks,
+// device nodes, extended attributes). Contents never change, so the kernel may cache them (page
 // cache, attributes and names without expiry). A read the ReaderAt fails
 // returns EIO for that read only, and is logged unless the ReaderAt logged
 // it already (see Options.Log). The package knows nothing of what it serves.
@@ -29,6 +31,10 @@ type File struct {
 	Data io.ReaderAt
 	// ModTime is shown as its modification time.
 	ModTime time.Time
+	// Node, when set, serves the entry instead (Size, Data and ModTime
+	// are then unused): a tree, typically a DirNode, looked up and
+	// listed lazily.
+	Node Node
 }
 
 // Options tune a mount. Zero values pick defaults.
@@ -89,7 +95,6 @@ func New(dir string, files []File, opts Options) (*Mount, error) {
 			MaxWrite:      1 << 20,
 			MaxReadAhead:  1 << 20,
 			MaxBackground: 64,
-			DisableXAttrs: true,
 		},
 		EntryTimeout: &forever,
 		AttrTimeout:  &forever,
@@ -133,6 +138,12 @@ var _ = (fs.NodeOnAdder)((*root)(nil))
 func (r *root) OnAdd(ctx context.Context) {
 	for i := range r.files {
 		f := &r.files[i]
+		if f.Node != nil {
+			tree := uint64(i) + 1
+			ch := r.NewPersistentInode(ctx, &treeNode{n: f.Node, tree: tree, name: f.Name, log: r.log}, stable(tree, f.Node))
+			r.AddChild(f.Name, ch, true)
+			continue
+		}
 		ch := r.NewPersistentInode(ctx, &file{f: f, log: r.log}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: uint64(i) + 2})
 		r.AddChild(f.Name, ch, true)
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 // cmdMount mounts a snapshot's archives as read-only files with FUSE until
-// interrupted (Ctrl-C, SIGTERM) or unmounted from outside.
+// interrupted (Ctrl-C, SIGTERM) or unmounted from outside; pxar archives
+// show as directories (mountFiles).
 func cmdMount(fs *flag.FlagSet) commandFunc {
 	var af accessFlags
 	af.register(fs)
@@ -42,10 +43,7 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		defer sa.Close()
-		var files []fusefs.File
-		for i, r := range sa.Readers {
-			files = append(files, fusefs.File{Name: archive.FileName(sa.Names[i]), Size: r.Size(), Data: r, ModTime: sa.when})
-		}
+		files := mountFiles(sa.Names, sa.Readers, sa.when, stderr)
 		for _, b := range sa.Blobs {
 			files = append(files, fusefs.File{Name: archive.FileName(b.Name), Size: int64(len(b.Data)), Data: strings.NewReader(string(b.Data)), ModTime: sa.when})
 		}
@@ -68,7 +66,11 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 		}
 		fmt.Fprintf(info, "mounted %s read-only at %s:", sa.snap, dir)
 		for _, f := range files {
-			fmt.Fprintf(info, " %s", index.DisplayText(f.Name))
+			slash := ""
+			if f.Node != nil {
+				slash = "/"
+			}
+			fmt.Fprintf(info, " %s%s", index.DisplayText(f.Name), slash)
 		}
 		fmt.Fprintln(info, "\n  press Ctrl-C (or send SIGTERM) to unmount")
 		unmounted := make(chan struct{})
@@ -102,9 +104,14 @@ func mountCommand() commandSpec {
 		short: "mount a snapshot's archives as read-only files (FUSE), no restore needed",
 		long: `Mount a snapshot's archives as read-only files (FUSE) at MOUNTPOINT: chunks are
 read, checked and cached as the files are read; nothing is restored first.
+A pxar archive (a container or host backup, legacy or split) shows as a
+directory, NAME.pxar/, with its files, attributes, symlinks and xattrs:
+reading a file fetches only its chunks.
 Stops on unmount, SIGINT or SIGTERM (exit 0).`,
 		example: `  pbsdirect mount --store /mnt/ds vm/100 /mnt/vm100 &
-  qemu-img convert -O qcow2 /mnt/vm100/drive-scsi0.img /var/tmp/vm100.qcow2; fusermount -u /mnt/vm100`,
+  qemu-img convert -O qcow2 /mnt/vm100/drive-scsi0.img /var/tmp/vm100.qcow2; fusermount -u /mnt/vm100
+  pbsdirect mount --store /mnt/ds ct/200 /mnt/ct200 &
+  cp /mnt/ct200/root.pxar/etc/hosts /tmp/; fusermount -u /mnt/ct200`,
 		build:    cmdMount,
 		complete: completeSnapshot,
 	}

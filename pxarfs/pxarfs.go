@@ -1,0 +1,238 @@
+// Package pxarfs shows a pxar archive as a fusefs tree: directories are
+// listed (goodbye table, one entry decoded at a time) and looked up
+// (goodbye table search) only when the kernel asks, so a mount reads the
+// metadata it shows and, for regular files, only the content ranges read.
+//
+// What each entry shows: its mode, uid, gid and mtime (nanoseconds) from
+// the archive; a regular file's size; a symlink's target; a device node's
+// numbers; FIFOs and sockets by type. Inode numbers come from the
+// entries' offsets in the metadata stream (pxar.Entry.Offset), so they are
+// stable across mounts. A hardlink is the inode of its target file; its
+// link count is 1 plus the hardlinks to it met so far (the format stores
+// no link count). Extended attributes: the archive's xattrs under their
+// names, file capabilities as security.capability, and POSIX ACLs as
+// system.posix_acl_access and system.posix_acl_default in the kernel's
+// binary form (what getfacl reads).
+package pxarfs
+
+import (
+	"cmp"
+	"encoding/binary"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/fusefs"
+	"github.com/pbsdirect/pbsdirect/pxar"
+)
+
+// Root returns the archive's root directory as a fusefs tree, for
+// fusefs.File.Node. Errors of the archive (pxar.Error, wrapping the
+// stream reader's) come back from the nodes' methods as they are met.
+func Root(a *pxar.Archive) fusefs.DirNode {
+	t := &tree{a: a, links: map[int64]map[int64]bool{}}
+	return &dir{node{t: t, e: a.Root()}}
+}
+
+// tree is the state shared by the nodes of one archive.
+type tree struct {
+	a *pxar.Archive
+
+	mu    sync.Mutex
+	links map[int64]map[int64]bool // target offset → hardlink offsets met
+}
+
+// node is an entry (a hardlink's: its target file's).
+type node struct {
+	t *tree
+	e *pxar.Entry
+}
+
+type (
+	dir     struct{ node }
+	file    struct{ node }
+	symlink struct{ node }
+)
+
+// wrap returns the fusefs node of entry e, resolving a hardlink to its
+// target (and counting it).
+func (t *tree) wrap(e *pxar.Entry) (fusefs.Node, error) {
+	if e.Kind == pxar.KindHardlink {
+		target, err := t.a.HardlinkTarget(e)
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		m := t.links[target.Offset()]
+		if m == nil {
+			m = map[int64]bool{}
+			t.links[target.Offset()] = m
+		}
+		m[e.Offset()] = true
+		t.mu.Unlock()
+		e = target
+	}
+	n := node{t: t, e: e}
+	switch e.Kind {
+	case pxar.KindDir:
+		return &dir{n}, nil
+	case pxar.KindFile:
+		return &file{n}, nil
+	case pxar.KindSymlink:
+		return &symlink{n}, nil
+	}
+	return &n, nil
+}
+
+// Attr reports the entry's metadata.
+func (n *node) Attr() fusefs.Attr {
+	e := n.e
+	a := fusefs.Attr{
+		Mode:  uint32(e.Mode),
+		Ino:   uint64(e.Offset()) + 1,
+		Nlink: 1,
+		UID:   e.UID,
+		GID:   e.GID,
+		MTime: time.Unix(e.MTimeSec, int64(e.MTimeNsec)),
+	}
+	switch e.Kind {
+	case pxar.KindDir:
+		a.Nlink = 2
+	case pxar.KindFile:
+		a.Size = int64(e.Size)
+		n.t.mu.Lock()
+		a.Nlink += uint32(len(n.t.links[e.Offset()]))
+		n.t.mu.Unlock()
+	case pxar.KindSymlink:
+		a.Size = int64(len(e.LinkTarget))
+	case pxar.KindDevice:
+		a.Major, a.Minor = uint32(e.Device.Major), uint32(e.Device.Minor)
+	}
+	return a
+}
+
+// Xattrs returns the entry's xattrs, file capabilities and ACLs.
+func (n *node) Xattrs() ([]fusefs.Xattr, error) {
+	e := n.e
+	var xs []fusefs.Xattr
+	for _, x := range e.Xattrs {
+		xs = append(xs, fusefs.Xattr{Name: string(x.Name), Value: x.Value})
+	}
+	if e.FCaps != nil {
+		xs = append(xs, fusefs.Xattr{Name: "security.capability", Value: e.FCaps})
+	}
+	if v := AccessACL(e.Mode, &e.ACL); v != nil {
+		xs = append(xs, fusefs.Xattr{Name: "system.posix_acl_access", Value: v})
+	}
+	if v := DefaultACL(&e.ACL); v != nil {
+		xs = append(xs, fusefs.Xattr{Name: "system.posix_acl_default", Value: v})
+	}
+	return xs, nil
+}
+
+// Lookup finds name in the directory.
+func (d *dir) Lookup(name string) (fusefs.Node, error) {
+	e, err := d.t.a.Lookup(d.e, name)
+	if err != nil {
+		return nil, err
+	}
+	return d.t.wrap(e)
+}
+
+// ReadDir lists the directory.
+func (d *dir) ReadDir() ([]fusefs.DirEntry, error) {
+	var ents []fusefs.DirEntry
+	err := d.t.a.ReadDir(d.e, func(e *pxar.Entry) error {
+		n, err := d.t.wrap(e)
+		if err != nil {
+			return err
+		}
+		ents = append(ents, fusefs.DirEntry{Name: e.Name, Node: n})
+		return nil
+	})
+	return ents, err
+}
+
+// Open returns the file's content reader.
+func (f *file) Open() (io.ReaderAt, error) {
+	r, err := f.e.Open()
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Readlink returns the symlink's target.
+func (s *symlink) Readlink() (string, error) { return s.e.LinkTarget, nil }
+
+// Tags of the kernel's POSIX ACL xattr form (linux/posix_acl_xattr.h).
+const (
+	aclVersion  = 2
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclGroup    = 0x08
+	aclMask     = 0x10
+	aclOther    = 0x20
+	aclNoID     = 0xffffffff
+)
+
+// aclXattr encodes base and named entries in the kernel's xattr form:
+// a version word, then (tag u16, perm u16, id u32) entries, little
+// endian, in tag order, named entries by ascending id. mask < 0 omits
+// the mask entry.
+func aclXattr(userObj uint64, users []pxar.ACLEntry, groupObj uint64, groups []pxar.ACLEntry, mask int64, other uint64) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, aclVersion)
+	put := func(tag uint16, perm uint64, id uint32) {
+		b = binary.LittleEndian.AppendUint16(b, tag)
+		b = binary.LittleEndian.AppendUint16(b, uint16(perm&7))
+		b = binary.LittleEndian.AppendUint32(b, id)
+	}
+	named := func(tag uint16, l []pxar.ACLEntry) {
+		l = slices.Clone(l)
+		slices.SortFunc(l, func(x, y pxar.ACLEntry) int { return cmp.Compare(x.ID, y.ID) })
+		for _, e := range l {
+			put(tag, e.Permissions, uint32(e.ID))
+		}
+	}
+	put(aclUserObj, userObj, aclNoID)
+	named(aclUser, users)
+	put(aclGroupObj, groupObj, aclNoID)
+	named(aclGroup, groups)
+	if mask >= 0 {
+		put(aclMask, uint64(mask), aclNoID)
+	}
+	put(aclOther, other, aclNoID)
+	return b
+}
+
+// AccessACL returns the system.posix_acl_access value of an entry with
+// st_mode mode and ACL a, or nil when it has no access ACL beyond its
+// mode. As in the archive (and the kernel), the mode's group bits are
+// the mask when the ACL has one, and a.GroupObj the owning group's
+// permissions.
+func AccessACL(mode uint64, a *pxar.ACL) []byte {
+	if len(a.Users) == 0 && len(a.Groups) == 0 && a.GroupObj == nil {
+		return nil
+	}
+	groupObj := mode >> 3 & 7
+	if a.GroupObj != nil {
+		groupObj = *a.GroupObj
+	}
+	return aclXattr(mode>>6&7, a.Users, groupObj, a.Groups, int64(mode>>3&7), mode&7)
+}
+
+// DefaultACL returns the system.posix_acl_default value of a directory
+// with ACL a, or nil when it has no default ACL.
+func DefaultACL(a *pxar.ACL) []byte {
+	d := a.Default
+	if d == nil {
+		return nil
+	}
+	mask := int64(-1)
+	if d.Mask != pxar.ACLNoMask {
+		mask = int64(d.Mask & 7)
+	}
+	return aclXattr(d.UserObj, a.DefaultUsers, d.GroupObj, a.DefaultGroups, mask, d.Other)
+}
