@@ -111,6 +111,8 @@ var mayImport = map[string][]string{
 	// pxar decodes and encodes pxar archives and catalogs over
 	// io.ReaderAt and io.Writer: no I/O of its own, nothing of ours.
 	"pxar": {},
+	// pxartar writes a pxar archive as a POSIX (PAX) tar stream.
+	"pxartar": {"pxar"},
 	// cmd/internal/cli is the commands' generic machinery (command tree,
 	// output formats, exit codes, man pages): below cmd's commands, and
 	// nothing of PBS below it; the program's exit-code classification of
