@@ -114,6 +114,8 @@ var mayImport = map[string][]string{
 	// pxarfs serves a pxar archive as a fusefs tree (mount's browsing):
 	// the adapter between the two leaves, nothing of PBS.
 	"pxarfs": {"fusefs", "pxar"},
+	// pxartar writes a pxar archive as a POSIX (PAX) tar stream.
+	"pxartar": {"pxar"},
 	// cmd/internal/cli is the commands' generic machinery (command tree,
 	// output formats, exit codes, man pages): below cmd's commands, and
 	// nothing of PBS below it; the program's exit-code classification of

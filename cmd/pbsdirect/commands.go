@@ -39,7 +39,7 @@ func commandSpecs() []commandSpec {
 	return []commandSpec{
 		restoreCommand(), restoreGuestCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(),
 		snapshotsCommand(), groupsCommand(), namespacesCommand(), datastoresCommand(), backupCommand(),
-		keyCommand(), reportCommand(), repairCommand(), manCommand(), versionCommand(),
+		keyCommand(), reportCommand(), repairCommand(), catalogCommand(), manCommand(), versionCommand(),
 	}
 }
 

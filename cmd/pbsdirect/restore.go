@@ -125,6 +125,7 @@ type restored struct {
 func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
+	rf := registerRestoreFormat(fs)
 	rc.stdoutOK = true
 	rc.keepWork = true
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -137,6 +138,9 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		if err := rc.parseDamage(); err != nil {
+			return err
+		}
+		if handled, err := rf.dispatch(ctx, rc, fs, stdout, stderr); handled {
 			return err
 		}
 		if fs.Arg(2) == "-" {

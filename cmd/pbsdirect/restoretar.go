@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/archive"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/pxar"
+	"github.com/pbsdirect/pbsdirect/pxartar"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// Stream formats of restore … ARCHIVE.pxar - (--format).
+const (
+	streamPxar = "pxar"
+	streamTar  = "tar"
+)
+
+// restoreFormat holds restore's --format: how a pxar archive is written
+// to standard output.
+type restoreFormat struct {
+	format *string
+}
+
+// registerRestoreFormat adds --format to restore's flags.
+func registerRestoreFormat(fs *flag.FlagSet) *restoreFormat {
+	return &restoreFormat{format: fs.String("format", streamPxar, "with a pxar archive (.pxar) and TARGET -: tar writes a POSIX (PAX) tar stream of its files (xattrs, ACLs, capabilities as GNU tar --xattrs --acls reads them), for tar -x or pct restore; pxar writes the raw archive stream (legacy archives only)")}
+}
+
+// dispatch runs restore SNAPSHOT ARCHIVE - for a pxar archive (the raw
+// stream or a tar stream) and refuses --format where it does not apply.
+// handled is false when the command is none of its business.
+func (rf *restoreFormat) dispatch(ctx context.Context, rc *restoreCmd, fs *flag.FlagSet, stdout, stderr io.Writer) (handled bool, err error) {
+	name := index.NormalizeArchiveName(fs.Arg(1))
+	isPxar := archive.IsPxar(name)
+	if fs.Changed("format") {
+		switch {
+		case *rf.format != streamPxar && *rf.format != streamTar:
+			return true, usagef("--format %q: want tar or pxar", *rf.format)
+		case !isPxar:
+			return true, usagef("--format applies to pxar archives (.pxar), not to %s", index.DisplayText(name))
+		case fs.Arg(2) != "-":
+			return true, usagef("--format applies to TARGET - (standard output)")
+		}
+	}
+	if !isPxar || fs.Arg(2) != "-" {
+		return false, nil
+	}
+	return true, rc.pxarToStdout(ctx, fs.Arg(0), name, *rf.format, stdout, stderr)
+}
+
+// pxarToStdout writes pxar archive name of snapshot ref to stdout: the
+// raw stream of a legacy archive (format pxar), or a tar stream of its
+// files (format tar, legacy or split). A split archive's raw streams are
+// refused (usage error): neither is an archive on its own.
+func (rc *restoreCmd) pxarToStdout(ctx context.Context, ref, name, format string, stdout, stderr io.Writer) error {
+	sf, pf := &rc.sf, rc.pf
+	// A reader gone: EPIPE, not death by SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
+	defer signal.Reset(syscall.SIGPIPE)
+	start := time.Now()
+	fetchers := pf.fetchersFor(sf.fetchSpec())
+	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, fetchers)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	src, err := snapshot.Open(ctx, store, ns, ref, keys)
+	if err != nil {
+		return err
+	}
+	snap := src.Snapshot()
+	meta, payload, ok := archive.PxarNames(src.Manifest(), name)
+	if !ok {
+		_, err := archive.OpenPxar(ctx, src, name, archive.Options{}) // names what the snapshot holds
+		return usagef("%v", err)
+	}
+	defer raiseFetchProcs(sf.store, fetchers)()
+	opts := archive.Options{Fetchers: fetchers, Salvaged: salvageNote(stderr, "pbsdirect")}
+	if format == streamPxar {
+		if payload != "" {
+			return usagef("%s/%s is a split archive (%s + %s): neither raw stream is an archive on its own; give --format tar for a tar stream of its files",
+				snap, index.DisplayText(name), meta, payload)
+		}
+		n, err := archive.Copy(ctx, src, meta, stdout, opts)
+		if ce := (*archive.CopyError)(nil); errors.As(err, &ce) {
+			return stdoutError(ce.Name, ce.N, ce.Err)
+		}
+		if err != nil {
+			return err
+		}
+		el := time.Since(start)
+		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s in %.2fs (%.1f MiB/s), verified\n",
+			snap, index.DisplayText(meta), humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
+		return nil
+	}
+	px, err := archive.OpenPxar(ctx, src, meta, opts)
+	if err != nil {
+		return pxarError(err)
+	}
+	defer px.Close()
+	rep, err := pxartar.Write(ctx, stdout, px.Archive, pxartar.Options{})
+	if we := (*pxartar.WriteError)(nil); errors.As(err, &we) {
+		return stdoutError(meta, rep.Written, we)
+	}
+	if err != nil {
+		return pxarError(err)
+	}
+	el := time.Since(start)
+	fetched, fetchedBytes := px.Meta.Stats().Fetched.Load(), px.Meta.Stats().FetchedBytes.Load()
+	if px.Payload != nil {
+		fetched += px.Payload.Stats().Fetched.Load()
+		fetchedBytes += px.Payload.Stats().FetchedBytes.Load()
+	}
+	var left []string
+	if rep.Sockets > 0 {
+		left = append(left, fmt.Sprintf("%d socket(s) left out (tar cannot hold them)", rep.Sockets))
+	}
+	if rep.SkippedXattrs > 0 {
+		left = append(left, fmt.Sprintf("%d xattr(s) left out (a name with '=')", rep.SkippedXattrs))
+	}
+	fmt.Fprintf(stderr, "restored %s/%s to standard output as tar: %d entries (%d files, %s; %d hardlinks), %s of tar in %.2fs (%.1f MiB/s); %d chunks fetched (%s), verified%s\n",
+		snap, index.DisplayText(strings.TrimSuffix(meta, ".didx")), rep.Entries, rep.Files, humanBytes(uint64(rep.Bytes)), rep.Hardlinks,
+		humanBytes(uint64(rep.Written)), el.Seconds(), restore.MiBps(uint64(rep.Written), el), fetched, humanBytes(fetchedBytes), leftWords(left))
+	return nil
+}
+
+// leftWords joins what a stream left out, after "; ".
+func leftWords(left []string) string {
+	if len(left) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(left, ", ")
+}
+
+// pxarError marks a malformed pxar archive (its chunks passed their
+// checks, the archive they make does not decode) as damaged data (exit 1).
+func pxarError(err error) error {
+	if errors.Is(err, pxar.ErrFormat) {
+		return &dataError{err}
+	}
+	return err
+}
