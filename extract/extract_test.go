@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/pxar"
 )
 
@@ -122,162 +123,6 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// parseACL decodes a kernel ACL xattr into tag → id → permissions.
-func parseACL(t *testing.T, b []byte) map[string]uint16 {
-	t.Helper()
-	if len(b) < 4 || binary.LittleEndian.Uint32(b) != 2 || (len(b)-4)%8 != 0 {
-		t.Fatalf("ACL xattr of %d bytes: %x", len(b), b)
-	}
-	m := map[string]uint16{}
-	for b = b[4:]; len(b) > 0; b = b[8:] {
-		m[fmt.Sprintf("%#x:%d", binary.LittleEndian.Uint16(b), int32(binary.LittleEndian.Uint32(b[4:])))] = binary.LittleEndian.Uint16(b[2:])
-	}
-	return m
-}
-
-// wantACL is what parseACL must return for e's access (or default) ACL.
-func wantACL(e *pxar.Entry, def bool, shift uint32) map[string]uint16 {
-	m := map[string]uint16{}
-	add := func(tag int, id int32, p uint64) { m[fmt.Sprintf("%#x:%d", tag, id)] = uint16(p) }
-	users, groups := e.ACL.Users, e.ACL.Groups
-	if def {
-		users, groups = e.ACL.DefaultUsers, e.ACL.DefaultGroups
-		d := e.ACL.Default
-		add(1, -1, d.UserObj)
-		add(4, -1, d.GroupObj)
-		add(0x20, -1, d.Other)
-		if d.Mask != pxar.ACLNoMask {
-			add(0x10, -1, d.Mask)
-		}
-	} else {
-		add(1, -1, e.Mode>>6&7)
-		add(4, -1, *e.ACL.GroupObj)
-		add(0x10, -1, e.Mode>>3&7)
-		add(0x20, -1, e.Mode&7)
-	}
-	for _, u := range users {
-		add(2, int32(uint32(u.ID)+shift), u.Permissions)
-	}
-	for _, g := range groups {
-		add(8, int32(uint32(g.ID)+shift), g.Permissions)
-	}
-	return m
-}
-
-func getxattr(t *testing.T, p, name string) ([]byte, bool) {
-	t.Helper()
-	b := make([]byte, 128<<10)
-	n, err := unix.Lgetxattr(p, name, b)
-	if errors.Is(err, unix.ENODATA) {
-		return nil, false
-	}
-	if err != nil {
-		t.Fatalf("%s: getxattr %s: %v", p, name, err)
-	}
-	return b[:n], true
-}
-
-// compare checks that dir holds exactly archive a's tree: type, mode,
-// owner (shifted), mtime, content, link targets, device numbers,
-// hardlink identity, xattrs, ACLs, capabilities.
-func compare(t *testing.T, a *pxar.Archive, dir string, shift uint32) {
-	t.Helper()
-	var n int
-	err := a.Walk(func(e *pxar.Entry) error {
-		n++
-		p := filepath.Join(dir, e.Path)
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			t.Errorf("%q: %v", e.Path, err)
-			return nil
-		}
-		if e.Kind == pxar.KindHardlink {
-			var tst unix.Stat_t
-			if err := unix.Lstat(filepath.Join(dir, e.LinkTarget), &tst); err != nil || tst.Ino != st.Ino || tst.Dev != st.Dev {
-				t.Errorf("%q: not the same inode as %q", e.Path, e.LinkTarget)
-			}
-			return nil
-		}
-		if uint64(st.Mode) != e.Mode {
-			t.Errorf("%q: mode %#o, want %#o", e.Path, st.Mode, e.Mode)
-		}
-		if st.Uid != e.UID+shift || st.Gid != e.GID+shift {
-			t.Errorf("%q: owner %d:%d, want %d:%d", e.Path, st.Uid, st.Gid, e.UID+shift, e.GID+shift)
-		}
-		if st.Mtim.Sec != e.MTimeSec || st.Mtim.Nsec != int64(e.MTimeNsec) {
-			t.Errorf("%q: mtime %d.%09d, want %d.%09d", e.Path, st.Mtim.Sec, st.Mtim.Nsec, e.MTimeSec, e.MTimeNsec)
-		}
-		switch e.Kind {
-		case pxar.KindFile:
-			f, err := e.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, _ := io.ReadAll(f)
-			got, err := os.ReadFile(p)
-			if err != nil || !bytes.Equal(got, want) {
-				t.Errorf("%q: content differs (%d bytes, want %d): %v", e.Path, len(got), len(want), err)
-			}
-		case pxar.KindSymlink:
-			if got, err := os.Readlink(p); err != nil || got != e.LinkTarget {
-				t.Errorf("%q: link target %q, want %q (%v)", e.Path, got, e.LinkTarget, err)
-			}
-		case pxar.KindDevice:
-			if unix.Major(st.Rdev) != uint32(e.Device.Major) || unix.Minor(st.Rdev) != uint32(e.Device.Minor) {
-				t.Errorf("%q: device %d,%d, want %v", e.Path, unix.Major(st.Rdev), unix.Minor(st.Rdev), e.Device)
-			}
-		}
-		for _, xa := range e.Xattrs {
-			if got, ok := getxattr(t, p, string(xa.Name)); !ok || !bytes.Equal(got, xa.Value) {
-				t.Errorf("%q: xattr %s = %q, want %q", e.Path, xa.Name, got, xa.Value)
-			}
-		}
-		if len(e.ACL.Users) > 0 {
-			got, _ := getxattr(t, p, xattrACLAccess)
-			if g, w := parseACL(t, got), wantACL(e, false, shift); !mapsEqual(g, w) {
-				t.Errorf("%q: access ACL %v, want %v", e.Path, g, w)
-			}
-		} else if e.Kind != pxar.KindSymlink {
-			if _, ok := getxattr(t, p, xattrACLAccess); ok {
-				t.Errorf("%q: an access ACL the archive has not", e.Path)
-			}
-		}
-		if e.ACL.Default != nil {
-			got, _ := getxattr(t, p, xattrACLDefault)
-			if g, w := parseACL(t, got), wantACL(e, true, shift); !mapsEqual(g, w) {
-				t.Errorf("%q: default ACL %v, want %v", e.Path, g, w)
-			}
-		}
-		if e.FCaps != nil {
-			if got, ok := getxattr(t, p, xattrCaps); !ok || !bytes.Equal(got, e.FCaps) {
-				t.Errorf("%q: capabilities %x, want %x", e.Path, got, e.FCaps)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Nothing beyond the archive's entries.
-	var m int
-	filepath.WalkDir(dir, func(string, os.DirEntry, error) error { m++; return nil })
-	if m != n {
-		t.Errorf("%d entries in the directory, the archive has %d", m, n)
-	}
-}
-
-func mapsEqual(a, b map[string]uint16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 // TestExtractTree extracts a tree with every entry kind, legacy and split,
 // and compares every attribute.
 func TestExtractTree(t *testing.T) {
@@ -296,7 +141,7 @@ func TestExtractTree(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				compare(t, a, dir, shift)
+				fixture.PxarTreeEqual(t, a, dir, shift)
 				if rep.Files != 10 || rep.Dirs != 104 {
 					t.Errorf("report %+v", rep)
 				}

@@ -10,6 +10,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -39,6 +40,7 @@ type restoreCmd struct {
 	onMissing  *string // nil for drill: a drill never writes zeros for data
 	onCorrupt  *string
 	damage     [2]restore.Damage // parsed --on-missing, --on-corrupt
+	px         *pxarFlags        // pxar extraction (restorepxar.go); nil for drill
 }
 
 // registerDamageFlags adds --on-missing and --on-corrupt (restore only).
@@ -126,6 +128,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
 	rf := registerRestoreFormat(fs)
+	rc.registerPxarFlags(fs, true)
 	rc.stdoutOK = true
 	rc.keepWork = true
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -142,6 +145,9 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		if handled, err := rf.dispatch(ctx, rc, fs, stdout, stderr); handled {
 			return err
+		}
+		if archive.IsPxar(fs.Arg(1)) && fs.Arg(2) != "-" {
+			return rc.restorePxar(ctx, fs.Arg(0), fs.Arg(1), fs.Arg(2), stdout, stderr)
 		}
 		if fs.Arg(2) == "-" {
 			return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
