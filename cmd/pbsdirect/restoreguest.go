@@ -84,6 +84,7 @@ type guestReport struct {
 func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
+	rc.registerPxarFlags(fs, false)
 	rc.keepWork = true
 	gf := guestFlags{
 		maps:     fs.StringArray("map", nil, "ARCHIVE=TARGET: restore the disk ARCHIVE (drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx) to TARGET (a file or block device) instead of DIR/ARCHIVE.img; may be repeated"),
@@ -236,6 +237,9 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	src, err := snapshot.OpenSnapshot(ctx, store, snap, keys)
 	if err != nil {
 		return err
+	}
+	if snap.Type == "ct" && len(ctArchives(src.Manifest())) > 0 {
+		return rc.restoreGuestCT(ctx, src, dir, maps, gf, start, keys.OpeningTime, stopRetryLines, stdout, stderr)
 	}
 	archives, targets, err := guestDisks(src.Manifest(), dir, maps, *gf.only)
 	if err != nil {

@@ -308,3 +308,42 @@ func TestRestorePxarIncludeFetches(t *testing.T) {
 		t.Errorf("whole archive: %d chunk GETs, report %d, of %d chunks", n, rep.ChunksFetched, all)
 	}
 }
+
+// TestRestoreGuestCT restores container snapshots, legacy and split, plain
+// and encrypted: root.pxar extracted into DIR/rootfs (or --map
+// root.pxar=DIR2) and pct.conf written beside it; a non-empty rootfs is
+// refused before anything is written.
+func TestRestoreGuestCT(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: owners, device nodes")
+	}
+	store, snaps, keyfile := pxStore(t, func() *pxar.Node { return pxTree(0) })
+	a := pxArchive(t, pxTree(0))
+	for _, s := range snaps {
+		t.Run(fmt.Sprintf("split=%v/enc=%v", s.split, s.enc), func(t *testing.T) {
+			args := []string{"restore-guest", "--store", store}
+			if s.enc {
+				args = append(args, "--keyfile", keyfile)
+			}
+			dir := t.TempDir()
+			r := mustOK(t, append(args, s.snap, dir)...)
+			fixture.PxarTreeEqual(t, a, filepath.Join(dir, "rootfs"), 0)
+			if b, err := os.ReadFile(filepath.Join(dir, "pct.conf")); err != nil || !strings.Contains(string(b), "hostname: ct") {
+				t.Errorf("pct.conf: %q %v", b, err)
+			}
+			if !strings.Contains(r.out, "restored container") || !strings.Contains(r.out, "configuration written") {
+				t.Errorf("report: %v", r)
+			}
+			// --map, JSON, an id shift.
+			dir2, other := t.TempDir(), filepath.Join(t.TempDir(), "ct200")
+			r = mustOK(t, append(args, "--output-format", "json", "--map", "root.pxar="+other, "--map-ids", "100000", s.snap, dir2)...)
+			fixture.PxarTreeEqual(t, a, other, 100000)
+			var rep ctGuestReport
+			if err := json.Unmarshal([]byte(r.out), &rep); err != nil || len(rep.Archives) != 1 || rep.Archives[0].Files != 4 || rep.Config != filepath.Join(dir2, "pct.conf") {
+				t.Errorf("JSON report %+v: %v", rep, err)
+			}
+			// Again into the same DIR: refused, naming both.
+			r = mustFail(t, exitUsage, []string{"rootfs", "not empty", "pct.conf"}, append(args, s.snap, dir)...)
+		})
+	}
+}
