@@ -201,7 +201,7 @@ func TestExtractInclude(t *testing.T) {
 // TestExtractNotEmpty refuses a non-empty directory without Force and
 // merges with it.
 func TestExtractNotEmpty(t *testing.T) {
-	meta, _ := encode(t, dir("", file("a", "new"), dir("sub", file("b", "b")), file("c", "c")), false)
+	meta, _ := encode(t, dir("", file("a", "new"), dir("sub", file("b", "b")), file("c", "c"), dir("sub2", file("planted", "p"))), false)
 	a, err := open(t, meta, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +212,10 @@ func TestExtractNotEmpty(t *testing.T) {
 	os.Mkdir(filepath.Join(d, "sub"), 0o700)
 	os.WriteFile(filepath.Join(d, "sub", "other"), []byte("kept"), 0o644)
 	os.Symlink("/nonexistent", filepath.Join(d, "c"))
+	// A symlink out of the directory where the archive has a directory:
+	// replaced, never followed.
+	outside := t.TempDir()
+	os.Symlink(outside, filepath.Join(d, "sub2"))
 	if _, err := Run(context.Background(), a, d, Options{}); !errors.Is(err, ErrNotEmpty) {
 		t.Fatalf("non-empty without Force: %v", err)
 	}
@@ -221,7 +225,10 @@ func TestExtractNotEmpty(t *testing.T) {
 	if _, err := Run(context.Background(), a, d, Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]string{"a": "new", "keep": "kept", "sub/other": "kept", "sub/b": "b", "c": "c"} {
+	if ents, _ := os.ReadDir(outside); len(ents) > 0 {
+		t.Errorf("written through a symlink out of the directory: %v", ents)
+	}
+	for p, want := range map[string]string{"a": "new", "keep": "kept", "sub/other": "kept", "sub/b": "b", "c": "c", "sub2/planted": "p"} {
 		if b, err := os.ReadFile(filepath.Join(d, p)); err != nil || string(b) != want {
 			t.Errorf("%s: %q %v, want %q", p, b, err, want)
 		}
