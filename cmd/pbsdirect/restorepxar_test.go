@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/extract"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -346,4 +349,51 @@ func TestRestoreGuestCT(t *testing.T) {
 			r = mustFail(t, exitUsage, []string{"rootfs", "not empty", "pct.conf"}, append(args, s.snap, dir)...)
 		})
 	}
+}
+
+// TestPxarErrorExitCodes: what an extraction fails on decides the exit
+// code: the file system written is outside the data (3), a malformed
+// archive is damage (1), a refusal of the command line is a usage error
+// (2).
+func TestPxarErrorExitCodes(t *testing.T) {
+	malformed := pxarMalformed(t)
+	cases := []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"no space", &extract.FSError{Path: "var/big", Op: "write at 0", Err: syscall.ENOSPC}, exitOutside},
+		{"permission on DIR", &extract.FSError{Path: ".", Op: "open /x", Err: syscall.EACCES}, exitOutside},
+		{"malformed archive", malformed, exitData},
+		{"not empty", fmt.Errorf("x: %w", extract.ErrNotEmpty), exitUsage},
+		{"include missing", fmt.Errorf("x: %w", extract.ErrNotFound), exitUsage},
+	}
+	for _, c := range cases {
+		if got := exitCode(pxarError(c.err)); got != c.code {
+			t.Errorf("%s: exit %d, want %d", c.name, got, c.code)
+		}
+	}
+	if s := pxarError(malformed).Error(); !strings.HasPrefix(s, "damaged archive: ") {
+		t.Errorf("malformed archive: %q", s)
+	}
+}
+
+// pxarMalformed is the decoder's error for an archive whose root goodbye
+// tail lies.
+func pxarMalformed(t *testing.T) error {
+	var m bytes.Buffer
+	if err := pxar.Encode(&m, nil, pxTree(0)); err != nil {
+		t.Fatal(err)
+	}
+	b := m.Bytes()
+	binary.LittleEndian.PutUint64(b[len(b)-8:], 1)
+	_, err := pxar.Open(bytes.NewReader(b), int64(len(b)), nil, 0)
+	if err == nil {
+		a, _ := pxar.Open(bytes.NewReader(b), int64(len(b)), nil, 0)
+		err = a.ReadDir(a.Root(), func(*pxar.Entry) error { return nil })
+	}
+	if !errors.Is(err, pxar.ErrFormat) {
+		t.Fatalf("patched archive: %v", err)
+	}
+	return err
 }
