@@ -134,7 +134,7 @@ func (rc *restoreCmd) restoreGuestCT(ctx context.Context, src *snapshot.Reader, 
 		rep.Archives = append(rep.Archives, r)
 		rep.ChunksFetched += r.ChunksFetched
 		rep.FetchedBytes += r.FetchedBytes
-		if err = pxarError(err); err != nil {
+		if err = extractError(err); err != nil {
 			r.ExitCode = codeFor(ctx, err)
 			gerr = err
 			break

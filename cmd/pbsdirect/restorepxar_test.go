@@ -369,11 +369,11 @@ func TestPxarErrorExitCodes(t *testing.T) {
 		{"include missing", fmt.Errorf("x: %w", extract.ErrNotFound), exitUsage},
 	}
 	for _, c := range cases {
-		if got := exitCode(pxarError(c.err)); got != c.code {
+		if got := exitCode(extractError(c.err)); got != c.code {
 			t.Errorf("%s: exit %d, want %d", c.name, got, c.code)
 		}
 	}
-	if s := pxarError(malformed).Error(); !strings.HasPrefix(s, "damaged archive: ") {
+	if s := extractError(malformed).Error(); !strings.HasPrefix(s, "damaged archive: ") {
 		t.Errorf("malformed archive: %q", s)
 	}
 }
