@@ -243,12 +243,21 @@ func TestExtractNonRoot(t *testing.T) {
 	}
 	meta, _ := encode(t, fullTree(), false)
 	a, _ := open(t, meta, nil)
-	rep, err := Run(context.Background(), a, t.TempDir(), Options{})
+	dir := t.TempDir()
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "readonly"), 0o700) }) // for TempDir's removal
+	rep, err := Run(context.Background(), a, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Warnings < 2 {
-		t.Errorf("report %+v: want warnings for the device nodes", rep)
+	if rep.Warnings < 2 || rep.Specials != 2 {
+		t.Errorf("report %+v: want the device nodes skipped with warnings, the FIFO and socket made", rep)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(dir, "attrs"), &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&0o7777 != 0o4754 {
+		t.Errorf("attrs: uid %d mode %#o, want the caller's %d and 04754 (%v)", st.Uid, st.Mode&0o7777, os.Getuid(), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "readonly", "f")); err != nil || string(b) != "in a 0555 directory" {
+		t.Errorf("file in a read-only directory: %q %v", b, err)
 	}
 }
 
