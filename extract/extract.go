@@ -95,6 +95,10 @@ var ErrNotEmpty = errors.New("directory not empty (give --force to merge into it
 // archive does not have.
 var ErrNotFound = errors.New("no such path in the archive")
 
+// ErrIDRange is wrapped by Run's error for an id that Options.MapIDs
+// would shift past the largest valid id (4294967294).
+var ErrIDRange = errors.New("shifted past the largest id")
+
 // ErrArchive is wrapped by Run's errors about what the archive says that
 // cannot be extracted as said: two entries of one name, a hardlink to
 // something that is no regular file extracted before it. Such an archive is
@@ -131,7 +135,7 @@ func (e *FSError) Unwrap() error { return e.Err }
 // decoder's *pxar.Error (a malformed archive matches pxar.ErrFormat; a
 // failed read of the archive carries the reader's error, a damaged chunk
 // included) with the entry's path and stream offset; ErrArchive; ErrNotEmpty;
-// ErrNotFound for an Include path the archive lacks; *FSError for the file
+// ErrNotFound for an Include path the archive lacks; ErrIDRange; *FSError for the file
 // system written; ctx's error when it is done. The report counts what was
 // written up to an error.
 func Run(ctx context.Context, a *pxar.Archive, dir string, o Options) (*Report, error) {
@@ -265,7 +269,7 @@ func (x *extractor) checkIDs(e *pxar.Entry) error {
 	}
 	for _, id := range ids {
 		if id+uint64(x.o.MapIDs) >= math.MaxUint32 {
-			return &archiveError{fmt.Sprintf("%s: id %d shifted by %d is past the largest id", strconv.Quote(e.Path), id, x.o.MapIDs)}
+			return fmt.Errorf("%s: id %d shifted by %d: %w", strconv.Quote(e.Path), id, x.o.MapIDs, ErrIDRange)
 		}
 	}
 	return nil

@@ -196,6 +196,10 @@ func TestExtractInclude(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing include: %v", err)
 	}
+	_, err = Run(context.Background(), a, t.TempDir(), Options{Include: []string{"attrs"}, MapIDs: 4294967294 - 4242})
+	if !errors.Is(err, ErrIDRange) || errors.Is(err, pxar.ErrFormat) {
+		t.Errorf("id shifted past the largest: %v", err)
+	}
 }
 
 // TestExtractNotEmpty refuses a non-empty directory without Force and

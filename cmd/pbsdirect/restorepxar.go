@@ -109,7 +109,7 @@ func extractError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, extract.ErrNotEmpty), errors.Is(err, extract.ErrNotFound):
+	case errors.Is(err, extract.ErrNotEmpty), errors.Is(err, extract.ErrNotFound), errors.Is(err, extract.ErrIDRange):
 		return usageOf(err)
 	case errors.Is(err, pxar.ErrFormat):
 		return &dataError{fmt.Errorf("damaged archive: %w", err)}

@@ -367,6 +367,7 @@ func TestPxarErrorExitCodes(t *testing.T) {
 		{"malformed archive", malformed, exitData},
 		{"not empty", fmt.Errorf("x: %w", extract.ErrNotEmpty), exitUsage},
 		{"include missing", fmt.Errorf("x: %w", extract.ErrNotFound), exitUsage},
+		{"id shift too far", fmt.Errorf("x: %w", extract.ErrIDRange), exitUsage},
 	}
 	for _, c := range cases {
 		if got := exitCode(extractError(c.err)); got != c.code {
