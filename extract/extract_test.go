@@ -375,3 +375,22 @@ func TestExtractHostile(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractCanceled stops at once when the context is done, returning
+// its error.
+func TestExtractCanceled(t *testing.T) {
+	meta, _ := encode(t, dir("", file("a", "x"), dir("b", file("c", "y"))), false)
+	a, err := open(t, meta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d := t.TempDir()
+	if _, err := Run(ctx, a, d, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled: %v", err)
+	}
+	if ents, _ := os.ReadDir(d); len(ents) != 0 {
+		t.Errorf("canceled run wrote %d entries", len(ents))
+	}
+}

@@ -152,6 +152,13 @@ func TestRestorePxarPlaces(t *testing.T) {
 				if rep.Files != 4 || rep.Hardlinks != 1 || rep.Specials != 2 || rep.ChunksFetched == 0 || rep.ExitCode != 0 {
 					t.Errorf("report %+v", rep)
 				}
+				// The whole container from the same place.
+				guest := t.TempDir()
+				mustOK(t, append(append([]string{"restore-guest"}, args...), s.snap, guest)...)
+				fixture.PxarTreeEqual(t, a, filepath.Join(guest, "rootfs"), 0)
+				if _, err := os.Stat(filepath.Join(guest, "pct.conf")); err != nil {
+					t.Error(err)
+				}
 			})
 		}
 	}
