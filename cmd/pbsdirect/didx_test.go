@@ -50,7 +50,7 @@ func TestDynamicArchive(t *testing.T) {
 	})
 
 	target := filepath.Join(t.TempDir(), "root.pxar")
-	mustOK(t, "restore", "--store", b.store, snap0, name, target)
+	mustOK(t, "restore", "--format", "pxar", "--store", b.store, snap0, name, target)
 	fixture.Equal(t, target, want)
 
 	for _, c := range []struct {
@@ -64,7 +64,7 @@ func TestDynamicArchive(t *testing.T) {
 			bad := b.clone(t)
 			c.damage(t, bad.store)
 			target := filepath.Join(t.TempDir(), "root.pxar")
-			mustFail(t, 1, []string{name, digests[1].String()}, "restore", "--store", bad.store, snap0, name, target)
+			mustFail(t, 1, []string{name, digests[1].String()}, "restore", "--format", "pxar", "--store", bad.store, snap0, name, target)
 			noFile(t, target)
 		})
 	}

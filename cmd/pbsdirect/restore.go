@@ -146,7 +146,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		if handled, err := rf.dispatch(ctx, rc, fs, stdout, stderr); handled {
 			return err
 		}
-		if archive.IsPxar(fs.Arg(1)) && fs.Arg(2) != "-" {
+		if archive.IsPxar(fs.Arg(1)) && fs.Arg(2) != "-" && !fs.Changed("format") {
 			return rc.restorePxar(ctx, fs.Arg(0), fs.Arg(1), fs.Arg(2), stdout, stderr)
 		}
 		if fs.Arg(2) == "-" {

@@ -34,7 +34,7 @@ type restoreFormat struct {
 
 // registerRestoreFormat adds --format to restore's flags.
 func registerRestoreFormat(fs *flag.FlagSet) *restoreFormat {
-	return &restoreFormat{format: fs.String("format", streamPxar, "with a pxar archive (.pxar) and TARGET -: tar writes a POSIX (PAX) tar stream of its files (xattrs, ACLs, capabilities as GNU tar --xattrs --acls reads them), for tar -x or pct restore; pxar writes the raw archive stream (legacy archives only)")}
+	return &restoreFormat{format: fs.String("format", streamPxar, "with a pxar archive (.pxar) and TARGET -: tar writes a POSIX (PAX) tar stream of its files (xattrs, ACLs, capabilities as GNU tar --xattrs --acls reads them), for tar -x or pct restore; pxar writes the raw archive stream (legacy archives only), also to a file TARGET instead of extracting into a directory")}
 }
 
 // dispatch runs restore SNAPSHOT ARCHIVE - for a pxar archive (the raw
@@ -49,8 +49,10 @@ func (rf *restoreFormat) dispatch(ctx context.Context, rc *restoreCmd, fs *flag.
 			return true, usagef("--format %q: want tar or pxar", *rf.format)
 		case !isPxar:
 			return true, usagef("--format applies to pxar archives (.pxar), not to %s", index.DisplayText(name))
+		case fs.Arg(2) != "-" && *rf.format == streamTar:
+			return true, usagef("--format tar applies to TARGET - (standard output); a directory TARGET is extracted into")
 		case fs.Arg(2) != "-":
-			return true, usagef("--format applies to TARGET - (standard output)")
+			return false, nil // --format pxar: the raw stream into a file, as any .didx archive
 		}
 	}
 	if !isPxar || fs.Arg(2) != "-" {
