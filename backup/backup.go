@@ -79,7 +79,7 @@ type Options struct {
 	// PxarLegacy writes directories (".pxar" sources) as legacy pxar
 	// archives, NAME.pxar.didx with a catalog.pcat1.didx beside them;
 	// otherwise split, NAME.mpxar.didx and NAME.ppxar.didx, as
-	// proxmox-backup-client 3.2.5 and later do by default.
+	// proxmox-backup-client writes them with --change-detection-mode data.
 	PxarLegacy bool
 }
 
