@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -123,7 +125,9 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		var stats backup.Stats
 		var total int64
 		for _, s := range sources {
-			if st, err := os.Stat(s.Path); err == nil && !st.IsDir() {
+			if st, err := os.Stat(s.Path); err == nil && st.IsDir() {
+				total += dirBytes(s.Path)
+			} else if err == nil {
 				total += st.Size()
 			}
 		}
@@ -167,6 +171,22 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		}
 		return nil
 	}
+}
+
+// dirBytes returns the bytes of the regular files under dir (symlinks not
+// followed; unreadable parts skipped): about what a pxar archive of it
+// holds, for the progress report's total.
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // backupCommand is 'pbsdirect backup'.
