@@ -197,11 +197,11 @@ func backupCommand() commandSpec {
 		long: `Back up disk images (NAME.img:PATH, from a file or block device), directories
 (NAME.pxar:DIR, as a pxar archive cut into content-defined chunks; split or
 legacy with --pxar-format) and blobs (NAME.conf:PATH, NAME.log:PATH) into a
-new snapshot of a datastore, as proxmox-backup-client does. Chunks already in the store are not written again,
-once read back and checked (decoded, digest): a damaged one is kept aside as
-<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile
-(or the default key file) archives are encrypted; --master-pubkey-file also
-stores the key encrypted under an RSA master key.`,
+new snapshot of a datastore, as proxmox-backup-client does. Chunks already in
+the store are not written again, once read back and checked (decoded, digest):
+a damaged one is kept aside as <digest>.N.bad, as PBS's verify keeps it, and
+written again. With --keyfile (or the default key file) archives are encrypted;
+--master-pubkey-file also stores the key encrypted under an RSA master key.`,
 		example: `  pbsdirect backup --store /mnt/ds --backup-type vm --backup-id 100 drive-scsi0.img:/dev/vg0/vm-100-disk-0
   pbsdirect backup --store /mnt/ds --backup-type host --backup-id web1 root.pxar:/
   pbsdirect backup --store s3://backups/pbs --keyfile enc.key --master-pubkey-file master-public.pem root.img:/var/tmp/root.raw`,
