@@ -359,3 +359,23 @@ func checkCatalog(t *testing.T, dir string, snap index.Snapshot, cc *crypto.Conf
 		t.Errorf("catalog lists %d entries, want %d (the tree's under root.pxar.didx): %q", len(got), want, got)
 	}
 }
+
+// BenchmarkChunker measures Scan over random data at the archive average.
+func BenchmarkChunker(b *testing.B) {
+	data := make([]byte, 64<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		c := backup.NewChunker(backup.DefaultDynamicChunkSize)
+		for p := data; len(p) > 0; {
+			n := c.Scan(p)
+			if n == 0 {
+				break
+			}
+			p = p[n:]
+		}
+	}
+}
