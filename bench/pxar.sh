@@ -14,7 +14,8 @@
 #
 # Knobs: BENCH_DIR (default build/bench), BENCH_PXAR_MIB (1024; 256 with
 # BENCH_QUICK=1), BENCH_RUNS (3; 1 with BENCH_QUICK=1), BENCH_PXAR_FORMAT
-# (split or legacy, default split), BENCH_REGEN=1 (rebuild tree, tar, store).
+# (split or legacy, default split), BENCH_REGEN=1 (rebuild tree, tar, store),
+# PBSDIRECT=PATH (a pbsdirect binary to use instead of building this tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -37,7 +38,7 @@ STORE=$DATA/ds-$FORMAT
 SNAP_TIME=2026-11-29T10:00:00Z
 SNAP=host/bench/$SNAP_TIME
 OUTD=$WORK/out
-BIN=$WORK/pbsdirect
+BIN=${PBSDIRECT:-$WORK/pbsdirect}
 log() { echo "== $*" >&2; }
 for tool in tar /usr/bin/time find sort awk; do
   command -v "$tool" >/dev/null || { echo "bench/pxar.sh: $tool missing" >&2; exit 2; }
@@ -46,7 +47,7 @@ tar --version | head -1 | grep -q 'GNU tar' || { echo "bench/pxar.sh: needs GNU 
 if [ "${BENCH_REGEN:-0}" = 1 ]; then rm -rf "$DATA"; fi
 mkdir -p "$DATA" "$OUTD"
 
-$GO build -tags "$TAGS" -o "$BIN" ./cmd/pbsdirect
+[ -n "${PBSDIRECT:-}" ] || $GO build -tags "$TAGS" -o "$BIN" ./cmd/pbsdirect
 
 # The tree: regular files and symlinks of /usr/share then /usr/lib, in
 # find's order, until MIB MiB of file contents.
@@ -124,7 +125,7 @@ if [ "$PBS_OK" = yes ] && [ "${#pbs_t[@]}" -gt 0 ]; then
   printf '| `pbsdirect restore … root.pxar DIR` | %.2f | %s |\n' "$PBS_MED" "$(rate "$PBS_MED")"
   ratio=$(echo "scale=3; $TAR_MED / $PBS_MED" | bc)
   echo
-  echo "runs (tar s / pbsdirect s): $(paste -d/ <(printf '%s\n' "${tar_t[@]}") <(printf '%s\n' "${pbs_t[@]}") | tr '\n' ' ')"
+  echo "runs (tar s / pbsdirect s): $(paste <(printf '%s\n' "${tar_t[@]}") <(printf '%s\n' "${pbs_t[@]}") | awk '{printf "%.2f/%.2f ", $1, $2}')"
   if [ "$(echo "$ratio >= 0.80" | bc)" = 1 ]; then verdict=PASS; else verdict=FAIL; fi
   printf 'goal: pbsdirect/tar = %.1f %% (≥ 80 %%): %s\n' "$(echo "$ratio * 100" | bc)" "$verdict"
   [ $verdict = PASS ]
