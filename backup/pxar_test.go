@@ -379,3 +379,44 @@ func BenchmarkChunker(b *testing.B) {
 		}
 	}
 }
+
+// TestPxarBackupTwoArchives: two legacy pxar archives in one snapshot
+// share one catalog, one top directory per archive.
+func TestPxarBackupTwoArchives(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	fixture.WriteFile(t, a, "x", []byte("x"))
+	fixture.WriteFile(t, b, "y", []byte("y"))
+	dir := fixture.NewStore(t)
+	snap := fixture.Snap(t, "", "host", "h2", fixture.T0)
+	res, _, err := run(t, dir, backup.Options{Snapshot: snap, PxarLegacy: true},
+		backup.Source{Name: "root.pxar", Path: a}, backup.Source{Name: "etc.pxar", Path: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range res.Manifest.Files {
+		names = append(names, f.Filename)
+	}
+	if want := []string{"root.pxar.didx", "etc.pxar.didx", "catalog.pcat1.didx"}; !slices.Equal(names, want) {
+		t.Fatalf("manifest lists %v, want %v", names, want)
+	}
+	m := fixture.Manifest(t, dir, snap)
+	r, err := archive.Open(context.Background(), fixture.OpenStore(t, dir), snap.Dir(), m, "catalog.pcat1.didx", nil, archive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cat, err := pxar.OpenCatalog(r, r.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := cat.Walk(func(e pxar.CatalogEntry) error { got = append(got, e.Path); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"root.pxar.didx/x", "etc.pxar.didx/y"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("catalog lacks %s: %q", w, got)
+		}
+	}
+}
