@@ -116,6 +116,9 @@ var mayImport = map[string][]string{
 	"pxarfs": {"fusefs", "pxar"},
 	// pxartar writes a pxar archive as a POSIX (PAX) tar stream.
 	"pxartar": {"pxar"},
+	// extract writes a pxar archive's tree into a directory: the decoder
+	// below it, the file system beside it, nothing of PBS's stores.
+	"extract": {"pxar"},
 	// cmd/internal/cli is the commands' generic machinery (command tree,
 	// output formats, exit codes, man pages): below cmd's commands, and
 	// nothing of PBS below it; the program's exit-code classification of

@@ -10,6 +10,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -39,6 +40,7 @@ type restoreCmd struct {
 	onMissing  *string // nil for drill: a drill never writes zeros for data
 	onCorrupt  *string
 	damage     [2]restore.Damage // parsed --on-missing, --on-corrupt
+	px         *pxarFlags        // pxar extraction (restorepxar.go); nil for drill
 }
 
 // registerDamageFlags adds --on-missing and --on-corrupt (restore only).
@@ -126,6 +128,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
 	rf := registerRestoreFormat(fs)
+	rc.registerPxarFlags(fs, true)
 	rc.stdoutOK = true
 	rc.keepWork = true
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -142,6 +145,9 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		}
 		if handled, err := rf.dispatch(ctx, rc, fs, stdout, stderr); handled {
 			return err
+		}
+		if archive.IsPxar(fs.Arg(1)) && fs.Arg(2) != "-" {
+			return rc.restorePxar(ctx, fs.Arg(0), fs.Arg(1), fs.Arg(2), stdout, stderr)
 		}
 		if fs.Arg(2) == "-" {
 			return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
@@ -373,6 +379,11 @@ are written; the target is synced before success is reported.
 SNAPSHOT is TYPE/ID/TIME (vm/100/2026-11-29T10:00:00Z) or TYPE/ID for the
 group's latest; ARCHIVE is drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx.
 TARGET is a new file (an existing one needs --force), a block device, or -.
+A pxar archive (root.pxar of a ct/ or host/ snapshot, legacy or split) is
+extracted into the directory TARGET (empty or absent; --force merges) with
+owners, modes, times, xattrs, ACLs and capabilities, never writing outside
+it; --include PATH extracts parts, --map-ids shifts ids for an unprivileged
+container.
 
 A restore that stops (interrupted, store unreachable or throttled past
 --retry-for, expired credentials, a missing or damaged chunk) keeps its partial
@@ -391,7 +402,8 @@ PBS_ENCRYPTION_PASSWORD_FD (key passphrase), PROXMOX_OUTPUT_FORMAT
 (--output-format), AWS_* for s3://.`,
 		example: `  pbsdirect restore --store /mnt/datastore/store1 vm/100 drive-scsi0 /var/tmp/vm100.raw
   pbsdirect restore --store s3://backups/pbs --keyfile enc.key vm/100/2026-11-29T10:00:00Z drive-scsi0 /dev/vg0/vm-100-disk-0
-  pbsdirect restore --store /mnt/ds vm/100 qemu-server.conf -`,
+  pbsdirect restore --store /mnt/ds vm/100 qemu-server.conf -
+  pbsdirect restore --store /mnt/ds ct/200 root.pxar /var/tmp/ct200 --include etc`,
 		build:    cmdRestore,
 		complete: completeSnapshotArchive,
 	}

@@ -84,6 +84,7 @@ type guestReport struct {
 func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
+	rc.registerPxarFlags(fs, false)
 	rc.keepWork = true
 	gf := guestFlags{
 		maps:     fs.StringArray("map", nil, "ARCHIVE=TARGET: restore the disk ARCHIVE (drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx) to TARGET (a file or block device) instead of DIR/ARCHIVE.img; may be repeated"),
@@ -236,6 +237,9 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	src, err := snapshot.OpenSnapshot(ctx, store, snap, keys)
 	if err != nil {
 		return err
+	}
+	if snap.Type == "ct" && len(ctArchives(src.Manifest())) > 0 {
+		return rc.restoreGuestCT(ctx, src, dir, maps, gf, start, keys.OpeningTime, stopRetryLines, stdout, stderr)
 	}
 	archives, targets, err := guestDisks(src.Manifest(), dir, maps, *gf.only)
 	if err != nil {
@@ -435,10 +439,12 @@ checked and decoded once and written wherever it is needed.
 A disk goes to DIR/ARCHIVE.img (drive-scsi0.img.fidx to DIR/drive-scsi0.img)
 unless --map ARCHIVE=TARGET names a file or block device for it; --archive
 restores only the disks it names. An archive --map or --archive names that
-the snapshot has not is a usage error (exit 2) naming those it has. Archive
-streams (.didx: a container's root.pxar) are not restored here: use restore. The
-configuration is written, as stored, to DIR/qemu-server.conf (DIR/pct.conf)
-or --config, once every disk is restored; --no-config writes none.
+the snapshot has not is a usage error (exit 2) naming those it has. A
+container snapshot (ct/) is extracted instead: root.pxar into DIR/rootfs (or
+--map root.pxar=DIR2), as restore extracts it (--map-ids for an unprivileged
+container), pct.conf beside it. The configuration is written, as stored, to
+DIR/qemu-server.conf (DIR/pct.conf) or --config, once every disk is restored;
+--no-config writes none.
 
 Every target is checked and locked before the first chunk of data is read:
 when one is refused (it exists without --force, it is busy, too small, in
