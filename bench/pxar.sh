@@ -31,7 +31,9 @@ fi
 FORMAT=${BENCH_PXAR_FORMAT:-split}
 mkdir -p "${BENCH_DIR:-build/bench}"
 WORK=$(cd "${BENCH_DIR:-build/bench}" && pwd)/pxar
-DATA=$WORK/data-${MIB}M
+# The leading "_" keeps go tooling (go list/vet/test ./...) out of the tree:
+# /usr/share holds .go files.
+DATA=$WORK/_data-${MIB}M
 TREE=$DATA/tree
 TARF=$DATA/tree.tar
 STORE=$DATA/ds-$FORMAT
