@@ -10,7 +10,7 @@ LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION))
 
 PREFIX  ?= /usr/local
 
-.PHONY: all build check-static man install demo test test-short vet bench bench-instant bench-badday bench-go tools clean
+.PHONY: all build check-static man install demo test test-short vet bench bench-instant bench-pxar bench-badday bench-go tools clean
 
 all: build
 
@@ -70,6 +70,10 @@ bench: build
 # serve-nbd's peak RSS, GETs per cold 4 KiB read from a bucket.
 bench-instant:
 	bash bench/instant.sh
+
+# pxar extraction (bench/README.md): restore of a directory archive vs tar -x.
+bench-pxar:
+	bash bench/pxar.sh
 
 # The bad day (bench/README.md): throttling windows, resume, a slow link.
 bench-badday:

@@ -85,7 +85,7 @@ var mayImport = map[string][]string{
 	"snapshot":   {"chunkstore", "index", "crypto"},
 	"restore":    {"snapshot", "chunkstore", "index", "crypto"},
 	"archive":    {"snapshot", "chunkstore", "index", "crypto", "pxar"},
-	"backup":     {"snapshot", "chunkstore", "index", "crypto", "fsutil"},
+	"backup":     {"snapshot", "chunkstore", "index", "crypto", "fsutil", "pxar"},
 	"verify":     {"restore", "snapshot", "chunkstore", "index", "crypto"},
 	"fusefs":     {},
 	"nbd":        {},

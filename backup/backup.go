@@ -20,31 +20,33 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/pxar"
 )
 
 // DefaultChunkSize is the PBS fixed-index chunk size: 4 MiB (§3.2).
 const DefaultChunkSize = 4 << 20
 
 // Source is one archive to back up: Name as in proxmox-backup-client's spec
-// "drive-scsi0.img:/path" (".img" → fixed index, ".conf"/".log" → blob), and
-// the file or block device to read.
+// "drive-scsi0.img:/path" (".img" → fixed index, ".pxar" → a directory as a
+// pxar archive in dynamic indexes, ".conf"/".log" → blob), and the file,
+// block device or directory to read.
 type Source struct {
 	Name string
 	Path string
 }
 
 // ParseSpec parses "archive-name:/path/to/file". The name is
-// [A-Za-z0-9_-]+ ending in ".img", ".conf" or ".log", as
+// [A-Za-z0-9_-]+ ending in ".img", ".pxar", ".conf" or ".log", as
 // proxmox-backup-client's backup source schema has it.
 func ParseSpec(spec string) (Source, error) {
 	name, p, ok := strings.Cut(spec, ":")
 	if !ok || name == "" || p == "" {
-		return Source{}, fmt.Errorf("backup spec %q: want NAME.img:PATH (e.g. drive-scsi0.img:/dev/vg/vm-100-disk-0)", spec)
+		return Source{}, fmt.Errorf("backup spec %q: want NAME.img:PATH or NAME.pxar:DIR (e.g. drive-scsi0.img:/dev/vg/vm-100-disk-0, root.pxar:/)", spec)
 	}
 	switch path.Ext(name) {
-	case ".img", ".conf", ".log":
+	case ".img", ".pxar", ".conf", ".log":
 	default:
-		return Source{}, fmt.Errorf("backup spec %q: archive name must end in .img (disk image), .conf or .log (blob)", spec)
+		return Source{}, fmt.Errorf("backup spec %q: archive name must end in .img (disk image), .pxar (directory), .conf or .log (blob)", spec)
 	}
 	base := strings.TrimSuffix(name, path.Ext(name))
 	if base == "" || strings.Trim(base, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
@@ -74,9 +76,16 @@ type Options struct {
 	// mode encrypt (§5.5). It is the key file encrypted under a master
 	// public key (crypto.RSAEncryptKeyFile).
 	RSAEncryptedKey []byte
+	// PxarLegacy writes directories (".pxar" sources) as legacy pxar
+	// archives, NAME.pxar.didx with a catalog.pcat1.didx beside them;
+	// otherwise split, NAME.mpxar.didx and NAME.ppxar.didx, as
+	// proxmox-backup-client writes them with --change-detection-mode data.
+	PxarLegacy bool
 }
 
-// Stats counts a backup's work; fields are updated atomically.
+// Stats counts a backup's work; fields are updated atomically. The chunks
+// of pxar archives (and their catalog) count as image chunks with data;
+// ImageBytes counts their archive streams' bytes.
 //
 // Every chunk of the images is either all zeros (a full chunk of zeros:
 // ZeroChunks, ZeroBytes) or has data. A chunk with data is written
@@ -184,13 +193,32 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	m := &index.Manifest{BackupType: snap.Type, BackupID: snap.ID, BackupTime: snap.Time}
 	w := &writer{store: store, opts: opts, stats: stats, done: map[crypto.Digest]bool{}}
 	for _, src := range sources {
-		var fi index.FileInfo
-		var err error
-		if path.Ext(src.Name) == ".img" {
-			fi, err = w.image(ctx, dir, src)
-		} else {
-			fi, err = w.blob(ctx, dir, src)
+		var fis []index.FileInfo
+		switch path.Ext(src.Name) {
+		case ".img":
+			fi, err := w.image(ctx, dir, src)
+			fis = append(fis, fi)
+			if err != nil {
+				return nil, err
+			}
+		case ".pxar":
+			if fis, err = w.pxarArchive(ctx, dir, src); err != nil {
+				return nil, err
+			}
+		default:
+			fi, err := w.blob(ctx, dir, src)
+			fis = append(fis, fi)
+			if err != nil {
+				return nil, err
+			}
 		}
+		for _, fi := range fis {
+			fi.CryptMode = crypt
+			m.Files = append(m.Files, fi)
+		}
+	}
+	if len(w.catalog) > 0 {
+		fi, err := w.catalogIndex(ctx, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +274,8 @@ type writer struct {
 	done  map[crypto.Digest]bool // digests written or found in this run
 	// decoders holds decoders for checking stored chunks.
 	decoders decoderPool
-	replaced []Replaced // damaged stored chunks replaced, under mu
+	replaced []Replaced   // damaged stored chunks replaced, under mu
+	catalog  []*pxar.Node // legacy pxar archives' trees, named as their .didx, for the catalog
 }
 
 // blob backs up a small file as an encoded blob (§1.4).

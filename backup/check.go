@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -37,7 +38,8 @@ func (e *refusal) Is(target error) bool { return target == ErrRefused }
 
 // CheckSources checks, before anything is written, that each source's
 // path is there and is a regular file or a block device (a FIFO or a
-// character device would be read without end, or waited on). A path that
+// character device would be read without end, or waited on), or for a
+// ".pxar" source a directory. A path that
 // is not there, or is something else, is ErrRefused; another stat error is
 // returned naming the source.
 func CheckSources(sources []Source) error {
@@ -49,6 +51,12 @@ func CheckSources(sources []Source) error {
 				err = &refusal{msg: err.Error(), err: err} // a path mistyped, not data missing
 			}
 			return err
+		}
+		if strings.HasSuffix(s.Name, ".pxar") {
+			if !st.IsDir() {
+				return &refusal{msg: fmt.Sprintf("backup source %s: %s %s, not a directory (nothing written)", s.Name, s.Path, outfile.Kind(st.Mode()))}
+			}
+			continue
 		}
 		if m := st.Mode(); !m.IsRegular() && (m&os.ModeDevice == 0 || m&os.ModeCharDevice != 0) {
 			return &refusal{msg: fmt.Sprintf("backup source %s: %s %s, not a regular file or block device (nothing written)", s.Name, s.Path, outfile.Kind(m))}

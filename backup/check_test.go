@@ -57,6 +57,16 @@ func TestCheckSources(t *testing.T) {
 			t.Errorf("%s: %v, want ErrRefused", p, err)
 		}
 	}
+	// A pxar source must be a directory; an image source must not be one.
+	d := t.TempDir()
+	if err := backup.CheckSources([]backup.Source{{Name: "root.pxar", Path: d}}); err != nil {
+		t.Errorf("directory as root.pxar: %v", err)
+	}
+	for _, s := range []backup.Source{{Name: "root.pxar", Path: img}, {Name: "a.img", Path: d}} {
+		if err := backup.CheckSources([]backup.Source{s}); !errors.Is(err, backup.ErrRefused) {
+			t.Errorf("%s from %s: %v, want ErrRefused", s.Name, s.Path, err)
+		}
+	}
 }
 
 // TestCheckCrypt: the crypt mode against the key there is; refusals are

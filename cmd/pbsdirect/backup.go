@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,10 +33,14 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
+	pxarFormat := fs.String("pxar-format", "split", "directories (NAME.pxar:DIR) as split (NAME.mpxar.didx + NAME.ppxar.didx) or legacy (NAME.pxar.didx + catalog.pcat1.didx) pxar archives")
 	masterPub := fs.String("master-pubkey-file", "", "RSA master public key (PEM, key create-master-key): store the encryption key encrypted under it as rsa-encrypted.key.blob, for recovery with key import-with-master-key")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 		if fs.NArg() == 0 {
-			return usagef("want at least one NAME.img:PATH")
+			return usagef("want at least one NAME.img:PATH or NAME.pxar:DIR")
+		}
+		if *pxarFormat != "split" && *pxarFormat != "legacy" {
+			return usagef("--pxar-format must be split or legacy, not %q", *pxarFormat)
 		}
 		if cs := *chunkSize; cs < 64 || cs > 4096 || cs&(cs-1) != 0 {
 			return usagef("--chunk-size must be 64, 128, 256, 512, 1024, 2048 or 4096 (KiB), not %d", cs)
@@ -119,13 +125,15 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		var stats backup.Stats
 		var total int64
 		for _, s := range sources {
-			if st, err := os.Stat(s.Path); err == nil {
+			if st, err := os.Stat(s.Path); err == nil && st.IsDir() {
+				total += dirBytes(s.Path)
+			} else if err == nil {
 				total += st.Size()
 			}
 		}
 		stopRetryLines()
 		bar := startProgressWatch(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) }, &sf.retries)
-		res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey}, &stats)
+		res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey, PxarLegacy: *pxarFormat == "legacy"}, &stats)
 		bar.done()
 		if err != nil {
 			return fmt.Errorf("backup failed, no snapshot written: %w", err)
@@ -165,19 +173,37 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 	}
 }
 
+// dirBytes returns the bytes of the regular files under dir (symlinks not
+// followed; unreadable parts skipped): about what a pxar archive of it
+// holds, for the progress report's total.
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
 // backupCommand is 'pbsdirect backup'.
 func backupCommand() commandSpec {
 	return commandSpec{
-		use:   "backup [flags] NAME.img:PATH [NAME.conf:PATH ...]",
-		short: "back up images (and blobs) into a new snapshot of a datastore",
-		long: `Back up disk images (NAME.img:PATH, from a file or block device) and blobs
-(NAME.conf:PATH, NAME.log:PATH) into a new snapshot of a datastore, as
-proxmox-backup-client does. Chunks already in the store are not written again,
-once read back and checked (decoded, digest): a damaged one is kept aside as
-<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile
-(or the default key file) archives are encrypted; --master-pubkey-file also
-stores the key encrypted under an RSA master key.`,
+		use:   "backup [flags] NAME.img:PATH|NAME.pxar:DIR [NAME.conf:PATH ...]",
+		short: "back up images, directories (and blobs) into a new snapshot of a datastore",
+		long: `Back up disk images (NAME.img:PATH, from a file or block device), directories
+(NAME.pxar:DIR, as a pxar archive cut into content-defined chunks; split or
+legacy with --pxar-format) and blobs (NAME.conf:PATH, NAME.log:PATH) into a
+new snapshot of a datastore, as proxmox-backup-client does. Chunks already in
+the store are not written again, once read back and checked (decoded, digest):
+a damaged one is kept aside as <digest>.N.bad, as PBS's verify keeps it, and
+written again. With --keyfile (or the default key file) archives are encrypted;
+--master-pubkey-file also stores the key encrypted under an RSA master key.`,
 		example: `  pbsdirect backup --store /mnt/ds --backup-type vm --backup-id 100 drive-scsi0.img:/dev/vg0/vm-100-disk-0
+  pbsdirect backup --store /mnt/ds --backup-type host --backup-id web1 root.pxar:/
   pbsdirect backup --store s3://backups/pbs --keyfile enc.key --master-pubkey-file master-public.pem root.img:/var/tmp/root.raw`,
 		build: cmdBackup,
 	}
