@@ -33,7 +33,7 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
-	pxarFormat := fs.String("pxar-format", "split", "directories (NAME.pxar:DIR) as split (NAME.mpxar.didx + NAME.ppxar.didx) or legacy (NAME.pxar.didx + catalog.pcat1.didx) pxar archives")
+	pxarFormat := fs.String("pxar-format", "legacy", "directories (NAME.pxar:DIR) as legacy (NAME.pxar.didx + catalog.pcat1.didx; the default, as proxmox-backup-client's) or split (NAME.mpxar.didx + NAME.ppxar.didx) pxar archives")
 	masterPub := fs.String("master-pubkey-file", "", "RSA master public key (PEM, key create-master-key): store the encryption key encrypted under it as rsa-encrypted.key.blob, for recovery with key import-with-master-key")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 		if fs.NArg() == 0 {
