@@ -197,6 +197,11 @@ func guestDisks(m *index.Manifest, dir string, maps map[string]string, only []st
 	if err := checkDistinctTargets(targets); err != nil {
 		return nil, nil, err
 	}
+	for i, t := range targets {
+		if err := checkNotWorkFile("--map "+index.DisplayText(strings.TrimSuffix(want[i], ".img.fidx"))+":", t, want, targets); err != nil {
+			return nil, nil, err
+		}
+	}
 	return want, targets, nil
 }
 
@@ -473,6 +478,9 @@ SNAPSHOT is TYPE/ID/TIME or TYPE/ID for the group's latest.`,
 // refusal is a usage error (exit 2) naming the path.
 func checkGuestConfig(path string, archives, targets []string, config []byte, force, resume bool) (there bool, err error) {
 	name := index.DisplayText(path)
+	if err := checkNotWorkFile("--config", path, archives, targets); err != nil {
+		return false, err
+	}
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
 			return a

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
+)
+
+// checkNotWorkFile refuses (a usage error, exit 2) a path given as a
+// target (what names it: "--map drive-scsi1", "--config") that is a
+// restore's working file: the partial output or the journal of one of
+// this run's disks (archives[i] goes to targets[i]), named so, or any
+// file named as such (filetarget.WorkFileKind). Writing one would take
+// over that restore's work.
+func checkNotWorkFile(what, path string, archives, targets []string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = filepath.Clean(path)
+	}
+	for i, t := range targets {
+		if filetarget.IsDevice(t) {
+			continue // its journal lives in the journal directories, named for it
+		}
+		partial, journal := filetarget.WorkFiles(t)
+		kind := ""
+		switch abs {
+		case partial:
+			kind = "partial output"
+		case journal, journal + ".new":
+			kind = "journal"
+		}
+		if kind != "" {
+			return usagef("%s %s is the %s of disk %s (restored to %s): give a path of its own", what, index.DisplayText(path), kind,
+				index.DisplayText(archives[i]), index.DisplayText(t))
+		}
+	}
+	if kind := filetarget.WorkFileKind(path); kind != "" {
+		return usagef("%s %s is named as the %s of a restore (pbsdirect's own working file): give a path of its own", what, index.DisplayText(path), kind)
+	}
+	return nil
+}
