@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
@@ -39,4 +41,15 @@ func checkNotWorkFile(what, path string, archives, targets []string) error {
 		return usagef("%s %s is named as the %s of a restore (pbsdirect's own working file): give a path of its own", what, index.DisplayText(path), kind)
 	}
 	return nil
+}
+
+// configError is err, an error writing (or checking) the guest's
+// configuration at path, said as the configuration's: its path once,
+// whether err names it already or not.
+func configError(path string, err error) error {
+	name := index.DisplayText(path)
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return fmt.Errorf("configuration %w", err)
+	}
+	return fmt.Errorf("configuration %s: %w", name, err)
 }

@@ -266,7 +266,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			// WriteFile's own checks (inside the store, through a link),
 			// made now: it writes only after every disk.
 			if err = filetarget.CheckWriteFile(configPath, rc.targetOptions(0)); err != nil {
-				err = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+				err = configError(configPath, err)
 			}
 		}
 		if err != nil {
@@ -374,7 +374,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	} else if gerr == nil && config != nil {
 		// Written as it is, never shown: its text is the store's.
 		if err := filetarget.WriteFile(configPath, config, rc.targetOptions(0)); err != nil {
-			gerr = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+			gerr = configError(configPath, err)
 		} else {
 			rep.Config = configPath
 		}

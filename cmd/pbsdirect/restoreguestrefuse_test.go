@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 )
@@ -104,4 +107,52 @@ func TestRestoreGuestRefusedResumeKeepsWork(t *testing.T) {
 		fixture.Equal(t, filepath.Join(out, guestDiskNames[i]+".img"), imgs[i])
 	}
 	fixture.Equal(t, conf, []byte(guestConf))
+}
+
+// readOnlyDir returns a new directory no file can be created in: a
+// read-only bind mount as root (permissions do not stop root), else a
+// directory of mode 0555.
+func readOnlyDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	ro := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(ro, 0o755) })
+		return ro
+	}
+	if err := unix.Mount(dir, ro, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("no bind mount: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(ro, unix.MNT_DETACH) })
+	if err := unix.Mount("", ro, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("no read-only remount: %v", err)
+	}
+	return ro
+}
+
+// TestRestoreGuestConfigDirReadOnly: a configuration that could not be
+// written (its directory read-only) refuses the guest restore with exit 3
+// before any chunk is fetched or any disk target created, naming the
+// configuration's path once.
+func TestRestoreGuestConfigDirReadOnly(t *testing.T) {
+	fixture.SkipIfShort(t)
+	storeArgs, p, digests := guestBucket(t, 0)
+	out := t.TempDir()
+	conf := filepath.Join(readOnlyDir(t), "qemu-server.conf")
+	r := mustFail(t, 3, []string{conf, "cannot create a file in"}, append(append([]string{"restore-guest"}, storeArgs...), "--config", conf, "vm/100", out)...)
+	if n := p.Matched()[len(digests)]; n != 0 {
+		t.Errorf("%d chunks fetched before the refusal", n)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("the refused run left %d entries in DIR", len(ents))
+	}
+	if strings.Count(r.err, conf) != 1 {
+		t.Errorf("the configuration's path said %d times: %s", strings.Count(r.err, conf), r.err)
+	}
 }
