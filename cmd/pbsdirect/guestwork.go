@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 )
 
@@ -52,4 +55,19 @@ func configError(path string, err error) error {
 		return fmt.Errorf("configuration %w", err)
 	}
 	return fmt.Errorf("configuration %s: %w", name, err)
+}
+
+// configNotWritten says why the guest's configuration was not written
+// when its disks' restore ended with err: interrupted or failed (a rerun
+// with --resume continues the disks and writes it), or a disk restored
+// with damage (a rerun once the store is repaired).
+func configNotWritten(ctx context.Context, err error) string {
+	var de *restore.DamagedError
+	switch {
+	case ctx.Err() != nil:
+		return "the restore was interrupted (rerun with --resume)"
+	case errors.As(err, &de) && de.Zeroed:
+		return "a disk was restored with damage (written as zeros); it is written once every disk restores whole"
+	}
+	return "disk restore failed (rerun with --resume)"
 }

@@ -52,15 +52,24 @@ type guestDiskReport struct {
 	ExitCode      int             `json:"exit-code"`
 }
 
+// guestConfigReport is what became of the guest's configuration: its
+// path, whether it is there as stored (written by this run, or found so
+// by a --resume), and, when not, why.
+type guestConfigReport struct {
+	Path    string `json:"path"`
+	Written bool   `json:"written"`
+	Reason  string `json:"reason,omitempty"`
+}
+
 // guestReport is restore-guest's report: every disk, the configuration
 // written, and the totals of the one run over all disks.
 type guestReport struct {
-	Snapshot      string            `json:"snapshot"`
-	Disks         []guestDiskReport `json:"disks"`
-	Config        string            `json:"config,omitempty"` // the path the configuration was written to
-	Size          uint64            `json:"size"`             // image bytes of all disks
-	DataBytes     uint64            `json:"data-bytes"`
-	ChunksFetched uint64            `json:"chunks-fetched"` // unique chunks this run fetched and verified, each once
+	Snapshot      string             `json:"snapshot"`
+	Disks         []guestDiskReport  `json:"disks"`
+	Config        *guestConfigReport `json:"config,omitempty"` // the configuration; nil when the snapshot has none or --no-config
+	Size          uint64             `json:"size"`             // image bytes of all disks
+	DataBytes     uint64             `json:"data-bytes"`
+	ChunksFetched uint64             `json:"chunks-fetched"` // unique chunks this run fetched and verified, each once
 	// ChunksFailed counts the chunks this run read that failed their
 	// check; FetchedBytes, the encoded bytes this run read from the
 	// store, counts both these and ChunksFetched.
@@ -369,14 +378,23 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		rep.Disks = append(rep.Disks, d)
 	}
 	gerr := errors.Join(errs...)
-	if gerr == nil && configThere {
-		rep.Config = configPath
-	} else if gerr == nil && config != nil {
+	if config != nil {
+		rep.Config = &guestConfigReport{Path: configPath}
+	}
+	switch {
+	case config == nil:
+	case gerr != nil:
+		// Written once every disk is: a rerun writes it.
+		rep.Config.Reason = configNotWritten(ctx, gerr)
+	case configThere:
+		rep.Config.Written = true
+	default:
 		// Written as it is, never shown: its text is the store's.
 		if err := filetarget.WriteFile(configPath, config, rc.targetOptions(0)); err != nil {
 			gerr = configError(configPath, err)
+			rep.Config.Reason = gerr.Error()
 		} else {
-			rep.Config = configPath
+			rep.Config.Written = true
 		}
 	}
 	rep.Seconds = took.Seconds()
@@ -426,8 +444,12 @@ func printGuestReport(w io.Writer, rep guestReport) {
 		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
 	}
 	printSalvaged(w, restore.Summary{Salvaged: rep.Salvaged, SalvagedChunks: rep.SalvagedChunks})
-	if rep.Config != "" {
-		fmt.Fprintf(w, "  configuration written to %s\n", index.DisplayText(rep.Config))
+	switch c := rep.Config; {
+	case c == nil:
+	case c.Written:
+		fmt.Fprintf(w, "  configuration written to %s\n", index.DisplayText(c.Path))
+	default:
+		fmt.Fprintf(w, "  configuration not written: %s\n", c.Reason)
 	}
 }
 

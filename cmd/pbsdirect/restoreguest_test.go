@@ -92,7 +92,11 @@ type guestJSON struct {
 		DataBytes               uint64 `json:"data-bytes"`
 		ResumedChunks           int    `json:"resumed-chunks"`
 	}
-	Config        string
+	Config struct {
+		Path    string
+		Written bool
+		Reason  string
+	}
 	SharedChunks  int    `json:"shared-chunks"`
 	ChunksFetched uint64 `json:"chunks-fetched"`
 	ExitCode      int    `json:"exit-code"`
@@ -119,7 +123,7 @@ func TestRestoreGuestE2E(t *testing.T) {
 		t.Fatalf("restore-guest JSON: %v\n%s", err, r.out)
 	}
 	targets := []string{filepath.Join(out, "drive-scsi0.img"), filepath.Join(out, "drive-scsi1.img"), dev}
-	if len(rep.Disks) != 3 || rep.ExitCode != 0 || rep.SharedChunks != 2 || rep.ChunksFetched != 6 || rep.Config != filepath.Join(out, "qemu-server.conf") {
+	if len(rep.Disks) != 3 || rep.ExitCode != 0 || rep.SharedChunks != 2 || rep.ChunksFetched != 6 || rep.Config.Path != filepath.Join(out, "qemu-server.conf") || !rep.Config.Written {
 		t.Errorf("report: %s", r.out)
 	}
 	for i, d := range rep.Disks {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,51 @@ func TestRestoreGuestConfigDirReadOnly(t *testing.T) {
 	}
 	if strings.Count(r.err, conf) != 1 {
 		t.Errorf("the configuration's path said %d times: %s", strings.Count(r.err, conf), r.err)
+	}
+}
+
+// TestRestoreGuestConfigNotWrittenSaid: when a disk's restore fails or is
+// damaged, the configuration is not written, and both reports say so and
+// why: the text's "configuration not written: …", JSON's config with
+// written false and the reason.
+func TestRestoreGuestConfigNotWrittenSaid(t *testing.T) {
+	fixture.SkipIfShort(t)
+	store := guestStore(t)
+	_, ds := fixture.Digests(t, filepath.Join(store, "vm", "100", t0str, "drive-virtio0.img.fidx"))
+	p := fixture.ChunkPath(store, ds[len(ds)-1])
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-1] ^= 0xff
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		onCorrupt, reason string
+	}{
+		{"fail", "disk restore failed (rerun with --resume)"},
+		{"zero", "a disk was restored with damage"},
+	} {
+		t.Run(c.onCorrupt, func(t *testing.T) {
+			out := t.TempDir()
+			args := []string{"restore-guest", "--store", store, "--on-corrupt", c.onCorrupt, "vm/100", out}
+			r := pbs(t, args...)
+			if r.code != 1 || !strings.Contains(r.out, "configuration not written: "+c.reason) {
+				t.Errorf("text report: exit %d, want 1 and %q: %v", r.code, c.reason, r)
+			}
+			out = t.TempDir()
+			r = pbs(t, append(append([]string{}, args[:len(args)-1]...), "--output-format", "json", out)...)
+			var rep guestJSON
+			if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+				t.Fatalf("JSON: %v\n%s", err, r.out)
+			}
+			if rep.Config.Path != filepath.Join(out, "qemu-server.conf") || rep.Config.Written || !strings.Contains(rep.Config.Reason, c.reason) {
+				t.Errorf("JSON config: %+v, want not written: %s", rep.Config, c.reason)
+			}
+			if _, err := os.Stat(filepath.Join(out, "qemu-server.conf")); err == nil {
+				t.Errorf("the configuration was written")
+			}
+		})
 	}
 }
