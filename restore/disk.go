@@ -65,7 +65,7 @@ func planDisk(ctx context.Context, src *snapshot.Reader, name string, sink Sink,
 		}
 	}
 	if o.Resume {
-		if d.rs, err = openResume(ctx, d.jr, d.jpath, d.hdr, plan, key, o.KeepWork, note); err != nil {
+		if d.rs, err = openResume(ctx, d.jr, d.jpath, d.hdr, plan, key, o.KeepWork, o.guest, note); err != nil {
 			return nil, err
 		}
 		if d.rs.complete != "" {

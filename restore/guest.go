@@ -92,6 +92,17 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	if len(disks) > MaxGuestDisks {
 		return nil, fmt.Errorf("%d disks: at most %d are restored at once", len(disks), MaxGuestDisks)
 	}
+	o.guest = true
+	// A note that the restore starts from the beginning is said only once
+	// every target was accepted: a refused run starts nothing.
+	var later []string
+	planNote := func(msg string) {
+		if strings.Contains(msg, "nothing to resume") {
+			later = append(later, msg)
+			return
+		}
+		note(msg)
+	}
 	ds := make([]*disk, len(disks))
 	closeAll := func() {
 		for _, d := range ds {
@@ -107,7 +118,7 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	}
 	var active []*disk
 	for i, g := range disks {
-		d, err := planDisk(ctx, src, g.Archive, g.Sink, o, note)
+		d, err := planDisk(ctx, src, g.Archive, g.Sink, o, planNote)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("%s: %w", g.Archive, err)
@@ -160,6 +171,9 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	if len(refused) > 0 {
 		closeAll()
 		return nil, errors.Join(refused...)
+	}
+	for _, msg := range later {
+		note(msg)
 	}
 	// Every target accepted: only now is a journal discarded or started.
 	for _, d := range order {

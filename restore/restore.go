@@ -136,6 +136,9 @@ type RestoreOptions struct {
 	// starting "note: " or "warning: ", without "pbsdirect: " or a line
 	// end; nil says nothing.
 	Note func(msg string)
+	// guest is set by RestoreGuest: refusals name its command line
+	// (SNAPSHOT, no archive) for what continues a stopped restore.
+	guest bool
 }
 
 // Result is what a finished Restore leaves: the target committed (durable,

@@ -1,0 +1,59 @@
+package restore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/restoretest"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
+)
+
+// TestRestoreGuestResumeOtherSnapshotSaysGuest: a guest --resume naming
+// a newer snapshot than the one whose stopped restore left durable
+// chunks is refused naming what continues it in restore-guest's words
+// (restore-guest --resume SNAPSHOT), not restore's (SNAPSHOT ARCHIVE);
+// and a guest refused for another cause (o.Refused) says nothing about
+// starting from the beginning.
+func TestRestoreGuestResumeOtherSnapshotSaysGuest(t *testing.T) {
+	ctx := context.Background()
+	data := fixture.Mixed(40*cs+1234, 17)
+	dir, snap := restoretest.SnapshotOf(t, data, nil)
+	putBack := stopOnLastChunk(t, dir, fixture.SnapPath(dir, snap, "drive-scsi0.img.fidx"))
+	out := t.TempDir()
+	disks := []restore.GuestDisk{{Archive: "drive-scsi0.img.fidx", Sink: &filetarget.Sink{Path: filepath.Join(out, "drive-scsi0.img")}}}
+	var notes []string
+	o := restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true, Note: func(m string) { notes = append(notes, m) }}
+	g, err := restore.RestoreGuest(ctx, src(t, dir, "vm/100"), disks, o)
+	var se *restore.StoppedError
+	if err != nil || !errors.As(g.Err(), &se) || se.Durable == 0 {
+		t.Fatalf("stopped guest restore: %v, %v", err, g.Err())
+	}
+	putBack()
+
+	// Refused for the caller's reason, with a disk that has nothing to
+	// resume: no note says the restore starts.
+	o.Resume = true
+	other := []restore.GuestDisk{{Archive: "drive-scsi0.img.fidx", Sink: &filetarget.Sink{Path: filepath.Join(t.TempDir(), "drive-scsi0.img")}}}
+	notes = nil
+	_, err = restore.RestoreGuest(ctx, src(t, dir, "vm/100"), other, restore.RestoreOptions{Resume: true, KeepWork: true, Refused: restore.Unusable(errors.New("configuration refused")),
+		Note: func(m string) { notes = append(notes, m) }})
+	if err == nil || len(notes) != 0 {
+		t.Errorf("refused guest: %v; notes %q, want none", err, notes)
+	}
+
+	img := fixture.WriteFile(t, t.TempDir(), "new.raw", fixture.Mixed(8*cs, 30))
+	newer := fixture.Snap(t, "", "vm", "100", fixture.T0+3600)
+	fixture.Backup(t, dir, newer, backup.Options{ChunkSize: cs}, backup.Source{Name: "drive-scsi0.img", Path: img})
+	notes = nil
+	_, err = restore.RestoreGuest(ctx, src(t, dir, "vm/100"), disks, o)
+	wantRefused(t, newer.String(), err, []string{"restore-guest --resume " + snap.String() + " continues it", "--restart"}, []string{snap.String() + " drive-scsi0.img.fidx continues"})
+	if len(notes) != 0 || strings.Contains(err.Error(), "starts from the beginning") {
+		t.Errorf("notes %q", notes)
+	}
+}
