@@ -57,3 +57,39 @@ func TestRestoreGuestResumeOtherSnapshotSaysGuest(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 }
+
+// TestRestoreGuestResumedDistinct: a --resume of a guest every disk of
+// which is complete counts the chunks it resumed once each, however many
+// disks hold them (a and b are on two disks): six, as a run fetching
+// them counts them, not the eight the disks' own counts add up to.
+func TestRestoreGuestResumedDistinct(t *testing.T) {
+	ctx := context.Background()
+	imgs := guestImages()
+	dir := guestSnapshot(t, imgs)
+	out := t.TempDir()
+	var disks []restore.GuestDisk
+	for i := range imgs {
+		disks = append(disks, restore.GuestDisk{Archive: guestArchives[i], Sink: &filetarget.Sink{Path: filepath.Join(out, guestArchives[i]+".raw")}})
+	}
+	o := restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true, Resume: true}
+	for run := range 2 {
+		src, _ := countingReader(t, dir)
+		g, err := restore.RestoreGuest(ctx, src, disks, o)
+		if err != nil || g.Err() != nil {
+			t.Fatalf("run %d: %v, %v", run, err, g.Err())
+		}
+		sum := 0
+		for _, r := range g.Disks {
+			if r.Target != nil {
+				r.Target.Close(false)
+			}
+			sum += r.Resumed
+		}
+		if run == 1 && (g.ResumedChunks != 6 || sum != 8) {
+			t.Errorf("complete guest: %d chunks resumed (disks' own: %d), want 6 (8)", g.ResumedChunks, sum)
+		}
+		if run == 0 && g.ResumedChunks != 0 {
+			t.Errorf("first run: %d chunks resumed", g.ResumedChunks)
+		}
+	}
+}

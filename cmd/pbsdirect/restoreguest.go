@@ -79,7 +79,7 @@ type guestReport struct {
 	// disk uses (each once, the zero chunk left out), fetched once for
 	// all of them; ChunksFetched is what was fetched.
 	SharedChunks  int `json:"shared-chunks"`
-	ResumedChunks int `json:"resumed-chunks,omitempty"` // chunks the disks' stopped restores kept, not fetched again
+	ResumedChunks int `json:"resumed-chunks,omitempty"` // distinct chunks the disks held already (their stopped restores kept them, or found complete), not fetched again; each once, as chunks-fetched
 	// Salvaged lists the chunks recovered from copies kept aside as
 	// damaged (".bad" copies, which PBS never reads), the first
 	// restore.MaxSalvagedListed; SalvagedChunks counts them all.
@@ -374,9 +374,9 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		}
 		rep.Size += d.Size
 		rep.DataBytes += d.DataBytes
-		rep.ResumedChunks += d.ResumedChunks
 		rep.Disks = append(rep.Disks, d)
 	}
+	rep.ResumedChunks = g.ResumedChunks
 	gerr := errors.Join(errs...)
 	if config != nil {
 		rep.Config = &guestConfigReport{Path: configPath}
@@ -441,7 +441,7 @@ func printGuestReport(w io.Writer, rep guestReport) {
 	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded read%s); %d shared by several disks and fetched once\n",
 		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), failed, rep.SharedChunks)
 	if rep.ResumedChunks > 0 {
-		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
+		fmt.Fprintf(w, "  resumed: %d distinct chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
 	}
 	printSalvaged(w, restore.Summary{Salvaged: rep.Salvaged, SalvagedChunks: rep.SalvagedChunks})
 	switch c := rep.Config; {
