@@ -3,6 +3,7 @@ package restore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,5 +92,22 @@ func TestRestoreGuestResumedDistinct(t *testing.T) {
 		if run == 0 && g.ResumedChunks != 0 {
 			t.Errorf("first run: %d chunks resumed", g.ResumedChunks)
 		}
+	}
+}
+
+// TestFailedInterruptedWords: a restore interrupted before anything was
+// kept (a guest's disk that had not started) says so, without the
+// "context canceled" of the cancellation, which it still wraps; another
+// cause is named.
+func TestFailedInterruptedWords(t *testing.T) {
+	err := restore.Failed("drive-virtio0.img.fidx", "/o/drive-virtio0.img", false, fmt.Errorf("fetch: %w", context.Canceled))
+	if msg := err.Error(); strings.Contains(msg, "canceled") || !strings.Contains(msg, "interrupted") || !strings.Contains(msg, "/o/drive-virtio0.img") {
+		t.Errorf("interrupted: %q", msg)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancellation is lost: %v", err)
+	}
+	if err := restore.Failed("a.fidx", "/t", false, errors.New("store unreachable")); !strings.Contains(err.Error(), "failed, nothing was kept: store unreachable") {
+		t.Errorf("store: %q", err)
 	}
 }
