@@ -65,7 +65,7 @@ func planDisk(ctx context.Context, src *snapshot.Reader, name string, sink Sink,
 		}
 	}
 	if o.Resume {
-		if d.rs, err = openResume(ctx, d.jr, d.jpath, d.hdr, plan, key, o.KeepWork, note); err != nil {
+		if d.rs, err = openResume(ctx, d.jr, d.jpath, d.hdr, plan, key, o.KeepWork, o.guest, note); err != nil {
 			return nil, err
 		}
 		if d.rs.complete != "" {
@@ -140,7 +140,8 @@ func (d *disk) startJournal(note func(string)) error {
 
 // abandon closes the opened target and its journal before any work was
 // done: a target the restore created is removed, a journal it started
-// removed, one it continues kept.
+// removed, one it continues kept, and so is the partial output of the
+// stopped restore it continues (a refused resume changes nothing).
 func (d *disk) abandon() {
 	if d.target == nil {
 		return
@@ -149,6 +150,9 @@ func (d *disk) abandon() {
 		d.journal.Remove()
 	} else {
 		d.journal.Close()
+	}
+	if c, ok := d.target.(Committer); ok && d.rs.partial {
+		c.KeepPartial()
 	}
 	d.target.Close(true)
 	d.target = nil

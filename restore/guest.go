@@ -49,8 +49,14 @@ type GuestResult struct {
 	// (never fetched) left out: fetched once for all of them. It is the
 	// plan's figure; Stats.Fetched counts what the run fetched.
 	SharedChunks int
-	Options      Options // the pipeline options the run used
-	Elapsed      time.Duration
+	// ResumedChunks counts the distinct chunks (digests) the disks held
+	// already (what their stopped restores kept, a disk found complete)
+	// that the run did not fetch, each once however many disks hold it:
+	// comparable with Stats.Fetched. Each disk's Result.Resumed counts its
+	// own.
+	ResumedChunks int
+	Options       Options // the pipeline options the run used
+	Elapsed       time.Duration
 }
 
 // Err returns the disks' errors joined (errors.Join), nil when every
@@ -92,6 +98,17 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	if len(disks) > MaxGuestDisks {
 		return nil, fmt.Errorf("%d disks: at most %d are restored at once", len(disks), MaxGuestDisks)
 	}
+	o.guest = true
+	// A note that the restore starts from the beginning is said only once
+	// every target was accepted: a refused run starts nothing.
+	var later []string
+	planNote := func(msg string) {
+		if strings.Contains(msg, "nothing to resume") {
+			later = append(later, msg)
+			return
+		}
+		note(msg)
+	}
 	ds := make([]*disk, len(disks))
 	closeAll := func() {
 		for _, d := range ds {
@@ -107,7 +124,7 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	}
 	var active []*disk
 	for i, g := range disks {
-		d, err := planDisk(ctx, src, g.Archive, g.Sink, o, note)
+		d, err := planDisk(ctx, src, g.Archive, g.Sink, o, planNote)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("%s: %w", g.Archive, err)
@@ -161,6 +178,9 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		closeAll()
 		return nil, errors.Join(refused...)
 	}
+	for _, msg := range later {
+		note(msg)
+	}
 	// Every target accepted: only now is a journal discarded or started.
 	for _, d := range order {
 		if err := d.startJournal(note); err != nil {
@@ -176,6 +196,7 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		}
 	}
 	if len(active) == 0 {
+		g.ResumedChunks = resumedChunks(ds, nil, nil)
 		g.Elapsed = time.Since(start)
 		return g, nil
 	}
@@ -209,6 +230,7 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		return nil, err
 	}
 	g.SharedChunks = gp.shared
+	g.ResumedChunks = resumedChunks(ds, active, held)
 
 	opts := o.Pipeline
 	opts.Encrypted = active[0].encrypted
@@ -252,6 +274,33 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 	}
 	g.Elapsed = time.Since(start)
 	return g, nil
+}
+
+// resumedChunks counts the distinct chunks of the disks ds held already,
+// each once: every chunk of a disk found complete, those held[i] holds
+// of active[i]; a chunk another disk still needs fetched is not counted.
+func resumedChunks(ds, active []*disk, held []map[crypto.Digest]bool) int {
+	have := map[crypto.Digest]bool{}
+	for _, d := range ds {
+		if d.res.Complete != "" {
+			for k := range d.plan.Chunks {
+				have[d.plan.Chunks[k].Digest] = true
+			}
+		}
+	}
+	for i := range active {
+		for c := range held[i] {
+			have[c] = true
+		}
+	}
+	for i, d := range active {
+		for k := range d.plan.Chunks {
+			if c := d.plan.Chunks[k].Digest; !held[i][c] {
+				delete(have, c) // fetched for this disk
+			}
+		}
+	}
+	return len(have)
 }
 
 // guestPlan is the one plan of a guest restore: the disks' images laid

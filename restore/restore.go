@@ -136,6 +136,9 @@ type RestoreOptions struct {
 	// starting "note: " or "warning: ", without "pbsdirect: " or a line
 	// end; nil says nothing.
 	Note func(msg string)
+	// guest is set by RestoreGuest: refusals name its command line
+	// (SNAPSHOT, no archive) for what continues a stopped restore.
+	guest bool
 }
 
 // Result is what a finished Restore leaves: the target committed (durable,
@@ -317,8 +320,23 @@ func Failed(archive, targetName string, partial bool, err error) error {
 	if partial {
 		return &PartialError{Archive: archive, Target: targetName, Err: err}
 	}
+	if errors.Is(err, context.Canceled) {
+		// Interrupted: the cause is the interruption, said once by the
+		// caller, not a "context canceled" of this restore's.
+		return &interruptedError{msg: fmt.Sprintf("restore of %s to %s interrupted before any chunk was made durable, nothing was kept", archive, targetName), err: err}
+	}
 	return fmt.Errorf("restore of %s to %s failed, nothing was kept: %w", archive, targetName, err)
 }
+
+// interruptedError is an interrupted restore's error: msg says what it
+// left; err, the cancellation, is kept for its kind (exit code).
+type interruptedError struct {
+	msg string
+	err error
+}
+
+func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Unwrap() error { return e.err }
 
 // StoppedError is a restore that stopped (any cause: damage, the store,
 // the target, an interruption) with chunks durable on the target and

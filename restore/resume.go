@@ -50,10 +50,11 @@ type resumeState struct {
 // restore's (a run without resume leaves none, or the file changed since)
 // is read back against the image (keyed with key for an encrypted
 // archive): whole, it is complete; otherwise the resume is refused
-// without Force (resumeOverFile). So is a block device no journal records
+// without Force (resumeOverFile); guest says that the refusals name
+// restore-guest's command line (resumeOther). So is a block device no journal records
 // a restore to (without Force, with allowComplete): whole, it is complete;
 // otherwise the restore starts (resumeOverDevice).
-func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHeader, plan *Plan, key *crypto.Config, allowComplete bool, note func(string)) (resumeState, error) {
+func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHeader, plan *Plan, key *crypto.Config, allowComplete, guest bool, note func(string)) (resumeState, error) {
 	fresh := func(why string) (resumeState, error) {
 		note(fmt.Sprintf("note: --resume: nothing to resume (%s): the restore starts from the beginning", why))
 		return resumeState{stale: jpath != ""}, nil
@@ -96,7 +97,7 @@ func openResume(ctx context.Context, jr Journaled, jpath string, hdr JournalHead
 	if complete == nil && h != hdr {
 		// An interrupted restore of something else: its durable chunks
 		// are not thrown away because a newer snapshot appeared.
-		why, err := resumeOther(jr, jpath, h, hdr, st)
+		why, err := resumeOther(jr, jpath, h, hdr, st, guest)
 		if err != nil {
 			return resumeState{}, err
 		}
@@ -276,8 +277,10 @@ func startOverCheck(jr Journaled, jpath string, restart, scratch bool) (string, 
 // (ErrRefused), naming the snapshot that continues it and --restart, which
 // starts over with hdr's. When nothing of it is left (no durable chunk, a
 // new file's partial output gone) it returns why there is nothing to
-// resume. An error reading the journal is returned.
-func resumeOther(jr Journaled, jpath string, h, hdr JournalHeader, st TargetState) (string, error) {
+// resume. An error reading the journal is returned. The refusal names
+// what continues the stopped restore as restore's arguments (SNAPSHOT
+// ARCHIVE), or with guest as restore-guest's (SNAPSHOT).
+func resumeOther(jr Journaled, jpath string, h, hdr JournalHeader, st TargetState, guest bool) (string, error) {
 	_, done, err := ReadJournal(jpath)
 	switch {
 	case err != nil:
@@ -287,10 +290,12 @@ func resumeOther(jr Journaled, jpath string, h, hdr JournalHeader, st TargetStat
 	case !st.Device && st.Missing && st.PartialGone:
 		return fmt.Sprintf("the partial output %s of the stopped restore of %s %s is gone", jr.PartialPath(), h.Snapshot, h.Archive), nil
 	}
-	return "", refusedf("--resume refused for %s: the stopped restore to it was of %s %s (index %.12s…, %d bytes; journal %s, %d durable chunks), not of %s %s (index %.12s…, %d bytes): "+
-		"--resume %s %s continues it; --restart (without --resume) discards it and restores %s %s",
-		jr.String(), h.Snapshot, h.Archive, h.IndexCsum, h.Size, jpath, len(done), hdr.Snapshot, hdr.Archive, hdr.IndexCsum, hdr.Size,
-		h.Snapshot, h.Archive, hdr.Snapshot, hdr.Archive)
+	how := fmt.Sprintf("--resume %s %s continues it; --restart (without --resume) discards it and restores %s %s", h.Snapshot, h.Archive, hdr.Snapshot, hdr.Archive)
+	if guest {
+		how = fmt.Sprintf("restore-guest --resume %s continues it; --restart (without --resume) discards it and restores %s", h.Snapshot, hdr.Snapshot)
+	}
+	return "", refusedf("--resume refused for %s: the stopped restore to it was of %s %s (index %.12s…, %d bytes; journal %s, %d durable chunks), not of %s %s (index %.12s…, %d bytes): %s",
+		jr.String(), h.Snapshot, h.Archive, h.IndexCsum, h.Size, jpath, len(done), hdr.Snapshot, hdr.Archive, hdr.IndexCsum, hdr.Size, how)
 }
 
 // resumeNeedsForce is the refusal of a resume without --force over an

@@ -52,15 +52,24 @@ type guestDiskReport struct {
 	ExitCode      int             `json:"exit-code"`
 }
 
+// guestConfigReport is what became of the guest's configuration: its
+// path, whether it is there as stored (written by this run, or found so
+// by a --resume), and, when not, why.
+type guestConfigReport struct {
+	Path    string `json:"path"`
+	Written bool   `json:"written"`
+	Reason  string `json:"reason,omitempty"`
+}
+
 // guestReport is restore-guest's report: every disk, the configuration
 // written, and the totals of the one run over all disks.
 type guestReport struct {
-	Snapshot      string            `json:"snapshot"`
-	Disks         []guestDiskReport `json:"disks"`
-	Config        string            `json:"config,omitempty"` // the path the configuration was written to
-	Size          uint64            `json:"size"`             // image bytes of all disks
-	DataBytes     uint64            `json:"data-bytes"`
-	ChunksFetched uint64            `json:"chunks-fetched"` // unique chunks this run fetched and verified, each once
+	Snapshot      string             `json:"snapshot"`
+	Disks         []guestDiskReport  `json:"disks"`
+	Config        *guestConfigReport `json:"config,omitempty"` // the configuration; nil when the snapshot has none or --no-config
+	Size          uint64             `json:"size"`             // image bytes of all disks
+	DataBytes     uint64             `json:"data-bytes"`
+	ChunksFetched uint64             `json:"chunks-fetched"` // unique chunks this run fetched and verified, each once
 	// ChunksFailed counts the chunks this run read that failed their
 	// check; FetchedBytes, the encoded bytes this run read from the
 	// store, counts both these and ChunksFetched.
@@ -70,7 +79,7 @@ type guestReport struct {
 	// disk uses (each once, the zero chunk left out), fetched once for
 	// all of them; ChunksFetched is what was fetched.
 	SharedChunks  int `json:"shared-chunks"`
-	ResumedChunks int `json:"resumed-chunks,omitempty"` // chunks the disks' stopped restores kept, not fetched again
+	ResumedChunks int `json:"resumed-chunks,omitempty"` // distinct chunks the disks held already (their stopped restores kept them, or found complete), not fetched again; each once, as chunks-fetched
 	// Salvaged lists the chunks recovered from copies kept aside as
 	// damaged (".bad" copies, which PBS never reads), the first
 	// restore.MaxSalvagedListed; SalvagedChunks counts them all.
@@ -197,6 +206,11 @@ func guestDisks(m *index.Manifest, dir string, maps map[string]string, only []st
 	if err := checkDistinctTargets(targets); err != nil {
 		return nil, nil, err
 	}
+	for i, t := range targets {
+		if err := checkNotWorkFile("--map "+index.DisplayText(strings.TrimSuffix(want[i], ".img.fidx"))+":", t, want, targets); err != nil {
+			return nil, nil, err
+		}
+	}
 	return want, targets, nil
 }
 
@@ -261,7 +275,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			// WriteFile's own checks (inside the store, through a link),
 			// made now: it writes only after every disk.
 			if err = filetarget.CheckWriteFile(configPath, rc.targetOptions(0)); err != nil {
-				err = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+				err = configError(configPath, err)
 			}
 		}
 		if err != nil {
@@ -360,18 +374,27 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		}
 		rep.Size += d.Size
 		rep.DataBytes += d.DataBytes
-		rep.ResumedChunks += d.ResumedChunks
 		rep.Disks = append(rep.Disks, d)
 	}
+	rep.ResumedChunks = g.ResumedChunks
 	gerr := errors.Join(errs...)
-	if gerr == nil && configThere {
-		rep.Config = configPath
-	} else if gerr == nil && config != nil {
+	if config != nil {
+		rep.Config = &guestConfigReport{Path: configPath}
+	}
+	switch {
+	case config == nil:
+	case gerr != nil:
+		// Written once every disk is: a rerun writes it.
+		rep.Config.Reason = configNotWritten(ctx, gerr)
+	case configThere:
+		rep.Config.Written = true
+	default:
 		// Written as it is, never shown: its text is the store's.
 		if err := filetarget.WriteFile(configPath, config, rc.targetOptions(0)); err != nil {
-			gerr = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+			gerr = configError(configPath, err)
+			rep.Config.Reason = gerr.Error()
 		} else {
-			rep.Config = configPath
+			rep.Config.Written = true
 		}
 	}
 	rep.Seconds = took.Seconds()
@@ -418,11 +441,15 @@ func printGuestReport(w io.Writer, rep guestReport) {
 	fmt.Fprintf(w, "  total: %s in %.2fs (%s); chunks fetched in this run: %d (%s encoded read%s); %d shared by several disks and fetched once\n",
 		humanBytes(rep.Size), rep.Seconds, rate, rep.ChunksFetched, humanBytes(rep.FetchedBytes), failed, rep.SharedChunks)
 	if rep.ResumedChunks > 0 {
-		fmt.Fprintf(w, "  resumed: %d chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
+		fmt.Fprintf(w, "  resumed: %d distinct chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
 	}
 	printSalvaged(w, restore.Summary{Salvaged: rep.Salvaged, SalvagedChunks: rep.SalvagedChunks})
-	if rep.Config != "" {
-		fmt.Fprintf(w, "  configuration written to %s\n", index.DisplayText(rep.Config))
+	switch c := rep.Config; {
+	case c == nil:
+	case c.Written:
+		fmt.Fprintf(w, "  configuration written to %s\n", index.DisplayText(c.Path))
+	default:
+		fmt.Fprintf(w, "  configuration not written: %s\n", c.Reason)
 	}
 }
 
@@ -473,6 +500,9 @@ SNAPSHOT is TYPE/ID/TIME or TYPE/ID for the group's latest.`,
 // refusal is a usage error (exit 2) naming the path.
 func checkGuestConfig(path string, archives, targets []string, config []byte, force, resume bool) (there bool, err error) {
 	name := index.DisplayText(path)
+	if err := checkNotWorkFile("--config", path, archives, targets); err != nil {
+		return false, err
+	}
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
 			return a

@@ -92,7 +92,11 @@ type guestJSON struct {
 		DataBytes               uint64 `json:"data-bytes"`
 		ResumedChunks           int    `json:"resumed-chunks"`
 	}
-	Config        string
+	Config struct {
+		Path    string
+		Written bool
+		Reason  string
+	}
 	SharedChunks  int    `json:"shared-chunks"`
 	ChunksFetched uint64 `json:"chunks-fetched"`
 	ExitCode      int    `json:"exit-code"`
@@ -119,7 +123,7 @@ func TestRestoreGuestE2E(t *testing.T) {
 		t.Fatalf("restore-guest JSON: %v\n%s", err, r.out)
 	}
 	targets := []string{filepath.Join(out, "drive-scsi0.img"), filepath.Join(out, "drive-scsi1.img"), dev}
-	if len(rep.Disks) != 3 || rep.ExitCode != 0 || rep.SharedChunks != 2 || rep.ChunksFetched != 6 || rep.Config != filepath.Join(out, "qemu-server.conf") {
+	if len(rep.Disks) != 3 || rep.ExitCode != 0 || rep.SharedChunks != 2 || rep.ChunksFetched != 6 || rep.Config.Path != filepath.Join(out, "qemu-server.conf") || !rep.Config.Written {
 		t.Errorf("report: %s", r.out)
 	}
 	for i, d := range rep.Disks {
@@ -194,43 +198,7 @@ func TestRestoreGuestInterruptedResume(t *testing.T) {
 	chunkGETs := func() int { return p.Matched()[len(digests)] }
 	out := t.TempDir()
 	args := append(append([]string{"restore-guest", "--output-format", "json"}, storeArgs...), "--jobs", "1", "--writers", "0", "--fetchers", "1", "vm/100", out)
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runAsCLI+"=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var werr error
-	go func() { werr = cmd.Wait(); close(done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for chunkGETs() < 3 {
-		select {
-		case <-done:
-			t.Fatalf("the restore ended before it was under way: %v: %s", werr, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			<-done
-			t.Fatalf("the restore did not get under way (%d chunk GETs)", chunkGETs())
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("still running 30 s after SIGINT")
-	}
-	var ee *exec.ExitError
-	if !errors.As(werr, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("interrupted: %v, want exit 130; stderr: %s", werr, stderr.String())
-	}
+	stdout, stderr := interruptGuest(t, args, chunkGETs)
 	if !strings.Contains(stderr.String(), "--resume") {
 		t.Errorf("the interrupted run does not name --resume: %s", stderr.String())
 	}
@@ -279,4 +247,50 @@ func TestRestoreGuestInterruptedResume(t *testing.T) {
 	if strings.Count(r.out, " complete") != 3 || chunkGETs() != before || !strings.Contains(r.out, "(nothing to fetch)") {
 		t.Errorf("--resume of a complete guest: %d chunks fetched: %v", chunkGETs()-before, r)
 	}
+}
+
+// interruptGuest runs the real process with args (a restore-guest whose
+// chunks are served slowly), interrupts it with SIGINT once chunkGETs
+// counts three chunk GETs, and fails the test unless it exits 130; it
+// returns its stdout and stderr.
+func interruptGuest(t *testing.T, args []string, chunkGETs func() int) (stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var werr error
+	go func() { werr = cmd.Wait(); close(done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for chunkGETs() < 3 {
+		select {
+		case <-done:
+			t.Fatalf("the restore ended before it was under way: %v: %s", werr, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("the restore did not get under way (%d chunk GETs)", chunkGETs())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running 30 s after SIGINT")
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("interrupted: %v, want exit 130; stderr: %s", werr, stderr.String())
+	}
+	return stdout, stderr
 }

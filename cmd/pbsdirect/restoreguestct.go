@@ -143,7 +143,7 @@ func (rc *restoreCmd) restoreGuestCT(ctx context.Context, src *snapshot.Reader, 
 	if gerr == nil && config != nil {
 		// Written as it is, never shown: its text is the store's.
 		if err := filetarget.WriteFile(configPath, config, rc.targetOptions(0)); err != nil {
-			gerr = fmt.Errorf("configuration %s: %w", index.DisplayText(configPath), err)
+			gerr = configError(configPath, err)
 		} else {
 			rep.Config = configPath
 		}

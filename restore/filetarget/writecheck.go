@@ -18,7 +18,8 @@ import (
 // its files (restore.ErrTargetInStore), and an existing path a regular
 // file (restore.ErrTargetUnusable) that needs opts.Force
 // (restore.ErrTargetExists) and is no disk image container
-// (restore.ErrTargetFormat). Locks are not probed (CheckNotBusy does).
+// (restore.ErrTargetFormat), and its directory one a file can be created
+// in (checkDirWritable). Locks are not probed (CheckNotBusy does).
 func CheckWriteFile(path string, opts Options) error {
 	p, st, err := resolveTarget(path, opts.FollowSymlinks)
 	if err != nil {
@@ -37,6 +38,9 @@ func CheckWriteFile(path string, opts Options) error {
 		return err
 	}
 	defer pl.close()
+	if err := checkDirWritable(pl); err != nil {
+		return err
+	}
 	if st == nil {
 		return checkNotInStore(opts.StoreDir, pl.dir, nil, path)
 	}
@@ -50,4 +54,24 @@ func CheckWriteFile(path string, opts Options) error {
 		return err
 	}
 	return checkFormat(old, path, st.Size(), false)
+}
+
+// checkDirWritable reports, without creating anything, whether a file can
+// be created in the place's directory: not on a read-only mount (statfs
+// ST_RDONLY, a read-only bind mount too) and writable by this process
+// (access W_OK, which also answers EROFS). The error names the path and
+// the directory, as the creation's own would.
+func checkDirWritable(pl *place) error {
+	fd := int(pl.dir.Fd())
+	var fs unix.Statfs_t
+	err := unix.Fstatfs(fd, &fs)
+	if err == nil && fs.Flags&unix.ST_RDONLY != 0 {
+		err = unix.EROFS
+	} else if err == nil {
+		err = unix.Faccessat(fd, ".", unix.W_OK, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: cannot create a file in %s: %w", pl.path, pl.dirName(), err)
+	}
+	return nil
 }
