@@ -153,17 +153,38 @@ func (r *Report) ResultWord() string {
 func (r *Report) WithoutKeyText(see string) string {
 	var missing, refused, unopened int
 	var refusedFiles, unopenedFiles []string
+	var detailed []string         // the clauses of snapshots whose key files failed each its own way
+	detailedN := map[string]int{} // snapshots per clause
 	for _, s := range r.Snapshots {
 		if !s.KeyUnavailable() {
 			continue
 		}
+		allRefused := len(s.KeyFiles) > 0
+		for _, f := range s.KeyFiles {
+			allRefused = allRefused && f.Reason == snapshot.KeyReasonPassphrase
+		}
 		switch {
-		case s.Status == snapshot.KeyUnopened && s.PassphraseRefused:
+		case s.Status == snapshot.KeyUnopened && allRefused:
+			refused++
+			for _, f := range s.KeyFiles {
+				refusedFiles = appendNew(refusedFiles, index.DisplayText(f.File))
+			}
+		case s.Status == snapshot.KeyUnopened && len(s.KeyFiles) > 1:
+			d := keyFilesText(s.KeyFiles)
+			if detailedN[d] == 0 {
+				detailed = append(detailed, d)
+			}
+			detailedN[d]++
+		case s.Status == snapshot.KeyUnopened && len(s.KeyFiles) == 0 && s.PassphraseRefused:
 			refused++
 			refusedFiles = appendNew(refusedFiles, index.DisplayText(s.KeyFile))
 		case s.Status == snapshot.KeyUnopened:
 			unopened++
-			unopenedFiles = appendNew(unopenedFiles, index.DisplayText(s.KeyFile))
+			f := s.KeyFile
+			if len(s.KeyFiles) == 1 {
+				f = s.KeyFiles[0].File
+			}
+			unopenedFiles = appendNew(unopenedFiles, index.DisplayText(f))
 		default:
 			missing++
 		}
@@ -184,7 +205,36 @@ func (r *Report) WithoutKeyText(see string) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d snapshot(s) not verified: %s could not be opened (key error)%s", unopened, what, see))
 	}
+	for _, d := range detailed {
+		p := fmt.Sprintf("%d snapshot(s) not verified (key error)%s: %s", detailedN[d], see, d)
+		if strings.Contains(d, "the passphrase was refused") {
+			p += ": retry with the right passphrase"
+		}
+		parts = append(parts, p)
+	}
 	return strings.Join(parts, "; ")
+}
+
+// keyFilesText says why each key file tried for a snapshot is not its
+// key, in the order tried, joined by ", ": "the passphrase was refused
+// for X", "Y is not the key it names", "Y carries no fingerprint and is
+// another key", "Y could not be opened". Names are escaped.
+func keyFilesText(files []KeyFileResult) string {
+	var out []string
+	for _, f := range files {
+		name := index.DisplayText(f.File)
+		switch f.Reason {
+		case snapshot.KeyReasonPassphrase:
+			out = append(out, "the passphrase was refused for "+name)
+		case snapshot.KeyReasonClaim:
+			out = append(out, name+" is not the key it names")
+		case snapshot.KeyReasonOtherKey:
+			out = append(out, name+" carries no fingerprint and is another key")
+		default:
+			out = append(out, name+" could not be opened")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // appendNew appends s to list unless it is there already ("" never).
