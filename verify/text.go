@@ -89,9 +89,16 @@ func (r SnapshotResult) WriteText(w io.Writer) {
 
 // ChunksText says how many chunks the run checked, in the text form's
 // summary line: "3 chunks checked, 5 skipped as fresh (5 confirmed
-// present)", with damage "1 chunk verified, 2 damaged or missing", and
-// when a damaged chunk may be counted in several archives, that it is.
+// present)", with damage "1 chunk verified, 2 damaged or missing"; a
+// damaged chunk several archives use is counted once ("1 damaged or
+// missing (2 uses of 1 chunk(s) in the archives)") when every damaged
+// chunk is listed, else it says that each archive counts it.
 func (r *Report) ChunksText() string {
+	if d := r.distinctDamaged(); d > 0 && d < r.DamagedChunks {
+		// Every damaged chunk listed: counted once, as the JSON's
+		// bad-copy-only-chunks counts them, with its uses.
+		return checkedChunks(r.ChunksChecked, d) + fmt.Sprintf(" (%d uses of %d chunk(s) in the archives)", r.DamagedChunks, d) + freshChunks(r.ChunksFresh, r.ChunksPresent)
+	}
 	chunks := checkedChunks(r.ChunksChecked, r.DamagedChunks) + freshChunks(r.ChunksFresh, r.ChunksPresent)
 	if r.DamagedChunks > 0 && len(r.Snapshots) > 1 {
 		// Good chunks are checked once per run; a bad one is counted in
@@ -99,6 +106,28 @@ func (r *Report) ChunksText() string {
 		chunks += " (bad ones counted in each archive that uses them)"
 	}
 	return chunks
+}
+
+// distinctDamaged is the number of distinct damaged chunks (digest and
+// length) when every damaged chunk of every archive is listed, else 0:
+// not known.
+func (r *Report) distinctDamaged() int {
+	type id struct {
+		digest string
+		length int
+	}
+	seen := map[id]bool{}
+	for _, s := range r.Snapshots {
+		for _, a := range s.Archives {
+			if a.DamagedCount != len(a.Damaged) {
+				return 0
+			}
+			for _, d := range a.Damaged {
+				seen[id{d.Digest, d.Length}] = true
+			}
+		}
+	}
+	return len(seen)
 }
 
 // checkedChunks says how many chunks were checked: "1 chunk checked", "3
