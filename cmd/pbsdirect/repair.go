@@ -46,7 +46,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 			return usagef("--store given %d times: repair writes into one store; give the copies to take chunks from with --from", len(sf.stores))
 		}
 		for _, f := range *from {
-			if err := checkStoreSpec(f); err != nil {
+			if err := checkStoreSpecFlag("--from", f); err != nil {
 				return err
 			}
 			if backends.SameStore(f, sf.store) {
