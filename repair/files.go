@@ -22,11 +22,17 @@ const (
 	KindIndex    = "index"    // a .fidx or .didx archive of a snapshot (Item.File)
 	KindBlob     = "blob"     // a .blob archive of a snapshot (Item.File)
 	KindManifest = "manifest" // a snapshot's index.json.blob (Item.File)
+	KindOwner    = "owner"    // a group's owner file (Item.File), copied with a snapshot recreated
 )
+
+// maxOwner is the most bytes of a group's owner file repair copies: one
+// line naming a user or token.
+const maxOwner = 1024
 
 // ActionNotReplaced is the Action of a primary's manifest that is there
 // but differs from the mirrors' (damaged, or another snapshot's content):
-// repair never replaces an existing manifest; it is reported, and the
+// repair never replaces an existing manifest; it is reported (Item.Source
+// naming the first --from store whose copy reads, if any), and the
 // snapshot's files are not repaired against either.
 const ActionNotReplaced = "not replaced"
 
@@ -141,11 +147,16 @@ func (r *Repairer) Files(ctx context.Context, snaps []index.Snapshot) ([]Item, F
 			add(*it)
 		}
 		if mit != nil {
-			switch {
-			case unmended != "":
+			if unmended != "" {
 				mit.Action = unmended
 				mit.WriteError = "not copied: files of the snapshot could not be repaired (see their lines)"
-			case !r.opts.DryRun:
+			} else if oit := r.owner(ctx, s, mit.src); oit != nil {
+				// The group's owner before the manifest, as a backup
+				// writes them.
+				n.Checked++
+				add(*oit)
+			}
+			if unmended == "" && !r.opts.DryRun {
 				r.writeFile(ctx, mit, func(ctx context.Context, st chunkstore.Store) error {
 					_, err := snapshot.ReadManifest(ctx, st, s)
 					return err
@@ -186,6 +197,14 @@ func (r *Repairer) manifest(ctx context.Context, s index.Snapshot) (*index.Manif
 		}
 		it.Problem, it.Action = ProblemDamaged, ActionNotReplaced
 		it.WriteError = "an existing manifest is never replaced: compare it with the mirrors' and replace it by hand"
+		// Where a good copy is, for the one who replaces it (Source).
+		for _, st := range r.from {
+			if _, err := snapshot.ReadManifest(ctx, st, s); err == nil {
+				it.Source = st.String()
+				it.WriteError = fmt.Sprintf("an existing manifest is never replaced: a good copy exists on %s; replace it by hand after checking", st)
+				break
+			}
+		}
 		return nil, it
 	}
 	it.Problem = ProblemMissing
@@ -222,9 +241,50 @@ func (r *Repairer) manifest(ctx context.Context, s index.Snapshot) (*index.Manif
 		it.Action = ActionNoCopy
 		return nil, it
 	}
-	it.Source, it.data = copies[0].store.String(), copies[0].raw
+	it.Source, it.data, it.src = copies[0].store.String(), copies[0].raw, copies[0].store
 	it.Action = ActionWouldCopy
 	return copies[0].m, it
+}
+
+// owner copies the owner file of snapshot s's group from src (the mirror
+// whose manifest recreates s) into the primary when the primary's group
+// has none and src's has one: atomically, as the other files, checked
+// just before so that an owner there is never replaced. It returns the
+// Item (ActionCopied, ActionWouldCopy in a dry run, ActionFailed), or nil
+// when nothing was to be copied.
+func (r *Repairer) owner(ctx context.Context, s index.Snapshot, src chunkstore.Store) *Item {
+	if src == nil {
+		return nil
+	}
+	rel := path.Join(s.GroupDir(), "owner")
+	if _, err := readFile(ctx, r.primary, rel); err == nil || !chunkstore.Missing(err) {
+		return nil // there (never replaced), or not known to be missing
+	}
+	data, err := readFile(ctx, src, rel)
+	if err != nil {
+		return nil // the mirror has none either (or it cannot be read): nothing to copy
+	}
+	it := &Item{Kind: KindOwner, File: rel, Problem: ProblemMissing, Error: rel + ": missing in the primary's group", Source: src.String(), data: data}
+	switch {
+	case len(data) > maxOwner || bytes.Count(bytes.TrimRight(data, "\n"), []byte("\n")) > 0:
+		it.Action, it.WriteError = ActionFailed, fmt.Sprintf("not copied: %s's owner file is not one line of at most %d bytes", src, maxOwner)
+	case r.opts.DryRun:
+		it.Action = ActionWouldCopy
+	default:
+		// Looked at again just before the write: one that appeared
+		// meanwhile (a backup) is left as it is.
+		if _, err := readFile(ctx, r.primary, rel); err == nil || !chunkstore.Missing(err) {
+			return nil
+		}
+		r.writeFile(ctx, it, func(ctx context.Context, st chunkstore.Store) error {
+			got, err := readFile(ctx, st, rel)
+			if err == nil && !bytes.Equal(got, data) {
+				err = fmt.Errorf("%s: other bytes read back", rel)
+			}
+			return err
+		})
+	}
+	return it
 }
 
 // sameManifest reports whether two mirrors' manifests are the same

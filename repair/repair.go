@@ -30,14 +30,15 @@ const (
 // Item is one chunk or snapshot file of the scope that the primary lacked
 // or held damaged, and what was done about it.
 type Item struct {
-	Kind    string `json:"kind"`             // KindChunk, KindIndex, KindBlob or KindManifest
+	Kind    string `json:"kind"`             // KindChunk, KindIndex, KindBlob, KindManifest or KindOwner
 	Digest  string `json:"digest,omitempty"` // a chunk's
 	File    string `json:"file,omitempty"`   // a snapshot file's datastore-relative path
 	Length  int    `json:"length,omitempty"` // a chunk's plaintext bytes
 	Problem string `json:"problem"`          // ProblemMissing or ProblemDamaged ("" when the primary could not be read)
 	Error   string `json:"error"`            // what the primary's copy failed with (store-controlled text)
 	// Source is the store the good copy came from; for a chunk's copy
-	// kept aside, "<store> (.bad copy <name>)".
+	// kept aside, "<store> (.bad copy <name>)"; for a manifest not
+	// replaced (ActionNotReplaced), the store where a good copy is.
 	Source string `json:"source,omitempty"`
 	Action string `json:"action"` // one of the Action constants
 	// Aside is where the primary's damaged copy was kept
@@ -54,7 +55,8 @@ type Item struct {
 	// bytes under this digest's name) cannot be excluded.
 	CRCOnly bool `json:"crc-only,omitempty"`
 
-	data []byte // a snapshot file's good copy, to be written
+	data []byte           // a snapshot file's good copy, to be written
+	src  chunkstore.Store // the store data came from
 }
 
 // Options configure a Repairer.

@@ -23,8 +23,11 @@ type Report struct {
 	// CRCOnlyWarning is set when chunks were checked by structure and
 	// CRC only (Counts.CRCOnly): a forged copy cannot be excluded.
 	CRCOnlyWarning string `json:"crc-only-warning,omitempty"`
-	OK             bool   `json:"ok"`
-	ExitCode       int    `json:"exit-code"`
+	// Interrupted is set when the run was interrupted (SIGINT, SIGTERM):
+	// the counts and items are what was done before.
+	Interrupted bool `json:"interrupted,omitempty"`
+	OK          bool `json:"ok"`
+	ExitCode    int  `json:"exit-code"`
 }
 
 // KeyMissing is a snapshot not repaired for want of its key, as verify

@@ -225,9 +225,11 @@ func (k *Keys) byFingerprint(fp crypto.Fingerprint, m *index.Manifest) (*crypto.
 	if claimFailed || unclaimedFailed && !mismatch {
 		var first *keySlot
 		errs := make([]error, 0, len(tried))
+		files := make([]string, 0, len(tried))
 		for _, s := range tried {
+			files = append(files, s.path)
 			if s.err == nil {
-				errs = append(errs, fmt.Errorf("key file %s carries no fingerprint and is key %s", s.path, s.cc.Fingerprint().Short()))
+				errs = append(errs, &otherKeyError{path: s.path, fp: s.cc.Fingerprint()})
 				continue
 			}
 			if first == nil {
@@ -237,7 +239,7 @@ func (k *Keys) byFingerprint(fp crypto.Fingerprint, m *index.Manifest) (*crypto.
 		}
 		err := first.err
 		if len(errs) > 1 {
-			err = &CandidatesError{Errs: errs}
+			err = &CandidatesError{Errs: errs, Files: files}
 		}
 		return nil, &KeyError{Status: KeyUnopened, Fingerprint: fp, SignOnly: signOnly(m), File: first.path, Err: err}
 	}
@@ -257,6 +259,8 @@ func (k *Keys) byFingerprint(fp crypto.Fingerprint, m *index.Manifest) (*crypto.
 type CandidatesError struct {
 	// Errs holds one error per key file tried, each naming its file.
 	Errs []error
+	// Files holds the key file of each of Errs, in the same order.
+	Files []string
 }
 
 // Error names every key file tried and why it is not the key.
@@ -270,3 +274,78 @@ func (e *CandidatesError) Error() string {
 
 // Unwrap returns the errors of the key files tried.
 func (e *CandidatesError) Unwrap() []error { return e.Errs }
+
+// The reasons a key file tried for a snapshot is not its key
+// (KeyFileFailure.Reason).
+const (
+	// KeyReasonPassphrase: the passphrase was refused (wrong or none).
+	KeyReasonPassphrase = "passphrase-refused"
+	// KeyReasonClaim: the file opened, and its key is not the one whose
+	// fingerprint it names.
+	KeyReasonClaim = "not-the-key-it-names"
+	// KeyReasonOtherKey: the file carries no fingerprint, opened, and is
+	// another key.
+	KeyReasonOtherKey = "another-key"
+	// KeyReasonUnopened: the file could not be opened for another reason
+	// (unreadable, not a key file, no passphrase given).
+	KeyReasonUnopened = "not-opened"
+)
+
+// KeyFileFailure is one key file tried for a snapshot and why it is not
+// its key.
+type KeyFileFailure struct {
+	File   string // the key file as given
+	Reason string // KeyReasonPassphrase, KeyReasonClaim, KeyReasonOtherKey or KeyReasonUnopened
+	Err    error  // the file's own error
+}
+
+// Tried returns each key file tried for e's snapshot (KeyUnopened) with
+// its own reason, in the order tried: every candidate of a
+// *CandidatesError, else the one File; nil for the other statuses.
+func (e *KeyError) Tried() []KeyFileFailure {
+	if e.Status != KeyUnopened {
+		return nil
+	}
+	var ce *CandidatesError
+	if errors.As(e.Err, &ce) && len(ce.Files) == len(ce.Errs) {
+		out := make([]KeyFileFailure, len(ce.Errs))
+		for i, err := range ce.Errs {
+			out[i] = KeyFileFailure{File: ce.Files[i], Reason: keyReason(err), Err: err}
+		}
+		return out
+	}
+	return []KeyFileFailure{{File: e.File, Reason: keyReason(e.Err), Err: e.Err}}
+}
+
+// keyReason classifies a key file's own error (byFingerprint's).
+func keyReason(err error) string {
+	var ce *CandidatesError
+	switch {
+	case errors.As(err, &ce):
+		return KeyReasonUnopened // not one file's error
+	case errors.Is(err, crypto.ErrWrongPassphrase):
+		return KeyReasonPassphrase
+	case errors.Is(err, crypto.ErrKeyFingerprint):
+		return KeyReasonClaim
+	case errors.Is(err, errOtherKey):
+		return KeyReasonOtherKey
+	}
+	return KeyReasonUnopened
+}
+
+// errOtherKey marks a key file without a fingerprint that opened as
+// another key.
+var errOtherKey = errors.New("another key")
+
+// otherKeyError is a key file without a fingerprint that opened as
+// another key (fp). It matches errOtherKey.
+type otherKeyError struct {
+	path string
+	fp   crypto.Fingerprint
+}
+
+func (e *otherKeyError) Error() string {
+	return fmt.Sprintf("key file %s carries no fingerprint and is key %s", e.path, e.fp.Short())
+}
+
+func (e *otherKeyError) Is(target error) bool { return target == errOtherKey }

@@ -164,6 +164,9 @@ func Merge(reports []Report, names ...string) (Report, error) {
 			m.KeyFingerprint = cmp.Or(m.KeyFingerprint, s.KeyFingerprint)
 			m.KeyFile = cmp.Or(m.KeyFile, s.KeyFile)
 			m.PassphraseRefused = m.PassphraseRefused || s.PassphraseRefused
+			if len(m.KeyFiles) == 0 {
+				m.KeyFiles = slices.Clone(s.KeyFiles)
+			}
 			for _, a := range s.Archives {
 				j := slices.IndexFunc(m.Archives, func(x ArchiveResult) bool { return x.Archive == a.Archive })
 				if j < 0 {

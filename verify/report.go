@@ -97,9 +97,24 @@ type SnapshotResult struct {
 	// KeyFile is the key file that could not be opened (Status
 	// KeyUnopened), and PassphraseRefused says that its passphrase was
 	// wrong: what to retry with.
-	KeyFile           string          `json:"key-file,omitempty"`
-	PassphraseRefused bool            `json:"passphrase-refused,omitempty"`
-	Archives          []ArchiveResult `json:"archives"`
+	KeyFile           string `json:"key-file,omitempty"`
+	PassphraseRefused bool   `json:"passphrase-refused,omitempty"`
+	// KeyFiles are all the key files tried for the snapshot (Status
+	// KeyUnopened), each with its own reason, in the order tried; KeyFile
+	// and PassphraseRefused sum them up for older readers.
+	KeyFiles []KeyFileResult `json:"key-files,omitempty"`
+	Archives []ArchiveResult `json:"archives"`
+}
+
+// KeyFileResult is one key file tried for a snapshot and why it is not
+// its key.
+type KeyFileResult struct {
+	File string `json:"file"`
+	// Reason is snapshot.KeyReasonPassphrase ("passphrase-refused"),
+	// KeyReasonClaim ("not-the-key-it-names"), KeyReasonOtherKey
+	// ("another-key") or KeyReasonUnopened ("not-opened").
+	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"` // the file's own error
 }
 
 // KeyUnavailable reports whether r was not verified for want of its key

@@ -89,9 +89,16 @@ func (r SnapshotResult) WriteText(w io.Writer) {
 
 // ChunksText says how many chunks the run checked, in the text form's
 // summary line: "3 chunks checked, 5 skipped as fresh (5 confirmed
-// present)", with damage "1 chunk verified, 2 damaged or missing", and
-// when a damaged chunk may be counted in several archives, that it is.
+// present)", with damage "1 chunk verified, 2 damaged or missing"; a
+// damaged chunk several archives use is counted once ("1 damaged or
+// missing (2 uses of 1 chunk(s) in the archives)") when every damaged
+// chunk is listed, else it says that each archive counts it.
 func (r *Report) ChunksText() string {
+	if d := r.distinctDamaged(); d > 0 && d < r.DamagedChunks {
+		// Every damaged chunk listed: counted once, as the JSON's
+		// bad-copy-only-chunks counts them, with its uses.
+		return checkedChunks(r.ChunksChecked, d) + fmt.Sprintf(" (%d uses of %d chunk(s) in the archives)", r.DamagedChunks, d) + freshChunks(r.ChunksFresh, r.ChunksPresent)
+	}
 	chunks := checkedChunks(r.ChunksChecked, r.DamagedChunks) + freshChunks(r.ChunksFresh, r.ChunksPresent)
 	if r.DamagedChunks > 0 && len(r.Snapshots) > 1 {
 		// Good chunks are checked once per run; a bad one is counted in
@@ -99,6 +106,28 @@ func (r *Report) ChunksText() string {
 		chunks += " (bad ones counted in each archive that uses them)"
 	}
 	return chunks
+}
+
+// distinctDamaged is the number of distinct damaged chunks (digest and
+// length) when every damaged chunk of every archive is listed, else 0:
+// not known.
+func (r *Report) distinctDamaged() int {
+	type id struct {
+		digest string
+		length int
+	}
+	seen := map[id]bool{}
+	for _, s := range r.Snapshots {
+		for _, a := range s.Archives {
+			if a.DamagedCount != len(a.Damaged) {
+				return 0
+			}
+			for _, d := range a.Damaged {
+				seen[id{d.Digest, d.Length}] = true
+			}
+		}
+	}
+	return len(seen)
 }
 
 // checkedChunks says how many chunks were checked: "1 chunk checked", "3
@@ -153,17 +182,38 @@ func (r *Report) ResultWord() string {
 func (r *Report) WithoutKeyText(see string) string {
 	var missing, refused, unopened int
 	var refusedFiles, unopenedFiles []string
+	var detailed []string         // the clauses of snapshots whose key files failed each its own way
+	detailedN := map[string]int{} // snapshots per clause
 	for _, s := range r.Snapshots {
 		if !s.KeyUnavailable() {
 			continue
 		}
+		allRefused := len(s.KeyFiles) > 0
+		for _, f := range s.KeyFiles {
+			allRefused = allRefused && f.Reason == snapshot.KeyReasonPassphrase
+		}
 		switch {
-		case s.Status == snapshot.KeyUnopened && s.PassphraseRefused:
+		case s.Status == snapshot.KeyUnopened && allRefused:
+			refused++
+			for _, f := range s.KeyFiles {
+				refusedFiles = appendNew(refusedFiles, index.DisplayText(f.File))
+			}
+		case s.Status == snapshot.KeyUnopened && len(s.KeyFiles) > 1:
+			d := keyFilesText(s.KeyFiles)
+			if detailedN[d] == 0 {
+				detailed = append(detailed, d)
+			}
+			detailedN[d]++
+		case s.Status == snapshot.KeyUnopened && len(s.KeyFiles) == 0 && s.PassphraseRefused:
 			refused++
 			refusedFiles = appendNew(refusedFiles, index.DisplayText(s.KeyFile))
 		case s.Status == snapshot.KeyUnopened:
 			unopened++
-			unopenedFiles = appendNew(unopenedFiles, index.DisplayText(s.KeyFile))
+			f := s.KeyFile
+			if len(s.KeyFiles) == 1 {
+				f = s.KeyFiles[0].File
+			}
+			unopenedFiles = appendNew(unopenedFiles, index.DisplayText(f))
 		default:
 			missing++
 		}
@@ -184,7 +234,36 @@ func (r *Report) WithoutKeyText(see string) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d snapshot(s) not verified: %s could not be opened (key error)%s", unopened, what, see))
 	}
+	for _, d := range detailed {
+		p := fmt.Sprintf("%d snapshot(s) not verified (key error)%s: %s", detailedN[d], see, d)
+		if strings.Contains(d, "the passphrase was refused") {
+			p += ": retry with the right passphrase"
+		}
+		parts = append(parts, p)
+	}
 	return strings.Join(parts, "; ")
+}
+
+// keyFilesText says why each key file tried for a snapshot is not its
+// key, in the order tried, joined by ", ": "the passphrase was refused
+// for X", "Y is not the key it names", "Y carries no fingerprint and is
+// another key", "Y could not be opened". Names are escaped.
+func keyFilesText(files []KeyFileResult) string {
+	var out []string
+	for _, f := range files {
+		name := index.DisplayText(f.File)
+		switch f.Reason {
+		case snapshot.KeyReasonPassphrase:
+			out = append(out, "the passphrase was refused for "+name)
+		case snapshot.KeyReasonClaim:
+			out = append(out, name+" is not the key it names")
+		case snapshot.KeyReasonOtherKey:
+			out = append(out, name+" carries no fingerprint and is another key")
+		default:
+			out = append(out, name+" could not be opened")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // appendNew appends s to list unless it is there already ("" never).

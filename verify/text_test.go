@@ -80,3 +80,20 @@ func TestKeyWording(t *testing.T) {
 		}
 	}
 }
+
+// TestChunksTextDistinct: one damaged chunk (intact only in a .bad copy)
+// used by two archives is counted once in the summary, as the JSON's
+// bad-copy-only-chunks counts it, with its two uses.
+func TestChunksTextDistinct(t *testing.T) {
+	bad := DamagedChunk{Digest: "ab", Offsets: []uint64{0}, OffsetCount: 1, Length: 4, Error: "digest mismatch"}
+	r := SnapshotResult{Snapshot: "vm/100/2026-11-29T10:00:00Z", Archives: []ArchiveResult{
+		{Archive: "drive-scsi0.img.fidx", ChunksChecked: 3, DamagedCount: 1, BadCopyCount: 1, Damaged: []DamagedChunk{bad}},
+		{Archive: "drive-scsi1.img.fidx", ChunksChecked: 1, DamagedCount: 1, BadCopyCount: 1, Damaged: []DamagedChunk{bad}},
+	}}
+	var rep Report
+	rep.Add(r)
+	rep.BadCopyChunks = 1
+	if got, want := rep.ChunksText(), "4 chunks verified, 1 damaged or missing (2 uses of 1 chunk(s) in the archives)"; got != want {
+		t.Errorf("ChunksText = %q, want %q", got, want)
+	}
+}

@@ -310,7 +310,13 @@ func keyStatus(res *SnapshotResult, err error) bool {
 		}
 		if ke.Status == snapshot.KeyUnopened {
 			res.KeyFile = ke.File
-			res.PassphraseRefused = errors.Is(ke.Err, crypto.ErrWrongPassphrase)
+			for _, f := range ke.Tried() {
+				res.KeyFiles = append(res.KeyFiles, KeyFileResult{File: f.File, Reason: f.Reason, Error: f.Err.Error()})
+				if f.Reason == snapshot.KeyReasonPassphrase && !res.PassphraseRefused {
+					// The summing-up pair names a file refused.
+					res.KeyFile, res.PassphraseRefused = f.File, true
+				}
+			}
 		}
 	case errors.Is(err, index.ErrMissingKey):
 		res.Status = snapshot.KeyMissing

@@ -91,7 +91,11 @@ func CheckPathStyle(v string) error {
 // "s3://" without a bucket, or "s3:/bucket", "S3://bucket", "gs:bucket",
 // which would otherwise be taken for a directory. Its errors name the
 // specification as --store gives it and say how a bucket is written.
-func CheckSpec(spec string) error {
+func CheckSpec(spec string) error { return CheckSpecFlag("--store", spec) }
+
+// CheckSpecFlag is CheckSpec for a store given with the flag named flag
+// (e.g. "--from"): its errors name that flag.
+func CheckSpecFlag(flag, spec string) error {
 	scheme, rest, ok := strings.Cut(spec, ":")
 	if !ok {
 		return nil
@@ -99,15 +103,15 @@ func CheckSpec(spec string) error {
 	_, known := schemeOf(strings.ToLower(scheme) + "://")
 	if known && scheme == strings.ToLower(scheme) {
 		if !strings.HasPrefix(rest, "//") {
-			return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix", spec, scheme)
+			return fmt.Errorf("%s %q: a bucket is written %s://bucket/prefix", flag, spec, scheme)
 		}
 		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
-			return fmt.Errorf("--store: %v", err)
+			return fmt.Errorf("%s: %v", flag, err)
 		}
 		return nil
 	}
 	if known && !strings.Contains(scheme, "/") {
-		return fmt.Errorf("--store %q: a bucket is written %s://bucket/prefix (lower case)", spec, strings.ToLower(scheme))
+		return fmt.Errorf("%s %q: a bucket is written %s://bucket/prefix (lower case)", flag, spec, strings.ToLower(scheme))
 	}
 	return nil
 }

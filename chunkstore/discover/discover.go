@@ -58,6 +58,9 @@ type Options struct {
 	MaxDepth int
 	// MaxRequests is the most listings made (0: DefaultMaxRequests).
 	MaxRequests int
+	// closeTo, when set, orders the start's children closest to it
+	// first (byCloseness), so that a bounded walk lists them first.
+	closeTo string
 }
 
 func (o Options) bounds() (depth, requests int) {
@@ -106,12 +109,14 @@ func Find(ctx context.Context, location string, opts backends.Options, o Options
 const NearTimeout = 5 * time.Second
 
 // Near returns the datastores a --store location that holds none most
-// likely meant, bounded to a few listings and NearTimeout in all (its
+// likely meant, bounded to a few listings and
+// NearTimeout in all (its
 // opening of a bucket included): the datastore the location lies
 // inside (an ancestor that is one: ".../store/.cnt", ".../store/vm/100"),
 // else those a shallow walk finds below it, else, when the location is not
 // there (a mistyped path or prefix), those below its parent (its
-// siblings). A directory that exists (an empty mount point with its disk
+// siblings), closest to the location first (Rank; the closest also
+// listed first). A directory that exists (an empty mount point with its disk
 // not mounted) gets no siblings: another datastore beside it is not what
 // it meant. The first listing that fails for a reason outside the data
 // (chunkstore.Outside: the time bound, a timeout, a refusal, a server
@@ -165,14 +170,78 @@ func near(ctx context.Context, t tree, start string) ([]Datastore, error) {
 	if !ok {
 		return nil, err
 	}
-	r, err2 := walk(ctx, t, parent, Options{MaxDepth: 2, MaxRequests: nearRequests})
+	r, err2 := walk(ctx, t, parent, Options{MaxDepth: 2, MaxRequests: nearRequests, closeTo: start})
 	if st.err != nil {
 		return nil, st.err
 	}
 	if err != nil && err2 != nil {
 		return nil, err
 	}
-	return r.Datastores, nil
+	return Rank(t.location(start), r.Datastores), nil
+}
+
+// Rank returns ds sorted closest to the location given first: by the
+// edit distance between the last path components (a bucket URL's last
+// prefix component, a directory's base name), then by the longer prefix
+// those share, then by Location. ds is sorted in place and returned.
+func Rank(given string, ds []Datastore) []Datastore {
+	slices.SortStableFunc(ds, func(a, b Datastore) int { return byCloseness(given, a.Location, b.Location) })
+	return ds
+}
+
+// byCloseness compares a and b (locations or node names) by closeness to
+// given, as Rank orders them: negative when a is closer.
+func byCloseness(given, a, b string) int {
+	g := lastComponent(given)
+	la, lb := lastComponent(a), lastComponent(b)
+	if da, db := editDistance(g, la), editDistance(g, lb); da != db {
+		return da - db
+	}
+	if pa, pb := sharedPrefix(g, la), sharedPrefix(g, lb); pa != pb {
+		return pb - pa
+	}
+	return strings.Compare(a, b)
+}
+
+// lastComponent is the last '/'-separated component of a location or
+// node name, trailing separators ignored.
+func lastComponent(p string) string {
+	p = strings.TrimRight(filepath.ToSlash(p), "/")
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// sharedPrefix is the length in bytes of the longest common prefix of a
+// and b.
+func sharedPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // stopOnOutside is a tree whose listings, once one has failed for a
@@ -257,6 +326,10 @@ func walk(ctx context.Context, t tree, start string, o Options) (Result, error) 
 		if n.depth >= maxDepth {
 			beyond += len(children)
 			continue
+		}
+		if n.depth == 0 && o.closeTo != "" {
+			children = slices.Clone(children)
+			slices.SortStableFunc(children, func(a, b string) int { return byCloseness(o.closeTo, a, b) })
 		}
 		for _, c := range children {
 			queue = append(queue, node{c, n.depth + 1})

@@ -269,3 +269,36 @@ func TestDirWalkLinksNoted(t *testing.T) {
 		t.Errorf("walk with two links: %v, left out %q", r.Datastores, r.LeftOut)
 	}
 }
+
+// TestNearRanked: a mistyped location among many datastores gets them
+// closest first (edit distance of the last component, then the prefix
+// shared), the closest listed even when the walk's bound stops before the
+// rest; not in name order.
+func TestNearRanked(t *testing.T) {
+	root := t.TempDir()
+	for i := 1; i <= 30; i++ {
+		if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%02d", i), ".chunks"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Near(context.Background(), filepath.Join(root, "d27x"), backends.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range got {
+		names = append(names, filepath.Base(d.Location))
+	}
+	if len(names) < 3 || names[0] != "d27" || !strings.HasPrefix(names[1], "d2") || !strings.HasPrefix(names[2], "d2") {
+		t.Errorf("Near(d27x) = %v; want d27 first, then d2…", names)
+	}
+	ds := Rank("s3://b/prod-ds", []Datastore{{Location: "s3://b/a"}, {Location: "s3://b/prod-dx"}, {Location: "s3://b/prod-ds2"}, {Location: "s3://b/zzzzzzz"}})
+	var locs []string
+	for _, d := range ds {
+		locs = append(locs, d.Location)
+	}
+	want := []string{"s3://b/prod-ds2", "s3://b/prod-dx", "s3://b/a", "s3://b/zzzzzzz"}
+	if !reflect.DeepEqual(locs, want) {
+		t.Errorf("Rank = %v, want %v", locs, want)
+	}
+}

@@ -116,8 +116,12 @@ func (s *storeFlags) check() error {
 
 // checkStoreSpec refuses a --store that is a malformed bucket URL (usage
 // error, backends.CheckSpec).
-func checkStoreSpec(spec string) error {
-	if err := backends.CheckSpec(spec); err != nil {
+func checkStoreSpec(spec string) error { return checkStoreSpecFlag("--store", spec) }
+
+// checkStoreSpecFlag is checkStoreSpec for a store given with flag (e.g.
+// "--from"), its usage error naming that flag.
+func checkStoreSpecFlag(flag, spec string) error {
+	if err := backends.CheckSpecFlag(flag, spec); err != nil {
 		return usageOf(err)
 	}
 	return nil

@@ -138,8 +138,10 @@ func summarize(ctx context.Context, d discover.Datastore, opts backends.Options)
 // is empty: a disk not mounted there. It exits as the opening error does.
 type nearError struct {
 	err   error
-	near  []discover.Datastore
-	empty string // the empty directory --store names, when near is empty
+	near  []discover.Datastore // the closest first, at most nearMax
+	more  int                  // how many more were found than near holds
+	under string               // where 'datastores' lists them all, when more > 0
+	empty string               // the empty directory --store names, when near is empty
 }
 
 // Error is the opening error and the datastores found near it, or the
@@ -160,6 +162,9 @@ func (e *nearError) Error() string {
 	alt := locs[0]
 	if len(locs) > 1 {
 		alt += " (or " + strings.Join(locs[1:], ", ") + ")"
+	}
+	if e.more > 0 {
+		alt += fmt.Sprintf(", and %d more (pbsdirect datastores %s lists them)", e.more, index.DisplayText(e.under))
 	}
 	return fmt.Sprintf("%s; did you mean --store %s?", base, alt)
 }
@@ -189,10 +194,33 @@ func withNear(ctx context.Context, spec string, opts backends.Options, err error
 		}
 		return err
 	}
+	ne := &nearError{err: err, near: near}
 	if len(near) > nearMax {
-		near = near[:nearMax]
+		ne.near, ne.more, ne.under = near[:nearMax], len(near)-nearMax, commonParent(near)
 	}
-	return &nearError{err: err, near: near}
+	return ne
+}
+
+// commonParent is the longest '/'-ended prefix the datastores' locations
+// share, without its trailing '/' (a directory or a bucket prefix that
+// holds them all); "." when they share none.
+func commonParent(ds []discover.Datastore) string {
+	p := ds[0].Location
+	for _, d := range ds[1:] {
+		n := 0
+		for n < len(p) && n < len(d.Location) && p[n] == d.Location[n] {
+			n++
+		}
+		p = p[:n]
+	}
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "."
+	}
+	if i == 0 || strings.HasSuffix(p[:i], ":/") {
+		return p[:i+1] // "/" or "s3://"
+	}
+	return p[:i]
 }
 
 // datastoresCommand is 'pbsdirect datastores'.

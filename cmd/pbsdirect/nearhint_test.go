@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,4 +148,16 @@ func TestNamespaceHintCommands(t *testing.T) {
 	} {
 		mustFail(t, exitData, []string{"no finished snapshot in the root namespace", hint}, args...)
 	}
+}
+
+// TestNearHintMore: among many datastores a mistyped --store names the
+// closest first and says how many more were found and what lists them.
+func TestNearHintMore(t *testing.T) {
+	top := t.TempDir()
+	for i := 1; i <= 30; i++ {
+		if err := os.MkdirAll(filepath.Join(top, fmt.Sprintf("d%02d", i), ".chunks"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustFail(t, exitOutside, []string{"did you mean --store " + filepath.Join(top, "d27") + " (or ", ", and 6 more (pbsdirect datastores " + top + " lists them)?"}, "snapshots", "--store", filepath.Join(top, "d27x"))
 }

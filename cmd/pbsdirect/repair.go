@@ -46,7 +46,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 			return usagef("--store given %d times: repair writes into one store; give the copies to take chunks from with --from", len(sf.stores))
 		}
 		for _, f := range *from {
-			if err := checkStoreSpec(f); err != nil {
+			if err := checkStoreSpecFlag("--from", f); err != nil {
 				return err
 			}
 			if backends.SameStore(f, sf.store) {
@@ -162,25 +162,38 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		// index is then the primary's too.
 		fitems, fcounts, runErr := r.Files(ctx, keyed)
 		rep.Items, rep.Files = append(rep.Items, fitems...), fcounts
-		if runErr != nil {
-			return runErr
+		var counts repair.Counts
+		if runErr == nil {
+			var items []repair.Item
+			items, counts, runErr = r.Run(ctx, chunks)
+			rep.Items, rep.Counts = append(rep.Items, items...), counts
+		} else {
+			counts.Unfinished = len(chunks)
+			rep.Counts = counts
 		}
-		items, counts, runErr := r.Run(ctx, chunks)
-		rep.Items, rep.Counts = append(rep.Items, items...), counts
-		if runErr != nil {
+		if runErr != nil && ctx.Err() == nil {
 			return runErr
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
 		}
 		var verr error
 		switch {
+		case ctx.Err() != nil:
+			// Interrupted: what was done so far is said, then the
+			// interruption (exit 130 or 143).
+			rep.Interrupted = true
+			verr = cmp.Or(runErr, ctx.Err())
 		case r.Stopped() != nil:
 			verr = &outsideError{fmt.Errorf("repair stopped: writing into %s failed: %w; %d chunk(s) not checked", primary, r.Stopped(), counts.Unfinished)}
 		case counts.Failed > 0 || fcounts.Failed > 0 || outside != nil:
 			verr = &outsideError{fmt.Errorf("repair incomplete: %d chunk(s) and %d file(s) failed: a store could not be read, or %s written%s", counts.Failed, fcounts.Failed, primary, errSuffix(outside))}
 		case counts.NoCopy > 0 || fcounts.NoCopy > 0 || fcounts.NotReplaced > 0 || proven != nil:
-			verr = &dataError{fmt.Errorf("repair incomplete: %d chunk(s) and %d file(s) in no store in good shape%s", counts.NoCopy, fcounts.NoCopy+fcounts.NotReplaced, errSuffix(proven))}
+			var parts []string
+			if counts.NoCopy > 0 || fcounts.NoCopy > 0 || fcounts.NotReplaced == 0 {
+				parts = append(parts, fmt.Sprintf("%d chunk(s) and %d file(s) in no store in good shape", counts.NoCopy, fcounts.NoCopy))
+			}
+			if nr := notReplacedText(rep.Items); nr != "" {
+				parts = append(parts, nr)
+			}
+			verr = &dataError{fmt.Errorf("repair incomplete: %s%s", strings.Join(parts, "; "), errSuffix(proven))}
 		case len(rep.KeyMissing) > 0:
 			verr = &outsideError{fmt.Errorf("repair incomplete: %d snapshot(s) not repaired for want of their key (give --keyfile, or --crc-only)", len(rep.KeyMissing))}
 		}
@@ -198,6 +211,48 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		}
 		return verr
 	}
+}
+
+// notReplacedText says how many of items are manifests not replaced
+// (damaged on the primary, repair.ActionNotReplaced) and where a good copy
+// is: "1 manifest not replaced (damaged on the primary; a good copy exists
+// on MIRROR; replace it by hand after checking)"; "" when there are none.
+// Store names are escaped.
+func notReplacedText(items []repair.Item) string {
+	n, without := 0, 0
+	var on []string
+	for _, it := range items {
+		if it.Action != repair.ActionNotReplaced {
+			continue
+		}
+		n++
+		if it.Source == "" {
+			without++
+		} else if src := index.DisplayText(it.Source); !slices.Contains(on, src) {
+			on = append(on, src)
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	what := "1 manifest"
+	if n > 1 {
+		what = fmt.Sprintf("%d manifests", n)
+	}
+	var where string
+	switch {
+	case without == n:
+		where = "no store has a good copy"
+	case without > 0:
+		where = fmt.Sprintf("a good copy exists on %s for %d of them, in no store for the others; replace them by hand after checking", strings.Join(on, ", "), n-without)
+	default:
+		it := "it"
+		if n > 1 {
+			it = "them"
+		}
+		where = fmt.Sprintf("a good copy exists on %s; replace %s by hand after checking", strings.Join(on, ", "), it)
+	}
+	return fmt.Sprintf("%s not replaced (damaged on the primary; %s)", what, where)
 }
 
 // errSuffix is "; " and err's text, or "" for nil.
@@ -306,8 +361,11 @@ func writeRepairSummary(w io.Writer, rep *repair.Report) {
 	}
 	fmt.Fprintf(w, "repair of %s from %s: %d file(s) of %d snapshot(s) checked, %d good, %s",
 		index.DisplayText(rep.Primary), index.DisplayText(from), f.Checked, rep.Snapshots, f.Good, fcopied)
-	if f.NoCopy+f.NotReplaced > 0 {
-		fmt.Fprintf(w, ", %d in no store in good shape or not replaced", f.NoCopy+f.NotReplaced)
+	if f.NoCopy > 0 {
+		fmt.Fprintf(w, ", %d in no store in good shape", f.NoCopy)
+	}
+	if f.NotReplaced > 0 {
+		fmt.Fprintf(w, ", %d manifest(s) not replaced (see above)", f.NotReplaced)
 	}
 	if f.Failed > 0 {
 		fmt.Fprintf(w, ", %d failed", f.Failed)
@@ -322,7 +380,9 @@ func writeRepairSummary(w io.Writer, rep *repair.Report) {
 	if c.Failed > 0 {
 		fmt.Fprintf(w, ", %d failed", c.Failed)
 	}
-	if c.Unfinished > 0 {
+	if c.Unfinished > 0 && rep.Interrupted {
+		fmt.Fprintf(w, ", %d not checked (interrupted)", c.Unfinished)
+	} else if c.Unfinished > 0 {
 		fmt.Fprintf(w, ", %d not checked (stopped)", c.Unfinished)
 	}
 	if c.Unlisted > 0 {
@@ -331,7 +391,11 @@ func writeRepairSummary(w io.Writer, rep *repair.Report) {
 	if len(rep.KeyMissing) > 0 {
 		fmt.Fprintf(w, "; %d snapshot(s) not repaired for want of their key", len(rep.KeyMissing))
 	}
-	fmt.Fprintf(w, ": %s\n", okWord(rep.OK))
+	word := okWord(rep.OK)
+	if rep.Interrupted {
+		word = "INTERRUPTED"
+	}
+	fmt.Fprintf(w, ": %s\n", word)
 	if rep.CRCOnlyWarning != "" {
 		fmt.Fprintf(w, "repair: WARNING: %s\n", rep.CRCOnlyWarning)
 	}
