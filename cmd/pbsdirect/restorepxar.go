@@ -18,6 +18,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/extract"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/pxar"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -130,6 +131,9 @@ func (rc *restoreCmd) restorePxar(ctx context.Context, ref, name, dir string, st
 	}
 	if err := checkExtractDir(dir, o.Force); err != nil {
 		return err
+	}
+	if err := filetarget.CheckDirNotInStore(rc.sf.store, dir); err != nil {
+		return usageOf(err)
 	}
 	sf, pf := &rc.sf, rc.pf
 	start := time.Now()

@@ -190,6 +190,16 @@ func TestRestorePxarRefusals(t *testing.T) {
 	}
 	mustFail(t, exitUsage, []string{"no such path in the archive"}, "restore", "--store", store, "--include", "etc/nope", snaps[0].snap, "root.pxar", t.TempDir())
 	mustFail(t, exitUsage, []string{"no such pxar archive"}, "restore", "--store", store, snaps[0].snap, "other.pxar", t.TempDir())
+	// Extraction-only flags are refused for a stream, never ignored.
+	for _, f := range [][]string{{"--include", "etc"}, {"--map-ids", "100000"}, {"--same-owner"}} {
+		mustFail(t, exitUsage, []string{f[0], "not to a stream"}, append([]string{"restore", "--store", store, snaps[0].snap, "root.pxar", "-", "--format", "tar"}, f...)...)
+	}
+	// A directory inside the datastore read from is refused before any read.
+	inside := filepath.Join(store, "restored")
+	mustFail(t, exitUsage, []string{"inside the datastore"}, "restore", "--store", store, snaps[0].snap, "root.pxar", inside)
+	if _, err := os.Lstat(inside); err == nil {
+		t.Errorf("a refused run created %s", inside)
+	}
 	// With --force: merged, the file of our own kept.
 	pxRestore(t, "--store", store, "--force", snaps[0].snap, "root.pxar", dir)
 	if b, err := os.ReadFile(filepath.Join(dir, "mine")); err != nil || string(b) != "x" {

@@ -55,6 +55,14 @@ func (rf *restoreFormat) dispatch(ctx context.Context, rc *restoreCmd, fs *flag.
 			return false, nil // --format pxar: the raw stream into a file, as any .didx archive
 		}
 	}
+	stream := isPxar && (fs.Arg(2) == "-" || fs.Changed("format"))
+	if stream {
+		for _, f := range []string{"include", "map-ids", "same-owner", "numeric-owner"} {
+			if fs.Changed(f) {
+				return true, usagef("--%s applies to a pxar archive extracted into a directory, not to a stream (TARGET - or --format): extract into a directory, or filter the tar stream with tar itself", f)
+			}
+		}
+	}
 	if !isPxar || fs.Arg(2) != "-" {
 		return false, nil
 	}

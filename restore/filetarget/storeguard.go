@@ -3,6 +3,7 @@ package filetarget
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -70,4 +71,24 @@ func checkNotInStore(storeDir string, dir *os.File, f *os.File, user string) err
 			user, restore.ErrTargetInStore, st.Nlink, storeDir)
 	}
 	return nil
+}
+
+// CheckDirNotInStore refuses (restore.ErrTargetInStore) a directory to
+// extract into that is the store directory storeDir or lies below it,
+// compared by device and inode as the file targets' check is; a directory
+// not made yet is judged by its parent. storeDir "" (a bucket) checks
+// nothing; a directory that cannot be opened is left to the extraction
+// to report.
+func CheckDirNotInStore(storeDir, dir string) error {
+	if storeDir == "" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		if d, err = os.Open(filepath.Dir(dir)); err != nil {
+			return nil
+		}
+	}
+	defer d.Close()
+	return checkNotInStore(storeDir, d, nil, dir)
 }
