@@ -18,7 +18,8 @@ var ErrNoPxar = errors.New("no such pxar archive")
 
 // PxarNames returns the dynamic index files of the pxar archive name in
 // manifest m: a legacy archive is one stream, NAME.pxar.didx (payload
-// ""); a split archive (proxmox-backup-client 3.2.5 and later) is its
+// ""); a split archive (proxmox-backup-client 3.2.5 and later, change
+// detection mode data or metadata) is its
 // metadata stream NAME.mpxar.didx and its payload stream NAME.ppxar.didx.
 // name may be given as "root", "root.pxar", "root.pxar.didx", "root.mpxar",
 // "root.mpxar.didx", "root.ppxar" or "root.ppxar.didx". ok is false when
