@@ -170,7 +170,7 @@ func Run(ctx context.Context, a *pxar.Archive, dir string, o Options) (*Report, 
 	defer unix.Close(fd)
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return rep, fmt.Errorf("%s: %w", strconv.Quote(dir), ErrBusy)
+			return rep, fmt.Errorf("directory %s is %w", strconv.Quote(dir), ErrBusy)
 		}
 		return rep, &FSError{Path: ".", Op: "lock " + dir, Err: err}
 	}

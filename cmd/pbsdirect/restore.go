@@ -383,9 +383,10 @@ A pxar archive (root.pxar of a ct/ or host/ snapshot, legacy or split) is
 extracted into the directory TARGET (empty or absent; --force merges) with
 owners, modes, times, xattrs, ACLs and capabilities, never writing outside
 it; --include PATH extracts parts, --map-ids shifts ids for an unprivileged
-container.
+container. An extraction that stops is not resumed (--resume and --restart
+are for disk images): run it again with --force.
 
-A restore that stops (interrupted, store unreachable or throttled past
+A disk image restore that stops (interrupted, store unreachable or throttled past
 --retry-for, expired credentials, a missing or damaged chunk) keeps its partial
 output and journal: run it again with --resume to fetch only the rest (with
 --on-missing zero / --on-corrupt zero or another --store for damage; with
