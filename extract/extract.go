@@ -56,8 +56,13 @@ type Options struct {
 	// existing entry at a path the archive has is replaced (a directory
 	// is kept and gets the archive's metadata; a non-empty directory
 	// where the archive has no directory fails), everything else in the
-	// directory is kept. Without Force a non-empty directory is refused
-	// with ErrNotEmpty before anything is read.
+	// directory is kept; with Include the same holds for the directories
+	// above the included paths (a symlink or file standing where one goes
+	// is replaced by the directory, never followed). Not running as root,
+	// an existing directory without owner write permission is given it
+	// while entries are replaced in it and gets its mode back afterwards.
+	// Without Force a non-empty directory is refused with ErrNotEmpty
+	// before anything is read.
 	Force bool
 	// Progress, if set, is called with the content bytes written so far
 	// after each write.
@@ -66,6 +71,10 @@ type Options struct {
 	// when not root, an owner that could not be set); the Report counts
 	// them whether or not Warn is set.
 	Warn func(msg string)
+
+	// afterCreate, if set, is called after a device node, FIFO or
+	// socket is created and before its metadata is set (tests: a racer).
+	afterCreate func(parent int, name string)
 }
 
 // Report says what Run extracted. Bytes counts regular-file content bytes
@@ -90,6 +99,11 @@ const MaxWarningsListed = 100
 // ErrNotEmpty is wrapped by Run's error for a non-empty directory without
 // Options.Force.
 var ErrNotEmpty = errors.New("directory not empty (give --force to merge into it)")
+
+// ErrBusy is wrapped by Run's error when another Run (in this process or
+// another) holds the directory's lock: one extraction into a directory at
+// a time.
+var ErrBusy = errors.New("being written by another pbsdirect run")
 
 // ErrNotFound is wrapped by Run's error for an Options.Include path the
 // archive does not have.
@@ -135,9 +149,15 @@ func (e *FSError) Unwrap() error { return e.Err }
 // decoder's *pxar.Error (a malformed archive matches pxar.ErrFormat; a
 // failed read of the archive carries the reader's error, a damaged chunk
 // included) with the entry's path and stream offset; ErrArchive; ErrNotEmpty;
-// ErrNotFound for an Include path the archive lacks; ErrIDRange; *FSError for the file
-// system written; ctx's error when it is done. The report counts what was
-// written up to an error.
+// ErrNotFound for an Include path the archive lacks; ErrIDRange; ErrBusy
+// when another run holds dir's lock (an exclusive flock on dir, held for
+// the run); *FSError for the file system written; ctx's error when it is
+// done. The report counts what was written up to an error.
+//
+// Without Include the archive root's owner, mode and times are applied to
+// dir itself, except that its setuid and setgid bits are never set and
+// group and other write permission only with the sticky bit (a warning
+// says what was left out).
 func Run(ctx context.Context, a *pxar.Archive, dir string, o Options) (*Report, error) {
 	rep := &Report{}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -148,6 +168,12 @@ func Run(ctx context.Context, a *pxar.Archive, dir string, o Options) (*Report, 
 		return rep, &FSError{Path: ".", Op: "open " + dir, Err: err}
 	}
 	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return rep, fmt.Errorf("directory %s is %w", strconv.Quote(dir), ErrBusy)
+		}
+		return rep, &FSError{Path: ".", Op: "lock " + dir, Err: err}
+	}
 	if !o.Force {
 		empty, err := isEmpty(fd)
 		if err != nil {
@@ -161,11 +187,18 @@ func Run(ctx context.Context, a *pxar.Archive, dir string, o Options) (*Report, 
 		files: map[string]bool{}, made: map[string]bool{}, seen: map[string]bool{}}
 	x.chown = x.root || o.SameOwner
 	x.beneath = true
+	defer x.restoreModes()
+	restore, err := x.writable(fd, ".")
+	if err != nil {
+		return rep, err
+	}
+	x.restores = append(x.restores, restore)
 	if len(o.Include) == 0 {
 		root := a.Root()
 		if err := x.contents(root, fd); err != nil {
 			return rep, err
 		}
+		x.restoreModes()
 		return rep, x.finish(root, fd, "")
 	}
 	for _, inc := range includes(o.Include) {
@@ -238,6 +271,52 @@ type extractor struct {
 	made    map[string]bool // their archive paths
 	seen    map[string]bool // archive paths extracted
 	bytes   atomic.Int64
+	// restores give existing directories (DIR, those above Include
+	// paths) their mode back: see writable.
+	restores []func()
+}
+
+// restoreModes runs and drops x.restores, last first.
+func (x *extractor) restoreModes() {
+	for i := len(x.restores) - 1; i >= 0; i-- {
+		x.restores[i]()
+	}
+	x.restores = nil
+}
+
+// writable gives the existing directory open as fd (archive path p) owner
+// write and search permission for a Force run not made as root, when it
+// lacks them and the caller owns it, so that entries can be replaced in
+// it; the returned func gives it its mode back (and closes its own
+// duplicate of fd). Otherwise it does nothing.
+func (x *extractor) writable(fd int, p string) (func(), error) {
+	noop := func() {}
+	if x.root || !x.o.Force {
+		return noop, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return noop, &FSError{Path: p, Op: "stat", Err: err}
+	}
+	const need = unix.S_IWUSR | unix.S_IXUSR
+	if st.Mode&need == need || int(st.Uid) != os.Geteuid() {
+		return noop, nil
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return noop, &FSError{Path: p, Op: "dup", Err: err}
+	}
+	mode := st.Mode & 0o7777
+	if err := unix.Fchmod(dup, mode|need); err != nil {
+		unix.Close(dup)
+		return noop, &FSError{Path: p, Op: "chmod to replace entries", Err: err}
+	}
+	return func() {
+		if err := unix.Fchmod(dup, mode); err != nil {
+			x.warn("%s: mode %#o not given back: %v", strconv.Quote(p), mode, err)
+		}
+		unix.Close(dup)
+	}, nil
 }
 
 func (x *extractor) warn(format string, args ...any) {
@@ -311,9 +390,14 @@ func (x *extractor) clear(e *pxar.Entry, parent int) (reuse bool, err error) {
 	if isDir && e.Kind == pxar.KindDir && x.made[e.Path] {
 		return true, nil // created above an Include path
 	}
-	if x.seen[e.Path] || !x.o.Force {
-		// The directory was empty (or Force): the archive put it there.
-		return false, &archiveError{fmt.Sprintf("%s: the archive holds two entries of this name", strconv.Quote(e.Path))}
+	if x.seen[e.Path] {
+		// Written by this run: the archive has the name twice.
+		return false, &archiveError{fmt.Sprintf("%s (metadata stream offset %d): the archive holds two entries of this name", strconv.Quote(e.Path), e.Offset())}
+	}
+	if !x.o.Force {
+		// The directory was empty and is locked: something outside
+		// this run put it there.
+		return false, &FSError{Path: e.Path, Op: "create (appeared during the extraction)", Err: unix.EEXIST}
 	}
 	if isDir && e.Kind == pxar.KindDir {
 		return true, nil
@@ -355,7 +439,15 @@ func (x *extractor) entry(e *pxar.Entry, parent int) error {
 		}
 		defer unix.Close(fd)
 		x.rep.Dirs++
-		if err := x.contents(e, fd); err != nil {
+		restore := func() {}
+		if reuse {
+			if restore, err = x.writable(fd, e.Path); err != nil {
+				return err
+			}
+		}
+		err = x.contents(e, fd)
+		restore()
+		if err != nil {
 			return err
 		}
 		return x.finish(e, fd, e.Path)
@@ -379,7 +471,10 @@ func (x *extractor) entry(e *pxar.Entry, parent int) error {
 			return &FSError{Path: e.Path, Op: "mknod", Err: err}
 		}
 		x.rep.Specials++
-		return x.finishAt(e, parent)
+		if x.o.afterCreate != nil {
+			x.o.afterCreate(parent, e.Name)
+		}
+		return x.special(e, parent)
 	}
 	return &archiveError{fmt.Sprintf("%s: entry of unknown kind %v", strconv.Quote(e.Path), e.Kind)}
 }
@@ -438,10 +533,11 @@ func (x *extractor) file(e, meta *pxar.Entry, parent int) error {
 	}
 	x.rep.Files++
 	x.files[e.Path] = true
-	if err := x.attrs(meta, e.Path, fd, -1, ""); err != nil {
+	n := node{fd: fd}
+	if err := x.attrs(meta, e.Path, n, 0); err != nil {
 		return err
 	}
-	return x.times(meta, e.Path, fd, -1, "")
+	return x.times(meta, e.Path, n)
 }
 
 func allZero(b []byte) bool {
@@ -519,41 +615,123 @@ func (x *extractor) walk(p, who string) (int, error) {
 	return fd, nil
 }
 
-// finishAt sets the metadata of non-directory, non-regular entry e, name
-// e.Name in parent.
+// node is how the metadata calls reach an entry: through an open
+// descriptor fd (a regular file, a directory; with opath an O_PATH
+// descriptor of a device node, FIFO or socket, reached for the calls that
+// need an open file through /proc/self/fd, which names that inode and no
+// other), or for a symlink by name in dirfd without following it. No
+// call follows a symlink.
+type node struct {
+	fd    int
+	opath bool
+	dirfd int
+	name  string
+}
+
+// proc is the /proc/self/fd path of n's O_PATH descriptor.
+func (n node) proc() string { return fmt.Sprintf("/proc/self/fd/%d", n.fd) }
+
+func (n node) chown(uid, gid int) error {
+	if n.fd >= 0 {
+		return unix.Fchownat(n.fd, "", uid, gid, unix.AT_EMPTY_PATH)
+	}
+	return unix.Fchownat(n.dirfd, n.name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func (n node) chmod(mode uint32) error {
+	if n.opath {
+		return unix.Chmod(n.proc(), mode)
+	}
+	return unix.Fchmod(n.fd, mode) // symlinks have no mode: never called
+}
+
+func (n node) setxattr(attr string, v []byte) error {
+	if n.opath {
+		return unix.Setxattr(n.proc(), attr, v, 0)
+	}
+	return unix.Fsetxattr(n.fd, attr, v, 0) // symlinks: never called
+}
+
+func (n node) utimes(tt []unix.Timespec) error {
+	if n.fd >= 0 {
+		return unix.UtimesNanoAt(n.fd, "", tt, unix.AT_EMPTY_PATH)
+	}
+	return unix.UtimesNanoAt(n.dirfd, n.name, tt, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// finishAt sets the metadata of symlink e, name e.Name in parent.
 func (x *extractor) finishAt(e *pxar.Entry, parent int) error {
-	if err := x.attrs(e, e.Path, -1, parent, e.Name); err != nil {
+	n := node{fd: -1, dirfd: parent, name: e.Name}
+	if err := x.attrs(e, e.Path, n, 0); err != nil {
 		return err
 	}
-	return x.times(e, e.Path, -1, parent, e.Name)
+	return x.times(e, e.Path, n)
 }
+
+// special sets the metadata of device node, FIFO or socket e, name e.Name
+// in parent, just created: through an O_PATH|O_NOFOLLOW descriptor, after
+// checking it is still of e's type (an entry replaced by a symlink in the
+// meantime is refused, never followed).
+func (x *extractor) special(e *pxar.Entry, parent int) error {
+	fd, err := unix.Openat(parent, e.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &FSError{Path: e.Path, Op: "open", Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &FSError{Path: e.Path, Op: "stat", Err: err}
+	}
+	if st.Mode&unix.S_IFMT != uint32(e.Mode&unix.S_IFMT) {
+		return &FSError{Path: e.Path, Op: "set metadata", Err: errors.New("replaced by something else during the extraction")}
+	}
+	n := node{fd: fd, opath: true}
+	if err := x.attrs(e, e.Path, n, 0); err != nil {
+		return err
+	}
+	return x.times(e, e.Path, n)
+}
+
+// dirModeMask are the mode bits of the archive root never applied to the
+// directory extracted into.
+const dirModeMask = unix.S_ISUID | unix.S_ISGID
 
 // finish sets directory e's metadata (fd open on it) once its contents are
-// written; p is its archive path ("" the top directory).
+// written; p is its archive path ("" the top directory, which gets e's mode
+// without setuid and setgid, and without group and other write permission
+// unless sticky).
 func (x *extractor) finish(e *pxar.Entry, fd int, p string) error {
+	var drop uint32
 	if p == "" {
 		p = "."
+		mode := uint32(e.Mode & 0o7777)
+		drop = mode & dirModeMask
+		if mode&unix.S_ISVTX == 0 {
+			drop |= mode & (unix.S_IWGRP | unix.S_IWOTH)
+		}
+		if drop != 0 {
+			x.warn("the archive root's mode %#o applied to the directory without %#o (no setuid or setgid, no group or other write without the sticky bit)", mode, drop)
+		}
 	}
-	if err := x.attrs(e, p, fd, -1, ""); err != nil {
+	n := node{fd: fd}
+	if err := x.attrs(e, p, n, drop); err != nil {
 		return err
 	}
-	return x.times(e, p, fd, -1, "")
+	return x.times(e, p, n)
 }
 
-// attrs sets owner, mode, ACLs, xattrs and capabilities of e: through fd
-// when it is open (regular files, directories), else by name in dirfd
-// without following a symlink.
-func (x *extractor) attrs(e *pxar.Entry, p string, fd, dirfd int, name string) error {
-	symlink := e.Kind == pxar.KindSymlink
+// xattrWarn are the setxattr errors that make an attribute a warning, not
+// a failure: not supported or not allowed, and a value or set of values
+// the file system cannot hold (as GNU tar); a full disk still fails the
+// content writes.
+var xattrWarn = []error{unix.ENOTSUP, unix.EPERM, unix.EACCES, unix.ENOSPC, unix.E2BIG, unix.ERANGE}
+
+// attrs sets owner, mode (without the bits in drop), ACLs, xattrs and
+// capabilities of e, reached as n.
+func (x *extractor) attrs(e *pxar.Entry, p string, n node, drop uint32) error {
 	if x.chown {
 		uid, gid := int(x.mapID(e.UID)), int(x.mapID(e.GID))
-		var err error
-		if fd >= 0 {
-			err = unix.Fchown(fd, uid, gid)
-		} else {
-			err = unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		if err != nil {
+		if err := n.chown(uid, gid); err != nil {
 			if !x.root {
 				x.warn("%s: owner %d:%d not set: %v", strconv.Quote(p), uid, gid, err)
 			} else {
@@ -561,35 +739,22 @@ func (x *extractor) attrs(e *pxar.Entry, p string, fd, dirfd int, name string) e
 			}
 		}
 	}
-	if symlink {
+	if e.Kind == pxar.KindSymlink {
 		return nil // no mode; symlinks carry no user xattrs or ACLs
 	}
-	mode := uint32(e.Mode & 0o7777)
-	var err error
-	if fd >= 0 {
-		err = unix.Fchmod(fd, mode)
-	} else {
-		err = unix.Fchmodat(dirfd, name, mode, 0)
-	}
-	if err != nil {
+	if err := n.chmod(uint32(e.Mode&0o7777) &^ drop); err != nil {
 		return &FSError{Path: p, Op: "chmod", Err: err}
 	}
 	set := func(attr string, v []byte) error {
-		var err error
-		if fd >= 0 {
-			err = unix.Fsetxattr(fd, attr, v, 0)
-		} else {
-			// By name below the directory's descriptor: the proc link
-			// names the directory itself, the last component is not
-			// followed.
-			err = unix.Lsetxattr(fmt.Sprintf("/proc/self/fd/%d/%s", dirfd, name), attr, v, 0)
-		}
+		err := n.setxattr(attr, v)
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			x.warn("%s: extended attribute %s not set: %v", strconv.Quote(p), strconv.Quote(attr), err)
-			return nil
+		for _, w := range xattrWarn {
+			if errors.Is(err, w) {
+				x.warn("%s: extended attribute %s (%d bytes) not set: %v", strconv.Quote(p), strconv.Quote(attr), len(v), err)
+				return nil
+			}
 		}
 		return &FSError{Path: p, Op: "set extended attribute " + strconv.Quote(attr), Err: err}
 	}
@@ -623,16 +788,9 @@ func (x *extractor) attrs(e *pxar.Entry, p string, fd, dirfd int, name string) e
 }
 
 // times sets e's modification time (and its access time to the same).
-func (x *extractor) times(e *pxar.Entry, p string, fd, dirfd int, name string) error {
+func (x *extractor) times(e *pxar.Entry, p string, n node) error {
 	ts := unix.Timespec{Sec: e.MTimeSec, Nsec: int64(e.MTimeNsec)}
-	tt := []unix.Timespec{ts, ts}
-	var err error
-	if fd >= 0 {
-		err = unix.UtimesNanoAt(fd, "", tt, unix.AT_EMPTY_PATH)
-	} else {
-		err = unix.UtimesNanoAt(dirfd, name, tt, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err != nil {
+	if err := n.utimes([]unix.Timespec{ts, ts}); err != nil {
 		return &FSError{Path: p, Op: "set times", Err: err}
 	}
 	return nil
@@ -647,6 +805,7 @@ func (x *extractor) include(inc string) error {
 		if err := x.contents(root, x.top); err != nil {
 			return err
 		}
+		x.restoreModes()
 		return x.finish(root, x.top, "")
 	}
 	// The directories above: created (or reused) one by one.
@@ -671,21 +830,12 @@ func (x *extractor) include(inc string) error {
 		if e.Kind != pxar.KindDir {
 			return fmt.Errorf("--include %s: %s is a %s: %w", strconv.Quote(inc), strconv.Quote(e.Path), e.Kind, ErrNotFound)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
-			if err := unix.Mkdirat(fd, c, 0o700); err != nil {
-				return &FSError{Path: e.Path, Op: "mkdir", Err: err}
-			}
-			x.parents = append(x.parents, e)
-			x.made[e.Path] = true
-			x.rep.Dirs++
-		}
-		next, err := x.openDir(fd, c)
+		next, err := x.parent(e, fd)
 		if fd != x.top {
 			unix.Close(fd)
 		}
 		if err != nil {
-			return &FSError{Path: e.Path, Op: "open directory", Err: err}
+			return err
 		}
 		fd, dir = next, e
 	}
@@ -693,6 +843,47 @@ func (x *extractor) include(inc string) error {
 		unix.Close(fd)
 	}
 	return nil
+}
+
+// parent opens directory e, above an Include path, in the directory open
+// as fd: created when absent (to get e's metadata at the end); with Force
+// an existing non-directory is replaced by it, never followed, and an
+// existing directory is made writable for the run (see writable).
+func (x *extractor) parent(e *pxar.Entry, fd int) (int, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(fd, e.Name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR && x.o.Force {
+		if err := unix.Unlinkat(fd, e.Name, 0); err != nil {
+			return -1, &FSError{Path: e.Path, Op: "remove the existing entry", Err: err}
+		}
+		err = unix.ENOENT
+	}
+	made := false
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		if err := unix.Mkdirat(fd, e.Name, 0o700); err != nil {
+			return -1, &FSError{Path: e.Path, Op: "mkdir", Err: err}
+		}
+		x.parents = append(x.parents, e)
+		x.made[e.Path] = true
+		x.rep.Dirs++
+		made = true
+	case err != nil:
+		return -1, &FSError{Path: e.Path, Op: "stat", Err: err}
+	}
+	next, err := x.openDir(fd, e.Name)
+	if err != nil {
+		return -1, &FSError{Path: e.Path, Op: "open directory", Err: err}
+	}
+	if !made && !x.made[e.Path] {
+		restore, err := x.writable(next, e.Path)
+		if err != nil {
+			unix.Close(next)
+			return -1, err
+		}
+		x.restores = append(x.restores, restore)
+	}
+	return next, nil
 }
 
 // finishPath sets the metadata of directory e, created above an Include

@@ -307,7 +307,7 @@ func TestExtractHostile(t *testing.T) {
 				i := bytes.LastIndex(m, h)
 				binary.LittleEndian.PutUint64(m[i:], goodbyeHash(t, "esc"))
 				return m, p
-			}, want: "two entries of this name"},
+			}, want: "(metadata stream offset 228): the archive holds two entries of this name"},
 		{name: "hardlink through a symlink out",
 			tree: func(outside string) *pxar.Node {
 				return dir("", &pxar.Node{Name: "esc", Kind: pxar.KindSymlink, Metadata: pxar.Metadata{Mode: 0o777}, LinkTarget: outside},

@@ -383,18 +383,19 @@ A pxar archive (root.pxar of a ct/ or host/ snapshot, legacy or split) is
 extracted into the directory TARGET (empty or absent; --force merges) with
 owners, modes, times, xattrs, ACLs and capabilities, never writing outside
 it; --include PATH extracts parts, --map-ids shifts ids for an unprivileged
-container.
+container. An extraction that stops is not resumed (--resume and --restart
+are for disk images): run it again with --force.
 
-A restore that stops (interrupted, store unreachable or throttled past
---retry-for, expired credentials, a missing or damaged chunk) keeps its partial
-output and journal: run it again with --resume to fetch only the rest (with
---on-missing zero / --on-corrupt zero or another --store for damage; with
---force too when it was writing over an existing file). A run without
---resume over such a restore is refused; --restart starts over. --resume
-TYPE/ID after a newer snapshot appeared is refused, naming the stopped one.
---resume over an existing file (a finished restore, with or without
---resume) reads it back against the index: whole, it exits 0 and writes
-nothing; otherwise it is refused, naming the chunks that differ and --force.
+A disk image restore that stops (interrupted, store unreachable or throttled
+past --retry-for, expired credentials, a missing or damaged chunk) keeps its
+partial output and journal: run it again with --resume to fetch only the rest
+(with --on-missing zero / --on-corrupt zero or another --store for damage; with
+--force too when it was writing over an existing file). A run without --resume
+over such a restore is refused; --restart starts over. --resume TYPE/ID after a
+newer snapshot appeared is refused, naming the stopped one. --resume over an
+existing file (a finished restore, with or without --resume) reads it back
+against the index: whole, it exits 0 and writes nothing; otherwise it is
+refused, naming the chunks that differ and --force.
 
 Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
 PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE,

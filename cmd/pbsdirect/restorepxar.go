@@ -104,12 +104,15 @@ func checkExtractDir(dir string, force bool) error {
 // extractError classifies an extraction error for the exit code: a malformed
 // archive is damage (exit 1), said so; the file system written is outside
 // the data (3); a refusal of the command line is a usage error (2);
-// damaged chunks keep their own type (1).
+// damaged chunks keep their own type (1); a DIR another run is writing
+// is outside the data (3).
 func extractError(err error) error {
 	var fe *extract.FSError
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, extract.ErrBusy):
+		return &outsideError{err}
 	case errors.Is(err, extract.ErrNotEmpty), errors.Is(err, extract.ErrNotFound), errors.Is(err, extract.ErrIDRange):
 		return usageOf(err)
 	case errors.Is(err, pxar.ErrFormat):

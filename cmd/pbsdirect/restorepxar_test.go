@@ -385,6 +385,7 @@ func TestPxarErrorExitCodes(t *testing.T) {
 		{"not empty", fmt.Errorf("x: %w", extract.ErrNotEmpty), exitUsage},
 		{"include missing", fmt.Errorf("x: %w", extract.ErrNotFound), exitUsage},
 		{"id shift too far", fmt.Errorf("x: %w", extract.ErrIDRange), exitUsage},
+		{"DIR busy", fmt.Errorf("x: %w", extract.ErrBusy), exitOutside},
 	}
 	for _, c := range cases {
 		if got := exitCode(extractError(c.err)); got != c.code {
