@@ -102,11 +102,11 @@ func TestWriteRefusesHostile(t *testing.T) {
 		written []string
 	}{
 		{name: "directory through a symlink",
-			tree: node("", pxar.KindDir, 0o755, symlinkNode("a", "/tmp/out"), node("b", pxar.KindDir, 0o755, fileNode("pwned", "x"))),
+			tree:  node("", pxar.KindDir, 0o755, symlinkNode("a", "/tmp/out"), node("b", pxar.KindDir, 0o755, fileNode("pwned", "x"))),
 			patch: func(t *testing.T, m []byte) { rename(t, m, "b", "a") },
 			want:  "named like the symlink", written: []string{"./", "./a"}},
 		{name: "duplicate file name",
-			tree: node("", pxar.KindDir, 0o755, fileNode("dupa", "1"), fileNode("dupb", "2"), fileNode("z", "3")),
+			tree:  node("", pxar.KindDir, 0o755, fileNode("dupa", "1"), fileNode("dupb", "2"), fileNode("z", "3")),
 			patch: func(t *testing.T, m []byte) { rename(t, m, "dupb", "dupa") },
 			want:  "two entries of this name", written: []string{"./", "./dupa"}},
 		{name: "hardlink through a symlink",
