@@ -130,6 +130,10 @@ func svarint(b []byte) (int64, int, bool) {
 }
 
 // ReadDir returns the entries of a catalog directory, in stored order.
+// Two directories of one table pointing to the same child table are an
+// error matching ErrFormat (see Walk, which also refuses tables shared
+// between directories of different tables: callers listing a whole tree
+// should use Walk).
 func (c *Catalog) ReadDir(dir CatalogEntry) ([]CatalogEntry, error) {
 	if dir.Type != CatalogDir {
 		return nil, &Error{Path: dir.Path, Stream: StreamCatalog, Err: errors.New("not a directory")}
@@ -156,6 +160,7 @@ func (c *Catalog) ReadDir(dir CatalogEntry) ([]CatalogEntry, error) {
 	}
 	pos += m
 	out := make([]CatalogEntry, 0, count)
+	tables := map[int64]string{} // child table offset → its directory
 	for range count {
 		if pos >= len(b) {
 			return nil, bad("entry")
@@ -185,6 +190,10 @@ func (c *Catalog) ReadDir(dir CatalogEntry) ([]CatalogEntry, error) {
 			}
 			pos += m
 			e.start = dir.start - int64(off)
+			if first, ok := tables[e.start]; ok {
+				return nil, catalogCorrupt(e.Path, e.start, "directory table already listed as the table of %q", first)
+			}
+			tables[e.start] = e.Path
 		case CatalogFile:
 			size, m, ok := uvarint(b[pos:])
 			if !ok {
@@ -212,17 +221,47 @@ func (c *Catalog) ReadDir(dir CatalogEntry) ([]CatalogEntry, error) {
 // Walk calls fn for every catalog entry below the root, depth first, each
 // directory before its contents. Directory tables lie strictly before
 // their parent's, so the walk ends; it nests at most MaxDepth levels.
+// Each directory table belongs to one directory: a table reached a second
+// time (a catalog whose directories share tables would list exponentially
+// many entries from a few bytes) is an error matching ErrFormat naming the
+// second directory and the table's offset, and so is a walk of more
+// entries than the catalog's size can hold (each takes at least
+// minCatalogEntry bytes).
 func (c *Catalog) Walk(fn func(CatalogEntry) error) error {
-	return c.walk(c.root, fn)
+	w := &catalogWalk{seen: map[int64]string{c.root.start: c.root.Path}}
+	return c.walk(w, c.root, fn)
 }
 
-func (c *Catalog) walk(dir CatalogEntry, fn func(CatalogEntry) error) error {
+// minCatalogEntry is the fewest bytes a catalog entry takes in its
+// directory table: its type, name length and a one-byte name.
+const minCatalogEntry = 3
+
+// catalogWalk is the state of one Walk: the directory tables reached (table
+// offset → the directory reaching it) and the entries walked.
+type catalogWalk struct {
+	seen    map[int64]string
+	entries int64
+}
+
+func (c *Catalog) walk(w *catalogWalk, dir CatalogEntry, fn func(CatalogEntry) error) error {
 	if dir.depth > MaxDepth {
 		return catalogCorrupt(dir.Path, dir.start, "directories nested deeper than %d levels", MaxDepth)
 	}
 	kids, err := c.ReadDir(dir)
 	if err != nil {
 		return err
+	}
+	w.entries += int64(len(kids))
+	if w.entries > c.size/minCatalogEntry {
+		return catalogCorrupt(dir.Path, dir.start, "more entries than a catalog of %d bytes holds", c.size)
+	}
+	for _, k := range kids {
+		if k.Type == CatalogDir {
+			if first, ok := w.seen[k.start]; ok {
+				return catalogCorrupt(k.Path, k.start, "directory table already listed as the table of %q", first)
+			}
+			w.seen[k.start] = k.Path
+		}
 	}
 	for _, k := range kids {
 		if err := fn(k); err != nil {
@@ -232,7 +271,7 @@ func (c *Catalog) walk(dir CatalogEntry, fn func(CatalogEntry) error) error {
 			return err
 		}
 		if k.Type == CatalogDir {
-			if err := c.walk(k, fn); err != nil {
+			if err := c.walk(w, k, fn); err != nil {
 				return err
 			}
 		}

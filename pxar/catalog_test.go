@@ -2,9 +2,11 @@ package pxar
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -101,4 +103,90 @@ func FuzzCatalog(f *testing.F) {
 		}
 		_ = c.Walk(func(CatalogEntry) error { return nil })
 	})
+}
+
+// dagCatalog builds a catalog of levels directory tables, each holding
+// two directory entries: in shared form both point to the table below (a
+// walk would list 2^levels entries), in split form the second points to
+// a second table of the level below, which itself points to the first
+// table of its level below (tables shared across parents, not within
+// one).
+func dagCatalog(levels int, split bool) []byte {
+	b := []byte(catalogMagic)
+	// the bottom table: no entries
+	prev := []int{len(b)}
+	b = append(b, 1, 0)
+	for l := range levels {
+		var cur []int
+		for i := range 2 {
+			start := len(b)
+			var table []byte
+			table = putUvarint(table, 2)
+			for j, name := range []string{"a", "b"} {
+				child := prev[0]
+				if split && j == 1 && i == 0 && len(prev) > 1 {
+					child = prev[1]
+				}
+				table = append(table, CatalogDir, 1)
+				table = append(table, name...)
+				table = putUvarint(table, uint64(start-child))
+			}
+			b = append(putUvarint(b, uint64(len(table))), table...)
+			cur = append(cur, start)
+			if !split || l == levels-1 {
+				break
+			}
+		}
+		prev = cur
+	}
+	return binary.LittleEndian.AppendUint64(b, uint64(prev[0]))
+}
+
+func TestCatalogSharedTables(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		split bool
+		walk  bool
+	}{
+		{"shared within a table, Walk", false, true},
+		{"shared within a table, ReadDir", false, false},
+		{"shared across tables, Walk", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := dagCatalog(48, tc.split)
+			c, err := OpenCatalog(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			if tc.walk {
+				err = c.Walk(func(CatalogEntry) error {
+					if n++; n > 10000 {
+						return errors.New("walked on")
+					}
+					return nil
+				})
+			} else {
+				var rd func(CatalogEntry) error
+				rd = func(d CatalogEntry) error {
+					kids, err := c.ReadDir(d)
+					for _, k := range kids {
+						if n++; n > 10000 {
+							return errors.New("walked on")
+						}
+						if err := rd(k); err != nil {
+							return err
+						}
+					}
+					return err
+				}
+				err = rd(c.Root())
+			}
+			var pe *Error
+			if !errors.Is(err, ErrFormat) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "already listed") {
+				t.Fatalf("%d bytes, %d entries: %v, want a shared table refused", len(data), n, err)
+			}
+			t.Log(err)
+		})
+	}
 }

@@ -18,7 +18,10 @@ package pxarfs
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"sync"
 	"time"
@@ -30,17 +33,67 @@ import (
 // Root returns the archive's root directory as a fusefs tree, for
 // fusefs.File.Node. Errors of the archive (pxar.Error, wrapping the
 // stream reader's) come back from the nodes' methods as they are met.
-func Root(a *pxar.Archive) fusefs.DirNode {
-	t := &tree{a: a, links: map[int64]map[int64]bool{}}
+func Root(a *pxar.Archive) fusefs.DirNode { return NewRoot(a, Options{}) }
+
+// Options says how NewRoot's tree reports what it cannot show.
+type Options struct {
+	// Log, when set, receives each distinct error of the archive once
+	// (its text quotes the archive's names), at most maxLogged of them:
+	// entries that do not decode, listings that fail, and each second
+	// entry of one name in a directory, which listings leave out (they
+	// show the first). The errors then returned match fusefs.LoggedError,
+	// so that the mount does not log them again.
+	Log func(msg string)
+}
+
+// maxLogged bounds the distinct errors a tree logs (and remembers).
+const maxLogged = 10000
+
+// NewRoot is Root reporting as o says.
+func NewRoot(a *pxar.Archive, o Options) fusefs.DirNode {
+	t := &tree{a: a, links: map[int64]map[int64]bool{}, log: o.Log, logged: map[string]bool{}}
 	return &dir{node{t: t, e: a.Root()}}
 }
 
 // tree is the state shared by the nodes of one archive.
 type tree struct {
-	a *pxar.Archive
+	a   *pxar.Archive
+	log func(string)
 
-	mu    sync.Mutex
-	links map[int64]map[int64]bool // target offset → hardlink offsets met
+	mu     sync.Mutex
+	links  map[int64]map[int64]bool // target offset → hardlink offsets met
+	logged map[string]bool          // messages logged
+}
+
+// loggedError is an error the tree has logged.
+type loggedError struct{ error }
+
+// Logged reports that the tree logged the error (fusefs.LoggedError).
+func (loggedError) Logged() bool { return true }
+
+// Unwrap returns the error.
+func (e loggedError) Unwrap() error { return e.error }
+
+// report logs err once (the first time its text is met) and returns it
+// marked as logged; without a log it returns err as it is.
+func (t *tree) report(err error) error {
+	if err == nil || t.log == nil || errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	msg := err.Error()
+	t.mu.Lock()
+	first := !t.logged[msg] && len(t.logged) < maxLogged
+	if first {
+		t.logged[msg] = true
+		if len(t.logged) == maxLogged {
+			msg += fmt.Sprintf(" (the last of %d errors logged: further ones are not)", maxLogged)
+		}
+	}
+	t.mu.Unlock()
+	if first {
+		t.log(msg)
+	}
+	return loggedError{err}
 }
 
 // node is an entry (a hardlink's: its target file's).
@@ -135,30 +188,45 @@ func (n *node) Xattrs() ([]fusefs.Xattr, error) {
 func (d *dir) Lookup(name string) (fusefs.Node, error) {
 	e, err := d.t.a.Lookup(d.e, name)
 	if err != nil {
-		return nil, err
+		return nil, d.t.report(err)
 	}
-	return d.t.wrap(e)
+	n, err := d.t.wrap(e)
+	return n, d.t.report(err)
 }
 
-// ReadDir lists the directory.
+// ReadDir lists the directory: a second entry of one name is left out
+// and an entry that does not resolve (a hardlink to no file) too, each
+// reported; an entry that does not decode ends the listing with its
+// error.
 func (d *dir) ReadDir() ([]fusefs.DirEntry, error) {
 	var ents []fusefs.DirEntry
+	seen := map[string]bool{}
 	err := d.t.a.ReadDir(d.e, func(e *pxar.Entry) error {
+		if seen[e.Name] {
+			d.t.report(&pxar.Error{Path: e.Path, Stream: pxar.StreamMeta, Offset: e.Offset(),
+				Err: fmt.Errorf("%w: a second entry of this name in its directory: left out, the first is shown", pxar.ErrFormat)})
+			return nil
+		}
+		seen[e.Name] = true
 		n, err := d.t.wrap(e)
 		if err != nil {
-			return err
+			if d.t.log == nil {
+				return err
+			}
+			d.t.report(err)
+			return nil
 		}
 		ents = append(ents, fusefs.DirEntry{Name: e.Name, Node: n})
 		return nil
 	})
-	return ents, err
+	return ents, d.t.report(err)
 }
 
 // Open returns the file's content reader.
 func (f *file) Open() (io.ReaderAt, error) {
 	r, err := f.e.Open()
 	if err != nil {
-		return nil, err
+		return nil, f.t.report(err)
 	}
 	return r, nil
 }

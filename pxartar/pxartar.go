@@ -76,21 +76,34 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // Write writes archive a to w as a PAX tar stream, walking it in archive
 // order (pxar.Archive.Walk), and returns what it wrote. Names are "./"
 // and "./PATH" ("./DIR/" for directories), hardlinks point to their
-// target's "./PATH". Errors: ctx's error when cancelled; the archive's
-// errors (*pxar.Error, matching pxar.ErrFormat when malformed) as they
-// are; *WriteError when w fails. The report counts what was written
-// before an error. Memory use is bounded by one buffer and the directory
-// nesting, whatever the archive's size.
+// target's "./PATH" and carry the target's mode, owner and mtime.
+// Entries an extractor must not follow are refused before anything of
+// them is written, with an error matching pxar.ErrFormat: a second entry
+// of one name in a directory (such as a directory named like an earlier
+// symlink, which would lead what follows through it) and a hardlink whose
+// target is not a regular file written earlier in the stream. Errors:
+// ctx's error when cancelled; the archive's errors (*pxar.Error, matching
+// pxar.ErrFormat when malformed or refused) as they are; *WriteError when
+// w fails. On an error the stream is left without its end-of-archive
+// blocks; what was written before stays written, and the report counts
+// it. Memory use is bounded by one buffer, the names of the directories
+// open in the walk and the paths of the regular files written (hardlink
+// targets), whatever the files' sizes.
 func Write(ctx context.Context, w io.Writer, a *pxar.Archive, o Options) (*Report, error) {
 	cw := &countingWriter{w: w}
 	tw := tar.NewWriter(cw)
 	rep := &Report{}
 	buf := make([]byte, bufSize)
+	c := newChecker(a)
 	err := a.Walk(func(e *pxar.Entry) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := writeEntry(ctx, tw, e, rep, buf)
+		target, err := c.check(e)
+		if err != nil {
+			return err
+		}
+		err = writeEntry(ctx, tw, e, target, rep, buf)
 		if o.Progress != nil {
 			o.Progress(rep.Bytes)
 		}
@@ -116,8 +129,9 @@ func tarName(p string, dir bool) string {
 	return "./" + p
 }
 
-// writeEntry writes one entry (a file's content too).
-func writeEntry(ctx context.Context, tw *tar.Writer, e *pxar.Entry, rep *Report, buf []byte) error {
+// writeEntry writes one entry (a file's content too); target is a
+// hardlink's target file.
+func writeEntry(ctx context.Context, tw *tar.Writer, e, target *pxar.Entry, rep *Report, buf []byte) error {
 	h := &tar.Header{
 		Format:  tar.FormatPAX,
 		Name:    tarName(e.Path, e.Kind == pxar.KindDir),
@@ -137,9 +151,11 @@ func writeEntry(ctx context.Context, tw *tar.Writer, e *pxar.Entry, rep *Report,
 		h.Linkname = e.LinkTarget
 	case pxar.KindHardlink:
 		// The format keeps no metadata for a hardlink: the link entry
-		// carries the target's name only, as tar's do.
+		// carries its target's (GNU tar ignores it, other extractors
+		// apply it to the shared inode).
 		h = &tar.Header{Format: tar.FormatPAX, Typeflag: tar.TypeLink, Name: tarName(e.Path, false),
-			Linkname: tarName(e.LinkTarget, false), ModTime: time.Unix(0, 0)}
+			Linkname: tarName(e.LinkTarget, false), Mode: int64(target.Mode &^ modeTypeMask),
+			Uid: int(target.UID), Gid: int(target.GID), ModTime: time.Unix(target.MTimeSec, int64(target.MTimeNsec))}
 	case pxar.KindDevice:
 		h.Typeflag = tar.TypeChar
 		if e.Mode&modeTypeMask == modeBlock {

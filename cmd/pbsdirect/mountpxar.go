@@ -18,7 +18,9 @@ import (
 // split (NAME.mpxar.didx and NAME.ppxar.didx), as a directory NAME.pxar
 // browsed lazily (pxarfs); every other archive as a file. A pxar archive
 // whose start does not decode (damaged, or a split one missing a stream)
-// is shown as its stream files instead, with a note on stderr.
+// is shown as its stream files instead, with a note on stderr. Errors met
+// while browsing (entries that do not decode, names met twice in a
+// directory, of which the first is shown) are noted on stderr once each.
 func mountFiles(names []string, readers []*archive.Reader, when time.Time, stderr io.Writer) []fusefs.File {
 	type streams struct {
 		meta, payload *archive.Reader
@@ -63,7 +65,11 @@ func mountFiles(names []string, readers []*archive.Reader, when time.Time, stder
 			}
 			var a *pxar.Archive
 			if a, err = pxar.Open(s.meta, s.meta.Size(), pr, ps); err == nil {
-				files = append(files, fusefs.File{Name: base + ".pxar", Node: pxarfs.Root(a)})
+				name := base + ".pxar"
+				logf := func(msg string) {
+					fmt.Fprintf(stderr, "pbsdirect mount: %s: %s\n", index.DisplayText(name), index.DisplayText(msg))
+				}
+				files = append(files, fusefs.File{Name: name, Node: pxarfs.NewRoot(a, pxarfs.Options{Log: logf})})
 				continue
 			}
 		}

@@ -213,11 +213,7 @@ func extractPxar(ctx context.Context, rc *restoreCmd, src *snapshot.Reader, name
 	}
 	counts()
 	if err != nil {
-		stream := px.MetaName
-		if pe := (*pxar.Error)(nil); errors.As(err, &pe) && pe.Stream == pxar.StreamPayload {
-			stream = px.PayloadName
-		}
-		return rep, fmt.Errorf("%s/%s: %w", src.Snapshot(), index.DisplayText(stream), err)
+		return rep, pxarStreamError(src.Snapshot(), px, err)
 	}
 	return rep, nil
 }

@@ -124,7 +124,15 @@ func (rc *restoreCmd) pxarToStdout(ctx context.Context, ref, name, format string
 		return stdoutError(meta, rep.Written, we)
 	}
 	if err != nil {
-		return pxarError(err)
+		err = pxarStreamError(snap, px, err)
+		if errors.Is(err, pxar.ErrFormat) {
+			return &dataError{fmt.Errorf("damaged archive: %w; the tar stream stops before this entry: the %s written before it are out, without the end-of-archive blocks (discard what was extracted from it)",
+				err, humanBytes(uint64(rep.Written)))}
+		}
+		if ctx.Err() == nil {
+			return fmt.Errorf("%w; the tar stream stops there: the %s written before it are out, without the end-of-archive blocks", err, humanBytes(uint64(rep.Written)))
+		}
+		return err
 	}
 	el := time.Since(start)
 	fetched, fetchedBytes := px.Meta.Stats().Fetched.Load(), px.Meta.Stats().FetchedBytes.Load()
@@ -151,6 +159,17 @@ func leftWords(left []string) string {
 		return ""
 	}
 	return "; " + strings.Join(left, ", ")
+}
+
+// pxarStreamError prefixes an error reading pxar archive px of snapshot
+// snap with "SNAPSHOT/STREAM: ", the stream the error was met in (the
+// payload stream's index for a payload error, else the metadata's).
+func pxarStreamError(snap fmt.Stringer, px *archive.Pxar, err error) error {
+	stream := px.MetaName
+	if pe := (*pxar.Error)(nil); errors.As(err, &pe) && pe.Stream == pxar.StreamPayload {
+		stream = px.PayloadName
+	}
+	return fmt.Errorf("%s/%s: %w", snap, index.DisplayText(stream), err)
 }
 
 // pxarError marks a malformed pxar archive (its chunks passed their
