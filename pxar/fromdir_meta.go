@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -97,6 +98,7 @@ func llist(full string) ([]string, error) {
 					names = append(names, string(b))
 				}
 			}
+			slices.Sort(names) // the archive independent of the listing order
 			return names, nil
 		case errors.Is(err, unix.ENOTSUP):
 			return nil, nil
