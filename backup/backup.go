@@ -278,8 +278,8 @@ type writer struct {
 	done  map[crypto.Digest]bool // digests written or found in this run
 	// decoders holds decoders for checking stored chunks.
 	decoders decoderPool
-	replaced []Replaced   // damaged stored chunks replaced, under mu
-	catalog  []*pxar.Node // legacy pxar archives' trees, named as their .didx, for the catalog
+	replaced []Replaced     // damaged stored chunks replaced, under mu
+	catalog  []*pxar.Node   // legacy pxar archives' trees, named as their .didx, for the catalog
 	meta     pxar.TreeStats // the pxar archives' metadata counts
 }
 
