@@ -116,6 +116,10 @@ type Result struct {
 	// Replaced lists the chunks found damaged in the store and written
 	// again (Stats.Replaced).
 	Replaced []Replaced
+	// Meta counts, over the pxar archives, the entries stored with
+	// xattrs, ACLs and file capabilities and those whose ones could not
+	// be read (stored without them).
+	Meta pxar.TreeStats
 }
 
 // ErrSnapshotExists is returned when the target snapshot already has a manifest.
@@ -263,7 +267,7 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	if err := store.WriteFile(ctx, path.Join(dir, "index.json.blob"), blob); err != nil {
 		return nil, err
 	}
-	return &Result{Snapshot: snap, Manifest: m, Replaced: w.replaced}, nil
+	return &Result{Snapshot: snap, Manifest: m, Replaced: w.replaced, Meta: w.meta}, nil
 }
 
 type writer struct {
@@ -274,8 +278,9 @@ type writer struct {
 	done  map[crypto.Digest]bool // digests written or found in this run
 	// decoders holds decoders for checking stored chunks.
 	decoders decoderPool
-	replaced []Replaced   // damaged stored chunks replaced, under mu
-	catalog  []*pxar.Node // legacy pxar archives' trees, named as their .didx, for the catalog
+	replaced []Replaced     // damaged stored chunks replaced, under mu
+	catalog  []*pxar.Node   // legacy pxar archives' trees, named as their .didx, for the catalog
+	meta     pxar.TreeStats // the pxar archives' metadata counts
 }
 
 // blob backs up a small file as an encoded blob (§1.4).

@@ -39,7 +39,8 @@ func (e *refusal) Is(target error) bool { return target == ErrRefused }
 // CheckSources checks, before anything is written, that each source's
 // path is there and is a regular file or a block device (a FIFO or a
 // character device would be read without end, or waited on), or for a
-// ".pxar" source a directory. A path that
+// ".pxar" source a directory (a symlink to one is followed, that one
+// only: the pxar archive holds the directory it names). A path that
 // is not there, or is something else, is ErrRefused; another stat error is
 // returned naming the source.
 func CheckSources(sources []Source) error {
@@ -54,7 +55,11 @@ func CheckSources(sources []Source) error {
 		}
 		if strings.HasSuffix(s.Name, ".pxar") {
 			if !st.IsDir() {
-				return &refusal{msg: fmt.Sprintf("backup source %s: %s %s, not a directory (nothing written)", s.Name, s.Path, outfile.Kind(st.Mode()))}
+				kind := outfile.Kind(st.Mode())
+				if st.Mode().IsRegular() {
+					kind = "is a regular file"
+				}
+				return &refusal{msg: fmt.Sprintf("backup source %s: %s %s, not a directory (nothing written)", s.Name, s.Path, kind)}
 			}
 			continue
 		}

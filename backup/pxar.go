@@ -189,9 +189,10 @@ func (s *dynStream) writeIndex(ctx context.Context, store chunkstore.WriteStore,
 // NAME.pxar.didx whose tree is kept for the catalog. The tree is read
 // while it is encoded (file contents are opened one at a time, never held
 // whole), the encoder's streams are cut by the content-defined chunker and
-// the chunks uploaded on opts.Jobs workers.
+// the chunks uploaded on opts.Jobs workers. Xattrs, ACLs and fcaps are
+// read with the tree and counted into w.meta.
 func (w *writer) pxarArchive(ctx context.Context, dir string, src Source) ([]index.FileInfo, error) {
-	root, err := pxar.TreeFromDir(src.Path)
+	root, err := pxar.TreeFromDirStats(src.Path, &w.meta)
 	if err != nil {
 		return nil, err
 	}

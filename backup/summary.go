@@ -34,6 +34,13 @@ type Summary struct {
 	Encrypted     bool     `json:"encrypted"`
 	CryptMode     string   `json:"crypt-mode"`
 	Fingerprint   string   `json:"key-fingerprint,omitempty"`
+	// Of the pxar archives' entries: those stored with xattrs, ACLs and
+	// file capabilities, and those whose ones could not be read (stored
+	// without them; the backup warns of each).
+	XattrEntries int `json:"entries-with-xattrs,omitempty"`
+	ACLEntries   int `json:"entries-with-acls,omitempty"`
+	FCapsEntries int `json:"entries-with-fcaps,omitempty"`
+	MetaUnread   int `json:"metadata-unread,omitempty"`
 }
 
 // Summarize returns the summary of the backup that returned res after
@@ -48,6 +55,7 @@ func Summarize(res *Result, stats *Stats, elapsed time.Duration, key *crypto.Con
 		ZeroChunks: stats.ZeroChunks.Load(), ZeroUploaded: stats.ZeroUploaded.Load() > 0, ZeroExisting: stats.ZeroExisting.Load() > 0,
 		Encrypted: key != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
 	}
+	sum.XattrEntries, sum.ACLEntries, sum.FCapsEntries, sum.MetaUnread = res.Meta.Xattrs, res.Meta.ACLs, res.Meta.FCaps, res.Meta.Unread
 	for _, f := range res.Manifest.Files {
 		sum.Archives = append(sum.Archives, f.Filename)
 	}

@@ -145,6 +145,12 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			}
 			fmt.Fprintf(stderr, "pbsdirect backup: warning: chunk %s in the store was damaged (%s): written again; the damaged copy %s\n", r.Digest, index.DisplayText(r.Damage), index.DisplayText(aside))
 		}
+		for _, u := range res.Meta.UnreadSample {
+			fmt.Fprintf(stderr, "pbsdirect backup: warning: %s: stored without it\n", u)
+		}
+		if more := res.Meta.Unread - len(res.Meta.UnreadSample); more > 0 {
+			fmt.Fprintf(stderr, "pbsdirect backup: warning: %d more entries stored without some xattrs, ACLs or file capabilities\n", more)
+		}
 		el := time.Since(start)
 		sum := backup.Summarize(res, &stats, el, cc, signOnly)
 		sum.MiBps = restore.MiBps(sum.ImageBytes, el)
@@ -163,6 +169,13 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			strings.Join(sum.Archives, ", "), sum.Chunks, sum.Chunks-sum.ZeroChunks, sum.DedupHits, sum.ZeroChunks, humanBytes(sum.ZeroBytes))
 		fmt.Fprintf(stdout, "  written to the store: %s (%s); already there: %s\n",
 			withZero(sum.Uploaded, sum.ZeroUploaded), humanBytes(sum.UploadedBytes), withZero(sum.Existing, sum.ZeroExisting))
+		if hasPxar(sources) {
+			fmt.Fprintf(stdout, "  pxar metadata stored: %d entries with xattrs, %d with ACLs, %d with file capabilities", sum.XattrEntries, sum.ACLEntries, sum.FCapsEntries)
+			if sum.MetaUnread > 0 {
+				fmt.Fprintf(stdout, "; %d whose could not be read (see the warnings)", sum.MetaUnread)
+			}
+			fmt.Fprintln(stdout)
+		}
 		if sum.Replaced > 0 {
 			fmt.Fprintf(stdout, "  replaced %d damaged chunk(s) found in the store (the damaged copies kept as <digest>.N.bad)\n", sum.Replaced)
 		}
@@ -171,6 +184,16 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		}
 		return nil
 	}
+}
+
+// hasPxar reports whether sources include a pxar archive.
+func hasPxar(sources []backup.Source) bool {
+	for _, s := range sources {
+		if strings.HasSuffix(s.Name, ".pxar") {
+			return true
+		}
+	}
+	return false
 }
 
 // dirBytes returns the bytes of the regular files under dir (symlinks not
