@@ -307,7 +307,7 @@ func TestExtractHostile(t *testing.T) {
 				i := bytes.LastIndex(m, h)
 				binary.LittleEndian.PutUint64(m[i:], goodbyeHash(t, "esc"))
 				return m, p
-			}, want: "(metadata stream offset 228): the archive holds two entries of this name"},
+			}, want: "(metadata stream offset %d): the archive holds two entries of this name"},
 		{name: "hardlink through a symlink out",
 			tree: func(outside string) *pxar.Node {
 				return dir("", &pxar.Node{Name: "esc", Kind: pxar.KindSymlink, Metadata: pxar.Metadata{Mode: 0o777}, LinkTarget: outside},
@@ -360,8 +360,14 @@ func TestExtractHostile(t *testing.T) {
 			if err == nil {
 				_, err = Run(context.Background(), a, filepath.Join(base, "dir"), Options{Force: true})
 			}
-			if err == nil || !errors.Is(err, pxar.ErrFormat) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %v, want a format error saying %q", err, c.want)
+			want := c.want
+			if strings.Contains(want, "%d") {
+				// The offset of the second entry, which follows a symlink
+				// whose target (a temporary path) varies in length.
+				want = fmt.Sprintf(want, bytes.LastIndex(meta, []byte("esc\x00"))-16) // its FILENAME item
+			}
+			if err == nil || !errors.Is(err, pxar.ErrFormat) || !strings.Contains(err.Error(), want) {
+				t.Errorf("error %v, want a format error saying %q", err, want)
 			}
 			if ents, _ := os.ReadDir(outside); len(ents) > 0 {
 				t.Errorf("written outside the directory: %v", ents)
