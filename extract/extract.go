@@ -767,13 +767,13 @@ func (x *extractor) attrs(e *pxar.Entry, p string, n node, drop uint32) error {
 			return err
 		}
 	}
-	if v := accessACL(e.Mode, &e.ACL, x.mapID); v != nil {
+	if v := e.ACL.AccessXattr(e.Mode, x.mapID); v != nil {
 		if err := set(xattrACLAccess, v); err != nil {
 			return err
 		}
 	}
 	if e.Kind == pxar.KindDir {
-		if v := defaultACL(&e.ACL, x.mapID); v != nil {
+		if v := e.ACL.DefaultXattr(x.mapID); v != nil {
 			if err := set(xattrACLDefault, v); err != nil {
 				return err
 			}

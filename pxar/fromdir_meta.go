@@ -2,7 +2,6 @@ package pxar
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -183,71 +182,6 @@ func (s *TreeStats) count(n *Node) {
 	for _, c := range n.Children {
 		s.count(c)
 	}
-}
-
-// POSIX ACL xattr form of the Linux kernel (include/uapi/linux/
-// posix_acl_xattr.h): a little-endian u32 version 2, then 8-byte entries
-// of tag u16, perm u16, id u32.
-const (
-	aclXattrVersion = 2
-	aclUserObj      = 0x01
-	aclUser         = 0x02
-	aclGroupObj     = 0x04
-	aclGroup        = 0x08
-	aclMask         = 0x10
-	aclOther        = 0x20
-)
-
-// decodeACLXattr decodes a system.posix_acl_access (dflt false) or
-// system.posix_acl_default value into acl, as proxmox-backup-client stores
-// them: for the access ACL the named users and groups, and the group-owner
-// entry only when there is a mask (the mode's group bits then hold the
-// mask); for the default ACL its base entries (ACLNoMask for one that is
-// missing) and named entries. A value that is not that form is an error.
-func decodeACLXattr(v []byte, dflt bool, acl *ACL) error {
-	le := binary.LittleEndian
-	if len(v) < 4 || (len(v)-4)%8 != 0 || le.Uint32(v) != aclXattrVersion {
-		return fmt.Errorf("not a version-%d POSIX ACL (%d bytes)", aclXattrVersion, len(v))
-	}
-	var users, groups []ACLEntry
-	var userObj, groupObj, other, mask *uint64
-	for b := v[4:]; len(b) > 0; b = b[8:] {
-		tag, perm, id := le.Uint16(b), uint64(le.Uint16(b[2:])&7), uint64(le.Uint32(b[4:]))
-		switch tag {
-		case aclUserObj:
-			userObj = &perm
-		case aclGroupObj:
-			groupObj = &perm
-		case aclOther:
-			other = &perm
-		case aclMask:
-			mask = &perm
-		case aclUser:
-			users = append(users, ACLEntry{id, perm})
-		case aclGroup:
-			groups = append(groups, ACLEntry{id, perm})
-		default:
-			return fmt.Errorf("unknown ACL entry tag %#x", tag)
-		}
-	}
-	if !dflt {
-		acl.Users, acl.Groups = users, groups
-		if groupObj != nil && mask != nil {
-			acl.GroupObj = groupObj
-		}
-		return nil
-	}
-	or := func(p *uint64) uint64 {
-		if p == nil {
-			return ACLNoMask
-		}
-		return *p
-	}
-	if userObj != nil || groupObj != nil || other != nil || mask != nil {
-		acl.Default = &ACLDefault{UserObj: or(userObj), GroupObj: or(groupObj), Other: or(other), Mask: or(mask)}
-	}
-	acl.DefaultUsers, acl.DefaultGroups = users, groups
-	return nil
 }
 
 // fsxattr is struct fsxattr of include/uapi/linux/fs.h (28 bytes).

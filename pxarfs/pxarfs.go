@@ -16,13 +16,10 @@
 package pxarfs
 
 import (
-	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
 	"sync"
 	"time"
 
@@ -175,10 +172,10 @@ func (n *node) Xattrs() ([]fusefs.Xattr, error) {
 	if e.FCaps != nil {
 		xs = append(xs, fusefs.Xattr{Name: "security.capability", Value: e.FCaps})
 	}
-	if v := AccessACL(e.Mode, &e.ACL); v != nil {
+	if v := e.ACL.AccessXattr(e.Mode, nil); v != nil {
 		xs = append(xs, fusefs.Xattr{Name: "system.posix_acl_access", Value: v})
 	}
-	if v := DefaultACL(&e.ACL); v != nil {
+	if v := e.ACL.DefaultXattr(nil); v != nil {
 		xs = append(xs, fusefs.Xattr{Name: "system.posix_acl_default", Value: v})
 	}
 	return xs, nil
@@ -233,74 +230,3 @@ func (f *file) Open() (io.ReaderAt, error) {
 
 // Readlink returns the symlink's target.
 func (s *symlink) Readlink() (string, error) { return s.e.LinkTarget, nil }
-
-// Tags of the kernel's POSIX ACL xattr form (linux/posix_acl_xattr.h).
-const (
-	aclVersion  = 2
-	aclUserObj  = 0x01
-	aclUser     = 0x02
-	aclGroupObj = 0x04
-	aclGroup    = 0x08
-	aclMask     = 0x10
-	aclOther    = 0x20
-	aclNoID     = 0xffffffff
-)
-
-// aclXattr encodes base and named entries in the kernel's xattr form:
-// a version word, then (tag u16, perm u16, id u32) entries, little
-// endian, in tag order, named entries by ascending id. mask < 0 omits
-// the mask entry.
-func aclXattr(userObj uint64, users []pxar.ACLEntry, groupObj uint64, groups []pxar.ACLEntry, mask int64, other uint64) []byte {
-	b := binary.LittleEndian.AppendUint32(nil, aclVersion)
-	put := func(tag uint16, perm uint64, id uint32) {
-		b = binary.LittleEndian.AppendUint16(b, tag)
-		b = binary.LittleEndian.AppendUint16(b, uint16(perm&7))
-		b = binary.LittleEndian.AppendUint32(b, id)
-	}
-	named := func(tag uint16, l []pxar.ACLEntry) {
-		l = slices.Clone(l)
-		slices.SortFunc(l, func(x, y pxar.ACLEntry) int { return cmp.Compare(x.ID, y.ID) })
-		for _, e := range l {
-			put(tag, e.Permissions, uint32(e.ID))
-		}
-	}
-	put(aclUserObj, userObj, aclNoID)
-	named(aclUser, users)
-	put(aclGroupObj, groupObj, aclNoID)
-	named(aclGroup, groups)
-	if mask >= 0 {
-		put(aclMask, uint64(mask), aclNoID)
-	}
-	put(aclOther, other, aclNoID)
-	return b
-}
-
-// AccessACL returns the system.posix_acl_access value of an entry with
-// st_mode mode and ACL a, or nil when it has no access ACL beyond its
-// mode. As in the archive (and the kernel), the mode's group bits are
-// the mask when the ACL has one, and a.GroupObj the owning group's
-// permissions.
-func AccessACL(mode uint64, a *pxar.ACL) []byte {
-	if len(a.Users) == 0 && len(a.Groups) == 0 && a.GroupObj == nil {
-		return nil
-	}
-	groupObj := mode >> 3 & 7
-	if a.GroupObj != nil {
-		groupObj = *a.GroupObj
-	}
-	return aclXattr(mode>>6&7, a.Users, groupObj, a.Groups, int64(mode>>3&7), mode&7)
-}
-
-// DefaultACL returns the system.posix_acl_default value of a directory
-// with ACL a, or nil when it has no default ACL.
-func DefaultACL(a *pxar.ACL) []byte {
-	d := a.Default
-	if d == nil {
-		return nil
-	}
-	mask := int64(-1)
-	if d.Mask != pxar.ACLNoMask {
-		mask = int64(d.Mask & 7)
-	}
-	return aclXattr(d.UserObj, a.DefaultUsers, d.GroupObj, a.DefaultGroups, mask, d.Other)
-}

@@ -239,8 +239,8 @@ func TestBrowse(t *testing.T) {
 				name string
 				want []byte
 			}{
-				{"system.posix_acl_access", pxarfs.AccessACL(0o2770, &root.Children[1].ACL)},
-				{"system.posix_acl_default", pxarfs.DefaultACL(&root.Children[1].ACL)},
+				{"system.posix_acl_access", root.Children[1].ACL.AccessXattr(0o2770, nil)},
+				{"system.posix_acl_default", root.Children[1].ACL.DefaultXattr(nil)},
 			} {
 				b := make([]byte, 256)
 				n, err := unix.Getxattr(filepath.Join(mnt, "acl"), x.name, b)
@@ -259,36 +259,5 @@ func TestBrowse(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestACLForm checks the kernel xattr form of an ACL against one written
-// by hand: version 2, then (tag, perm, id) by tag, named ids ascending,
-// the mode's group bits as the mask.
-func TestACLForm(t *testing.T) {
-	groupObj := uint64(5)
-	got := pxarfs.AccessACL(0o100764, &pxar.ACL{
-		Users:    []pxar.ACLEntry{{ID: 1002, Permissions: 6}, {ID: 1001, Permissions: 4}},
-		Groups:   []pxar.ACLEntry{{ID: 50, Permissions: 1}},
-		GroupObj: &groupObj,
-	})
-	want := []byte{
-		2, 0, 0, 0,
-		0x01, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, // user::rwx
-		0x02, 0, 4, 0, 0xe9, 0x03, 0, 0, // user:1001:r--
-		0x02, 0, 6, 0, 0xea, 0x03, 0, 0, // user:1002:rw-
-		0x04, 0, 5, 0, 0xff, 0xff, 0xff, 0xff, // group::r-x
-		0x08, 0, 1, 0, 50, 0, 0, 0, // group:50:--x
-		0x10, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, // mask::rw-
-		0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, // other::r--
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("access ACL:\n got %x\nwant %x", got, want)
-	}
-	if b := pxarfs.AccessACL(0o100644, &pxar.ACL{}); b != nil {
-		t.Errorf("no ACL: %x, want nil", b)
-	}
-	if b := pxarfs.DefaultACL(&pxar.ACL{Default: &pxar.ACLDefault{UserObj: 7, GroupObj: 5, Other: 5, Mask: pxar.ACLNoMask}}); len(b) != 4+3*8 {
-		t.Errorf("default ACL without a mask: %x, want three entries", b)
 	}
 }
