@@ -242,14 +242,19 @@ func TestExtractNotEmpty(t *testing.T) {
 // TestExtractNonRoot extracts as another user: owners stay the caller's,
 // device nodes are skipped with a warning.
 func TestExtractNonRoot(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("runs as root: covered by TestExtractTree")
-	}
 	meta, _ := encode(t, fullTree(), false)
 	a, _ := open(t, meta, nil)
-	dir := t.TempDir()
-	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "readonly"), 0o700) }) // for TempDir's removal
-	rep, err := Run(context.Background(), a, dir, Options{})
+	dir, uid := t.TempDir(), os.Getuid()
+	var rep *Report
+	var err error
+	if os.Geteuid() == 0 {
+		// As root: extract as uid 65534 (an effective uid of the thread).
+		dir, uid = nobodyDir(t), 65534
+		asNobody(t, func() { rep, err = Run(context.Background(), a, dir, Options{}) })
+	} else {
+		rep, err = Run(context.Background(), a, dir, Options{})
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "readonly"), 0o700) }) // for the directory's removal
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +262,8 @@ func TestExtractNonRoot(t *testing.T) {
 		t.Errorf("report %+v: want the device nodes skipped with warnings, the FIFO and socket made", rep)
 	}
 	var st unix.Stat_t
-	if err := unix.Lstat(filepath.Join(dir, "attrs"), &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&0o7777 != 0o4754 {
-		t.Errorf("attrs: uid %d mode %#o, want the caller's %d and 04754 (%v)", st.Uid, st.Mode&0o7777, os.Getuid(), err)
+	if err := unix.Lstat(filepath.Join(dir, "attrs"), &st); err != nil || int(st.Uid) != uid || st.Mode&0o7777 != 0o4754 {
+		t.Errorf("attrs: uid %d mode %#o, want the caller's %d and 04754 (%v)", st.Uid, st.Mode&0o7777, uid, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "readonly", "f")); err != nil || string(b) != "in a 0555 directory" {
 		t.Errorf("file in a read-only directory: %q %v", b, err)
