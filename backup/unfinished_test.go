@@ -73,3 +73,29 @@ func TestFailedBackupLeavesNoSnapshotDir(t *testing.T) {
 		})
 	}
 }
+
+// TestPxarBackupLeavesStoreOut: a datastore inside the directory backed up
+// (Options.LeaveOut) is not in the archive, and is named in Result.Meta.
+func TestPxarBackupLeavesStoreOut(t *testing.T) {
+	src := t.TempDir()
+	fixture.WriteFile(t, src, "keep", []byte("k"))
+	dir := filepath.Join(src, "st")
+	if err := os.MkdirAll(filepath.Join(dir, ".chunks", "ffff"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	snap := fixture.Snap(t, "", "host", "h1", fixture.T0)
+	res, _, err := run(t, dir, backup.Options{Snapshot: snap, LeaveOut: []string{dir}}, backup.Source{Name: "root.pxar", Path: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Meta.Skipped) != 1 {
+		t.Errorf("Meta.Skipped %q, want the store", res.Meta.Skipped)
+	}
+	px := openPxar(t, fixture.OpenStore(t, dir), snap, nil)
+	if _, err := px.Archive.LookupPath("keep"); err != nil {
+		t.Errorf("keep: %v", err)
+	}
+	if _, err := px.Archive.LookupPath("st"); err == nil {
+		t.Error("the datastore written to is in the archive")
+	}
+}
