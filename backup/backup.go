@@ -81,6 +81,16 @@ type Options struct {
 	// otherwise split, NAME.mpxar.didx and NAME.ppxar.didx, as
 	// proxmox-backup-client writes them with --change-detection-mode data.
 	PxarLegacy bool
+	// IncludeDev lists paths whose file systems directories (".pxar"
+	// sources) are read on too, as proxmox-backup-client's --include-dev;
+	// otherwise a directory backup stays on its source's file system and
+	// stores other mount points as empty directories (Result.Meta.OtherFS).
+	IncludeDev []string
+	// LeaveOut lists paths (the datastore written, when it is a
+	// directory) left out of directory backups wherever they appear in a
+	// source, compared by device and inode (Result.Meta.Skipped); one
+	// that does not exist is ignored.
+	LeaveOut []string
 }
 
 // Stats counts a backup's work; fields are updated atomically. The chunks

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
@@ -188,11 +190,19 @@ func (s *dynStream) writeIndex(ctx context.Context, store chunkstore.WriteStore,
 // (NAME.mpxar.didx and NAME.ppxar.didx) or, with opts.PxarLegacy, one
 // NAME.pxar.didx whose tree is kept for the catalog. The tree is read
 // while it is encoded (file contents are opened one at a time, never held
-// whole), the encoder's streams are cut by the content-defined chunker and
+// whole; it stays on the source's file system unless opts.IncludeDev
+// says otherwise, and leaves opts.LeaveOut out), the encoder's streams are cut by the content-defined chunker and
 // the chunks uploaded on opts.Jobs workers. Xattrs, ACLs and fcaps are
 // read with the tree and counted into w.meta.
 func (w *writer) pxarArchive(ctx context.Context, dir string, src Source) ([]index.FileInfo, error) {
-	root, err := pxar.TreeFromDirStats(src.Path, &w.meta)
+	o := pxar.DirOptions{IncludeDev: w.opts.IncludeDev}
+	for _, p := range w.opts.LeaveOut {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil {
+			o.Skip = append(o.Skip, pxar.FileID{Dev: uint64(st.Dev), Ino: st.Ino})
+		}
+	}
+	root, err := pxar.TreeFromDirOpts(src.Path, o, &w.meta)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,10 @@ type Summary struct {
 	ACLEntries   int `json:"entries-with-acls,omitempty"`
 	FCapsEntries int `json:"entries-with-fcaps,omitempty"`
 	MetaUnread   int `json:"metadata-unread,omitempty"`
+	// OtherFS counts the directories on other file systems stored empty
+	// (Options.IncludeDev); LeftOut the paths left out (Options.LeaveOut).
+	OtherFS int `json:"other-file-systems-not-read,omitempty"`
+	LeftOut int `json:"left-out,omitempty"`
 }
 
 // Summarize returns the summary of the backup that returned res after
@@ -56,6 +60,7 @@ func Summarize(res *Result, stats *Stats, elapsed time.Duration, key *crypto.Con
 		Encrypted: key != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
 	}
 	sum.XattrEntries, sum.ACLEntries, sum.FCapsEntries, sum.MetaUnread = res.Meta.Xattrs, res.Meta.ACLs, res.Meta.FCaps, res.Meta.Unread
+	sum.OtherFS, sum.LeftOut = res.Meta.OtherFS, len(res.Meta.Skipped)
 	for _, f := range res.Manifest.Files {
 		sum.Archives = append(sum.Archives, f.Filename)
 	}

@@ -562,6 +562,10 @@ func (l *Local) Close() error {
 // directory. The group directory is created and opened below the datastore
 // without following a link (ErrSymlink). A snapshot directory left by a
 // failed backup (no manifest) is reused: the lock proves nobody writes it.
+// A snapshot directory this claim created that has no manifest at release
+// (a failed or interrupted backup) is removed with what was written into
+// it, and so is the group directory when the claim created it and it is
+// left empty; directories the claim did not create are never removed.
 // See SnapshotClaimer.
 func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error, error) {
 	c, err := clean(snapDir)
@@ -572,6 +576,8 @@ func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 	if groupRel == "" {
 		return nil, fmt.Errorf("invalid snapshot directory %q", snapDir)
 	}
+	var gst unix.Stat_t
+	groupNew := errors.Is(unix.Fstatat(int(l.dir.Fd()), strings.TrimSuffix(groupRel, "/"), &gst, unix.AT_SYMLINK_NOFOLLOW), unix.ENOENT)
 	g, err := mkdirBeneath(l.dir, l.root, strings.TrimSuffix(groupRel, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: group directory: %w", snapDir, err)
@@ -591,9 +597,13 @@ func (l *Local) ClaimSnapshot(ctx context.Context, snapDir string) (func() error
 		g.Close()
 		return nil, fmt.Errorf("snapshot %s: lock %s: %w", snapDir, group, err)
 	}
-	if err := unix.Mkdirat(int(g.Fd()), name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+	err = unix.Mkdirat(int(g.Fd()), name, 0o755)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
 		g.Close()
 		return nil, fmt.Errorf("snapshot %s: create %s: %w", snapDir, filepath.Join(group, name), mapErr(err))
+	}
+	if err == nil {
+		return func() error { return errors.Join(dropUnfinished(g, name, groupNew), g.Close()) }, nil
 	}
 	return g.Close, nil
 }

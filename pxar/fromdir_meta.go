@@ -26,6 +26,24 @@ type TreeStats struct {
 	// quoted.
 	Unread       int
 	UnreadSample []string
+	// OtherFS counts directories on another file system (mount points,
+	// stored empty: TreeFromDirOpts stays on one file system);
+	// OtherFSSample holds the first MaxUnreadSample, quoted.
+	OtherFS       int
+	OtherFSSample []string
+	// Skipped lists the paths (quoted) left out by DirOptions.Skip.
+	Skipped []string
+}
+
+func (s *TreeStats) otherFS(full string) {
+	s.OtherFS++
+	if len(s.OtherFSSample) < MaxUnreadSample {
+		s.OtherFSSample = append(s.OtherFSSample, strconv.Quote(full))
+	}
+}
+
+func (s *TreeStats) skipped(full string) {
+	s.Skipped = append(s.Skipped, strconv.Quote(full))
 }
 
 // MaxUnreadSample is how many TreeStats.UnreadSample messages are kept.

@@ -34,6 +34,7 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
 	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
 	pxarFormat := fs.String("pxar-format", "legacy", "directories (NAME.pxar:DIR) as legacy (NAME.pxar.didx + catalog.pcat1.didx; the default, as proxmox-backup-client's) or split (NAME.mpxar.didx + NAME.ppxar.didx) pxar archives")
+	includeDev := fs.StringArray("include-dev", nil, "directories: also read the file system of this path (a mount point below DIR), as proxmox-backup-client's flag; may be repeated (otherwise a directory backup stays on DIR's file system and stores other mount points as empty directories)")
 	masterPub := fs.String("master-pubkey-file", "", "RSA master public key (PEM, key create-master-key): store the encryption key encrypted under it as rsa-encrypted.key.blob, for recovery with key import-with-master-key")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 		if fs.NArg() == 0 {
@@ -96,6 +97,11 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		if *jobs == 0 && sf.remote {
 			*jobs = 8 * max(1, runtimeCPUs())
 		}
+		for _, p := range *includeDev {
+			if _, err := os.Stat(p); err != nil {
+				return usagef("--include-dev %s: %v", index.DisplayText(p), err)
+			}
+		}
 		if err := backup.CheckSources(sources); err != nil {
 			return err
 		}
@@ -133,7 +139,11 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		}
 		stopRetryLines()
 		bar := startProgressWatch(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) }, &sf.retries)
-		res, err := backup.Run(ctx, store, sources, backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey, PxarLegacy: *pxarFormat == "legacy"}, &stats)
+		opts := backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey, PxarLegacy: *pxarFormat == "legacy", IncludeDev: *includeDev}
+		if !sf.remote {
+			opts.LeaveOut = []string{sf.store}
+		}
+		res, err := backup.Run(ctx, store, sources, opts, &stats)
 		bar.done()
 		if err != nil {
 			return fmt.Errorf("backup failed, no snapshot written: %w", err)
@@ -150,6 +160,16 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		}
 		if more := res.Meta.Unread - len(res.Meta.UnreadSample); more > 0 {
 			fmt.Fprintf(stderr, "pbsdirect backup: warning: %d more entries stored without some xattrs, ACLs or file capabilities\n", more)
+		}
+		for _, p := range res.Meta.Skipped {
+			fmt.Fprintf(stderr, "pbsdirect backup: note: %s left out: it is the datastore written to\n", index.DisplayText(p))
+		}
+		if n := res.Meta.OtherFS; n > 0 {
+			more := ""
+			if n > len(res.Meta.OtherFSSample) {
+				more = fmt.Sprintf(" and %d more", n-len(res.Meta.OtherFSSample))
+			}
+			fmt.Fprintf(stderr, "pbsdirect backup: note: %d directories on other file systems stored empty, not descended (give --include-dev PATH to read one): %s%s\n", n, index.DisplayText(strings.Join(res.Meta.OtherFSSample, ", ")), more)
 		}
 		el := time.Since(start)
 		sum := backup.Summarize(res, &stats, el, cc, signOnly)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -50,6 +51,11 @@ func (rc *restoreCmd) extractOptions() (extract.Options, error) {
 	o := extract.Options{NumericOwner: *rc.px.numericOwner, SameOwner: *rc.px.sameOwner, Force: *rc.force}
 	if rc.px.include != nil {
 		o.Include = *rc.px.include
+		for _, inc := range o.Include {
+			if path.Clean("/"+inc) == "/" {
+				return o, usagef("--include %s names the whole archive: leave --include out", strconv.Quote(inc))
+			}
+		}
 	}
 	if s := *rc.px.mapIDs; s != "" {
 		n, err := strconv.ParseUint(s, 10, 32)
@@ -77,6 +83,9 @@ type pxarReport struct {
 // a directory, whose parent is missing, or that is not empty without
 // --force (a usage error, exit 2).
 func checkExtractDir(dir string, force bool) error {
+	if dir == "" {
+		return usagef("DIR is empty: give the directory to extract into")
+	}
 	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if pst, perr := os.Stat(filepath.Dir(dir)); perr != nil || !pst.IsDir() {

@@ -190,6 +190,10 @@ func TestRestorePxarRefusals(t *testing.T) {
 	}
 	mustFail(t, exitUsage, []string{"no such path in the archive"}, "restore", "--store", store, "--include", "etc/nope", snaps[0].snap, "root.pxar", t.TempDir())
 	mustFail(t, exitUsage, []string{"no such pxar archive"}, "restore", "--store", store, snaps[0].snap, "other.pxar", t.TempDir())
+	mustFail(t, exitUsage, []string{"DIR is empty"}, "restore", "--store", store, snaps[0].snap, "root.pxar", "")
+	for _, inc := range []string{"", "..", "/", "./a/.."} {
+		mustFail(t, exitUsage, []string{"names the whole archive", "leave --include out"}, "restore", "--store", store, "--include", inc, snaps[0].snap, "root.pxar", t.TempDir())
+	}
 	// Extraction-only flags are refused for a stream, never ignored.
 	for _, f := range [][]string{{"--include", "etc"}, {"--map-ids", "100000"}, {"--same-owner"}} {
 		mustFail(t, exitUsage, []string{f[0], "not to a stream"}, append([]string{"restore", "--store", store, snaps[0].snap, "root.pxar", "-", "--format", "tar"}, f...)...)
