@@ -49,8 +49,8 @@ type Options struct {
 	// Include restricts extraction to these archive paths (slash-separated
 	// from the archive root, e.g. "etc/passwd" or "var/lib"), each with
 	// everything below it; the directories above them are created with
-	// their archive metadata. Empty extracts the whole tree and applies
-	// the root's metadata to the directory itself.
+	// their archive metadata. Empty extracts the whole tree. Either way
+	// the root's metadata is applied to the directory itself.
 	Include []string
 	// Force extracts into a directory that is not empty, merging: an
 	// existing entry at a path the archive has is replaced (a directory
@@ -154,8 +154,8 @@ func (e *FSError) Unwrap() error { return e.Err }
 // the run); *FSError for the file system written; ctx's error when it is
 // done. The report counts what was written up to an error.
 //
-// Without Include the archive root's owner, mode and times are applied to
-// dir itself, except that its setuid and setgid bits are never set and
+// With or without Include, the archive root's owner, mode and times are
+// applied to dir itself (created by the run or not), except that its setuid and setgid bits are never set and
 // group and other write permission only with the sticky bit (a warning
 // says what was left out).
 func Run(ctx context.Context, a *pxar.Archive, dir string, o Options) (*Report, error) {
@@ -206,14 +206,16 @@ func Run(ctx context.Context, a *pxar.Archive, dir string, o Options) (*Report, 
 			return rep, err
 		}
 	}
-	// The directories above the included paths get their metadata last.
+	// The directories above the included paths get their metadata last,
+	// DIR itself the root's as a full extraction gives it.
 	for i := len(x.parents) - 1; i >= 0; i-- {
 		p := x.parents[i]
 		if err := x.finishPath(p); err != nil {
 			return rep, err
 		}
 	}
-	return rep, nil
+	x.restoreModes()
+	return rep, x.finish(a.Root(), fd, "")
 }
 
 // includes returns the Include paths cleaned ("a/b", "" for the root),
@@ -801,12 +803,7 @@ func (x *extractor) times(e *pxar.Entry, p string, n node) error {
 func (x *extractor) include(inc string) error {
 	clean := inc
 	if clean == "" {
-		root := x.a.Root()
-		if err := x.contents(root, x.top); err != nil {
-			return err
-		}
-		x.restoreModes()
-		return x.finish(root, x.top, "")
+		return x.contents(x.a.Root(), x.top) // DIR's metadata: see Run
 	}
 	// The directories above: created (or reused) one by one.
 	fd := x.top
