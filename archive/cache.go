@@ -30,7 +30,8 @@ type entry struct {
 	data   []byte
 	err    error
 	done   chan struct{}
-	pins   int // readers copying from data; a pinned entry is never evicted
+	pins   int  // readers copying from data; a pinned entry is never evicted
+	unread bool // loaded by prefetch and not yet asked for by get
 	buf    []byte
 	elem   *list.Element
 }
@@ -50,6 +51,7 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 	c.mu.Lock()
 	if e, ok := c.entries[d]; ok {
 		e.pins++
+		e.unread = false
 		if e.elem != nil {
 			c.lru.MoveToFront(e.elem)
 		}
@@ -61,7 +63,7 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 		}
 		return e, nil
 	}
-	for !c.reserve() {
+	for !c.reserve(true) {
 		c.cond.Wait()
 	}
 	e := c.start(d)
@@ -76,15 +78,17 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 }
 
 // prefetch loads d in the background caller's goroutine unless it is loaded
-// or loading, or no buffer is free without waiting. It reports whether it
-// loaded (successfully or not).
+// or loading, or no buffer is free without waiting and without evicting
+// another prefetched entry not yet read. It reports whether it loaded
+// (successfully or not).
 func (c *cache) prefetch(d crypto.Digest, load func(buf []byte) ([]byte, error)) bool {
 	c.mu.Lock()
-	if _, ok := c.entries[d]; ok || !c.reserve() {
+	if _, ok := c.entries[d]; ok || !c.reserve(false) {
 		c.mu.Unlock()
 		return false
 	}
 	e := c.start(d)
+	e.unread = true
 	c.mu.Unlock()
 	c.finish(e, load)
 	return true
@@ -99,15 +103,17 @@ func (c *cache) has(d crypto.Digest) bool {
 }
 
 // reserve takes a buffer for a new entry, evicting the least recently used
-// unpinned entry when all are taken. c.mu is held.
-func (c *cache) reserve() bool {
+// unpinned entry when all are taken; for read-ahead (demand false) one
+// that has been read, so that read-ahead never evicts chunks read ahead
+// for a reader that has not reached them yet. c.mu is held.
+func (c *cache) reserve(demand bool) bool {
 	if c.used < c.slots {
 		c.used++
 		return true
 	}
 	for el := c.lru.Back(); el != nil; el = el.Prev() {
 		e := el.Value.(*entry)
-		if e.pins == 0 {
+		if e.pins == 0 && (demand || !e.unread) {
 			c.lru.Remove(el)
 			delete(c.entries, e.digest)
 			c.free = append(c.free, e.buf)
