@@ -13,12 +13,17 @@ import (
 // entries are reused, so the cache makes no garbage once full. Each chunk is
 // loaded once under concurrent demand: later callers wait for the first
 // load (restic's bloblru with single flight). Failed loads are not kept.
+// Chunks loaded ahead of a reader (prefetch) take at most half the buffers
+// and are evicted after chunks already read, so that they are still there
+// when the reader gets to them.
 type cache struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when a pin is released or a load ends
 	slot    int        // bytes per buffer
 	slots   int        // buffers at most
 	used    int        // buffers held by entries
+	unread  int        // entries loaded by prefetch and not yet read (unread set)
+	misses  int64      // buffers reserved for demand reads so far
 	free    [][]byte   // buffers of evicted entries
 	entries map[crypto.Digest]*entry
 	lru     list.List // loaded entries, most recently used at the front
@@ -30,7 +35,9 @@ type entry struct {
 	data   []byte
 	err    error
 	done   chan struct{}
-	pins   int // readers copying from data; a pinned entry is never evicted
+	pins   int   // readers copying from data; a pinned entry is never evicted
+	unread bool  // loaded by prefetch and not yet asked for by get
+	gen    int64 // cache.misses when prefetch started it
 	buf    []byte
 	elem   *list.Element
 }
@@ -50,6 +57,7 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 	c.mu.Lock()
 	if e, ok := c.entries[d]; ok {
 		e.pins++
+		c.markRead(e)
 		if e.elem != nil {
 			c.lru.MoveToFront(e.elem)
 		}
@@ -61,7 +69,8 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 		}
 		return e, nil
 	}
-	for !c.reserve() {
+	c.misses++
+	for !c.reserve(true) {
 		c.cond.Wait()
 	}
 	e := c.start(d)
@@ -76,15 +85,20 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 }
 
 // prefetch loads d in the background caller's goroutine unless it is loaded
-// or loading, or no buffer is free without waiting. It reports whether it
-// loaded (successfully or not).
+// or loading, or no buffer is free without waiting and without evicting
+// another prefetched entry not yet read, or half the buffers already hold
+// prefetched entries not yet read (the other half is left to the reads).
+// It reports whether it loaded (successfully or not).
 func (c *cache) prefetch(d crypto.Digest, load func(buf []byte) ([]byte, error)) bool {
 	c.mu.Lock()
-	if _, ok := c.entries[d]; ok || !c.reserve() {
+	if _, ok := c.entries[d]; ok || c.unread >= max(c.slots/2, 1) || !c.reserve(false) {
 		c.mu.Unlock()
 		return false
 	}
 	e := c.start(d)
+	e.unread = true
+	e.gen = c.misses
+	c.unread++
 	c.mu.Unlock()
 	c.finish(e, load)
 	return true
@@ -99,22 +113,53 @@ func (c *cache) has(d crypto.Digest) bool {
 }
 
 // reserve takes a buffer for a new entry, evicting the least recently used
-// unpinned entry when all are taken. c.mu is held.
-func (c *cache) reserve() bool {
+// unpinned entry that has been read when all are taken, so that chunks
+// read ahead are not evicted before the reader reaches them. A prefetched
+// entry not yet read counts as read once more than slots demand reads
+// missed the cache after it was loaded (read-ahead that no reader
+// followed does not stay for ever); a demand read (demand true) evicts it
+// also when nothing else can go. c.mu is held.
+func (c *cache) reserve(demand bool) bool {
 	if c.used < c.slots {
 		c.used++
 		return true
 	}
-	for el := c.lru.Back(); el != nil; el = el.Prev() {
-		e := el.Value.(*entry)
-		if e.pins == 0 {
-			c.lru.Remove(el)
-			delete(c.entries, e.digest)
-			c.free = append(c.free, e.buf)
-			return true // its buffer passes to the new entry
+	for _, anyUnread := range []bool{false, demand} {
+		for el := c.lru.Back(); el != nil; el = el.Prev() {
+			e := el.Value.(*entry)
+			if e.pins > 0 {
+				continue
+			}
+			if e.unread && c.misses-e.gen > int64(c.slots) {
+				c.markRead(e) // stale
+			}
+			if !e.unread || anyUnread {
+				c.markRead(e)
+				c.evict(el)
+				return true // its buffer passes to the new entry
+			}
+		}
+		if !demand {
+			break
 		}
 	}
 	return false
+}
+
+// markRead clears e's unread mark. c.mu is held.
+func (c *cache) markRead(e *entry) {
+	if e.unread {
+		e.unread = false
+		c.unread--
+	}
+}
+
+// evict drops the loaded entry at el and keeps its buffer. c.mu is held.
+func (c *cache) evict(el *list.Element) {
+	e := el.Value.(*entry)
+	c.lru.Remove(el)
+	delete(c.entries, e.digest)
+	c.free = append(c.free, e.buf)
 }
 
 // start makes the loading entry for d with a reserved buffer. c.mu is held.
@@ -136,6 +181,7 @@ func (c *cache) finish(e *entry, load func(buf []byte) ([]byte, error)) {
 	c.mu.Lock()
 	if err != nil {
 		e.err = err
+		c.markRead(e)
 		delete(c.entries, e.digest)
 		c.free = append(c.free, e.buf)
 		c.used--

@@ -31,7 +31,9 @@ type Options struct {
 	// Fetchers is the number of chunk reads in flight at most, read-ahead
 	// and demand reads together, and how far ahead a sequential reader is
 	// served (capped at half the cache); default the number of cores. Pass
-	// the restore's fetch concurrency for the store.
+	// the restore's fetch concurrency for the store. Fewer run when their
+	// encoded-chunk buffers would take more than half of CacheSize (large
+	// chunks: 256 MiB holds 16 chunks of 16 MiB, so 8 fetchers).
 	Fetchers int
 	// Log, if set, is called once for each chunk that fails a read (the
 	// first read of its bytes that fails), with a *restore.ChunkError
@@ -182,7 +184,7 @@ func open(ctx context.Context, store chunkstore.Store, files chunkstore.FileOpen
 	}
 	// The cache and the fetchers' encoded-chunk buffers share CacheSize.
 	slot := max(maxLen, 1)
-	slots := int(max(cacheSize/int64(slot)-int64(fetchers), 2))
+	fetchers, slots := budget(cacheSize, slot, fetchers)
 	r.cache = newCache(slot, slots)
 	r.ahead = min(fetchers, slots/2)
 	r.workers = make(chan *worker, fetchers)
@@ -197,6 +199,20 @@ func open(ctx context.Context, store chunkstore.Store, files chunkstore.FileOpen
 	r.streams.reset()
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	return r, nil
+}
+
+// budget splits cacheSize bytes between the fetchers' encoded-chunk
+// buffers and the cache's decoded chunks, every buffer slot bytes (the
+// largest chunk), and returns how many fetchers to run and how many chunks
+// the cache keeps. The fetchers take at most half the buffers: every chunk
+// read in flight needs a cache buffer as well, so fetchers beyond that
+// would only wait, and a cache squeezed to a few chunks by them evicts
+// chunks read ahead before they are read, fetching them again. At least
+// one fetcher and two cached chunks, whatever the budget.
+func budget(cacheSize int64, slot, fetchers int) (workers, slots int) {
+	total := int(min(cacheSize/int64(slot), 1<<30))
+	workers = max(min(fetchers, total/2), 1)
+	return workers, max(total-workers, 2)
 }
 
 // Size returns the archive's size in bytes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -440,5 +443,115 @@ func TestDynamic(t *testing.T) {
 	}
 	if ext := r.Extents(0, r.Size()); len(ext) != 1 || ext[0].Zero {
 		t.Errorf("dynamic extents %+v, want one data extent", ext)
+	}
+}
+
+// slowStore delays every chunk read, so that read-ahead and the reads it
+// runs ahead of overlap.
+type slowStore struct{ *fixture.CountingStore }
+
+func (s slowStore) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
+	time.Sleep(3 * time.Millisecond)
+	return s.CountingStore.ReadChunk(ctx, d, buf, limit)
+}
+
+// TestFetchOnce: with many fetchers and slow chunk reads, every chunk is
+// fetched once, whatever the read pattern: one sequential stream (small
+// reads and reads spanning chunks), two streams interleaved (as a pxar
+// decoder's metadata and content cursors), four concurrent streams, random
+// reads. The budget of 24 chunks against 32 fetchers is the default
+// 256 MiB against a pxar archive's chunks of 10 MiB and more; random reads
+// get a cache holding every chunk. The image is four runs of distinct
+// random chunks apart by zero runs longer than any read-ahead, so that no
+// chunk is wanted again after the cache let it go.
+func TestFetchOnce(t *testing.T) {
+	const run, gap = 10 * chunk64K, 16 * chunk64K
+	b := &base{dir: fixture.NewStore(t), snap: fixture.Snap(t, "", "vm", "100", fixture.T0), data: fixture.Build(9,
+		fixture.Region{Kind: fixture.Random, Len: run}, fixture.Region{Kind: fixture.Zero, Len: gap},
+		fixture.Region{Kind: fixture.Random, Len: run}, fixture.Region{Kind: fixture.Zero, Len: gap},
+		fixture.Region{Kind: fixture.Random, Len: run}, fixture.Region{Kind: fixture.Zero, Len: gap},
+		fixture.Region{Kind: fixture.Random, Len: run})}
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", b.data)
+	fixture.Backup(t, b.dir, b.snap, backup.Options{ChunkSize: chunk64K}, backup.Source{Name: "drive-scsi0.img", Path: img})
+	size := int64(len(b.data))
+	runAt := func(i int64) int64 { return i * (run + gap) }
+	check := func(r *archive.Reader, p []byte, off int64) error {
+		n, err := r.ReadAt(p, off)
+		if err != nil && err != io.EOF || !bytes.Equal(p[:n], b.data[off:off+int64(n)]) {
+			return fmt.Errorf("read of %d bytes at %d: %d bytes, %v; content equal %v", len(p), off, n, err, bytes.Equal(p[:n], b.data[off:off+int64(n)]))
+		}
+		return nil
+	}
+	sequential := func(r *archive.Reader, from, to int64, step int) error {
+		p := make([]byte, step)
+		for off := from; off < to; off += int64(step) {
+			if err := check(r, p[:min(int64(step), to-off)], off); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name  string
+		cache int64
+		read  func(r *archive.Reader) error
+	}{
+		{"sequential", 24 * chunk64K, func(r *archive.Reader) error { return sequential(r, 0, size, 4096) }},
+		{"sequential-spanning", 24 * chunk64K, func(r *archive.Reader) error { return sequential(r, 0, size, 100<<10) }},
+		{"interleaved", 24 * chunk64K, func(r *archive.Reader) error {
+			// One cursor through the first run, one through the third.
+			p := make([]byte, 8192)
+			for off := int64(0); off < run; off += int64(len(p)) {
+				for _, at := range []int64{off, runAt(2) + off} {
+					if err := check(r, p, at); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}},
+		{"concurrent", 24 * chunk64K, func(r *archive.Reader) error {
+			var g errgroup.Group
+			for i := range int64(4) {
+				g.Go(func() error { return sequential(r, runAt(i), runAt(i)+run, 16<<10) })
+			}
+			return g.Wait()
+		}},
+		{"random", 0, func(r *archive.Reader) error {
+			var g errgroup.Group
+			for i := range 8 {
+				g.Go(func() error {
+					rng := rand.New(rand.NewPCG(uint64(i), 7))
+					p := make([]byte, 96<<10)
+					for range 50 {
+						if err := check(r, p, rng.Int64N(size-int64(len(p)))); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			return g.Wait()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs := fixture.NewCountingStore(fixture.OpenStore(t, b.dir))
+			r, err := b.open(t, slowStore{cs}, nil, archive.Options{Fetchers: 32, CacheSize: c.cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.read(r); err != nil {
+				t.Fatal(err)
+			}
+			r.Close() // waits for read-ahead
+			for d, n := range cs.Counts() {
+				if n != 1 {
+					t.Errorf("chunk %s fetched %d times", d, n)
+				}
+			}
+			if got, want := r.Stats().Fetched.Load(), uint64(len(cs.Counts())); got != want {
+				t.Errorf("Stats().Fetched %d, %d distinct chunks fetched", got, want)
+			}
+		})
 	}
 }
