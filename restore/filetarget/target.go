@@ -658,19 +658,7 @@ func (t *Target) Close(abort bool) error {
 // opts.StoreDir (restore.ErrTargetInStore); devices, FIFOs and directories are
 // refused. Other options are ignored.
 func WriteFile(path string, data []byte, opts Options) error {
-	p, st, err := resolveTarget(path, opts.FollowSymlinks)
-	if err != nil {
-		return err
-	}
-	if st != nil {
-		if !st.Mode().IsRegular() {
-			return restore.Unusable(fmt.Errorf("%s: not a regular file: a blob is restored to a file", path))
-		}
-		if !opts.Force {
-			return fmt.Errorf("%s: %w", path, restore.ErrTargetExists)
-		}
-	}
-	pl, err := openPlace(path, p)
+	pl, st, err := openWriteFilePlace(path, opts)
 	if err != nil {
 		return err
 	}

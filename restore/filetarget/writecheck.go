@@ -21,19 +21,7 @@ import (
 // (restore.ErrTargetFormat), and its directory one a file can be created
 // in (checkDirWritable). Locks are not probed (CheckNotBusy does).
 func CheckWriteFile(path string, opts Options) error {
-	p, st, err := resolveTarget(path, opts.FollowSymlinks)
-	if err != nil {
-		return err
-	}
-	if st != nil {
-		if !st.Mode().IsRegular() {
-			return restore.Unusable(fmt.Errorf("%s: not a regular file: a blob is restored to a file", path))
-		}
-		if !opts.Force {
-			return fmt.Errorf("%s: %w", path, restore.ErrTargetExists)
-		}
-	}
-	pl, err := openPlace(path, p)
+	pl, st, err := openWriteFilePlace(path, opts)
 	if err != nil {
 		return err
 	}
@@ -54,6 +42,32 @@ func CheckWriteFile(path string, opts Options) error {
 		return err
 	}
 	return checkFormat(old, path, st.Size(), false)
+}
+
+// openWriteFilePlace resolves path as WriteFile and CheckWriteFile do
+// (opts.FollowSymlinks) and opens its place; st is the existing file's
+// information, nil when there is none. An existing path that is not a
+// regular file is refused (restore.ErrTargetUnusable), an existing file
+// without opts.Force too (restore.ErrTargetExists). Close the place when
+// done.
+func openWriteFilePlace(path string, opts Options) (*place, os.FileInfo, error) {
+	p, st, err := resolveTarget(path, opts.FollowSymlinks)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st != nil {
+		if !st.Mode().IsRegular() {
+			return nil, nil, restore.Unusable(fmt.Errorf("%s: not a regular file: a blob is restored to a file", path))
+		}
+		if !opts.Force {
+			return nil, nil, fmt.Errorf("%s: %w", path, restore.ErrTargetExists)
+		}
+	}
+	pl, err := openPlace(path, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pl, st, nil
 }
 
 // checkDirWritable reports, without creating anything, whether a file can
