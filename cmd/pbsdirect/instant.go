@@ -167,25 +167,50 @@ func raiseFetchProcs(store string, fetchers int) (restoreProcs func()) {
 // A reader that closes standard output early (`| head -c 1`) ends it with
 // an error wrapping syscall.EPIPE (exit 3), not a silent SIGPIPE death.
 func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, stdout, stderr io.Writer) error {
-	sf, pf := &rc.sf, rc.pf
-	// Writes to a closed pipe on fd 1 then fail with EPIPE instead of
-	// killing the process with SIGPIPE (exit 141, no message).
-	signal.Ignore(syscall.SIGPIPE)
-	defer signal.Reset(syscall.SIGPIPE)
 	start := time.Now()
+	src, opts, done, err := rc.stdoutSource(ctx, ref, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return rc.copyToStdout(ctx, src, name, opts, start, stdout, stderr)
+}
+
+// stdoutSource opens snapshot ref for a restore to standard output (an
+// archive, a blob, a pxar stream): the stores and keys of the flags, the
+// snapshot's reader, and the archive options (fetchers, the .bad salvage
+// note on stderr). Until done is called, writes to a closed pipe on fd 1
+// fail with EPIPE instead of killing the process with SIGPIPE (exit 141,
+// no message). Errors are the store's and the snapshot's.
+func (rc *restoreCmd) stdoutSource(ctx context.Context, ref string, stderr io.Writer) (src *snapshot.Reader, opts archive.Options, done func(), err error) {
+	sf, pf := &rc.sf, rc.pf
+	signal.Ignore(syscall.SIGPIPE)
 	fetchers := pf.fetchersFor(sf.fetchSpec())
 	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, fetchers)
 	if err != nil {
-		return err
+		signal.Reset(syscall.SIGPIPE)
+		return nil, opts, nil, err
 	}
-	defer store.Close()
-	src, err := snapshot.Open(ctx, store, ns, ref, keys)
-	if err != nil {
-		return err
+	if src, err = snapshot.Open(ctx, store, ns, ref, keys); err != nil {
+		store.Close()
+		signal.Reset(syscall.SIGPIPE)
+		return nil, opts, nil, err
 	}
+	lower := raiseFetchProcs(sf.store, fetchers)
+	done = func() {
+		lower()
+		store.Close()
+		signal.Reset(syscall.SIGPIPE)
+	}
+	return src, archive.Options{Fetchers: fetchers, Salvaged: salvageNote(stderr, "pbsdirect")}, done, nil
+}
+
+// copyToStdout writes archive or blob name of src to stdout, checked as it
+// goes, and says on stderr what was restored (since start); a reader that
+// closed standard output ends it with stdoutError (exit 3).
+func (rc *restoreCmd) copyToStdout(ctx context.Context, src *snapshot.Reader, name string, opts archive.Options, start time.Time, stdout, stderr io.Writer) error {
 	snap := src.Snapshot()
-	defer raiseFetchProcs(sf.store, fetchers)()
-	n, err := archive.Copy(ctx, src, name, stdout, archive.Options{Fetchers: fetchers, Salvaged: salvageNote(stderr, "pbsdirect")})
+	n, err := archive.Copy(ctx, src, name, stdout, opts)
 	if ce := (*archive.CopyError)(nil); errors.As(err, &ce) {
 		return stdoutError(ce.Name, ce.N, ce.Err)
 	}
@@ -194,7 +219,7 @@ func (rc *restoreCmd) restoreToStdout(ctx context.Context, ref, name string, std
 	}
 	el := time.Since(start)
 	switch {
-	case sf.json():
+	case rc.sf.json():
 	case strings.HasSuffix(name, ".blob"): // a few KiB: a rate would say nothing
 		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s, verified\n", snap, index.DisplayText(name), humanBytes(uint64(n)))
 	default:

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	flag "github.com/spf13/pflag"
@@ -17,7 +15,6 @@ import (
 	"github.com/pbsdirect/pbsdirect/pxar"
 	"github.com/pbsdirect/pbsdirect/pxartar"
 	"github.com/pbsdirect/pbsdirect/restore"
-	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
 // Stream formats of restore … ARCHIVE.pxar - (--format).
@@ -74,45 +71,24 @@ func (rf *restoreFormat) dispatch(ctx context.Context, rc *restoreCmd, fs *flag.
 // files (format tar, legacy or split). A split archive's raw streams are
 // refused (usage error): neither is an archive on its own.
 func (rc *restoreCmd) pxarToStdout(ctx context.Context, ref, name, format string, stdout, stderr io.Writer) error {
-	sf, pf := &rc.sf, rc.pf
-	// A reader gone: EPIPE, not death by SIGPIPE.
-	signal.Ignore(syscall.SIGPIPE)
-	defer signal.Reset(syscall.SIGPIPE)
 	start := time.Now()
-	fetchers := pf.fetchersFor(sf.fetchSpec())
-	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, fetchers)
+	src, opts, done, err := rc.stdoutSource(ctx, ref, stderr)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	src, err := snapshot.Open(ctx, store, ns, ref, keys)
-	if err != nil {
-		return err
-	}
+	defer done()
 	snap := src.Snapshot()
 	meta, payload, ok := archive.PxarNames(src.Manifest(), name)
 	if !ok {
 		_, err := archive.OpenPxar(ctx, src, name, archive.Options{}) // names what the snapshot holds
 		return usagef("%v", err)
 	}
-	defer raiseFetchProcs(sf.store, fetchers)()
-	opts := archive.Options{Fetchers: fetchers, Salvaged: salvageNote(stderr, "pbsdirect")}
 	if format == streamPxar {
 		if payload != "" {
 			return usagef("%s/%s is a split archive (%s + %s): neither raw stream is an archive on its own; give --format tar for a tar stream of its files",
 				snap, index.DisplayText(name), meta, payload)
 		}
-		n, err := archive.Copy(ctx, src, meta, stdout, opts)
-		if ce := (*archive.CopyError)(nil); errors.As(err, &ce) {
-			return stdoutError(ce.Name, ce.N, ce.Err)
-		}
-		if err != nil {
-			return err
-		}
-		el := time.Since(start)
-		fmt.Fprintf(stderr, "restored %s/%s to standard output: %s in %.2fs (%.1f MiB/s), verified\n",
-			snap, index.DisplayText(meta), humanBytes(uint64(n)), el.Seconds(), restore.MiBps(uint64(n), el))
-		return nil
+		return rc.copyToStdout(ctx, src, meta, opts, start, stdout, stderr)
 	}
 	px, err := archive.OpenPxar(ctx, src, meta, opts)
 	if err != nil {
