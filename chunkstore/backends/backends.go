@@ -25,6 +25,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/gcsstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Layout is the layout of a datastore in a bucket (see s3store.Layout).
@@ -62,6 +63,10 @@ type Options struct {
 	// Policy is the request policy of both bucket backends (--io-timeout,
 	// --retry-for, backoff); zero fields take bucket's defaults.
 	Policy bucket.Options
+	// Limit, when set, caps the bytes read and the requests made by every
+	// store opened with these options, directories included (--rate,
+	// --burst, --rate-requests); Policy.Limit is taken from here.
+	Limit *ratelimit.Limiter
 }
 
 // scheme is one bucket backend as --store names it: "NAME://bucket[/prefix]".
@@ -103,6 +108,7 @@ func openS3(ctx context.Context, spec string, opts Options) (*s3store.Store, err
 	o := opts.S3
 	o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
 	o.Policy = opts.Policy
+	o.Policy.Limit = opts.Limit
 	return s3store.OpenURL(ctx, spec, o)
 }
 
@@ -112,6 +118,7 @@ func openGCS(ctx context.Context, spec string, opts Options) (*gcsstore.Store, e
 	o := opts.GCS
 	o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
 	o.Policy = opts.Policy
+	o.Policy.Limit = opts.Limit
 	return gcsstore.OpenURL(ctx, spec, o)
 }
 
@@ -186,6 +193,7 @@ func openLocal(spec string, opts Options) (chunkstore.WriteStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.LimitReads(opts.Limit)
 	return l, nil
 }
 

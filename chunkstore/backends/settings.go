@@ -7,6 +7,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
+	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Settings are the settings of opening a store as a command line gives
@@ -22,6 +23,9 @@ type Settings struct {
 	RetryFor      time.Duration // --retry-for; 0: no retries
 	// Watch, when set, is told of the bucket requests being retried.
 	Watch *bucket.RetryWatch
+	// Limit, when set, caps the bytes read and the requests made
+	// (--rate, --burst, --rate-requests; Options.Limit).
+	Limit *ratelimit.Limiter
 }
 
 // SettingError is a setting that does not parse; Setting names it as the
@@ -72,6 +76,7 @@ func (s Settings) Options(create bool, concurrency int) (Options, error) {
 		Layout:      layout,
 		S3:          s3,
 		Policy:      bucket.Options{IOTimeout: s.IOTimeout, RetryFor: s.RetryFor, Watch: s.Watch},
+		Limit:       s.Limit,
 	}
 	if s.RetryFor == 0 {
 		opts.Policy.RetryFor = -1 // no retries

@@ -39,6 +39,7 @@ type storeFlags struct {
 	ioTimeout    time.Duration
 	retryFor     time.Duration
 	progress     progressFlags // registered by the commands that show progress
+	rate         rateFlags     // registered by the commands that read chunks
 	// retries shows the bucket requests being retried (progress).
 	retries bucket.RetryWatch
 }
@@ -106,6 +107,10 @@ func (s *storeFlags) check() error {
 	if s.retryFor < 0 {
 		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
+	if err := s.rate.check(); err != nil {
+		return err
+	}
+	s.progress.limit = s.rate.limiter
 	if s.progress.Mode != "" {
 		if err := s.progress.Check(); err != nil {
 			return err

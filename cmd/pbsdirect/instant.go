@@ -34,6 +34,7 @@ type accessFlags struct {
 func (a *accessFlags) register(fs *flag.FlagSet) {
 	a.sf.register(fs)
 	a.pf = registerPipelineFlags(fs, false)
+	a.sf.rate.register(fs)
 	fs.MarkHidden("jobs") // reads decode in the fetchers; --jobs only sizes the default
 	fs.StringVar(&a.cacheSize, "cache-size", "256MiB", "decoded chunks kept in memory, shared by the archives (e.g. 64MiB, 1GiB); peak memory is about this plus 64 MiB")
 }

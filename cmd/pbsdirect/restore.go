@@ -55,6 +55,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.sf.register(fs)
 	rc.sf.progress.register(fs)
 	rc.pf = registerPipelineFlags(fs, true)
+	rc.sf.rate.register(fs)
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly), or a block device holding a file system, partition table, LVM, RAID or other signature; write an image whose GPT is for another sector size than the device's (with a warning)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges (refused on a device holding a signature)")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")

@@ -38,6 +38,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 	sf.register(fs)
 	sf.progress.register(fs)
 	pf := registerPipelineFlags(fs, false)
+	sf.rate.register(fs)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
 	cryptMode := registerCryptMode(fs)
 	requireSig := registerRequireSignature(fs)
