@@ -36,13 +36,13 @@ func ParseSize(s string, perSecond bool) (int64, error) {
 		i = len(t)
 	}
 	num, unit := t[:i], strings.ToUpper(strings.TrimSpace(t[i:]))
-	f, ok := units[unit]
-	if !ok {
-		return 0, fmt.Errorf("%q: unknown unit %q (want B, K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024))", s, t[i:])
-	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || num == "" {
 		return 0, fmt.Errorf("%q: want a number and a unit, e.g. 200MiB or 1.5G", s)
+	}
+	f, ok := units[unit]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown unit %q (want B, K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024))", s, t[i:])
 	}
 	b := math.Floor(v * f)
 	if b < 1 {

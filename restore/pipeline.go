@@ -14,6 +14,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Options tune the pipeline. Zero values pick defaults.
@@ -32,6 +33,10 @@ type Options struct {
 	// Fetchers is the number of chunk reads in flight ahead of the jobs
 	// (I/O bound); default Jobs for a local store; callers pass tens for buckets.
 	Fetchers int
+	// RateLimit, when set, is the limiter the store reads through
+	// (--rate, --burst, --rate-requests): the store applies it, Summary
+	// reports it.
+	RateLimit *ratelimit.Limiter
 	// Encrypted is the archive's crypt mode from the manifest: true requires
 	// every chunk to be encrypted, false requires every chunk to be plain (§2.5).
 	Encrypted bool

@@ -6,6 +6,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
+	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Summary is the final report of an image restore (the restore command's
@@ -34,8 +35,12 @@ type Summary struct {
 	Retries       int64   `json:"retries"`
 	// Requests counts what the bucket request policy did: throttled
 	// answers, stalled transfers, and the changes of the GETs in flight.
-	Requests   *bucket.Stats `json:"bucket-requests,omitempty"`
-	ZeroRanges string        `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	Requests *bucket.Stats `json:"bucket-requests,omitempty"`
+	// RateLimit is what the rate limits were (--rate, --burst,
+	// --rate-requests) and how long reads waited on them; absent without
+	// limits.
+	RateLimit  *ratelimit.Report `json:"rate-limit,omitempty"`
+	ZeroRanges string            `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
 	// ResumedChunks are the chunks an interrupted restore had made durable
 	// (its journal), not fetched again by this --resume.
 	ResumedChunks int `json:"resumed-chunks,omitempty"`
@@ -87,6 +92,7 @@ func (res *Result) Summary(elapsed time.Duration) Summary {
 	if c, ok := store.(chunkstore.FallThrough); ok {
 		sum.Stores = c.Stats()
 	}
+	sum.RateLimit = o.RateLimit.Report()
 	sum.Salvaged, sum.SalvagedChunks = stats.Salvaged.Chunks(), stats.Salvaged.Count()
 	if res.Damage != nil {
 		sum.DamagedRanges, sum.DamagedChunks = res.Damage.Ranges(), len(res.Damage.Chunks)

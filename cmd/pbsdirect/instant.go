@@ -18,6 +18,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/ratelimit"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
@@ -81,7 +82,8 @@ type snapshotAccess struct {
 	store   chunkstore.Store
 	snap    index.Snapshot
 	when    time.Time
-	unlimit func() // puts the memory limit back
+	unlimit func()             // puts the memory limit back
+	limit   *ratelimit.Limiter // --rate, --burst, --rate-requests; nil: none
 }
 
 // open resolves ref and opens every chunk index archive (only the fixed
@@ -95,7 +97,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 	if err != nil {
 		return nil, err
 	}
-	sa := &snapshotAccess{store: store}
+	sa := &snapshotAccess{store: store, limit: sf.rate.limiter}
 	ok := false
 	defer func() {
 		if !ok {
@@ -138,6 +140,7 @@ func (sa *snapshotAccess) report(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeLimitLine(w, "  ", sa.limit.Report())
 }
 
 // Close closes the readers and the store and puts the memory limit back.

@@ -191,6 +191,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 				q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
 		}
 		printStores(stdout, sum.Stores)
+		writeLimitLine(stdout, "  ", sum.RateLimit)
 		printSalvaged(stdout, sum)
 		if len(sum.DamagedRanges) > 0 {
 			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(sum.DamagedBytes()))
@@ -285,6 +286,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	opts := pf.options(sf.fetchSpec())
 	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
+	opts.RateLimit = sf.rate.limiter
 	defer raiseProcs(opts)()
 	sink := &filetarget.Sink{Path: targetPath, Options: rc.targetOptions(0)}
 	ro := restore.RestoreOptions{

@@ -165,6 +165,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		})
 		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
 		rep.Stores = storeCounts(store)
+		rep.RateLimit = sf.rate.limiter.Report()
 		rep.LeaveOut(storesLeftOut(&sf, store)...)
 		rep.Note = sel.Note
 		for _, n := range sel.Namespaces {
@@ -289,6 +290,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		}
 		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, rep.ResultWord())
 		printStores(stdout, rep.Stores)
+		writeLimitLine(stdout, "", rep.RateLimit)
 		printVerifyGaps(stdout, rep)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
