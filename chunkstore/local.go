@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Local is a datastore directory on a filesystem (§1). It reads chunks from

@@ -1,6 +1,6 @@
 package chunkstore
 
-import "github.com/pbsdirect/pbsdirect/ratelimit"
+import "github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 
 // LimitReads has l's reads wait for lim (--rate, --burst,
 // --rate-requests): each chunk read and content file opened is one

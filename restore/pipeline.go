@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Options tune the pipeline. Zero values pick defaults.

@@ -6,7 +6,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 )
 
 // Summary is the final report of an image restore (the restore command's

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 )
 
 // ReportVersion is the version of the Report JSON schema.

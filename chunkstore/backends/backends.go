@@ -24,8 +24,8 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/gcsstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Layout is the layout of a datastore in a bucket (see s3store.Layout).

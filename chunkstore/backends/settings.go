@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // Settings are the settings of opening a store as a command line gives

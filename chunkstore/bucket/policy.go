@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 )
 
 // Defaults of the request policy.

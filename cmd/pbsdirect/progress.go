@@ -3,9 +3,9 @@ package main
 import (
 	"io"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/progress"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"

@@ -3,12 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/progress"
-	"github.com/pbsdirect/pbsdirect/ratelimit"
 )
 
 // rateFlags are --rate, --burst and --rate-requests: the limits of what a
@@ -70,7 +71,7 @@ func limitNote(lim *ratelimit.Limiter) func() string {
 		if lim == nil {
 			return ""
 		}
-		return "rate limit " + lim.Limits().String() + ", waited " + progress.ShortDuration(lim.Waited())
+		return "rate limit " + limitsText(lim.Limits()) + ", waited " + progress.ShortDuration(lim.Waited())
 	}
 }
 
@@ -94,5 +95,21 @@ func writeLimitLine(w io.Writer, indent string, rep *ratelimit.Report) {
 		return
 	}
 	l := ratelimit.Limits{BytesPerSecond: rep.BytesPerSecond, Burst: rep.Burst, RequestsPerSecond: rep.RequestsPerSecond}
-	fmt.Fprintf(w, "%srate limit: %s; %s in %d requests, waited %.1fs on the limit\n", indent, l, progress.IECSize(float64(rep.Bytes)), rep.Requests, rep.WaitSeconds)
+	fmt.Fprintf(w, "%srate limit: %s; %s in %d requests, waited %.1fs on the limit\n", indent, limitsText(l), progress.IECSize(float64(rep.Bytes)), rep.Requests, rep.WaitSeconds)
+}
+
+// limitsText describes l for people: "200 MiB/s (burst 200 MiB), 10
+// requests/s"; "none" when nothing is limited.
+func limitsText(l ratelimit.Limits) string {
+	var parts []string
+	if l.BytesPerSecond > 0 {
+		parts = append(parts, fmt.Sprintf("%s/s (burst %s)", progress.IECSize(float64(l.BytesPerSecond)), progress.IECSize(float64(l.Burst))))
+	}
+	if l.RequestsPerSecond > 0 {
+		parts = append(parts, strconv.FormatFloat(l.RequestsPerSecond, 'f', -1, 64)+" requests/s")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -5,8 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/pbsdirect/pbsdirect/progress"
 )
 
 // units are the size suffixes ParseSize takes, upper-cased, with their
@@ -66,20 +64,4 @@ func ParseRequestRate(s string) (float64, error) {
 		return 0, fmt.Errorf("%q: want more than 0 requests per second", s)
 	}
 	return v, nil
-}
-
-// String describes the limits for people: "200 MiB/s (burst 200 MiB), 10
-// requests/s"; "none" when nothing is limited.
-func (l Limits) String() string {
-	var parts []string
-	if l.BytesPerSecond > 0 {
-		parts = append(parts, fmt.Sprintf("%s/s (burst %s)", progress.IECSize(float64(l.BytesPerSecond)), progress.IECSize(float64(l.Burst))))
-	}
-	if l.RequestsPerSecond > 0 {
-		parts = append(parts, strconv.FormatFloat(l.RequestsPerSecond, 'f', -1, 64)+" requests/s")
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }

@@ -82,9 +82,6 @@ func TestNew(t *testing.T) {
 	if got := l.Limits().Burst; got != DefaultBurst(8<<20) {
 		t.Errorf("default burst %d, want %d", got, DefaultBurst(8<<20))
 	}
-	if s := l.Limits().String(); s != "8 MiB/s (burst 8 MiB)" {
-		t.Errorf("String() = %q", s)
-	}
 	// A nil Limiter limits nothing and reports nothing.
 	var none *Limiter
 	if err := none.WaitBytes(context.Background(), 1<<30); err != nil || none.WaitRequest(context.Background()) != nil || none.Report() != nil {
