@@ -39,15 +39,28 @@ func DefaultBurst(bytesPerSecond int64) int64 { return bytesPerSecond }
 // waits, so that a transfer moves steadily and a wait stays short.
 const maxPiece = 64 << 10
 
+// minPiece is the least bytes one Read of a limited reader takes.
+const minPiece = 256
+
+// piece returns the most bytes a limited Read takes now: the readers open
+// share 1/16 s of the rate (within minPiece and maxPiece, at most the
+// burst), so that each of them moves again within about 1/16 s (more only
+// at rates below minPiece × 16 per reader), far inside the bucket stores'
+// --io-timeout, which cuts a transfer whose reader waits longer.
+func (l *Limiter) piece() int {
+	n := max(1, l.readers.Load())
+	return int(min(maxPiece, int64(l.bytes.Burst()), max(minPiece, l.limits.BytesPerSecond/(16*n))))
+}
+
 // Limiter holds the token buckets of one run. It is safe for concurrent
 // use; its methods do nothing on a nil *Limiter.
 type Limiter struct {
 	limits Limits
 	bytes  *rate.Limiter // nil: no byte limit
 	reqs   *rate.Limiter // nil: no request limit
-	piece  int           // the most bytes a limited Read takes at once
 
 	nBytes, nReqs atomic.Int64
+	readers       atomic.Int64 // limited readers open (Reader, until Close)
 
 	mu        sync.Mutex
 	waiting   int           // waits in progress
@@ -77,10 +90,6 @@ func New(l Limits) (*Limiter, error) {
 		burst := int(min(lim.limits.Burst, math.MaxInt32))
 		lim.bytes = rate.NewLimiter(rate.Limit(l.BytesPerSecond), burst)
 		lim.bytes.AllowN(now, burst)
-		// A piece is at most 1/16 s of the rate (at least 1 KiB), so that
-		// the fetchers sharing the rate each move again within a short
-		// while, well inside any --io-timeout.
-		lim.piece = int(min(maxPiece, int64(burst), max(1<<10, l.BytesPerSecond/16)))
 	}
 	if l.RequestsPerSecond > 0 {
 		// One request at once: requests spread evenly over each second.
@@ -191,7 +200,7 @@ func (l *Limiter) Waited() time.Duration {
 }
 
 // Reader returns rc limited: each Read takes at most a piece of the rate
-// and then waits for the bytes it read, so bytes are taken from the source
+// (see piece) and then waits for the bytes it read, so bytes are taken from the source
 // no faster than the rate as they arrive. A wait cut by ctx returns the
 // bytes read with ctx's error. A nil Limiter or one without a byte rate
 // returns rc counting its bytes only.
@@ -199,18 +208,22 @@ func (l *Limiter) Reader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
 	if l == nil {
 		return rc
 	}
+	l.readers.Add(1)
 	return &reader{ctx: ctx, rc: rc, l: l}
 }
 
 type reader struct {
-	ctx context.Context
-	rc  io.ReadCloser
-	l   *Limiter
+	ctx    context.Context
+	rc     io.ReadCloser
+	l      *Limiter
+	closed atomic.Bool
 }
 
 func (r *reader) Read(p []byte) (int, error) {
-	if r.l.piece > 0 && len(p) > r.l.piece {
-		p = p[:r.l.piece]
+	if r.l.bytes != nil {
+		if k := r.l.piece(); len(p) > k {
+			p = p[:k]
+		}
 	}
 	n, err := r.rc.Read(p)
 	if werr := r.l.WaitBytes(r.ctx, n); werr != nil {
@@ -219,7 +232,12 @@ func (r *reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *reader) Close() error { return r.rc.Close() }
+func (r *reader) Close() error {
+	if !r.closed.Swap(true) {
+		r.l.readers.Add(-1)
+	}
+	return r.rc.Close()
+}
 
 // Report is what the limits were and did in a run, for reports (JSON and
 // text).
