@@ -137,36 +137,43 @@ func TestRateLimitDirectory(t *testing.T) {
 }
 
 // TestRateLimitInterrupt: SIGINT ends a restore waiting on --rate at once
-// (the real process, signalled), with exit 130.
+// (the real process, signalled), with exit 130, from a datastore directory
+// and from a bucket.
 func TestRateLimitInterrupt(t *testing.T) {
 	fixture.SkipIfShort(t)
 	data := fixture.Build(94, fixture.Region{Kind: fixture.Random, Len: 4 << 20})
 	local := fixture.NewStore(t)
 	backupImage(t, local, data)
-	// 4 MiB at 64 KiB/s: a minute.
-	cmd := exec.Command(os.Args[0], "restore", "--store", local, "--rate", "64KiB", snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
-	cmd.Env = append(os.Environ(), runAsCLI+"=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	time.Sleep(time.Second)
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Errorf("after SIGINT: %v, want exit 130; stderr: %s", err, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("still running 20 s after SIGINT; stderr: %s", stderr.String())
+	bucketArgs, _ := rateBucket(t, data, "4096")
+	for name, storeArgs := range map[string][]string{"directory": {"--store", local}, "bucket": bucketArgs} {
+		t.Run(name, func(t *testing.T) {
+			// 4 MiB at 64 KiB/s: a minute.
+			args := append(append([]string{"restore", "--rate", "64KiB"}, storeArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), runAsCLI+"=1")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			time.Sleep(time.Second)
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+					t.Errorf("after SIGINT: %v, want exit 130; stderr: %s", err, stderr.String())
+				}
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("still running 20 s after SIGINT; stderr: %s", stderr.String())
+			}
+		})
 	}
 }
 
