@@ -35,12 +35,8 @@ type Summary struct {
 	Retries       int64   `json:"retries"`
 	// Requests counts what the bucket request policy did: throttled
 	// answers, stalled transfers, and the changes of the GETs in flight.
-	Requests *bucket.Stats `json:"bucket-requests,omitempty"`
-	// RateLimit is what the rate limits were (--rate, --burst,
-	// --rate-requests) and how long reads waited on them; absent without
-	// limits.
-	RateLimit  *ratelimit.Report `json:"rate-limit,omitempty"`
-	ZeroRanges string            `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
+	Requests   *bucket.Stats `json:"bucket-requests,omitempty"`
+	ZeroRanges string        `json:"zero-ranges"` // holes, punched, zeroed or skipped (--assume-zeroed)
 	// ResumedChunks are the chunks an interrupted restore had made durable
 	// (its journal), not fetched again by this --resume.
 	ResumedChunks int `json:"resumed-chunks,omitempty"`
@@ -60,6 +56,10 @@ type Summary struct {
 	Salvaged       []SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
 	SalvagedChunks int             `json:"recovered-from-bad-copies-count,omitempty"`
 	ExitCode       int             `json:"exit-code"` // the process exit code (0: restored, verified and synced)
+	// RateLimit is what the rate limits were (--rate, --burst,
+	// --rate-requests) and how long reads waited on them; absent without
+	// limits.
+	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
 }
 
 // Summary returns the report of the restore res that took elapsed (the

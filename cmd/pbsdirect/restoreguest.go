@@ -88,10 +88,10 @@ type guestReport struct {
 	SalvagedChunks int                     `json:"recovered-from-bad-copies-count,omitempty"`
 	Seconds        float64                 `json:"seconds"`
 	MiBps          float64                 `json:"mib-per-second"` // image bytes of the disks worked on (a run that failed: bytes written) / seconds; 0 when nothing was fetched or written
+	ExitCode       int                     `json:"exit-code"`
 	// RateLimit is what the rate limits were (--rate, --burst,
 	// --rate-requests) and how long reads waited on them; absent without.
 	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
-	ExitCode  int               `json:"exit-code"`
 }
 
 func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
