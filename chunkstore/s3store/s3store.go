@@ -138,6 +138,21 @@ type Options struct {
 	// Credentials overrides the SDK's credential chain when non-nil (e.g.
 	// credentials.NewStaticCredentialsProvider in tests).
 	Credentials aws.CredentialsProvider
+	// Profile names the shared configuration profile to load (credentials,
+	// and region and endpoint_url when the profile has them), in place of
+	// AWS_PROFILE; it wins over AWS_ACCESS_KEY_ID and its kin. Empty: the
+	// SDK's chain.
+	Profile string
+	// CredentialsFile is the shared credentials file (INI, as
+	// ~/.aws/credentials) to read in place of AWS_SHARED_CREDENTIALS_FILE;
+	// its profile Profile, else "default", is used (winning over
+	// AWS_ACCESS_KEY_ID and its kin).
+	CredentialsFile string
+	// EnvPrefix, when set, takes the credentials from the environment
+	// variables PREFIX_ACCESS_KEY_ID, PREFIX_SECRET_ACCESS_KEY and
+	// (optional) PREFIX_SESSION_TOKEN, as AWS_ACCESS_KEY_ID and its kin
+	// would be; both keys must be set. Credentials wins over it.
+	EnvPrefix string
 	// Fingerprint pins the endpoint's TLS certificate (--s3-fingerprint), as
 	// PBS's S3 endpoint "fingerprint" does: the SHA-256 of the server's leaf
 	// certificate (DER), 64 hex digits with or without ':' separators. When
@@ -260,10 +275,17 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	if opts.Region != "" {
 		lo = append(lo, config.WithRegion(opts.Region))
 	}
-	if opts.Credentials != nil {
-		lo = append(lo, config.WithCredentialsProvider(opts.Credentials))
+	creds, err := credentialOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.url, err)
 	}
+	lo = append(lo, creds...)
 	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil && (opts.Profile != "" || opts.CredentialsFile != "") {
+		// The credentials source this store names is not usable: outside
+		// the data, as refused credentials are.
+		return nil, fmt.Errorf("%s: %w: loading AWS configuration: %w", s.url, chunkstore.ErrDenied, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: loading AWS configuration: %w", s.url, err)
 	}

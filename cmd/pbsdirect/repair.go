@@ -87,7 +87,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		if p, ok := primary.(chunkstore.WriteProber); ok && !*dryRun {
 			if err := p.ProbeWrite(ctx); err != nil {
 				primary.Close()
-				return &outsideError{fmt.Errorf("--store %s cannot be written, nothing repaired (--dry-run says what would be): %w", sf.store, err)}
+				return &outsideError{fmt.Errorf("--store %s cannot be written, nothing repaired (--dry-run says what would be): %w", backends.DisplaySpec(sf.store), err)}
 			}
 		}
 		members := []chunkstore.Store{primary}

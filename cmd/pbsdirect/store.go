@@ -90,8 +90,8 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
 		}
 		return backends.OpenChain(ctx, sf.stores, opts, func(spec string, err error) {
-			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", spec, err))
-			sf.leftOut = append(sf.leftOut, spec)
+			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", backends.DisplaySpec(spec), err))
+			sf.leftOut = append(sf.leftOut, backends.DisplaySpec(spec))
 		})
 	}
 	s, err := backends.Open(ctx, sf.store, opts)

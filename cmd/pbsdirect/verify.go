@@ -162,7 +162,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 				r.WriteText(stdout)
 			}
 		})
-		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
+		rep.Store, rep.Shard, rep.Host = backends.DisplaySpec(sf.store), sh.String(), hostname()
 		rep.Stores = storeCounts(store)
 		rep.LeaveOut(storesLeftOut(&sf, store)...)
 		rep.Note = sel.Note
