@@ -189,6 +189,7 @@ func (b scheme) settle(spec string, opts Options) (string, Options, error) {
 			return "", opts, perr(err)
 		}
 	}
+	opts.S3.PerStore = true
 	return base, opts, nil
 }
 
