@@ -62,7 +62,7 @@ func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	if env := os.Getenv("PBSDIRECT_STORE"); env != "" {
 		def = []string{env}
 	}
-	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
+	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); a bucket may carry settings of its own as URL parameters, over the --s3-* flags: 's3://bucket/prefix?endpoint=URL&region=R&path-style=true&profile=P' (also fingerprint, credentials-file, env=PREFIX; gs://: endpoint, credentials-file, anonymous; see docs/BUCKETS.md); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
 	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace as pbsdirect namespaces prints it: prod/db (or prod/db/); the datastore path form ns/prod/ns/db only when that is the only reading that exists (env PBS_NAMESPACE; default: the root namespace)")
 	manDefault(fs, "store", "[]", "")
 	manDefault(fs, "ns", "", "")
