@@ -22,7 +22,7 @@ type perStoreEnv struct {
 	storeB        string // endpoint, region, path style and credentials file of its own
 	storeG        string // GCS endpoint of its own, no credentials
 	chunks        int
-	fromA, fromB  int // chunks only the first store (a), only a and b… have
+	fromA, fromB  int // chunks that a serves, and that b serves (a lacks them)
 	secretA       string
 	secretB       string
 	commandLineS3 []string
@@ -83,6 +83,20 @@ func TestPerStoreSettings(t *testing.T) {
 
 	t.Run("chain", e.testChain)
 	t.Run("wrong", e.testWrong)
+	t.Run("backup", e.testBackup)
+}
+
+// testBackup backs up into a new prefix of server b with that store's own
+// settings (the command line's endpoint is server a's) and restores it.
+func (e *perStoreEnv) testBackup(t *testing.T) {
+	store := "s3://pbsb/written?endpoint=" + e.s3b.Endpoint + "&profile=mirror&credentials-file=" + e.credFile
+	backupImage(t, store, e.data, append([]string{"--chunk-size", "64"}, e.commandLineS3...)...)
+	if _, err := os.Stat(filepath.Join(e.s3b.Root, "pbsb", "written", ".cnt")); err != nil {
+		t.Fatalf("the backup is not in server b's bucket: %v", err)
+	}
+	target := filepath.Join(t.TempDir(), "restored.raw")
+	restoreJSON(t, append([]string{"--store", store}, append(e.commandLineS3, snap0, "drive-scsi0", target)...)...)
+	fixture.Equal(t, target, e.data)
 }
 
 // testChain restores through the three stores and checks each one's share.
@@ -101,8 +115,11 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 			t.Errorf("store %d: %+v, want %s serving %d chunks", i+1, got, names[i], w)
 		}
 	}
-	// verify takes the same chain.
-	mustOK(t, append(append([]string{"verify"}, stores...), snap0)...)
+	// verify takes the same chain; its report names the first store with
+	// its settings.
+	if code, rep := bktVerify(t, append(stores, snap0)...); code != 0 || rep.Store != e.storeA {
+		t.Errorf("verify: exit %d, store %q, want 0 and %q", code, rep.Store, e.storeA)
+	}
 
 	// One store's credentials refused: it is left out, named, and the
 	// others serve (GCS has every chunk).
