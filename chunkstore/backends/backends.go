@@ -183,8 +183,28 @@ func nameStore(spec, base string, err error) error {
 	if err == nil || spec == base {
 		return err
 	}
-	return fmt.Errorf("%s: %w", DisplaySpec(spec), err)
+	return &namedError{name: DisplaySpec(spec), base: base, err: err}
 }
+
+// namedError is an error opening the store base, named by name (its
+// specification with its settings): "NAME: why", where why is err's text
+// without the leading "BASE: " the backends start their errors with.
+type namedError struct {
+	name, base string
+	err        error
+}
+
+// Error returns "NAME: why".
+func (e *namedError) Error() string {
+	msg := e.err.Error()
+	if rest, ok := strings.CutPrefix(msg, e.base+": "); ok {
+		msg = rest
+	}
+	return e.name + ": " + msg
+}
+
+// Unwrap returns the error of opening the store.
+func (e *namedError) Unwrap() error { return e.err }
 
 // OpenWrite opens the store named by spec as Open does, for writing (a
 // backup, a report written to a store). With opts.Create a missing
