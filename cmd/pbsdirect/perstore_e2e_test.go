@@ -14,24 +14,25 @@ import (
 // own: two versitygw servers with other endpoints and root accounts, and
 // fake-gcs-server reached without STORAGE_EMULATOR_HOST.
 type perStoreEnv struct {
-	data          []byte
-	s3a, s3b      *testenv.S3Server
-	gcs           *testenv.GCSServer
-	credFile      string // AWS credentials file with the profile "mirror" (server b's account)
-	storeA        string // endpoint from --s3-endpoint, credentials from PBSA_*
-	storeB        string // endpoint, region, path style and credentials file of its own
-	storeG        string // GCS endpoint of its own, no credentials
-	chunks        int
-	fromA, fromB  int // chunks that a serves, and that b serves (a lacks them)
-	secretA       string
-	secretB       string
-	commandLineS3 []string
+	data         []byte
+	s3a, s3b     *testenv.S3Server
+	gcs          *testenv.GCSServer
+	credFile     string // AWS credentials file with the profile "mirror" (server b's account)
+	storeA       string // endpoint from --s3-endpoint, credentials from PBSA_*
+	storeB       string // endpoint, region, path style and credentials file of its own
+	storeG       string // GCS endpoint of its own, no credentials
+	named        string // storeB as a named store of the stores file
+	chunks       int
+	fromA, fromB int // chunks that a serves, and that b serves (a lacks them)
+	secretA      string
+	secretB      string
+	flags        []string // --s3-endpoint (server a's) and --stores-config
 }
 
 // TestPerStoreSettings: a chain of two S3 servers with different endpoints
 // and credentials and a GCS emulator, each with settings of its own given
-// as query parameters of its --store, restores byte-exact with every store
-// serving some chunks; the command line's flags (--s3-endpoint) stay the
+// as query parameters of its --store or in the stores file (--store
+// @NAME/PATH), restores byte-exact with every store serving some chunks; the command line's flags (--s3-endpoint) stay the
 // default of a store that does not override them, and the environment's
 // AWS credentials (which neither server takes) are not used where a store
 // names its own. A wrong setting names its store, without a secret: exit
@@ -79,7 +80,10 @@ func TestPerStoreSettings(t *testing.T) {
 	e.storeA = "s3://pbsa/ds?env=PBSA"
 	e.storeB = "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&region=us-east-1&path-style=true&profile=mirror&credentials-file=" + e.credFile
 	e.storeG = "gs://gmirror/ds?endpoint=" + e.gcs.URL + "&anonymous"
-	e.commandLineS3 = []string{"--s3-endpoint", e.s3a.Endpoint}
+	storesFile := fixture.WriteFile(t, t.TempDir(), "stores.conf", []byte("[mirror]\nurl = s3://pbsb\nendpoint = "+e.s3b.Endpoint+
+		"\nregion = us-east-1\npath-style = true\nprofile = mirror\ncredentials-file = "+e.credFile+"\n"))
+	e.named = "@mirror/ds"
+	e.flags = []string{"--s3-endpoint", e.s3a.Endpoint, "--stores-config", storesFile}
 
 	t.Run("chain", e.testChain)
 	t.Run("wrong", e.testWrong)
@@ -90,18 +94,19 @@ func TestPerStoreSettings(t *testing.T) {
 // settings (the command line's endpoint is server a's) and restores it.
 func (e *perStoreEnv) testBackup(t *testing.T) {
 	store := "s3://pbsb/written?endpoint=" + e.s3b.Endpoint + "&profile=mirror&credentials-file=" + e.credFile
-	backupImage(t, store, e.data, append([]string{"--chunk-size", "64"}, e.commandLineS3...)...)
+	backupImage(t, store, e.data, append([]string{"--chunk-size", "64"}, e.flags...)...)
 	if _, err := os.Stat(filepath.Join(e.s3b.Root, "pbsb", "written", ".cnt")); err != nil {
 		t.Fatalf("the backup is not in server b's bucket: %v", err)
 	}
 	target := filepath.Join(t.TempDir(), "restored.raw")
-	restoreJSON(t, append([]string{"--store", store}, append(e.commandLineS3, snap0, "drive-scsi0", target)...)...)
+	restoreJSON(t, append([]string{"--store", store}, append(e.flags, snap0, "drive-scsi0", target)...)...)
 	fixture.Equal(t, target, e.data)
 }
 
-// testChain restores through the three stores and checks each one's share.
+// testChain restores through the three stores and checks each one's share;
+// the second store is named in the stores file.
 func (e *perStoreEnv) testChain(t *testing.T) {
-	stores := append([]string{"--store", e.storeA, "--store", e.storeB, "--store", e.storeG}, e.commandLineS3...)
+	stores := append([]string{"--store", e.storeA, "--store", e.named, "--store", e.storeG}, e.flags...)
 	target := filepath.Join(t.TempDir(), "restored.raw")
 	s := restoreJSON(t, append(stores, snap0, "drive-scsi0", target)...)
 	fixture.Equal(t, target, e.data)
@@ -124,7 +129,7 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	// One store's credentials refused: it is left out, named, and the
 	// others serve (GCS has every chunk).
 	badB := "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&env=WRONG"
-	r := mustOK(t, append([]string{"restore", "--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.commandLineS3...)...)
+	r := mustOK(t, append([]string{"restore", "--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
 	if !strings.Contains(r.err, "--store "+badB+" left out") || strings.Contains(r.err, "not-the-secret") {
 		t.Errorf("the store with refused credentials is not named (or its secret shown): %v", r)
 	}
@@ -146,10 +151,11 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 		{"environment prefix not set", "s3://pbsa/ds?env=NOSUCH", 3, []string{"s3://pbsa/ds?env=NOSUCH: access denied: ", "NOSUCH_ACCESS_KEY_ID and NOSUCH_SECRET_ACCESS_KEY must both be set"}},
 		{"profile not in the file", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&profile=nosuch&credentials-file=" + e.credFile, 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&profile=nosuch", "nosuch"}},
 		{"endpoint not answering", "s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA", 3, []string{"s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA: "}},
+		{"no such named store", "@nosuch", 2, []string{"--store \"@nosuch\": ", "stores.conf names only mirror"}},
 		{"GCS credentials file missing", "gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile, 3, []string{"gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile + ": ", "credentials file"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := mustFail(t, c.code, c.want, append([]string{"snapshots", "--store", c.store, "--retry-for", "0"}, e.commandLineS3...)...)
+			r := mustFail(t, c.code, c.want, append([]string{"snapshots", "--store", c.store, "--retry-for", "0"}, e.flags...)...)
 			for _, secret := range []string{"hunter2", e.secretA, e.secretB, "not-the-secret"} {
 				if strings.Contains(r.err+r.out, secret) {
 					t.Errorf("the output shows a secret: %v", r)
@@ -158,7 +164,7 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 		})
 	}
 	// The same store with its own settings right opens.
-	mustOK(t, append([]string{"snapshots", "--store", e.storeB}, e.commandLineS3...)...)
+	mustOK(t, append([]string{"snapshots", "--store", e.storeB}, e.flags...)...)
 	if _, err := os.Stat(missingFile); err == nil {
 		t.Fatal("the missing credentials file exists")
 	}

@@ -45,7 +45,12 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		if len(sf.stores) > 1 {
 			return usagef("--store given %d times: repair writes into one store; give the copies to take chunks from with --from", len(sf.stores))
 		}
-		for _, f := range *from {
+		for i, f := range *from {
+			f, err := sf.expandStore("--from", f)
+			if err != nil {
+				return err
+			}
+			(*from)[i] = f
 			if err := checkStoreSpecFlag("--from", f); err != nil {
 				return err
 			}
