@@ -189,6 +189,7 @@ func (b scheme) settle(spec string, opts Options) (string, Options, error) {
 			return "", opts, perr(err)
 		}
 	}
+	// An s3:// store's hints name its parameters (no effect on others).
 	opts.S3.PerStore = true
 	return base, opts, nil
 }
