@@ -94,8 +94,11 @@ func CheckPathStyle(v string) error {
 
 // CheckSpec refuses a store specification that is a malformed bucket URL:
 // "s3://" without a bucket, or "s3:/bucket", "S3://bucket", "gs:bucket",
-// which would otherwise be taken for a directory. Its errors name the
-// specification as --store gives it and say how a bucket is written.
+// which would otherwise be taken for a directory, or a bucket whose query
+// parameters (its own settings, StoreOptions) are unknown to its backend,
+// given twice or do not parse (a *ParamError). Its errors name the
+// specification as --store gives it (credentials hidden, DisplaySpec) and
+// say how a bucket is written.
 func CheckSpec(spec string) error { return CheckSpecFlag("--store", spec) }
 
 // CheckSpecFlag is CheckSpec for a store given with the flag named flag
@@ -110,8 +113,12 @@ func CheckSpecFlag(flag, spec string) error {
 		if !strings.HasPrefix(rest, "//") {
 			return fmt.Errorf("%s %q: a bucket is written %s://bucket/prefix", flag, spec, scheme)
 		}
-		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
+		b, _ := schemeOf(spec)
+		if _, _, err := bucket.ParseURL(scheme, BaseSpec(spec)); err != nil {
 			return fmt.Errorf("%s: %v", flag, err)
+		}
+		if err := checkParams(b, spec); err != nil {
+			return fmt.Errorf("%s %w", flag, err)
 		}
 		return nil
 	}

@@ -163,7 +163,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 				r.WriteText(stdout)
 			}
 		})
-		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
+		rep.Store, rep.Shard, rep.Host = backends.DisplaySpec(sf.store), sh.String(), hostname()
 		rep.Stores = storeCounts(store)
 		rep.RateLimit = sf.rate.limiter.Report()
 		rep.LeaveOut(storesLeftOut(&sf, store)...)
