@@ -18,17 +18,22 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
 	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
-	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once")
-	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
+	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once (1..64)")
+	scope := registerScopeFlags(fs, "drill")
+	var metrics metricsFlags
+	metrics.register(fs, "drill")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
+		if err := metrics.check(fs); err != nil {
 			return err
 		}
 		if *scratch != "" || *list != "" {
-			return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
+			return drillFleet(ctx, fs, rc, fleetOptions{scratch: *scratch, list: *list, parallel: *parallel, scope: scope, metrics: &metrics}, stdout, stderr)
 		}
 		if fs.Changed("parallel") {
 			return usagef("--parallel is for a fleet drill (--scratch)")
+		}
+		if scope.changed(fs) {
+			return usagef("--max-depth and --all-namespaces are for a fleet drill (--scratch)")
 		}
 		if err := rc.check(fs); err != nil {
 			return err
@@ -41,9 +46,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		rep.ExitCode = codeFor(ctx, err)
-		if *metrics != "" {
-			if merr := writeDrillMetrics(*metrics, []drill.Report{rep}); merr != nil {
-				return fmt.Errorf("--metrics-textfile: %w", merr)
+		if metrics.set() {
+			if merr := metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, []drill.Report{rep}); merr != nil {
+				return merr
 			}
 		}
 		if rc.sf.json() {
