@@ -46,9 +46,12 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		rep.ExitCode = codeFor(ctx, err)
+		// Metrics that could not be delivered fail the run after the
+		// report is printed (exit 3), unless the drill failed.
+		var merr error
 		if metrics.set() {
-			if merr := metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, []drill.Report{rep}); merr != nil {
-				return merr
+			if merr = metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, []drill.Report{rep}); merr != nil && err == nil {
+				rep.ExitCode = codeFor(ctx, merr)
 			}
 		}
 		if rc.sf.json() {
@@ -58,10 +61,13 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		} else {
 			printDrill(stdout, rep)
 		}
-		if err != nil {
+		switch {
+		case err != nil && merr != nil:
+			return fmt.Errorf("drill failed: %w; and %v", err, merr)
+		case err != nil:
 			return fmt.Errorf("drill failed: %w", err)
 		}
-		return nil
+		return merr
 	}
 }
 

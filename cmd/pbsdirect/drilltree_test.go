@@ -289,3 +289,23 @@ func checkDrillDamage(t *testing.T, f *fleet, snap string, own []crypto.Digest) 
 		t.Errorf("fleet drill reports\n%v\nverify reports\n%v", got, want)
 	}
 }
+
+// TestDrillMetricsNotDelivered: metrics that cannot be pushed fail a
+// drill that passed with exit 3, after its report; a drill that failed
+// keeps exit 1 and says both.
+func TestDrillMetricsNotDelivered(t *testing.T) {
+	f := newFleet(t)
+	snap := f.snaps[4].String()
+	args := func(target string) []string {
+		return []string{"drill", "--store", f.store, "--output-format", "json", "--metrics-push", "http://127.0.0.1:1", snap, "drive-scsi0", target}
+	}
+	r := pbs(t, args(t.TempDir()+"/a.raw")...)
+	if r.code != 3 || !strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
+		t.Errorf("passing drill, metrics not pushed: %v", r)
+	}
+	remove(t, fixture.ChunkPath(f.store, f.digests[snap][5]))
+	r = pbs(t, args(t.TempDir()+"/b.raw")...)
+	if r.code != 1 || !strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
+		t.Errorf("failed drill, metrics not pushed: %v", r)
+	}
+}
