@@ -114,16 +114,29 @@ func printDrill(w io.Writer, r drill.Report) {
 // drillCommand is 'pbsdirect drill'.
 func drillCommand() commandSpec {
 	return commandSpec{
-		use:   "drill [flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]",
+		use:   "drill [flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE | GROUP]",
 		short: "disaster-recovery rehearsal: restore, read back, re-check, report",
 		long: `Disaster-recovery rehearsal: restore an archive to TARGET, read the target back
 and compare it with the snapshot, then report the time to restore and the
 result (text, or one JSON object for monitoring). --remove deletes the
 restored file after a successful drill.
 
-SNAPSHOT, ARCHIVE and TARGET are as for restore.`,
+SNAPSHOT, ARCHIVE and TARGET are as for restore.
+
+A fleet drill (--scratch DIR) drills the newest snapshot of every group in
+scope, each disk image restored into DIR and removed after it passes: --ns
+(--max-depth N: and the namespaces N levels below it; --all-namespaces: the
+whole store), one GROUP (TYPE/ID) or SNAPSHOT, or the SNAPSHOT ARCHIVE pairs
+of --list FILE; --parallel K at once. It prints a line per archive and a
+table, or one JSON value with every drill's report.
+
+A damaged archive's drill reads every chunk and reports every damaged or
+missing one. --metrics-textfile and --metrics-push deliver Prometheus
+metrics labelled with store, namespace, group and archive; the last success
+times are carried over from the previous run's.`,
 		example: `  pbsdirect drill --store /mnt/ds vm/100 drive-scsi0 /var/tmp/drill.raw --remove
-  pbsdirect drill --store s3://backups/pbs --output-format json vm/100 drive-scsi0 /var/tmp/drill.raw`,
+  pbsdirect drill --store s3://backups/pbs --output-format json vm/100 drive-scsi0 /var/tmp/drill.raw
+  pbsdirect drill --store /mnt/ds --ns prod --max-depth 7 --scratch /var/tmp/drill --parallel 2 --metrics-push http://pushgateway:9091`,
 		build:    cmdDrill,
 		complete: completeSnapshotImage,
 	}
