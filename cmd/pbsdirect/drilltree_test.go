@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -307,5 +309,44 @@ func TestDrillMetricsNotDelivered(t *testing.T) {
 	r = pbs(t, args(t.TempDir()+"/b.raw")...)
 	if r.code != 1 || !strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
 		t.Errorf("failed drill, metrics not pushed: %v", r)
+	}
+}
+
+// TestMetricsTextfileInBucket: --metrics-textfile s3://bucket/key writes
+// the metrics as an object, and a failed run reads the last success time
+// back from it.
+func TestMetricsTextfileInBucket(t *testing.T) {
+	s3 := testenv.StartS3(t)
+	s3.Bucket(t, "bkt")
+	bktSetEnv(t, "")
+	f := newFleet(t)
+	obj := "s3://bkt/metrics/drill.prom"
+	args := []string{"drill", "--store", f.store, "--scratch", t.TempDir(), "--ns", "prod", "--max-depth", "1", "--s3-endpoint", s3.Endpoint, "--metrics-textfile", obj}
+	read := func() metrics.Previous {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(s3.Root, "bkt", "metrics", "drill.prom"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev, err := metrics.ParsePrevious(strings.NewReader(string(b)), nil)
+		if err != nil {
+			t.Fatalf("%v:\n%s", err, b)
+		}
+		return prev
+	}
+	mustOK(t, args...)
+	m := read()
+	store := map[string]string{"store": f.store}
+	last := m.Value("pbsdirect_drill_last_success_timestamp_seconds", store)
+	if last == 0 || m.Value("pbsdirect_drill_archives", store) != 2 {
+		t.Fatalf("metrics object after a good run: %v", m)
+	}
+	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[4].String()][5]))
+	if r := pbs(t, args...); r.code != 1 {
+		t.Fatalf("drill of the damaged tree: %v", r)
+	}
+	m = read()
+	if m.Value("pbsdirect_drill_success", store) != 0 || m.Value("pbsdirect_drill_last_success_timestamp_seconds", store) != last {
+		t.Errorf("metrics object after a failed run: want last success %v kept: %v", last, m)
 	}
 }
