@@ -54,7 +54,7 @@ type Report struct {
 	// Damaged lists the damaged or missing chunks of a drill that failed
 	// for them (the first restore.MaxDamagedListed, by offset, as verify
 	// reports them); DamagedCount counts them all.
-	Damaged      []verify.DamagedChunk `json:"damaged,omitempty"`
+	Damaged      []verify.DamagedChunk `json:"damaged-chunks,omitempty"`
 	DamagedCount int                   `json:"damaged-count,omitempty"`
 	ExitCode     int                   `json:"exit-code"` // the process exit code
 }

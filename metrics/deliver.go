@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -96,9 +97,33 @@ func (g Group) Pushed(ctx context.Context) (Previous, error) {
 
 // Push replaces the group's metrics on the Pushgateway with those of reg
 // (HTTP PUT, push.Pusher.Push): series of an earlier run that this one
-// does not have are dropped.
+// does not have are dropped. A series label that is also a grouping label
+// (a verify shard's shard) is left to the Pushgateway, which sets it from
+// the group; a series whose value differs is an error.
 func (g Group) Push(ctx context.Context, reg prometheus.Gatherer) error {
-	p := push.New(g.baseURL(), g.Job).Gatherer(reg).Client(g.client())
+	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		fams, err := reg.Gather()
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fams {
+			for _, m := range f.GetMetric() {
+				var keep []*dto.LabelPair
+				for _, l := range m.GetLabel() {
+					v, grouped := g.Grouping[l.GetName()]
+					switch {
+					case !grouped:
+						keep = append(keep, l)
+					case v != l.GetValue():
+						return nil, fmt.Errorf("%s: label %s=%q is not the group's %q", f.GetName(), l.GetName(), l.GetValue(), v)
+					}
+				}
+				m.Label = keep
+			}
+		}
+		return fams, nil
+	})
+	p := push.New(g.baseURL(), g.Job).Gatherer(gather).Client(g.client())
 	for k, v := range g.Grouping {
 		p = p.Grouping(k, v)
 	}

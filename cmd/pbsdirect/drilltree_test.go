@@ -204,6 +204,19 @@ func TestDrillMetricsPush(t *testing.T) {
 		pbs(t, "verify", "--store", f.store, "--all-namespaces", "--shard", fmt.Sprintf("%d/2", i), "--report", p)
 		files = append(files, p)
 	}
+	// Each shard pushes to its own group (instance and shard).
+	for i := range 2 {
+		r := pbs(t, "verify", "--store", f.store, "--all-namespaces", "--shard", fmt.Sprintf("%d/2", i), "--metrics-push", pg.URL)
+		if r.code != 0 && r.code != 1 {
+			t.Fatalf("shard %d: %v", i, r)
+		}
+	}
+	shardsPushed := pushed(t, pg.URL, "pbsdirect_verify", f.store)
+	for i := range 2 {
+		if shardsPushed.Value("pbsdirect_verify_snapshots", map[string]string{"store": f.store, "shard": fmt.Sprintf("%d/2", i)}) != 6 {
+			t.Errorf("shard %d/2 metrics: %v", i, shardsPushed)
+		}
+	}
 	r = pbs(t, append([]string{"report", "merge", "--metrics-push", pg.URL, "--metrics-instance", "merged"}, files...)...)
 	if r.code != 1 {
 		t.Fatalf("report merge: %v", r)
