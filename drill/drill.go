@@ -1,8 +1,9 @@
 // Package drill holds disaster-recovery drills: the report of one drill
 // (a restore.Drill of one snapshot archive) and the fleet drill, which
-// picks the newest disk images of every group of a namespace (or reads a
-// list of them) and drills them into a scratch directory, several at a
-// time. cmd parses the flags, opens the store and prints; restore.Drill
+// picks the newest disk images of every group in a verify.Scope (a
+// namespace, the namespaces below it, one group) or reads a list of them,
+// drills them into a scratch directory, several at a time, and reports
+// them as one FleetReport. cmd parses the flags, opens the store and prints; restore.Drill
 // does each drill's work.
 //
 // Layout: cmd → drill → restore (Drill, Summary), verify (Select),
