@@ -167,12 +167,18 @@ func ParseList(r io.Reader, checkRef func(ref string) error) ([]Item, error) {
 // sc.Ref), reading each manifest through snapshot's reader (on a chain,
 // from the member with a good copy; no key is checked). A snapshot whose
 // manifest cannot be read is listed with archive "?" (its drill reports
-// the failure) and given to warn. Select's errors are returned as they are.
+// the failure) and given to warn. Select's errors are returned as they
+// are; a scope that exists and holds no snapshot is an error wrapping
+// snapshot.ErrNoSnapshot with Select's note (a drill of nothing proves
+// nothing).
 func Latest(ctx context.Context, store chunkstore.Store, sc verify.Scope, warn func(index.Snapshot, error)) ([]Item, error) {
 	sc.Latest = true
 	sel, err := verify.Select(ctx, store, sc)
 	if err != nil {
 		return nil, err
+	}
+	if len(sel.Snapshots) == 0 {
+		return nil, fmt.Errorf("%w: nothing to drill: %s", snapshot.ErrNoSnapshot, sel.Note)
 	}
 	var out []Item
 	for _, s := range sel.Snapshots {

@@ -20,15 +20,15 @@ import (
 )
 
 // treeFleet backs up a namespace tree: the root, prod, prod/db,
-// prod/db/x and staging, one group each (prod's vm/100 twice: only its
-// newer snapshot is the newest).
+// prod/db/x, staging and dr/site (dr holds none of its own), one group
+// each (prod's vm/100 twice: only its newer snapshot is the newest).
 func treeFleet(t *testing.T) *fleet {
 	t.Helper()
 	f := &fleet{store: fixture.NewStore(t), digests: map[string][]crypto.Digest{}}
 	dir := t.TempDir()
 	common := fixture.Build(1, fixture.Region{Kind: fixture.Random, Len: 4 * fleetCS})
 	for i, s := range []struct{ ns, typ, id string }{
-		{"", "vm", "900"}, {"prod", "vm", "100"}, {"prod", "vm", "100"}, {"prod/db", "vm", "200"}, {"prod/db/x", "ct", "300"}, {"staging", "vm", "500"},
+		{"", "vm", "900"}, {"prod", "vm", "100"}, {"prod", "vm", "100"}, {"prod/db", "vm", "200"}, {"prod/db/x", "ct", "300"}, {"staging", "vm", "500"}, {"dr/site", "vm", "600"},
 	} {
 		f.add(t, dir, fixture.Snap(t, s.ns, s.typ, s.id, fixture.T0+int64(i)*3600), common, uint64(20+i))
 	}
@@ -83,7 +83,8 @@ func TestDrillNamespaceTree(t *testing.T) {
 		{"prod", []string{"--ns", "prod"}, snap(2)},
 		{"prod-depth-1", []string{"--ns", "prod", "--max-depth", "1"}, snap(2, 3)},
 		{"prod-tree", []string{"--ns", "prod", "--max-depth", "7"}, snap(2, 3, 4)},
-		{"all", []string{"--all-namespaces", "--parallel", "3"}, snap(0, 2, 3, 4, 5)},
+		{"all", []string{"--all-namespaces", "--parallel", "3"}, snap(0, 2, 3, 4, 5, 6)},
+		{"dr-tree", []string{"--ns", "dr", "--max-depth", "1"}, snap(6)},
 		{"group", []string{"--ns", "prod/db", "vm/200"}, snap(3)},
 		{"group-with-ns", []string{"ns/prod/vm/100"}, snap(2)},
 	} {
@@ -108,6 +109,9 @@ func TestDrillNamespaceTree(t *testing.T) {
 	} {
 		mustFail(t, 2, nil, append([]string{"drill", "--store", f.store, "--scratch", scratch}, args...)...)
 	}
+	// A namespace whose snapshots are all below it: nothing drilled is a
+	// failure, which says how to include its children.
+	mustFail(t, 1, []string{"nothing to drill", "no snapshots in namespace dr", "--max-depth"}, "drill", "--store", f.store, "--scratch", scratch, "--ns", "dr")
 	// Not a fleet drill: the tree flags are refused.
 	mustFail(t, 2, []string{"--max-depth"}, "drill", "--store", f.store, "--max-depth", "1", f.snaps[0].String(), "drive-scsi0", scratch+"/x.raw")
 }
@@ -153,7 +157,7 @@ func TestDrillMetricsPush(t *testing.T) {
 	store := map[string]string{"store": f.store}
 	last := m.Value("pbsdirect_drill_last_success_timestamp_seconds", store)
 	if last == 0 || m.Value("pbsdirect_drill_success", store) != 1 || m.Value("pbsdirect_drill_archives", store) != 3 {
-		t.Fatalf("after a good run: %v", m)
+		t.Fatalf("after a good run: last success %v, success %v, archives %v", last, m.Value("pbsdirect_drill_success", store), m.Value("pbsdirect_drill_archives", store))
 	}
 	for _, i := range []int{2, 3, 4} {
 		if m.Value("pbsdirect_drill_archive_success", archive(i)) != 1 || m.Value("pbsdirect_drill_archive_last_success_timestamp_seconds", archive(i)) != last ||
@@ -178,13 +182,13 @@ func TestDrillMetricsPush(t *testing.T) {
 	fleetJSON(t, 1, args...)
 	m = pushed(t, pg.URL, "pbsdirect_drill", f.store)
 	if got := m.Value("pbsdirect_drill_last_success_timestamp_seconds", store); got != last || m.Value("pbsdirect_drill_success", store) != 0 || m.Value("pbsdirect_drill_failed_archives", store) != 1 {
-		t.Errorf("after a failed run: last success %v (want %v), %v", got, last, m)
+		t.Errorf("after a failed run: last success %v (want %v), success %v", got, last, m.Value("pbsdirect_drill_success", store))
 	}
 	if m.Value("pbsdirect_drill_archive_success", archive(3)) != 0 || m.Value("pbsdirect_drill_archive_last_success_timestamp_seconds", archive(3)) != last {
-		t.Errorf("damaged archive: %v", m)
+		t.Errorf("damaged archive: success %v, last success %v (want %v)", m.Value("pbsdirect_drill_archive_success", archive(3)), m.Value("pbsdirect_drill_archive_last_success_timestamp_seconds", archive(3)), last)
 	}
 	if m.Value("pbsdirect_drill_archive_success", archive(4)) != 1 || m.Value("pbsdirect_drill_archive_last_success_timestamp_seconds", archive(4)) < last {
-		t.Errorf("good archive after the failed run: %v", m)
+		t.Errorf("good archive after the failed run: success %v, last success %v", m.Value("pbsdirect_drill_archive_success", archive(4)), m.Value("pbsdirect_drill_archive_last_success_timestamp_seconds", archive(4)))
 	}
 
 	// verify, and report merge of shards, push their metrics the same way.
@@ -195,7 +199,7 @@ func TestDrillMetricsPush(t *testing.T) {
 	v := pushed(t, pg.URL, "pbsdirect_verify", "nightly")
 	if v.Value("pbsdirect_verify_archive_damaged_chunks", map[string]string{"store": f.store, "namespace": "prod/db", "group": "vm/200"}) != 1 ||
 		v.Value("pbsdirect_verify_archive_success", map[string]string{"store": f.store, "namespace": "prod/db/x", "group": "ct/300", "archive": "drive-scsi0.img.fidx"}) != 1 {
-		t.Errorf("verify metrics: %v", v)
+		t.Errorf("verify metrics: damaged %v", v.Value("pbsdirect_verify_archive_damaged_chunks", map[string]string{"namespace": "prod/db"}))
 	}
 	dir := t.TempDir()
 	var files []string
@@ -213,8 +217,8 @@ func TestDrillMetricsPush(t *testing.T) {
 	}
 	shardsPushed := pushed(t, pg.URL, "pbsdirect_verify", f.store)
 	for i := range 2 {
-		if shardsPushed.Value("pbsdirect_verify_snapshots", map[string]string{"store": f.store, "shard": fmt.Sprintf("%d/2", i)}) != 6 {
-			t.Errorf("shard %d/2 metrics: %v", i, shardsPushed)
+		if shardsPushed.Value("pbsdirect_verify_snapshots", map[string]string{"store": f.store, "shard": fmt.Sprintf("%d/2", i)}) != 7 {
+			t.Errorf("shard %d/2 metrics: %d series", i, len(shardsPushed))
 		}
 	}
 	r = pbs(t, append([]string{"report", "merge", "--metrics-push", pg.URL, "--metrics-instance", "merged"}, files...)...)
@@ -222,8 +226,8 @@ func TestDrillMetricsPush(t *testing.T) {
 		t.Fatalf("report merge: %v", r)
 	}
 	v = pushed(t, pg.URL, "pbsdirect_verify", "merged")
-	if v.Value("pbsdirect_verify_snapshots", map[string]string{"store": f.store, "shard": ""}) != 6 || v.Value("pbsdirect_verify_success", nil) != 0 {
-		t.Errorf("merged verify metrics: %v", v)
+	if v.Value("pbsdirect_verify_snapshots", map[string]string{"store": f.store, "shard": ""}) != 7 || v.Value("pbsdirect_verify_success", nil) != 0 {
+		t.Errorf("merged verify metrics: %v snapshots, success %v", v.Value("pbsdirect_verify_snapshots", nil), v.Value("pbsdirect_verify_success", nil))
 	}
 	// A Pushgateway that does not answer: exit 3, the drill's result said.
 	r = pbs(t, "drill", "--store", f.store, "--scratch", t.TempDir(), "--ns", "prod", "--metrics-push", "http://127.0.0.1:1")
@@ -352,7 +356,7 @@ func TestMetricsTextfileInBucket(t *testing.T) {
 	store := map[string]string{"store": f.store}
 	last := m.Value("pbsdirect_drill_last_success_timestamp_seconds", store)
 	if last == 0 || m.Value("pbsdirect_drill_archives", store) != 2 {
-		t.Fatalf("metrics object after a good run: %v", m)
+		t.Fatalf("metrics object after a good run: last success %v, archives %v", last, m.Value("pbsdirect_drill_archives", store))
 	}
 	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[4].String()][5]))
 	if r := pbs(t, args...); r.code != 1 {
@@ -360,6 +364,6 @@ func TestMetricsTextfileInBucket(t *testing.T) {
 	}
 	m = read()
 	if m.Value("pbsdirect_drill_success", store) != 0 || m.Value("pbsdirect_drill_last_success_timestamp_seconds", store) != last {
-		t.Errorf("metrics object after a failed run: want last success %v kept: %v", last, m)
+		t.Errorf("metrics object after a failed run: last success %v, want %v kept; success %v", m.Value("pbsdirect_drill_last_success_timestamp_seconds", store), last, m.Value("pbsdirect_drill_success", store))
 	}
 }
