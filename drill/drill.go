@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -205,28 +207,27 @@ func Latest(ctx context.Context, store chunkstore.Store, sc verify.Scope, warn f
 // not drilled has a zero Report.
 func Fleet(ctx context.Context, items []Item, scratch string, parallel int, drill func(it Item, target string) Report, done func(Report)) []Report {
 	reps := make([]Report, len(items))
-	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, max(parallel, 1))
-	)
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(max(parallel, 1)) // Go waits while parallel drills run
 	for i, it := range items {
-		sem <- struct{}{}
 		if ctx.Err() != nil {
-			<-sem
 			break
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil // done while waiting for a turn: not drilled
+			}
 			name := fmt.Sprintf("%03d-%s-%s", i, strings.NewReplacer("/", "_", ":", "").Replace(it.Ref), it.Archive)
 			rep := drill(it, filepath.Join(scratch, strings.TrimSuffix(name, ".fidx")))
 			mu.Lock()
 			defer mu.Unlock()
 			reps[i] = rep
 			done(rep)
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return reps
 }
 
