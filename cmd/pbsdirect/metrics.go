@@ -143,15 +143,20 @@ func (m *metricsFlags) verifyMetrics(ctx context.Context, sf *storeFlags, rep ve
 }
 
 // drillMetrics delivers the metrics of a drill run of store (one archive
-// or a fleet; metrics.Drills).
+// or a fleet; metrics.Drills); an item an interrupted fleet drill did not
+// drill (a zero report) is left out.
 func (m *metricsFlags) drillMetrics(ctx context.Context, sf *storeFlags, store string, reps []drill.Report) error {
-	runs := make([]metrics.Drill, len(reps))
-	for i, r := range reps {
-		runs[i] = metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK}
-		if r.Restore != nil {
-			runs[i].Restored, runs[i].Bytes, runs[i].Chunks, runs[i].Retries = true, r.Restore.Size, r.Restore.ChunksFetched, r.Restore.Retries
-			runs[i].RestoreSeconds = r.RestoreSeconds
+	var runs []metrics.Drill
+	for _, r := range reps {
+		if r.Archive == "" {
+			continue
 		}
+		d := metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK}
+		if r.Restore != nil {
+			d.Restored, d.Bytes, d.Chunks, d.Retries = true, r.Restore.Size, r.Restore.ChunksFetched, r.Restore.Retries
+			d.RestoreSeconds = r.RestoreSeconds
+		}
+		runs = append(runs, d)
 	}
 	now := time.Now()
 	return m.deliver(ctx, sf, store, "", func(prev metrics.Previous) *prometheus.Registry {
