@@ -19,7 +19,7 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
 	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once (1..64)")
-	scope := registerScopeFlags(fs, "drill")
+	scope := registerScopeFlags(fs, "drill", "drills")
 	var metrics metricsFlags
 	metrics.register(fs, "drill")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {

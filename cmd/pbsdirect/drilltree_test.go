@@ -99,6 +99,8 @@ func TestDrillNamespaceTree(t *testing.T) {
 		})
 	}
 	scratch := t.TempDir()
+	mustFail(t, 2, []string{"--all-namespaces drills the whole store"}, "drill", "--store", f.store, "--scratch", scratch, "--all-namespaces", "--ns", "prod")
+	mustFail(t, 2, []string{"--all-namespaces verifies the whole store"}, "verify", "--store", f.store, "--all-namespaces", "--ns", "prod")
 	for _, args := range [][]string{
 		{"--all-namespaces", "--ns", "prod"},
 		{"--all-namespaces", "--max-depth", "1"},

@@ -12,16 +12,17 @@ import (
 type scopeFlags struct {
 	maxDepth *int
 	allNS    *bool
-	verb     string // what the command does, for messages: "verify", "drill"
+	does     string // what the command does, for messages: "verifies", "drills"
 }
 
 // registerScopeFlags adds --max-depth and --all-namespaces to fs; verb
-// names what the command does to the snapshots ("verify", "drill").
-func registerScopeFlags(fs *flag.FlagSet, verb string) *scopeFlags {
+// and does name what the command does to the snapshots ("verify",
+// "verifies").
+func registerScopeFlags(fs *flag.FlagSet, verb, does string) *scopeFlags {
 	return &scopeFlags{
 		maxDepth: fs.Int("max-depth", 0, "also "+verb+" child namespaces down to this many levels below --ns (as proxmox-backup-client)"),
 		allNS:    fs.Bool("all-namespaces", false, verb+" the whole store: every namespace at any depth"),
-		verb:     verb,
+		does:     does,
 	}
 }
 
@@ -33,7 +34,7 @@ func (s *scopeFlags) check(fs *flag.FlagSet, ns, ref string) error {
 		return usagef("--max-depth must be 0..7, not %d", *s.maxDepth)
 	}
 	if *s.allNS && (ref != "" || ns != "" || fs.Changed("max-depth")) {
-		return usagef("--all-namespaces %ss the whole store: no SNAPSHOT, --ns or --max-depth with it", s.verb)
+		return usagef("--all-namespaces %s the whole store: no SNAPSHOT, --ns or --max-depth with it", s.does)
 	}
 	if ref != "" && fs.Changed("max-depth") {
 		return usagef("--max-depth is for namespaces, not with a SNAPSHOT or group")

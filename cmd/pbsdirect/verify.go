@@ -42,7 +42,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 	cryptMode := registerCryptMode(fs)
 	requireSig := registerRequireSignature(fs)
 	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
-	scope := registerScopeFlags(fs, "verify")
+	scope := registerScopeFlags(fs, "verify", "verifies")
 	parallel := fs.Int("parallel", verify.DefaultParallel, "snapshots checked at once (manifests, indexes, blobs and chunks in flight together)")
 	shard := fs.String("shard", "", "check only shard I of N of the chunks (I/N, 0 <= I < N), or auto/N with I from JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX or BATCH_TASK_INDEX; a chunk's shard is the first 8 bytes of its digest, big endian, modulo N")
 	statePath := fs.String("state", "", "incremental verify: read and write the record of verified chunks here (PATH, s3://bucket/key or gs://bucket/key; never inside the datastore unless named there)")
