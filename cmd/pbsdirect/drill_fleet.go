@@ -189,15 +189,15 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 		fmt.Fprintln(tw, "\nsnapshot\tarchive\tresult\ttime to restore\tsize\tMiB/s\tread back")
 		for _, i := range t.Order {
 			r := reps[i]
-			size, rate := "-", "-"
+			ttr, size, rate := "-", "-", "-" // no restore completed: no time to restore
 			if r.Restore != nil {
-				size, rate = humanBytes(r.Restore.Size), fmt.Sprintf("%.1f", r.Restore.MiBps)
+				ttr, size, rate = fmt.Sprintf("%.2fs", r.RestoreSeconds), humanBytes(r.Restore.Size), fmt.Sprintf("%.1f", r.Restore.MiBps)
 			}
 			rb := "-"
 			if r.ReadBack != nil {
 				rb = fmt.Sprintf("%.2fs", r.ReadBackSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fs\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), okWord(r.OK), r.RestoreSeconds, size, rate, rb)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), okWord(r.OK), ttr, size, rate, rb)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "%d archive(s), %s restored in %.2fs of restore time, %d failed", len(reps), humanBytes(t.Bytes), t.RestoreSeconds, t.Failed)
