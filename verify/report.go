@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 )
 
 // ReportVersion is the version of the Report JSON schema.
@@ -166,6 +167,10 @@ type Report struct {
 	// chunks each served and how many copies fell through; set by the
 	// command.
 	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
+	// Requests counts, for a bucket store (a chain: its members summed),
+	// what the request policy did and the connections opened and reused;
+	// set by the command.
+	Requests *bucket.Stats `json:"bucket-requests,omitempty"`
 	// StoresLeftOut names the stores of a chain that could not be read
 	// (opened or listed) during the run: what only they hold was not
 	// verified, so the run is not OK (LeaveOut); set by the command.

@@ -248,7 +248,8 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		}
 		pin = &fp
 	}
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc, pin, opts.DialContext) })
+	var trErr error
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { trErr = s.tuneTransport(tr, conc, pin, opts.DialContext) })
 	lo := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -279,6 +280,9 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 			w.Transport = s.pol.Transport(c.Transport)
 			cfg.HTTPClient = &w
 		}
+	}
+	if trErr != nil {
+		return nil, fmt.Errorf("%s: %w", s.url, trErr)
 	}
 	s.newClient(cfg, opts, cfg.Region, false)
 	err = s.keys.Detect(ctx, lister{s}, s.url, opts.Layout, opts.Create)
@@ -428,14 +432,11 @@ func bucketRegion(err error) string {
 	return ""
 }
 
-// tuneTransport sizes the connection pool for conc requests in flight (Go's
-// default of 2 idle connections per host would make every further request
-// dial anew) and tracks connections so that Close can close them.
-func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) {
-	tr.MaxIdleConns = max(100, 2*conc)
-	tr.MaxIdleConnsPerHost = conc + conc/4 + 2
-	tr.MaxConnsPerHost = 0 // unlimited, so never below the concurrency
-	tr.IdleConnTimeout = 90 * time.Second
+// tuneTransport sizes the connection pool for conc requests in flight and
+// sets the HTTP version (bucket.ConfigureTransport: connections counted in
+// the policy's stats), pins the certificate, and tracks connections so
+// that Close can close them.
+func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) error {
 	dial := tr.DialContext
 	if dialer != nil {
 		dial = dialer
@@ -465,6 +466,7 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 		}
 		return s.conns.add(c), nil
 	}
+	return bucket.ConfigureTransport(tr, s.pol.Options().HTTP, conc, s.pol.Conns())
 }
 
 // pinError is a certificate that does not match the pinned fingerprint; it

@@ -135,7 +135,8 @@ func (sf *storeFlags) backendOptions(create bool, concurrency int) (backends.Opt
 // settings returns the store flags as backends.Settings.
 func (sf *storeFlags) settings() backends.Settings {
 	return backends.Settings{Layout: sf.bucketLayout, S3Endpoint: sf.s3Endpoint, S3Region: sf.s3Region, S3PathStyle: sf.s3PathStyle,
-		S3Fingerprint: sf.s3Print, IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries}
+		S3Fingerprint: sf.s3Print, IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries,
+		HTTP: sf.bucketHTTP}
 }
 
 // storeMissingError marks a --store that is not there: a directory that

@@ -164,6 +164,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		})
 		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
 		rep.Stores = storeCounts(store)
+		rep.Requests = bucketRequests(store)
 		rep.LeaveOut(storesLeftOut(&sf, store)...)
 		rep.Note = sel.Note
 		for _, n := range sel.Namespaces {
@@ -287,6 +288,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 			}
 		}
 		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, rep.ResultWord())
+		printConnections(stdout, rep.Requests)
 		printStores(stdout, rep.Stores)
 		printVerifyGaps(stdout, rep)
 		if rep.DamagedUnlisted > 0 {
