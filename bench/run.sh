@@ -585,11 +585,14 @@ run_provider() {
         for h2 in "" --disable-http2; do
           rm -rf "$OUT/rc"
           # shellcheck disable=SC2086
-          timed "$TMP/rclone.out" env RCLONE_CONFIG_BENCH_TYPE=s3 RCLONE_CONFIG_BENCH_PROVIDER=Other \
+          # rclone's S3 backend refuses --ca-cert and AWS_CA_BUNDLE
+          # ("HTTPClient's transport unsupported type"); it trusts
+          # SSL_CERT_FILE, as Go does.
+          timed "$TMP/rclone.out" env -u AWS_CA_BUNDLE SSL_CERT_FILE="$cert" RCLONE_CONFIG_BENCH_TYPE=s3 RCLONE_CONFIG_BENCH_PROVIDER=Other \
             RCLONE_CONFIG_BENCH_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
             RCLONE_CONFIG_BENCH_REGION=us-east-1 RCLONE_CONFIG_BENCH_ENDPOINT="$ep" RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE=true \
-            sh -c '"$1" copy "bench:bench/$2" "$3" --files-from-raw "$4" --no-traverse --ignore-checksum --transfers "$5" --checkers "$5" --ca-cert "$6" $7 && sync -f "$3"' rclone \
-            "$RCLONE" "$ds-$crypt" "$OUT/rc" "$TMP/chunks.txt" "$RCLONE_TRANSFERS" "$cert" "$h2" || continue
+            sh -c '"$1" copy "bench:bench/$2" "$3" --files-from-raw "$4" --no-traverse --ignore-checksum --transfers "$5" --checkers "$5" $6 && sync -f "$3"' rclone \
+            "$RCLONE" "$ds-$crypt" "$OUT/rc" "$TMP/chunks.txt" "$RCLONE_TRANSFERS" "$h2" || continue
           record_run "$ds" "$variant" "rclone copy (raw chunks, $RCLONE_TRANSFERS transfers${h2:+, $h2})" rclone "$data"
         done
         rm -rf "$OUT/rc"

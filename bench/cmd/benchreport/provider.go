@@ -54,6 +54,13 @@ func providerChecks(rows []Row, add func(bool, string, ...any), skip func(string
 				pct := 100 * best.Wall / pbs.Wall
 				add(pct >= 90, "bucket restore ≥ 90 %% of the best raw download of the same chunks (%s), %s %s: %.0f %% (%.2fs vs %.2fs)",
 					best.Config, ds, v, pct, pbs.Wall, best.Wall)
+				// Where the restore is bound by decoding and writing, not
+				// by the network, the local restore is its floor.
+				if local := findRow(rows, ds, crypt+"/local", refConfig); local != nil && local.Wall > best.Wall {
+					pct := 100 * local.Wall / pbs.Wall
+					add(pct >= 90, "bucket restore ≥ 90 %% of the local restore (its floor: slower here than the raw download), %s %s: %.0f %% (%.2fs vs %.2fs)",
+						ds, v, pct, pbs.Wall, local.Wall)
+				}
 			}
 		}
 	}
