@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -142,12 +144,12 @@ func MaxConns(conc int) int {
 //   - HTTP2: HTTP/2 offered over TLS;
 //   - counting: when conns is non-nil, every connection tr dials is counted
 //     in it (wrap the transport with conns.Transport to count reuse too);
-//   - trust: with SSL_CERT_FILE or SSL_CERT_DIR set and no RootCAs
-//     configured yet, the certificates there are the roots, read now (Go
-//     reads them once per process; a store opened later sees a change).
-//
-// An SSL_CERT_FILE that cannot be read or holds no certificate is an error.
-func ConfigureTransport(tr *http.Transport, v HTTPVersion, conc int, conns *ConnCounter) error {
+//   - trust: with SSL_CERT_FILE or SSL_CERT_DIR set and no roots or pin
+//     configured, the certificates there are the roots, read at the
+//     transport's first TLS connection (Go reads them once per process: a
+//     store opened later sees a change). An SSL_CERT_FILE that cannot be
+//     read or holds no certificate fails the TLS connections.
+func ConfigureTransport(tr *http.Transport, v HTTPVersion, conc int, conns *ConnCounter) {
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
@@ -170,9 +172,6 @@ func ConfigureTransport(tr *http.Transport, v HTTPVersion, conc int, conns *Conn
 		}
 	}
 	tr.Protocols = protos
-	if err := rootsFromEnv(tr); err != nil {
-		return err
-	}
 	if conns != nil {
 		dial := tr.DialContext
 		if dial == nil {
@@ -186,26 +185,74 @@ func ConfigureTransport(tr *http.Transport, v HTTPVersion, conc int, conns *Conn
 			return conns.dialed(c), nil
 		}
 	}
-	return nil
+	rootsFromEnv(tr)
 }
 
-// rootsFromEnv sets tr's root certificates from SSL_CERT_FILE and
-// SSL_CERT_DIR (as Go's system pool reads them) when either is set and
-// tr has none yet.
-func rootsFromEnv(tr *http.Transport) error {
+// rootsFromEnv makes tr verify TLS endpoints against the certificates of
+// SSL_CERT_FILE and SSL_CERT_DIR (as Go's system pool reads them, but read
+// for this transport, at its first TLS connection) when either is set and
+// nothing else decides trust: no RootCAs, no InsecureSkipVerify (a pinned
+// certificate), no TLS dialer of its own. Roots set on tr after this (the
+// AWS SDK's AWS_CA_BUNDLE) are used instead. Connections through an HTTP
+// proxy keep Go's own verification.
+func rootsFromEnv(tr *http.Transport) {
 	file, dir := os.Getenv("SSL_CERT_FILE"), os.Getenv("SSL_CERT_DIR")
-	if (file == "" && dir == "") || (tr.TLSClientConfig != nil && tr.TLSClientConfig.RootCAs != nil) {
-		return nil
+	if (file == "" && dir == "") || tr.DialTLSContext != nil || tr.DialTLS != nil {
+		return
 	}
+	if c := tr.TLSClientConfig; c != nil && (c.RootCAs != nil || c.InsecureSkipVerify) {
+		return
+	}
+	roots := sync.OnceValues(func() (*x509.CertPool, error) { return loadRoots(file, dir) })
+	tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if tr.TLSClientConfig != nil {
+			cfg = tr.TLSClientConfig.Clone()
+		}
+		if cfg.RootCAs == nil {
+			pool, err := roots()
+			if err != nil {
+				return nil, err
+			}
+			cfg.RootCAs = pool // nil (nothing in SSL_CERT_DIR): Go's own roots
+		}
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			cfg.ServerName = host
+		}
+		dial := tr.DialContext
+		if dial == nil {
+			dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		}
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+}
+
+// loadRoots reads the PEM certificates of file and of the files in the
+// directories of dir (colon separated); nil when there are none. A file
+// that cannot be read or holds no certificate is an error.
+func loadRoots(file, dir string) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	found := false
 	if file != "" {
 		pem, err := os.ReadFile(file)
 		if err != nil {
-			return fmt.Errorf("SSL_CERT_FILE: %w", err)
+			return nil, fmt.Errorf("SSL_CERT_FILE: %w", err)
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("SSL_CERT_FILE %s: no PEM certificate in it", file)
+			return nil, fmt.Errorf("SSL_CERT_FILE %s: no PEM certificate in it", file)
 		}
 		found = true
 	}
@@ -215,19 +262,15 @@ func rootsFromEnv(tr *http.Transport) error {
 		}
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
-			if pem, err := os.ReadFile(d + "/" + e.Name()); err == nil && pool.AppendCertsFromPEM(pem) {
+			if pem, err := os.ReadFile(filepath.Join(d, e.Name())); err == nil && pool.AppendCertsFromPEM(pem) {
 				found = true
 			}
 		}
 	}
 	if !found {
-		return nil // nothing usable in SSL_CERT_DIR alone: Go's own roots
+		return nil, nil
 	}
-	if tr.TLSClientConfig == nil {
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	tr.TLSClientConfig.RootCAs = pool
-	return nil
+	return pool, nil
 }
 
 // Transport returns base wrapped so that every request notes in c whether

@@ -147,9 +147,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	s.pol = bucket.NewPolicy(po)
 
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	if err := bucket.ConfigureTransport(base, po.HTTP, conc, s.pol.Conns()); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.url, err)
-	}
+	bucket.ConfigureTransport(base, po.HTTP, conc, s.pol.Conns())
 	// The stall watchdog judges transfers by progress; no total timeout.
 	watched := s.pol.Transport(base)
 	var copts []option.ClientOption

@@ -248,8 +248,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		}
 		pin = &fp
 	}
-	var trErr error
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { trErr = s.tuneTransport(tr, conc, pin, opts.DialContext) })
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc, pin, opts.DialContext) })
 	lo := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -280,9 +279,6 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 			w.Transport = s.pol.Transport(c.Transport)
 			cfg.HTTPClient = &w
 		}
-	}
-	if trErr != nil {
-		return nil, fmt.Errorf("%s: %w", s.url, trErr)
 	}
 	s.newClient(cfg, opts, cfg.Region, false)
 	err = s.keys.Detect(ctx, lister{s}, s.url, opts.Layout, opts.Create)
@@ -436,7 +432,7 @@ func bucketRegion(err error) string {
 // sets the HTTP version (bucket.ConfigureTransport: connections counted in
 // the policy's stats), pins the certificate, and tracks connections so
 // that Close can close them.
-func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) error {
+func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	dial := tr.DialContext
 	if dialer != nil {
 		dial = dialer
@@ -466,7 +462,7 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 		}
 		return s.conns.add(c), nil
 	}
-	return bucket.ConfigureTransport(tr, s.pol.Options().HTTP, conc, s.pol.Conns())
+	bucket.ConfigureTransport(tr, s.pol.Options().HTTP, conc, s.pol.Conns())
 }
 
 // pinError is a certificate that does not match the pinned fingerprint; it
