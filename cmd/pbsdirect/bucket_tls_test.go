@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 // flight has a connection of its own: the endpoint accepts at least as many
 // connections as there are fetchers and at most bucket.MaxConns of them,
 // and the JSON summary counts the same; --bucket-http 2 multiplexes the
-// fetches on one HTTP/2 connection. Each request waits 100 ms at the
-// endpoint, so that the fetchers' requests overlap.
+// fetches on one HTTP/2 connection. verify through the endpoint counts its
+// connections in its JSON and text reports. Each request waits 100 ms at
+// the endpoint, so that the fetchers' requests overlap.
 func TestBucketTLSConnections(t *testing.T) {
 	fixture.SkipIfShort(t)
 	data := fixture.Build(23,
@@ -110,6 +112,10 @@ func TestBucketTLSConnections(t *testing.T) {
 				code, rep := bktVerify(t, append([]string{"--store", pl.store}, flags...)...)
 				if code != 0 || rep.Requests == nil || rep.Requests.Connections.Opened == 0 {
 					t.Errorf("verify: exit %d, bucket-requests %+v", code, rep.Requests)
+				}
+				// The text report says it too.
+				if r := mustOK(t, append([]string{"verify", "--store", pl.store}, flags...)...); !strings.Contains(r.out, "bucket connections: ") {
+					t.Errorf("verify's text report counts no connections:\n%s", r.out)
 				}
 			})
 		}
