@@ -15,13 +15,16 @@
 #   BENCH_RUNS=N           runs per config (median is reported)
 #   BENCH_VM_MIB=N         size of the realistic VM image in MiB
 #   BENCH_DATASETS="..."   datasets to run, among: vm random reuse sparse (default: all)
-#   BENCH_SKIP="..."       parts to skip, among: random reuse sparse encrypted desync s3 proxy ceiling
+#   BENCH_SKIP="..."       parts to skip, among: random reuse sparse encrypted desync s3 proxy ceiling provider
 #   BENCH_DIR=DIR          work directory (default build/bench)
 #   BENCH_SPARSE_DIR=DIR   where the 64 TiB sparse image and its restore target live
 #                          (default: BENCH_DIR if its filesystem takes 64 TiB files, else /dev/shm)
 #   BENCH_S5CMD_WORKERS=N  s5cmd --numworkers (default 256, s5cmd's own default)
 #   BENCH_LATENCY=20ms     latency the proxy adds to every request
 #   BENCH_REGEN=1          regenerate the datasets even if cached in BENCH_DIR/data
+#   BENCH_CONN_MIBPS=50    provider rows: cap of each connection (MiB/s) at the capped endpoint
+#   BENCH_PROVIDER_LATENCY=20ms  provider rows: latency of the TLS endpoints
+#   BENCH_RCLONE_TRANSFERS=32    provider rows: rclone --transfers (pbsdirect's fetchers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -131,6 +134,30 @@ if ! skipped s3; then
       note "internal/faultproxy/cmd/faultproxy does not build: latency-proxy rows skipped ($(head -c 200 "$TMP/fp-build.log"))"
     fi
   fi
+fi
+
+# Provider-shaped endpoints (vm plain): internal/tlsproxy (TLS, HTTP/2
+# offered, latency, a cap per connection) in front of versitygw and of
+# internal/testenv/cmd/fakegcs; rclone downloads the same chunk objects.
+TLSPROXY=""
+FAKEGCS=""
+RCLONE=""
+CONN_MIBPS=${BENCH_CONN_MIBPS:-50}
+PROVIDER_LATENCY=${BENCH_PROVIDER_LATENCY:-20ms}
+RCLONE_TRANSFERS=${BENCH_RCLONE_TRANSFERS:-32}
+if ! skipped provider; then
+  if [ -z "$VERSITYGW" ]; then
+    VERSITYGW=$(command -v versitygw || true)
+    [ -n "$VERSITYGW" ] || { [ -x "$($GO env GOPATH)/bin/versitygw" ] && VERSITYGW=$($GO env GOPATH)/bin/versitygw; } || true
+  fi
+  if $GO build -tags "$TAGS" -o "$TOOLS/tlsproxy" ./internal/tlsproxy/cmd/tlsproxy 2>"$TMP/tp-build.log" &&
+     $GO build -tags "$TAGS" -o "$TOOLS/fakegcs" ./internal/testenv/cmd/fakegcs 2>>"$TMP/tp-build.log"; then
+    TLSPROXY=$TOOLS/tlsproxy FAKEGCS=$TOOLS/fakegcs
+  else
+    note "internal/tlsproxy or internal/testenv/cmd/fakegcs does not build: provider rows skipped ($(head -c 200 "$TMP/tp-build.log"))"
+  fi
+  RCLONE=$(command -v rclone || true)
+  [ -n "$RCLONE" ] || note "rclone not installed (apt-get install rclone): raw-download rows of the provider endpoints skipped"
 fi
 
 # ---------------------------------------------------------------- measuring
@@ -472,6 +499,106 @@ FIO
   if ! skipped s3 && start_s3; then
     run_s3 "$ds" "$snap" "$archive" "$target"
   fi
+  if [ "$ds" = vm ] && ! skipped provider && [ -n "$TLSPROXY" ] && start_s3; then
+    run_provider "$ds" "$snap" "$archive" "$target"
+  fi
+}
+
+# start_bg OUTFILE PATTERN CMD...: starts CMD in the background with its
+# stdout in OUTFILE and sets STARTED to what follows PATTERN on its first
+# line matching it (the listening URL), once it is there.
+STARTED=""
+start_bg() {
+  local out=$1 pat=$2; shift 2
+  "$@" > "$out" 2> "$out.err" &
+  local pid=$!
+  PIDS+=("$pid")
+  STARTED=""
+  for _ in $(seq 600); do
+    STARTED=$(sed -n "s/^$pat//p" "$out" | head -n 1)
+    [ -n "$STARTED" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ -n "$STARTED" ] || { note "$1 did not start: $(tail -c 200 "$out.err")"; return 1; }
+}
+
+# run_provider DATASET SNAP ARCHIVE TARGET: restores DATASET (plain) from
+# S3 (versitygw) and GCS (fakegcs) through two provider-shaped HTTPS
+# endpoints each (tlsproxy: HTTP/2 offered, +PROVIDER_LATENCY per request;
+# one of them capping each connection at CONN_MIBPS MiB/s), with the
+# defaults and with --bucket-http 2, and downloads the same chunk objects
+# with rclone (S3; its default transport, and --disable-http2), runs of
+# all configurations interleaved.
+run_provider() {
+  local ds=$1 snap=$2 archive=$3 target=$4 crypt=plain
+  local store=$STORES/$ds-$crypt url=s3://bench/$ds-$crypt gurl=gs://bench/$ds-$crypt
+  local data
+  data=$(jq -s --arg ds "$ds" '[.[] | select(.type=="run" and .dataset==$ds and .variant=="plain/local" and .config=="pbsdirect defaults")][0].data_bytes' "$RECORDS")
+  local gcs
+  start_bg "$WORK/fakegcs.out" 'fakegcs listening on ' "$FAKEGCS" -bucket bench -prefix "$ds-$crypt" -dir "$store" || return 0
+  gcs=$STARTED
+  log "fakegcs (in memory: $store) on $gcs"
+  "$TOOLS/chunkbench" list -store "$store" "$snap" "$archive" > "$TMP/chunks.txt"
+  local eps=() backend cap
+  for backend in s3 gcs; do
+    local up=$S3_ENDPOINT
+    [ "$backend" = gcs ] && up=$gcs
+    for cap in 0 "$CONN_MIBPS"; do
+      local name=$backend-tls+$PROVIDER_LATENCY
+      [ "$cap" = 0 ] || name=$name+${cap}MiB/s/conn
+      local tag=${name//[^a-z0-9]/_} line
+      start_bg "$WORK/tlsproxy-$tag.out" 'tlsproxy listening on ' "$TLSPROXY" -target "$up" \
+        -latency "$PROVIDER_LATENCY" -conn-mibps "$cap" -cert "$WORK/tlsproxy-$tag.pem" || return 0
+      line=$STARTED
+      eps+=("$name|${line%% fingerprint *}|${line##* fingerprint }|$WORK/tlsproxy-$tag.pem")
+      log "tlsproxy ($name) on ${line%% fingerprint *}"
+    done
+  done
+  log "== $ds ($crypt): provider-shaped endpoints, $RUNS run(s) per config, interleaved"
+  local r e cfg
+  for r in $(seq "$RUNS"); do
+    for e in "${eps[@]}"; do
+      local name ep fp cert
+      IFS='|' read -r name ep fp cert <<< "$e"
+      local variant=$crypt/$name
+      for cfg in defaults h2; do
+        local extra="" label="pbsdirect defaults" st=$url
+        [ "$cfg" = h2 ] && extra="--bucket-http 2" label="pbsdirect --bucket-http 2"
+        rm -f "$target"
+        if [ "${name%%-*}" = gcs ]; then
+          st=$gurl
+          # shellcheck disable=SC2086
+          timed "$TMP/restore.json" env STORAGE_EMULATOR_HOST="$ep" SSL_CERT_FILE="$cert" \
+            "$BIN" restore --store "$st" $extra --output-format json "$snap" "$archive" "$target" || continue
+        else
+          # shellcheck disable=SC2086
+          timed "$TMP/restore.json" "$BIN" restore --store "$st" --s3-endpoint "$ep" --s3-fingerprint "$fp" --s3-path-style \
+            $extra --output-format json "$snap" "$archive" "$target" || continue
+        fi
+        record_run "$ds" "$variant" "$label" pbsdirect "$(jq '.["data-bytes"]' "$TMP/restore.json")" "$TMP/restore.json"
+        log "    connections: $(jq -c '.["bucket-requests"].connections' "$TMP/restore.json")"
+      done
+      rm -f "$target"
+      if [ -n "$RCLONE" ] && [ "${name%%-*}" = s3 ]; then
+        local h2
+        for h2 in "" --disable-http2; do
+          rm -rf "$OUT/rc"
+          # shellcheck disable=SC2086
+          # rclone's S3 backend refuses --ca-cert and AWS_CA_BUNDLE
+          # ("HTTPClient's transport unsupported type"); it trusts
+          # SSL_CERT_FILE, as Go does.
+          timed "$TMP/rclone.out" env -u AWS_CA_BUNDLE SSL_CERT_FILE="$cert" RCLONE_CONFIG_BENCH_TYPE=s3 RCLONE_CONFIG_BENCH_PROVIDER=Other \
+            RCLONE_CONFIG_BENCH_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
+            RCLONE_CONFIG_BENCH_REGION=us-east-1 RCLONE_CONFIG_BENCH_ENDPOINT="$ep" RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE=true \
+            sh -c '"$1" copy "bench:bench/$2" "$3" --files-from-raw "$4" --no-traverse --ignore-checksum --transfers "$5" --checkers "$5" $6 && sync -f "$3"' rclone \
+            "$RCLONE" "$ds-$crypt" "$OUT/rc" "$TMP/chunks.txt" "$RCLONE_TRANSFERS" "$h2" || continue
+          record_run "$ds" "$variant" "rclone copy (raw chunks, $RCLONE_TRANSFERS transfers${h2:+, $h2})" rclone "$data"
+        done
+        rm -rf "$OUT/rc"
+      fi
+    done
+  done
 }
 
 run_s3() {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 )
 
 // MaxShardSpread is how far apart the start times of the reports Merge
@@ -109,6 +111,14 @@ func Merge(reports []Report, names ...string) (Report, error) {
 			finished = t
 		}
 		out.Seconds = max(out.Seconds, r.Seconds)
+		if r.Requests != nil {
+			// The shards' bucket requests and connections add up.
+			sum := r.Requests.Add(bucket.Stats{})
+			if out.Requests != nil {
+				sum = out.Requests.Add(sum)
+			}
+			out.Requests = &sum
+		}
 	}
 	complete := len(seen) == n
 	if !complete {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
+	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 )
 
 // ReportVersion is the version of the Report JSON schema.
@@ -171,6 +172,10 @@ type Report struct {
 	// --rate-requests) and how long reads waited on them; absent without
 	// limits; set by the command.
 	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
+	// Requests counts, for a bucket store (a chain: its members summed),
+	// what the request policy did and the connections opened and reused;
+	// set by the command.
+	Requests *bucket.Stats `json:"bucket-requests,omitempty"`
 	// StoresLeftOut names the stores of a chain that could not be read
 	// (opened or listed) during the run: what only they hold was not
 	// verified, so the run is not OK (LeaveOut); set by the command.

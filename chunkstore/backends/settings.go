@@ -21,6 +21,7 @@ type Settings struct {
 	S3Fingerprint string        // --s3-fingerprint: the endpoint certificate's SHA-256
 	IOTimeout     time.Duration // --io-timeout
 	RetryFor      time.Duration // --retry-for; 0: no retries
+	HTTP          string        // --bucket-http: auto, 1.1 or 2
 	// Watch, when set, is told of the bucket requests being retried.
 	Watch *bucket.RetryWatch
 	// Limit, when set, caps the bytes read and the requests made
@@ -70,12 +71,16 @@ func (s Settings) Options(create bool, concurrency int) (Options, error) {
 		}
 	}
 	s3.Fingerprint = s.S3Fingerprint
+	httpVersion, err := bucket.ParseHTTPVersion(s.HTTP)
+	if err != nil {
+		return Options{}, &SettingError{"--bucket-http", err}
+	}
 	opts := Options{
 		Create:      create,
 		Concurrency: concurrency,
 		Layout:      layout,
 		S3:          s3,
-		Policy:      bucket.Options{IOTimeout: s.IOTimeout, RetryFor: s.RetryFor, Watch: s.Watch},
+		Policy:      bucket.Options{IOTimeout: s.IOTimeout, RetryFor: s.RetryFor, Watch: s.Watch, HTTP: httpVersion},
 		Limit:       s.Limit,
 	}
 	if s.RetryFor == 0 {

@@ -57,6 +57,9 @@ type Options struct {
 	// attempt (--rate, --burst, --rate-requests); shared by the policies
 	// of several stores.
 	Limit *ratelimit.Limiter
+	// HTTP is the HTTP version of the store's requests (--bucket-http);
+	// the store's transport applies it with ConfigureTransport.
+	HTTP HTTPVersion
 }
 
 // WithDefaults returns o with zero fields set to the defaults.
@@ -89,6 +92,9 @@ type Stats struct {
 	LimitIncreases int64 `json:"limit-increases"` // steps back up
 	Limit          int   `json:"limit"`           // GETs allowed in flight now
 	MinLimit       int   `json:"min-limit"`       // the lowest it went
+	// Connections counts the TCP connections the store opened and the
+	// requests that reused one.
+	Connections ConnStats `json:"connections"`
 }
 
 // Add returns the sum of s and o; Limit and MinLimit add too, so that a
@@ -98,6 +104,7 @@ func (s Stats) Add(o Stats) Stats {
 		Retries: s.Retries + o.Retries, Throttled: s.Throttled + o.Throttled, Stalls: s.Stalls + o.Stalls,
 		LimitDecreases: s.LimitDecreases + o.LimitDecreases, LimitIncreases: s.LimitIncreases + o.LimitIncreases,
 		Limit: s.Limit + o.Limit, MinLimit: s.MinLimit + o.MinLimit,
+		Connections: s.Connections.Add(o.Connections),
 	}
 }
 
@@ -124,6 +131,7 @@ type Policy struct {
 
 	retries, throttled, stalls atomic.Int64
 	watch                      *RetryWatch
+	conns                      ConnCounter
 }
 
 // NewPolicy returns the policy for o (defaults applied).
@@ -143,14 +151,20 @@ func (p *Policy) Options() Options { return p.opts }
 // Transport returns base wrapped in the stall watchdog of the policy's
 // IOTimeout and, outside it, the rate limits (Options.Limit): a request
 // waits for its turn before the watchdog starts.
+// The connections opened and reused are counted in Conns.
 func (p *Policy) Transport(base http.RoundTripper) http.RoundTripper {
-	return p.opts.Limit.Transport(&Transport{Base: base, IOTimeout: p.opts.IOTimeout, Stalls: &p.stalls})
+	return p.opts.Limit.Transport(&Transport{Base: p.conns.Transport(base), IOTimeout: p.opts.IOTimeout, Stalls: &p.stalls})
 }
+
+// Conns returns the counter of the store's connections, for
+// ConfigureTransport to count the dials in.
+func (p *Policy) Conns() *ConnCounter { return &p.conns }
 
 // Stats returns the counts so far.
 func (p *Policy) Stats() Stats {
 	s := Stats{Retries: p.retries.Load(), Throttled: p.throttled.Load(), Stalls: p.stalls.Load()}
 	s.LimitDecreases, s.LimitIncreases, s.Limit, s.MinLimit = p.lim.stats()
+	s.Connections = p.conns.Stats()
 	return s
 }
 

@@ -153,9 +153,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	s.pol = bucket.NewPolicy(po)
 
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConns = max(100, 2*conc)
-	base.MaxIdleConnsPerHost = conc + conc/4 + 2
-	base.MaxConnsPerHost = 0
+	bucket.ConfigureTransport(base, po.HTTP, conc, s.pol.Conns())
 	// The stall watchdog judges transfers by progress; no total timeout.
 	watched := s.pol.Transport(base)
 	var copts []option.ClientOption

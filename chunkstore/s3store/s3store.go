@@ -471,14 +471,11 @@ func bucketRegion(err error) string {
 	return ""
 }
 
-// tuneTransport sizes the connection pool for conc requests in flight (Go's
-// default of 2 idle connections per host would make every further request
-// dial anew) and tracks connections so that Close can close them.
+// tuneTransport sizes the connection pool for conc requests in flight and
+// sets the HTTP version (bucket.ConfigureTransport: connections counted in
+// the policy's stats), pins the certificate, and tracks connections so
+// that Close can close them.
 func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) {
-	tr.MaxIdleConns = max(100, 2*conc)
-	tr.MaxIdleConnsPerHost = conc + conc/4 + 2
-	tr.MaxConnsPerHost = 0 // unlimited, so never below the concurrency
-	tr.IdleConnTimeout = 90 * time.Second
 	dial := tr.DialContext
 	if dialer != nil {
 		dial = dialer
@@ -508,6 +505,7 @@ func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]by
 		}
 		return s.conns.add(c), nil
 	}
+	bucket.ConfigureTransport(tr, s.pol.Options().HTTP, conc, s.pol.Conns())
 }
 
 // pinError is a certificate that does not match the pinned fingerprint; it

@@ -40,6 +40,7 @@ type storeFlags struct {
 	named        *backends.NamedStores // the stores file, once read (expandStore)
 	ioTimeout    time.Duration
 	retryFor     time.Duration
+	bucketHTTP   string
 	progress     progressFlags // registered by the commands that show progress
 	rate         rateFlags     // registered by the commands that read chunks
 	// retries shows the bucket requests being retried (progress).
@@ -78,6 +79,7 @@ func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	fs.Lookup("s3-path-style").NoOptDefVal = "true"
 	fs.DurationVar(&s.ioTimeout, "io-timeout", bucket.DefaultIOTimeout, "bucket requests: cut and retry a transfer that moved no byte for this long (the wait for the first byte included); a transfer that keeps moving is never cut")
 	fs.DurationVar(&s.retryFor, "retry-for", bucket.DefaultRetryFor, "bucket requests: keep retrying the same failing or throttled request for this long (Retry-After honoured, fewer GETs in flight while throttled), then give up with exit code 3")
+	fs.StringVar(&s.bucketHTTP, "bucket-http", "auto", "bucket requests: HTTP version; auto (HTTP/1.1 now: measured fastest), 1.1 (a connection per request in flight, kept alive) or 2 (offer HTTP/2 over TLS: an endpoint that accepts multiplexes all requests on one connection)")
 	fs.StringVar(&s.bucketLayout, "bucket-layout", "auto", "bucket layout: auto (detect; new prefixes get pbs4-s3), pbs4-s3 (<prefix>/.cnt/…) or plain (copy of a datastore directory)")
 }
 

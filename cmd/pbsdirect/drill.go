@@ -98,6 +98,7 @@ func printDrill(w io.Writer, r drill.Report) {
 		fmt.Fprintf(w, "  time to restore: %.2fs (%s, %.1f MiB/s; %d chunks fetched, %s of zero chunks skipped)\n",
 			r.RestoreSeconds, humanBytes(r.Restore.Size), r.Restore.MiBps, r.Restore.ChunksFetched, humanBytes(r.Restore.ZeroBytes))
 		writeLimitLine(w, "  ", r.Restore.RateLimit)
+		printConnections(w, r.Restore.Requests)
 	}
 	if r.ReadBack != nil {
 		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",

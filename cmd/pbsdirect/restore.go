@@ -186,6 +186,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 		if sum.Layout != "" {
 			fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 		}
+		printConnections(stdout, sum.Requests)
 		if q := sum.Requests; q != nil && (q.Throttled > 0 || q.Stalls > 0 || q.LimitDecreases > 0) {
 			fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
 				q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)

@@ -136,7 +136,7 @@ func (sf *storeFlags) backendOptions(create bool, concurrency int) (backends.Opt
 func (sf *storeFlags) settings() backends.Settings {
 	return backends.Settings{Layout: sf.bucketLayout, S3Endpoint: sf.s3Endpoint, S3Region: sf.s3Region, S3PathStyle: sf.s3PathStyle,
 		S3Fingerprint: sf.s3Print, IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries,
-		Limit: sf.rate.limiter}
+		Limit: sf.rate.limiter, HTTP: sf.bucketHTTP}
 }
 
 // storeMissingError marks a --store that is not there: a directory that

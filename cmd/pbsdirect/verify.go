@@ -157,6 +157,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		rep.Store, rep.Shard, rep.Host = backends.DisplaySpec(sf.store), sh.String(), hostname()
 		rep.Stores = storeCounts(store)
 		rep.RateLimit = sf.rate.limiter.Report()
+		rep.Requests = bucketRequests(store)
 		rep.LeaveOut(storesLeftOut(&sf, store)...)
 		rep.Note = sel.Note
 		for _, n := range sel.Namespaces {
@@ -280,6 +281,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 			}
 		}
 		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, rep.ResultWord())
+		printConnections(stdout, rep.Requests)
 		printStores(stdout, rep.Stores)
 		writeLimitLine(stdout, "", rep.RateLimit)
 		printVerifyGaps(stdout, rep)

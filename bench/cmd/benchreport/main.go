@@ -465,6 +465,7 @@ func build(recs []record) ([]Row, []Check, []string) {
 			}
 		}
 	}
+	providerChecks(rows, add, skip)
 	// Sparse.
 	for _, v := range variants(rows) {
 		sp, ok := sparse[v]
