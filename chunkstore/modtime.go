@@ -2,8 +2,11 @@ package chunkstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
@@ -25,6 +28,10 @@ type ModTimer interface {
 	// (datastore-relative). A missing file returns an error wrapping
 	// ErrNotFound.
 	FileModTime(ctx context.Context, rel string) (time.Time, error)
+	// TouchChunk marks the chunk for d as used now for garbage collection,
+	// as WriteChunk marks a chunk that exists; a missing chunk returns an
+	// error wrapping ErrNotFound.
+	TouchChunk(ctx context.Context, d crypto.Digest) error
 }
 
 var _ ModTimer = (*Local)(nil)
@@ -62,4 +69,26 @@ func (l *Local) FileModTime(ctx context.Context, rel string) (time.Time, error) 
 		return time.Time{}, err
 	}
 	return st.ModTime(), nil
+}
+
+// TouchChunk sets the access time of the chunk file for d to now, leaving
+// its modification time, as WriteChunk does for a chunk that exists: the
+// mark garbage collection keeps a chunk by (§9). A chunk that is not there
+// wraps ErrNotFound.
+func (l *Local) TouchChunk(ctx context.Context, d crypto.Digest) error {
+	h := d.String()
+	dir, err := openBeneath(l.chunks, l.chunks.Name(), h[:4], unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return fmt.Errorf("chunk %s: %w", d, err)
+	}
+	defer dir.Close()
+	now := unix.NsecToTimespec(time.Now().UnixNano())
+	omit := unix.Timespec{Nsec: unix.UTIME_OMIT}
+	if err := unix.UtimesNanoAt(int(dir.Fd()), h, []unix.Timespec{now, omit}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			err = fmt.Errorf("%w: %v", ErrNotFound, err)
+		}
+		return fmt.Errorf("chunk %s: touch %s: %w", d, l.ChunkLocation(d), err)
+	}
+	return nil
 }
