@@ -62,7 +62,7 @@ func (w *writer) encode(buf, data []byte) ([]byte, error) {
 //   - a chunk the previous snapshot lists and the writer vouches for
 //     (previous.vouches) is counted (KnownPrevious): nothing compressed,
 //     asked or written;
-//   - else the store is asked (chunkstore.ChunkStatter: a stat, a HEAD)
+//   - else the store is asked (chunkstore.HasChunk: a stat, a HEAD)
 //     before anything is compressed; a chunk it has is read back and
 //     decoded (crypt mode, CRC, decryption, digest, length) before it is
 //     counted (FoundPresent), and one found damaged is encoded and
@@ -111,20 +111,19 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 	}
 	var old []byte
 	var damage error
-	if st, ok := w.store.(chunkstore.ChunkStatter); ok {
-		_, err = st.StatChunk(ctx, d)
-		if err == nil {
-			if old, damage, err = w.vouch(ctx, d, length, nil); err == nil && damage == nil {
-				if !zero {
-					w.stats.FoundPresent.Add(1)
-				}
-				w.countExisting(zero)
-				return nil
-			}
-		}
+	if has, asked, herr := chunkstore.HasChunk(ctx, w.store, d); herr != nil {
+		return herr
+	} else if asked && has {
+		old, damage, err = w.vouch(ctx, d, length, nil)
 		switch {
+		case err == nil && damage == nil:
+			if !zero {
+				w.stats.FoundPresent.Add(1)
+			}
+			w.countExisting(zero)
+			return nil
 		case errors.Is(err, chunkstore.ErrNotFound):
-			err = nil // missing, or gone meanwhile: written
+			err = nil // gone meanwhile: written
 		case err != nil:
 			return err
 		}
