@@ -25,12 +25,13 @@ import (
 type previous struct {
 	snap  index.Snapshot
 	known map[crypto.Digest]struct{}
-	// On a store that tells when a chunk was last written (a directory,
-	// chunkstore.ModTimer), a known chunk is vouched for only when it was
-	// written before the snapshot's manifest (not: rewritten since,
-	// damaged by hand, or a copy of unknown origin) and is not empty; it is
-	// then marked used for garbage collection. A bucket cannot tell without
-	// a request per chunk: there the snapshot is trusted as PBS trusts it.
+	// On a store that tells when a chunk was last written
+	// (chunkstore.ModTimer: a directory's stat, a bucket's HEAD without a
+	// body), a known chunk is vouched for only when it is there, not empty,
+	// and was written before the snapshot's manifest (not: rewritten
+	// since, damaged by hand or copied in); it is then marked used for
+	// garbage collection. On a store that cannot tell (GCS), the snapshot
+	// is trusted as PBS trusts it.
 	mt      chunkstore.ModTimer
 	written time.Time
 }

@@ -31,16 +31,16 @@ type Summary struct {
 	// "" when none was used) lists, counted on without compressing or
 	// asking the store, and those an existence check found (read back and
 	// checked, never compressed).
-	KnownPrevious uint64 `json:"chunks-known-previous"`
-	FoundPresent  uint64 `json:"chunks-found-present"`
-	Previous      string `json:"previous-snapshot"`
-	ZeroUploaded  bool     `json:"zero-chunk-uploaded"`
-	ZeroExisting  bool     `json:"zero-chunk-existing"`
-	Seconds       float64  `json:"seconds"`
-	MiBps         float64  `json:"mib-per-second"`
-	Encrypted     bool     `json:"encrypted"`
-	CryptMode     string   `json:"crypt-mode"`
-	Fingerprint   string   `json:"key-fingerprint,omitempty"`
+	KnownPrevious uint64  `json:"chunks-known-previous"`
+	FoundPresent  uint64  `json:"chunks-found-present"`
+	Previous      string  `json:"previous-snapshot"`
+	ZeroUploaded  bool    `json:"zero-chunk-uploaded"`
+	ZeroExisting  bool    `json:"zero-chunk-existing"`
+	Seconds       float64 `json:"seconds"`
+	MiBps         float64 `json:"mib-per-second"`
+	Encrypted     bool    `json:"encrypted"`
+	CryptMode     string  `json:"crypt-mode"`
+	Fingerprint   string  `json:"key-fingerprint,omitempty"`
 	// Of the pxar archives' entries: those stored with xattrs, ACLs and
 	// file capabilities, and those whose ones could not be read (stored
 	// without them; the backup warns of each).

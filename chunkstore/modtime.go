@@ -28,6 +28,9 @@ type ModTimer interface {
 	// (datastore-relative). A missing file returns an error wrapping
 	// ErrNotFound.
 	FileModTime(ctx context.Context, rel string) (time.Time, error)
+	// ModTimeResolution is the coarsest step of the times it returns: a
+	// file written within one step after another may carry the same time.
+	ModTimeResolution() time.Duration
 	// TouchChunk marks the chunk for d as used now for garbage collection,
 	// as WriteChunk marks a chunk that exists; a missing chunk returns an
 	// error wrapping ErrNotFound.
@@ -70,6 +73,10 @@ func (l *Local) FileModTime(ctx context.Context, rel string) (time.Time, error) 
 	}
 	return st.ModTime(), nil
 }
+
+// ModTimeResolution is 10 ms: file times are set from the kernel's coarse
+// clock, which steps once per timer tick (1 to 10 ms).
+func (l *Local) ModTimeResolution() time.Duration { return 10 * time.Millisecond }
 
 // TouchChunk sets the access time of the chunk file for d to now, leaving
 // its modification time, as WriteChunk does for a chunk that exists: the

@@ -250,10 +250,12 @@ func backupCommand() commandSpec {
 legacy with --pxar-format) and blobs (NAME.conf:PATH, NAME.log:PATH) into a
 new snapshot of a datastore, as proxmox-backup-client does. The chunks of the
 group's previous snapshot (same crypt mode and key) are counted on without
-compressing, asking or uploading them (--no-previous: not); any other chunk is
-asked for before it is compressed, and one the store has is not written again,
-once read back and checked (decoded, digest): a damaged one is kept aside as
-<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile (or the default key file) archives are encrypted;
+compressing, reading or uploading them, once their write time says they were
+not rewritten since (--no-previous: not counted on); any other chunk is asked
+for before it is compressed, and one the store has is not written again, once
+read back and checked (decoded, digest): a damaged one is kept aside as
+<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile
+(or the default key file) archives are encrypted;
 --master-pubkey-file also stores the key encrypted under an RSA master key.`,
 		example: `  pbsdirect backup --store /mnt/ds --backup-type vm --backup-id 100 drive-scsi0.img:/dev/vg0/vm-100-disk-0
   pbsdirect backup --store /mnt/ds --backup-type host --backup-id web1 root.pxar:/

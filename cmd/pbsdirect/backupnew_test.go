@@ -13,10 +13,11 @@ import (
 )
 
 // TestBackupOnlyNewWorkS3: backed up again unchanged into a bucket, an
-// image costs no chunk request at all — no PUT, no HEAD, no GET of a chunk,
-// counted at a proxy —, its chunks known from the previous snapshot of the
-// group; with one chunk changed, that chunk alone is asked for (one HEAD,
-// before it is compressed) and uploaded (one PUT), and the snapshot
+// image uploads no chunk and reads none back (no PUT, no GET of a chunk,
+// counted at a proxy), its chunks known from the previous snapshot of the
+// group and vouched for by one HEAD each (written before that snapshot's
+// manifest); with one chunk changed, that chunk alone is asked for (a
+// HEAD, before it is compressed) and uploaded (one PUT), and the snapshot
 // restores byte-exact. Plain and encrypted; a backup with another key
 // (or none) does not count on an encrypted previous snapshot.
 func TestBackupOnlyNewWorkS3(t *testing.T) {
@@ -67,10 +68,10 @@ func TestBackupOnlyNewWorkS3(t *testing.T) {
 			}
 
 			again, reqs := backupAt("2026-11-02T00:00:00Z")
-			if reqs != [3]int{} || again.Uploaded != 0 || again.UploadedBytes != 0 || again.KnownPrevious != withData || again.Existing != withData ||
+			if reqs != [3]int{0, withData + 1, 0} || again.Uploaded != 0 || again.UploadedBytes != 0 || again.KnownPrevious != withData || again.Existing != withData ||
 				again.FoundPresent != 0 || again.Previous != "vm/100/2026-11-01T00:00:00Z" || !again.ZeroExisting {
-				t.Errorf("unchanged image backed up again: chunk PUT/HEAD/GET %v, uploaded %d (%d bytes), known %d, found %d, existing %d, previous %q; want no chunk request, %d known from vm/100/2026-11-01T00:00:00Z",
-					reqs, again.Uploaded, again.UploadedBytes, again.KnownPrevious, again.FoundPresent, again.Existing, again.Previous, withData)
+				t.Errorf("unchanged image backed up again: chunk PUT/HEAD/GET %v, uploaded %d (%d bytes), known %d, found %d, existing %d, previous %q; want [0 %d 0] (a HEAD each, the zero chunk's too), %d known from vm/100/2026-11-01T00:00:00Z",
+					reqs, again.Uploaded, again.UploadedBytes, again.KnownPrevious, again.FoundPresent, again.Existing, again.Previous, withData+1, withData)
 			}
 
 			changed := append([]byte(nil), data...)
@@ -79,9 +80,9 @@ func TestBackupOnlyNewWorkS3(t *testing.T) {
 				t.Fatal(err)
 			}
 			one, reqs := backupAt("2026-11-03T00:00:00Z")
-			if reqs != [3]int{1, 1, 0} || one.Uploaded != 1 || one.KnownPrevious != withData-1 || one.Previous != "vm/100/2026-11-02T00:00:00Z" {
-				t.Errorf("one chunk changed: chunk PUT/HEAD/GET %v, uploaded %d, known %d, previous %q; want [1 1 0], 1 uploaded, %d known",
-					reqs, one.Uploaded, one.KnownPrevious, one.Previous, withData-1)
+			if reqs != [3]int{1, withData + 1, 0} || one.Uploaded != 1 || one.KnownPrevious != withData-1 || one.Previous != "vm/100/2026-11-02T00:00:00Z" {
+				t.Errorf("one chunk changed: chunk PUT/HEAD/GET %v, uploaded %d, known %d, previous %q; want [1 %d 0], 1 uploaded, %d known",
+					reqs, one.Uploaded, one.KnownPrevious, one.Previous, withData+1, withData-1)
 			}
 			out := filepath.Join(dir, "out.raw")
 			if r := pbs(t, append([]string{"restore", "--store", "s3://" + bucket + "/store", "--s3-endpoint", s3.Endpoint, "vm/100/2026-11-03T00:00:00Z", "drive-scsi0", out}, c.key...)...); r.code != 0 {
