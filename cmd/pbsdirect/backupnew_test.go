@@ -106,3 +106,27 @@ func TestBackupOnlyNewWorkS3(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupOnlyNewWorkGCS: into a GCS bucket too, an unchanged image backed
+// up again uploads nothing, its chunks known from the previous snapshot
+// (vouched for by their objects' update times).
+func TestBackupOnlyNewWorkGCS(t *testing.T) {
+	fixture.SkipIfShort(t)
+	gcs := testenv.StartGCS(t, "gbkt")
+	bktSetEnv(t, gcs.Host)
+	const cs = 64 << 10
+	img := fixture.WriteFile(t, t.TempDir(), "disk.raw", fixture.Build(45, fixture.Region{Kind: fixture.Random, Len: 5 * cs}))
+	var sums []backupSummary
+	for _, btime := range []string{"2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z"} {
+		r := pbs(t, "backup", "--store", "gs://gbkt/store", "--backup-type", "vm", "--backup-id", "100", "--backup-time", btime,
+			"--chunk-size", "64", "--output-format", "json", "drive-scsi0.img:"+img)
+		var sum backupSummary
+		if r.code != 0 || json.Unmarshal([]byte(r.out), &sum) != nil {
+			t.Fatalf("backup at %s: %v", btime, r)
+		}
+		sums = append(sums, sum)
+	}
+	if s := sums[1]; s.Uploaded != 0 || s.KnownPrevious != 5 || s.FoundPresent != 0 || s.Previous != "vm/100/2026-11-01T00:00:00Z" {
+		t.Errorf("unchanged image backed up again: uploaded %d, known %d, found %d, previous %q; want 0, 5 known from the first", s.Uploaded, s.KnownPrevious, s.FoundPresent, s.Previous)
+	}
+}
