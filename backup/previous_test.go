@@ -73,3 +73,26 @@ func TestBackupCountsOnPrevious(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupCountsOnPreviousPxar: a directory backed up again unchanged,
+// legacy and split, uploads nothing: the chunks of its archives (and the
+// catalog) are known from the previous snapshot.
+func TestBackupCountsOnPreviousPxar(t *testing.T) {
+	tree := t.TempDir()
+	fixture.WriteFile(t, tree, "a.bin", fixture.Build(3, fixture.Region{Kind: fixture.Random, Len: 3 << 20}))
+	fixture.WriteFile(t, tree, "b.txt", fixture.Build(4, fixture.Region{Kind: fixture.Text, Len: 1 << 20}))
+	for _, legacy := range []bool{true, false} {
+		dir := fixture.NewStore(t)
+		src := backup.Source{Name: "root.pxar", Path: tree}
+		opts := backup.Options{PxarLegacy: legacy, Snapshot: fixture.Snap(t, "", "host", "h1", fixture.T0)}
+		if _, st, err := run(t, dir, opts, src); err != nil || st.Uploaded.Load() == 0 {
+			t.Fatalf("legacy %v: first backup: %v, %d uploaded", legacy, err, st.Uploaded.Load())
+		}
+		opts.Snapshot = fixture.Snap(t, "", "host", "h1", fixture.T0+60)
+		res, st, err := run(t, dir, opts, src)
+		if err != nil || st.Uploaded.Load() != 0 || st.FoundPresent.Load() != 0 || st.KnownPrevious.Load() != st.Existing.Load() || st.Existing.Load() == 0 || res.Previous == "" {
+			t.Errorf("legacy %v: again: %v, uploaded %d, found %d, known %d of %d existing, previous %q; want all known", legacy, err,
+				st.Uploaded.Load(), st.FoundPresent.Load(), st.KnownPrevious.Load(), st.Existing.Load(), res.Previous)
+		}
+	}
+}
