@@ -138,8 +138,10 @@ type Stats struct {
 }
 
 // BufferBudget is the most bytes of chunk buffers a backup keeps: chunks
-// read and not yet encoded, and encoded chunks being uploaded. Uploads in
-// flight (Options.Jobs) beyond what it holds wait for a buffer.
+// read and not yet encoded, and encoded chunks being uploaded, half each.
+// Uploads in flight (Options.Jobs) beyond what it holds wait for a buffer.
+// Only Encoders+1 chunks read ahead, kept whatever the budget, can exceed
+// it (more than 23 encoders of 4 MiB chunks).
 const BufferBudget = 192 << 20
 
 // Result describes the written snapshot.
