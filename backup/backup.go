@@ -67,8 +67,19 @@ type Options struct {
 	SignOnly bool
 	// ChunkSize in bytes, a power of two from 64 KiB to 4 MiB; 0 = 4 MiB.
 	ChunkSize uint64
-	// Jobs is the number of encode/upload workers; 0 = GOMAXPROCS (×4 for remote stores is sensible).
+	// Jobs is the number of chunks written to the store at once (uploads
+	// and existence checks in flight, each holding at most one chunk);
+	// 0 = GOMAXPROCS (8×GOMAXPROCS hides a bucket's latency). The chunk
+	// buffers in memory are bounded by BufferBudget whatever Jobs is.
 	Jobs int
+	// Encoders is the number of chunks compressed (and encrypted) at once,
+	// one zstd encoder each, reused; 0 = GOMAXPROCS.
+	Encoders int
+	// NoPrevious asks the store for every chunk (and reads back and checks
+	// each it has) instead of counting on the previous snapshot's chunks:
+	// for a bucket whose chunks a verify found damaged (a bucket cannot
+	// tell a rewritten chunk without a request for it).
+	NoPrevious bool
 	// Owner is written to the group's owner file when the group is new; default "root@pam".
 	Owner string
 	// RSAEncryptedKey, when set (with Key and not SignOnly), is written as
@@ -117,7 +128,21 @@ type Stats struct {
 	ZeroExisting  atomic.Uint64 // zero chunks already in the store (0 or 1)
 	Replaced      atomic.Uint64 // chunks in the store found damaged and written again (also in Uploaded or ZeroUploaded)
 	UploadedBytes atomic.Uint64 // encoded bytes written: the Uploaded and ZeroUploaded chunks
+	// Of Existing: chunks the previous snapshot of the group lists, counted
+	// on without compressing or asking the store (KnownPrevious), and
+	// chunks an existence check (stat, HEAD) found, read back and checked
+	// before anything was compressed (FoundPresent). The rest of Existing
+	// were found at the write (a conditional write that found the chunk).
+	KnownPrevious atomic.Uint64
+	FoundPresent  atomic.Uint64
 }
+
+// BufferBudget is the most bytes of chunk buffers a backup keeps: chunks
+// read and not yet encoded, and encoded chunks being uploaded, half each.
+// Uploads in flight (Options.Jobs) beyond what it holds wait for a buffer.
+// Only Encoders+1 chunks read ahead, kept whatever the budget, can exceed
+// it (more than 23 encoders of 4 MiB chunks).
+const BufferBudget = 192 << 20
 
 // Result describes the written snapshot.
 type Result struct {
@@ -130,6 +155,11 @@ type Result struct {
 	// xattrs, ACLs and file capabilities and those whose ones could not
 	// be read (stored without them).
 	Meta pxar.TreeStats
+	// Previous is the snapshot whose chunks the backup counted on without
+	// asking the store (Stats.KnownPrevious), "" when none was used: the
+	// newest finished snapshot of the group with the same crypt mode and
+	// key, as proxmox-backup-client takes it.
+	Previous string
 }
 
 // ErrSnapshotExists is returned when the target snapshot already has a manifest.
@@ -157,6 +187,9 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	}
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.Encoders <= 0 {
+		opts.Encoders = runtime.GOMAXPROCS(0)
 	}
 	if opts.Owner == "" {
 		opts.Owner = "root@pam"
@@ -205,7 +238,14 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 		return nil, err
 	}
 	m := &index.Manifest{BackupType: snap.Type, BackupID: snap.ID, BackupTime: snap.Time}
-	w := &writer{store: store, opts: opts, stats: stats, done: map[crypto.Digest]bool{}}
+	var prev *previous
+	if !opts.NoPrevious {
+		if prev, err = loadPrevious(ctx, store, snap, archiveIndexNames(sources, opts.PxarLegacy), crypt, signer); err != nil {
+			return nil, err
+		}
+	}
+	w := newWriter(store, opts, stats, prev)
+	defer w.close()
 	for _, src := range sources {
 		var fis []index.FileInfo
 		switch path.Ext(src.Name) {
@@ -274,10 +314,17 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	} else if err := store.WriteFile(ctx, path.Join(groupDir, "owner"), []byte(opts.Owner+"\n")); err != nil {
 		return nil, err
 	}
+	if err := w.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := store.WriteFile(ctx, path.Join(dir, "index.json.blob"), blob); err != nil {
 		return nil, err
 	}
-	return &Result{Snapshot: snap, Manifest: m, Replaced: w.replaced, Meta: w.meta}, nil
+	res = &Result{Snapshot: snap, Manifest: m, Replaced: w.replaced, Meta: w.meta}
+	if prev != nil {
+		res.Previous = prev.snap.String()
+	}
+	return res, nil
 }
 
 type writer struct {
@@ -286,6 +333,14 @@ type writer struct {
 	stats *Stats
 	mu    sync.Mutex
 	done  map[crypto.Digest]bool // digests written or found in this run
+	prev  *previous              // chunks counted on without asking; nil: none
+	// lastWrite is when the last chunk write ended (Unix ns; 0: none).
+	lastWrite atomic.Int64
+	// encoders holds Options.Encoders slots, each a reused encoder (nil
+	// until first used); outBufs the buffers encoded chunks are built in,
+	// one per upload in flight.
+	encoders chan *chunkstore.Encoder
+	outBufs  chan []byte
 	// decoders holds decoders for checking stored chunks.
 	decoders decoderPool
 	replaced []Replaced     // damaged stored chunks replaced, under mu
@@ -376,28 +431,26 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 		}
 		errMu.Unlock()
 	}
-	bufs := make(chan []byte, 2*w.opts.Jobs)
+	// Chunks read wait here for a worker: one per job, and one per
+	// encoder besides, within half the buffer budget.
+	bufs := make(chan []byte, max(w.opts.Encoders+1, min(w.opts.Jobs+w.opts.Encoders, BufferBudget/2/int(cs))))
 	for range cap(bufs) {
 		bufs <- make([]byte, cs)
 	}
-	work := make(chan piece, w.opts.Jobs)
+	work := make(chan piece)
 	var wg sync.WaitGroup
 	for range w.opts.Jobs {
-		enc, err := chunkstore.NewEncoder()
-		if err != nil {
-			return index.FileInfo{}, err
-		}
 		wg.Go(func() {
-			defer enc.Close()
 			for p := range work {
-				if ctx.Err() == nil {
-					d := w.opts.Key.ChunkDigest(p.data)
-					digests[p.pos] = d
-					if err := w.upload(ctx, enc, d, p.data, false); err != nil {
-						fail(fmt.Errorf("%s: chunk at offset %d: %w", src.Path, p.pos*cs, err))
-					}
+				if ctx.Err() != nil {
+					bufs <- p.buf
+					continue
 				}
-				bufs <- p.buf
+				d := w.opts.Key.ChunkDigest(p.data)
+				digests[p.pos] = d
+				if err := w.put(ctx, d, p.data, false, func() { bufs <- p.buf }); err != nil {
+					fail(fmt.Errorf("%s: chunk at offset %d: %w", src.Path, p.pos*cs, err))
+				}
 			}
 		})
 	}
@@ -464,13 +517,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 	}
 	if zeroUsed {
 		// PBS uploads the zero chunk of every disk (§7.1); readers never need it.
-		enc, err := chunkstore.NewEncoder()
-		if err != nil {
-			return index.FileInfo{}, err
-		}
-		err = w.upload(ctx, enc, zeroDigest, zeros, true)
-		enc.Close()
-		if err != nil {
+		if err := w.put(ctx, zeroDigest, zeros, true, nil); err != nil {
 			return index.FileInfo{}, fmt.Errorf("%s: zero chunk: %w", src.Path, err)
 		}
 	}
@@ -483,59 +530,6 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 		return index.FileInfo{}, err
 	}
 	return index.FileInfo{Filename: name, Size: size, Csum: csum}, nil
-}
-
-// upload encodes and writes one chunk unless this run already handled d,
-// and counts it: as the zero chunk when zero is set, else as a chunk with
-// data.
-func (w *writer) upload(ctx context.Context, enc *chunkstore.Encoder, d crypto.Digest, data []byte, zero bool) error {
-	w.mu.Lock()
-	if w.done[d] {
-		w.mu.Unlock()
-		if !zero {
-			w.stats.DedupHits.Add(1)
-		}
-		return nil
-	}
-	w.done[d] = true
-	w.mu.Unlock()
-	blob, err := enc.Encode(data, w.opts.Key, true)
-	if err != nil {
-		return err
-	}
-	existed, err := w.store.WriteChunk(ctx, d, blob)
-	if err == nil && existed {
-		// Never count on a stored chunk unchecked: bit rot keeps its size.
-		var old []byte
-		var damage error
-		old, damage, err = w.vouch(ctx, d, data, blob)
-		switch {
-		case errors.Is(err, chunkstore.ErrNotFound):
-			// Gone meanwhile (garbage collection): write it.
-			existed, err = w.store.WriteChunk(ctx, d, blob)
-		case err == nil && damage != nil:
-			existed, err = false, w.heal(ctx, d, old, blob, damage)
-		}
-	}
-	if err != nil {
-		w.mu.Lock()
-		delete(w.done, d)
-		w.mu.Unlock()
-		return err
-	}
-	switch {
-	case existed && zero:
-		w.stats.ZeroExisting.Add(1)
-	case existed:
-		w.stats.Existing.Add(1)
-	case zero:
-		w.stats.ZeroUploaded.Add(1)
-		w.stats.UploadedBytes.Add(uint64(len(blob)))
-	default:
-		w.stats.Uploaded.Add(1)
-		w.stats.UploadedBytes.Add(uint64(len(blob)))
-	}
-	return nil
 }
 
 // imageSize returns the size of a regular file or block device in bytes.

@@ -42,20 +42,14 @@ func (w *writer) newDynPool(ctx context.Context) (*dynPool, error) {
 	p := &dynPool{w: w, work: make(chan dynPiece, w.opts.Jobs)}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	for range w.opts.Jobs {
-		enc, err := chunkstore.NewEncoder()
-		if err != nil {
-			p.close()
-			return nil, err
-		}
 		p.wg.Go(func() {
-			defer enc.Close()
 			for pc := range p.work {
 				if p.ctx.Err() != nil {
 					continue
 				}
 				d := w.opts.Key.ChunkDigest(pc.data)
 				pc.s.setDigest(pc.seq, d)
-				if err := w.upload(p.ctx, enc, d, pc.data, false); err != nil {
+				if err := w.put(p.ctx, d, pc.data, false, nil); err != nil {
 					off, _ := pc.s.chunkRange(pc.seq)
 					p.fail(fmt.Errorf("%s: chunk %s at offset %d: %w", pc.s.name, d, off, err))
 				}

@@ -27,13 +27,20 @@ type Summary struct {
 	Existing      uint64   `json:"chunks-existing"`
 	DedupHits     uint64   `json:"dedup-hits"`
 	Replaced      uint64   `json:"chunks-replaced,omitempty"` // found damaged in the store and written again (in chunks-uploaded)
-	ZeroUploaded  bool     `json:"zero-chunk-uploaded"`
-	ZeroExisting  bool     `json:"zero-chunk-existing"`
-	Seconds       float64  `json:"seconds"`
-	MiBps         float64  `json:"mib-per-second"`
-	Encrypted     bool     `json:"encrypted"`
-	CryptMode     string   `json:"crypt-mode"`
-	Fingerprint   string   `json:"key-fingerprint,omitempty"`
+	// Of chunks-existing: those the previous snapshot (previous-snapshot,
+	// "" when none was used) lists, counted on without compressing or
+	// asking the store, and those an existence check found (read back and
+	// checked, never compressed).
+	KnownPrevious uint64  `json:"chunks-known-previous"`
+	FoundPresent  uint64  `json:"chunks-found-present"`
+	Previous      string  `json:"previous-snapshot"`
+	ZeroUploaded  bool    `json:"zero-chunk-uploaded"`
+	ZeroExisting  bool    `json:"zero-chunk-existing"`
+	Seconds       float64 `json:"seconds"`
+	MiBps         float64 `json:"mib-per-second"`
+	Encrypted     bool    `json:"encrypted"`
+	CryptMode     string  `json:"crypt-mode"`
+	Fingerprint   string  `json:"key-fingerprint,omitempty"`
 	// Of the pxar archives' entries: those stored with xattrs, ACLs and
 	// file capabilities, and those whose ones could not be read (stored
 	// without them; the backup warns of each).
@@ -58,6 +65,7 @@ func Summarize(res *Result, stats *Stats, elapsed time.Duration, key *crypto.Con
 		Existing: stats.Existing.Load(), DedupHits: stats.DedupHits.Load(), Replaced: stats.Replaced.Load(), Seconds: elapsed.Seconds(),
 		ZeroChunks: stats.ZeroChunks.Load(), ZeroUploaded: stats.ZeroUploaded.Load() > 0, ZeroExisting: stats.ZeroExisting.Load() > 0,
 		Encrypted: key != nil && !signOnly, CryptMode: string(res.Manifest.Files[0].CryptMode),
+		KnownPrevious: stats.KnownPrevious.Load(), FoundPresent: stats.FoundPresent.Load(), Previous: res.Previous,
 	}
 	sum.XattrEntries, sum.ACLEntries, sum.FCapsEntries, sum.MetaUnread = res.Meta.Xattrs, res.Meta.ACLs, res.Meta.FCaps, res.Meta.Unread
 	sum.OtherFS, sum.LeftOut = res.Meta.OtherFS, len(res.Meta.Skipped)

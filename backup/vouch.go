@@ -16,24 +16,25 @@ import (
 // (chunkstore.ChunkReplacer): the new snapshot would not be restorable.
 var ErrCannotReplace = errors.New("the store cannot replace a damaged chunk")
 
-// vouch checks the stored chunk for d, which WriteChunk found there, before
-// the snapshot counts on it: it is read and, unless it is byte for byte the
-// blob this backup would have written, decoded as a restore decodes it
-// (crypt mode, CRC, AES-GCM with the backup's key, length and digest of
-// data). A size differing from blob's proves nothing by itself (another
-// writer may compress otherwise) but is said in the error of a copy that
-// fails. It returns the stored bytes and why they are damaged (nil when
-// good); err is set when the chunk could not be read for a cause that says
-// nothing about it (store unreachable, denied), and ErrNotFound when it is
-// gone meanwhile.
-func (w *writer) vouch(ctx context.Context, d crypto.Digest, data, blob []byte) (old []byte, damage, err error) {
-	old, err = w.store.ReadChunk(ctx, d, nil, chunkstore.ChunkLimit(len(data)))
+// vouch checks the stored chunk for d, which the store says it has, before
+// the snapshot counts on it: it is read and, unless it is byte for byte
+// blob, the blob this backup would write (nil when not encoded yet),
+// decoded as a restore decodes it (crypt mode, CRC, AES-GCM with the
+// backup's key, length (length bytes of plaintext) and digest). A size
+// differing from blob's proves nothing by itself (another writer may
+// compress otherwise) but is said in the error of a copy that fails. It
+// returns the stored bytes and why they are damaged (nil when good); err is
+// set when the chunk could not be read for a cause that says nothing about
+// it (store unreachable, denied), and ErrNotFound when it is gone
+// meanwhile.
+func (w *writer) vouch(ctx context.Context, d crypto.Digest, length int, blob []byte) (old []byte, damage, err error) {
+	old, err = w.store.ReadChunk(ctx, d, nil, chunkstore.ChunkLimit(length))
 	switch {
 	case errors.Is(err, chunkstore.ErrEmpty), errors.Is(err, chunkstore.ErrTooLarge):
 		return nil, err, nil
 	case err != nil:
 		return nil, nil, err
-	case bytes.Equal(old, blob):
+	case blob != nil && bytes.Equal(old, blob):
 		return old, nil, nil
 	}
 	dec, err := w.decoders.get()
@@ -41,8 +42,8 @@ func (w *writer) vouch(ctx context.Context, d crypto.Digest, data, blob []byte) 
 		return nil, nil, err
 	}
 	defer w.decoders.put(dec)
-	_, damage = dec.DecodeChunk(nil, old, d, len(data), w.opts.Key != nil, w.opts.Key)
-	if damage != nil && len(old) != len(blob) {
+	_, damage = dec.DecodeChunk(nil, old, d, length, w.opts.Key != nil, w.opts.Key)
+	if damage != nil && blob != nil && len(old) != len(blob) {
 		damage = fmt.Errorf("%w (stored %d bytes, the new chunk is %d)", damage, len(old), len(blob))
 	}
 	return old, damage, nil

@@ -72,8 +72,12 @@ func TestBackupReplacesDamagedChunk(t *testing.T) {
 	}
 }
 
-// noReplace is a store that cannot replace chunks.
-type noReplace struct{ chunkstore.WriteStore }
+// noReplace is a directory store that cannot replace chunks (it still
+// tells when a chunk was written, as a directory does).
+type noReplace struct {
+	chunkstore.WriteStore
+	chunkstore.ModTimer
+}
 
 // TestBackupDamagedChunkNoReplace: a store that cannot replace a damaged
 // chunk fails the backup (no snapshot that cannot be restored).
@@ -90,7 +94,7 @@ func TestBackupDamagedChunkNoReplace(t *testing.T) {
 	fixture.FlipByte(t, fixture.ChunkPath(dir, nokey.ChunkDigest(data)), -1)
 	s := fixture.OpenStore(t, dir)
 	opts.Snapshot = fixture.Snap(t, "", "vm", "100", fixture.T0+60)
-	if _, err := backup.Run(context.Background(), noReplace{s}, []backup.Source{src}, opts, nil); !errors.Is(err, backup.ErrCannotReplace) {
+	if _, err := backup.Run(context.Background(), noReplace{s, s}, []backup.Source{src}, opts, nil); !errors.Is(err, backup.ErrCannotReplace) {
 		t.Errorf("backup over a damaged chunk it cannot replace: %v, want ErrCannotReplace", err)
 	}
 }

@@ -277,26 +277,60 @@ func (e *Encoder) Close() { e.ze.Close() }
 // §2.4, §11.5). With cc non-nil the payload is AES-256-GCM encrypted under a
 // random 16-byte IV. data must be at most MaxBlobSize bytes.
 func (e *Encoder) Encode(data []byte, cc *crypto.Config, compress bool) ([]byte, error) {
+	return e.EncodeTo(nil, data, cc, compress)
+}
+
+// EncodeTo is Encode writing the blob into dst[:0] and returning it: with
+// a dst of capacity len(data) + EncodeSlack or more the blob is built in
+// place (a plain compressed chunk is compressed straight behind its
+// header), with no allocation and no copy of the payload; a smaller dst is
+// grown as append grows it. dst must not overlap data.
+func (e *Encoder) EncodeTo(dst, data []byte, cc *crypto.Config, compress bool) ([]byte, error) {
 	var iv [crypto.IVSize]byte
 	if cc != nil {
 		if _, err := rand.Read(iv[:]); err != nil {
 			return nil, err
 		}
 	}
-	return e.encodeIV(data, cc, compress, &iv)
+	return e.encodeIV(dst, data, cc, compress, &iv)
 }
 
-func (e *Encoder) encodeIV(data []byte, cc *crypto.Config, compress bool, iv *[crypto.IVSize]byte) ([]byte, error) {
+// EncodeSlack is the room in bytes beyond the data's length that EncodeTo
+// needs in dst to encode any chunk in place: the encrypted header, the
+// zstd frame's overhead on data it cannot compress (a frame header and 3
+// bytes per 128 KiB block) and the GCM tag.
+const EncodeSlack = EncryptedHeaderSize + crypto.TagSize + 4096
+
+func (e *Encoder) encodeIV(dst, data []byte, cc *crypto.Config, compress bool, iv *[crypto.IVSize]byte) ([]byte, error) {
 	if len(data) > MaxBlobSize {
 		return nil, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(data), MaxBlobSize)
 	}
+	hs := KindUncompressed.HeaderSize()
+	if cc != nil {
+		hs = KindEncrypted.HeaderSize()
+	}
+	out := dst[:0]
+	if cap(out) < hs {
+		out = make([]byte, 0, hs+len(data)+crypto.TagSize)
+	}
+	out = out[:hs]
 	payload := data
 	compressed := false
-	if compress {
+	switch {
+	case compress && cc == nil:
+		// Straight behind the header; the raw data replaces it when it is
+		// not smaller.
+		out = e.ze.EncodeAll(data, out)
+		if compressed = len(out)-hs < len(data); !compressed {
+			out = append(out[:hs], data...)
+		}
+	case compress:
 		e.buf = e.ze.EncodeAll(data, e.buf[:0])
 		if len(e.buf) < len(data) {
 			payload, compressed = e.buf, true
 		}
+	case cc == nil:
+		out = append(out, data...)
 	}
 	var k BlobKind
 	switch {
@@ -309,8 +343,6 @@ func (e *Encoder) encodeIV(data []byte, cc *crypto.Config, compress bool, iv *[c
 	default:
 		k = KindUncompressed
 	}
-	hs := k.HeaderSize()
-	out := make([]byte, hs, hs+len(payload)+crypto.TagSize)
 	m := k.magic()
 	copy(out, m[:])
 	if cc != nil {
@@ -318,8 +350,6 @@ func (e *Encoder) encodeIV(data []byte, cc *crypto.Config, compress bool, iv *[c
 		out, tag = cc.Seal(out, iv, payload)
 		copy(out[12:28], iv[:])
 		copy(out[28:44], tag[:])
-	} else {
-		out = append(out, payload...)
 	}
 	binary.LittleEndian.PutUint32(out[8:12], crc32.ChecksumIEEE(out[hs:]))
 	return out, nil

@@ -165,7 +165,7 @@ func TestEncodeVectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := e.encodeIV(dataD(), tt.cc, tt.compress, tt.iv)
+			got, err := e.encodeIV(nil, dataD(), tt.cc, tt.compress, tt.iv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,7 +331,7 @@ func TestDecodeErrors(t *testing.T) {
 	corruptFrame := mut(compr, func(b []byte) { b[20] ^= 0xff })
 	// Encrypt a corrupt zstd frame with Key A so that only decompression fails.
 	e, _ := newCodec(t)
-	encCorrupt, err := e.encodeIV([]byte("\x28\xb5\x2f\xfdnot really zstd"), keyA(t), false, ivFrom(1))
+	encCorrupt, err := e.encodeIV(nil, []byte("\x28\xb5\x2f\xfdnot really zstd"), keyA(t), false, ivFrom(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,8 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 	btime := fs.String("backup-time", "", "snapshot time: RFC 3339 (2026-11-29T10:00:00Z) or epoch seconds (default: now)")
 	chunkSize := fs.Int("chunk-size", 4096, "chunk size in KiB: 64, 128, 256, 512, 1024, 2048 or 4096")
 	cryptMode := fs.String("crypt-mode", "", "none, encrypt or sign-only (default: encrypt with --keyfile or the default key file, else none)")
-	jobs := fs.IntP("jobs", "j", 0, "encode/upload workers (default: cores, 8×cores for a bucket)")
+	jobs := fs.IntP("jobs", "j", 0, "chunks written at once: uploads and existence checks in flight (default: cores, 8×cores for a bucket); compression runs on one encoder per core")
+	noPrevious := fs.Bool("no-previous", false, "do not count on the chunks of the group's previous snapshot: ask the store for every chunk and read back each it has (after a verify found damaged chunks in a bucket)")
 	pxarFormat := fs.String("pxar-format", "legacy", "directories (NAME.pxar:DIR) as legacy (NAME.pxar.didx + catalog.pcat1.didx; the default, as proxmox-backup-client's) or split (NAME.mpxar.didx + NAME.ppxar.didx) pxar archives")
 	includeDev := fs.StringArray("include-dev", nil, "directories: also read the file system of this path (a mount point below DIR), as proxmox-backup-client's flag; may be repeated (otherwise a directory backup stays on DIR's file system and stores other mount points as empty directories)")
 	masterPub := fs.String("master-pubkey-file", "", "RSA master public key (PEM, key create-master-key): store the encryption key encrypted under it as rsa-encrypted.key.blob, for recovery with key import-with-master-key")
@@ -139,7 +140,7 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		}
 		stopRetryLines()
 		bar := startProgressWatch(stderr, sf.progress, "backup", total, func() int64 { return int64(stats.ImageBytes.Load()) }, &sf.retries)
-		opts := backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey, PxarLegacy: *pxarFormat == "legacy", IncludeDev: *includeDev}
+		opts := backup.Options{Snapshot: snap, Key: cc, SignOnly: signOnly, ChunkSize: uint64(*chunkSize) << 10, Jobs: *jobs, RSAEncryptedKey: rsaKey, PxarLegacy: *pxarFormat == "legacy", IncludeDev: *includeDev, NoPrevious: *noPrevious}
 		if !sf.remote {
 			opts.LeaveOut = []string{sf.store}
 		}
@@ -189,6 +190,13 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 			strings.Join(sum.Archives, ", "), sum.Chunks, sum.Chunks-sum.ZeroChunks, sum.DedupHits, sum.ZeroChunks, humanBytes(sum.ZeroBytes))
 		fmt.Fprintf(stdout, "  written to the store: %s (%s); already there: %s\n",
 			withZero(sum.Uploaded, sum.ZeroUploaded), humanBytes(sum.UploadedBytes), withZero(sum.Existing, sum.ZeroExisting))
+		if sum.Previous != "" || sum.FoundPresent > 0 {
+			prev := "no previous snapshot used"
+			if sum.Previous != "" {
+				prev = fmt.Sprintf("%d known from the previous snapshot %s (not asked for)", sum.KnownPrevious, sum.Previous)
+			}
+			fmt.Fprintf(stdout, "  of those already there: %s; %d found by an existence check (read back and checked)\n", prev, sum.FoundPresent)
+		}
 		if hasPxar(sources) {
 			fmt.Fprintf(stdout, "  pxar metadata stored: %d entries with xattrs, %d with ACLs, %d with file capabilities", sum.XattrEntries, sum.ACLEntries, sum.FCapsEntries)
 			if sum.MetaUnread > 0 {
@@ -240,10 +248,14 @@ func backupCommand() commandSpec {
 		long: `Back up disk images (NAME.img:PATH, from a file or block device), directories
 (NAME.pxar:DIR, as a pxar archive cut into content-defined chunks; split or
 legacy with --pxar-format) and blobs (NAME.conf:PATH, NAME.log:PATH) into a
-new snapshot of a datastore, as proxmox-backup-client does. Chunks already in
-the store are not written again, once read back and checked (decoded, digest):
-a damaged one is kept aside as <digest>.N.bad, as PBS's verify keeps it, and
-written again. With --keyfile (or the default key file) archives are encrypted;
+new snapshot of a datastore, as proxmox-backup-client does. The chunks of the
+group's previous snapshot (same crypt mode and key) are counted on without
+compressing, reading or uploading them, once their write time says they were
+not rewritten since (--no-previous: not counted on); any other chunk is asked
+for before it is compressed, and one the store has is not written again, once
+read back and checked (decoded, digest): a damaged one is kept aside as
+<digest>.N.bad, as PBS's verify keeps it, and written again. With --keyfile
+(or the default key file) archives are encrypted;
 --master-pubkey-file also stores the key encrypted under an RSA master key.`,
 		example: `  pbsdirect backup --store /mnt/ds --backup-type vm --backup-id 100 drive-scsi0.img:/dev/vg0/vm-100-disk-0
   pbsdirect backup --store /mnt/ds --backup-type host --backup-id web1 root.pxar:/

@@ -1,0 +1,200 @@
+package backup
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// previous is what a backup takes from the newest finished snapshot of its
+// group, as proxmox-backup-client takes it: the chunks of the archives it
+// writes again, which it counts on without compressing, asking or
+// uploading them. Only a snapshot the backup can trust is taken: same
+// crypt mode and key fingerprint (its signature checked with the key),
+// not marked failed by a verify ("verify_state"), each index whole
+// (csum and size as its manifest says).
+type previous struct {
+	snap  index.Snapshot
+	known map[crypto.Digest]struct{}
+	// On a store that tells when a chunk was last written
+	// (chunkstore.ModTimer: a directory's stat, a bucket's HEAD without a
+	// body), a known chunk is vouched for only when it is there, not empty,
+	// and was written before the snapshot's manifest (not: rewritten
+	// since, damaged by hand or copied in); it is then marked used for
+	// garbage collection. On a store that cannot tell (GCS), the snapshot
+	// is trusted as PBS trusts it.
+	mt      chunkstore.ModTimer
+	written time.Time
+}
+
+// loadPrevious returns the previous snapshot of snap's group in store for
+// the archives named (manifest file names: "drive-scsi0.img.fidx", …),
+// written with crypt mode crypt and key signer (nil: none), or nil when
+// there is none that can be trusted. A previous snapshot that cannot be
+// read is not used (the backup then asks the store per chunk); only the
+// context's end is an error.
+func loadPrevious(ctx context.Context, store chunkstore.Store, snap index.Snapshot, names map[string]bool, crypt index.CryptMode, signer *crypto.Config) (*previous, error) {
+	infos, err := snapshot.ListGroup(ctx, store, snap.NS, snap.Type, snap.ID)
+	if err != nil {
+		return nil, ctx.Err()
+	}
+	var last *index.Snapshot
+	for i := range infos {
+		s := &infos[i].Snapshot
+		if s.Time < snap.Time && (last == nil || s.Time > last.Time) {
+			last = s
+		}
+	}
+	if last == nil {
+		return nil, nil
+	}
+	m, err := snapshot.ReadManifest(ctx, store, *last)
+	if err != nil || snapshot.VerifyState(m) == "failed" || m.Check(signer) != nil {
+		return nil, ctx.Err()
+	}
+	fp, hasFP, err := m.KeyFingerprint()
+	if err != nil || hasFP != (signer != nil) || (signer != nil && fp != signer.Fingerprint()) {
+		return nil, nil
+	}
+	p := &previous{snap: *last, known: map[crypto.Digest]struct{}{}}
+	if mt, ok := store.(chunkstore.ModTimer); ok {
+		if p.written, err = mt.FileModTime(ctx, path.Join(last.Dir(), snapshot.ManifestName)); err != nil {
+			return nil, ctx.Err()
+		}
+		p.mt = mt
+	}
+	used := false
+	for _, fi := range m.Files {
+		if !names[fi.Filename] || fi.CryptMode != crypt {
+			continue
+		}
+		if err := p.loadIndex(ctx, store, m, fi); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			continue // a damaged or missing index: its chunks are asked for
+		}
+		used = true
+	}
+	if !used {
+		return nil, nil
+	}
+	return p, nil
+}
+
+// loadIndex adds the digests of the index fi of the previous snapshot to
+// p.known, once it has read the whole index and found its csum and size
+// those of manifest m.
+func (p *previous) loadIndex(ctx context.Context, store chunkstore.Store, m *index.Manifest, fi index.FileInfo) error {
+	rc, size, err := store.OpenFile(ctx, path.Join(p.snap.Dir(), fi.Filename))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	r := bufio.NewReaderSize(rc, 1<<20)
+	var digests []crypto.Digest
+	var csum [32]byte
+	var total uint64
+	switch {
+	case strings.HasSuffix(fi.Filename, ".fidx"):
+		fr, err := index.NewFixedReader(r, size)
+		if err != nil {
+			return err
+		}
+		batch := make([]crypto.Digest, 1024)
+		for {
+			_, n, err := fr.NextBatch(batch)
+			digests = append(digests, batch[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		csum, total = fr.Csum(), fr.Header().Size
+	case strings.HasSuffix(fi.Filename, ".didx"):
+		dr, err := index.NewDynamicReader(r, size)
+		if err != nil {
+			return err
+		}
+		for {
+			_, e, err := dr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			digests = append(digests, e.Digest)
+		}
+		csum, total = dr.Csum(), dr.Size()
+	default:
+		return errors.New("not an index")
+	}
+	if err := m.VerifyFile(fi.Filename, total, csum); err != nil {
+		return err
+	}
+	for _, d := range digests {
+		p.known[d] = struct{}{}
+	}
+	return nil
+}
+
+// vouches reports whether the backup may count on the stored chunk for d
+// without asking the store for it: d is in the previous snapshot's indexes
+// and, on a store that can tell (ModTimer), its chunk is there, not empty,
+// and written before the previous snapshot's manifest; it is then
+// marked used (TouchChunk). A chunk it does not vouch for is asked for and
+// checked as any other.
+func (p *previous) vouches(ctx context.Context, d crypto.Digest) bool {
+	if p == nil {
+		return false
+	}
+	if _, ok := p.known[d]; !ok {
+		return false
+	}
+	if p.mt == nil {
+		return true
+	}
+	size, mtime, err := p.mt.ChunkModTime(ctx, d)
+	// Strictly before: file times are coarse (a clock tick of some
+	// milliseconds), so a chunk rewritten in the tick the manifest was
+	// written in has its time; the last chunks of the previous backup may
+	// share it too and are then asked for and read back.
+	if err != nil || size == 0 || !mtime.Before(p.written) {
+		return false
+	}
+	return p.mt.TouchChunk(ctx, d) == nil
+}
+
+// archiveIndexNames returns the manifest file names of the indexes a
+// backup of sources writes (as Run names them), for loadPrevious.
+func archiveIndexNames(sources []Source, legacy bool) map[string]bool {
+	names := map[string]bool{}
+	for _, s := range sources {
+		base := strings.TrimSuffix(s.Name, path.Ext(s.Name))
+		switch path.Ext(s.Name) {
+		case ".img":
+			names[s.Name+".fidx"] = true
+		case ".pxar":
+			if legacy {
+				names[s.Name+".didx"] = true
+				names[catalogName] = true
+			} else {
+				names[base+".mpxar.didx"] = true
+				names[base+".ppxar.didx"] = true
+			}
+		}
+	}
+	return names
+}

@@ -1,0 +1,212 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+)
+
+// newWriter returns a writer into store with opts (Jobs and Encoders set)
+// counting into stats, counting on the chunks of prev (nil: none). Its
+// encoded-chunk buffers are one per job, within half of BufferBudget for
+// chunks of the larger of opts.ChunkSize and DefaultDynamicChunkSize.
+func newWriter(store chunkstore.WriteStore, opts Options, stats *Stats, prev *previous) *writer {
+	chunk := max(int(opts.ChunkSize), DefaultDynamicChunkSize)
+	w := &writer{store: store, opts: opts, stats: stats, done: map[crypto.Digest]bool{}, prev: prev,
+		encoders: make(chan *chunkstore.Encoder, opts.Encoders),
+		outBufs:  make(chan []byte, max(1, min(opts.Jobs, BufferBudget/2/chunk)))}
+	for range cap(w.encoders) {
+		w.encoders <- nil
+	}
+	for range cap(w.outBufs) {
+		w.outBufs <- nil
+	}
+	return w
+}
+
+// close releases the writer's encoders and decoders; no put may run.
+func (w *writer) close() {
+	for range cap(w.encoders) {
+		if e := <-w.encoders; e != nil {
+			e.Close()
+		}
+	}
+	for _, d := range w.decoders.free {
+		d.Close()
+	}
+	w.decoders.free = nil
+}
+
+// encode encodes data as the blob of a chunk on one of the writer's
+// encoders, into buf (a buffer from outBufs, grown when needed).
+func (w *writer) encode(buf, data []byte) ([]byte, error) {
+	enc := <-w.encoders
+	defer func() { w.encoders <- enc }()
+	if enc == nil {
+		var err error
+		if enc, err = chunkstore.NewEncoder(); err != nil {
+			return buf, err
+		}
+	}
+	if cap(buf) < len(data)+chunkstore.EncodeSlack {
+		buf = make([]byte, 0, len(data)+chunkstore.EncodeSlack)
+	}
+	return enc.EncodeTo(buf, data, w.opts.Key, true)
+}
+
+// put stores the chunk d, whose plaintext is data, unless this run already
+// handled d, doing no more work than the store needs, in this order:
+//
+//   - a chunk the previous snapshot lists and the writer vouches for
+//     (previous.vouches) is counted (KnownPrevious): nothing compressed,
+//     asked or written;
+//   - else the store is asked (chunkstore.HasChunk: a stat, a HEAD)
+//     before anything is compressed; a chunk it has is read back and
+//     decoded (crypt mode, CRC, decryption, digest, length) before it is
+//     counted (FoundPresent), and one found damaged is encoded and
+//     replaced (heal);
+//   - else it is encoded on one of the writer's encoders into one of its
+//     buffers, data is released (release, when not nil, is called once data
+//     is no longer read) and the blob written, only the encoded chunk held
+//     while it uploads. A chunk the write finds there after all is checked
+//     as before (vouch).
+//
+// It counts the chunk as the zero chunk when zero is set, else as a chunk
+// with data. Errors are the store's; on one, d counts as not handled.
+func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero bool, release func()) (err error) {
+	released := false
+	free := func() {
+		if !released && release != nil {
+			released = true
+			release()
+		}
+	}
+	defer free()
+	w.mu.Lock()
+	if w.done[d] {
+		w.mu.Unlock()
+		if !zero {
+			w.stats.DedupHits.Add(1)
+		}
+		return nil
+	}
+	w.done[d] = true
+	w.mu.Unlock()
+	defer func() {
+		if err != nil {
+			w.mu.Lock()
+			delete(w.done, d)
+			w.mu.Unlock()
+		}
+	}()
+	length := len(data)
+	if w.prev.vouches(ctx, d) {
+		if !zero {
+			w.stats.KnownPrevious.Add(1)
+		}
+		w.countExisting(zero)
+		return nil
+	}
+	var old []byte
+	var damage error
+	if has, asked, herr := chunkstore.HasChunk(ctx, w.store, d); herr != nil {
+		return herr
+	} else if asked && has {
+		old, damage, err = w.vouch(ctx, d, length, nil)
+		switch {
+		case err == nil && damage == nil:
+			if !zero {
+				w.stats.FoundPresent.Add(1)
+			}
+			w.countExisting(zero)
+			return nil
+		case errors.Is(err, chunkstore.ErrNotFound):
+			err = nil // gone meanwhile: written
+		case err != nil:
+			return err
+		}
+	}
+	buf := <-w.outBufs
+	blob, err := w.encode(buf, data)
+	defer func() { w.outBufs <- blob[:0] }()
+	if err != nil {
+		return err
+	}
+	free()
+	existed := false
+	if damage != nil {
+		err = w.heal(ctx, d, old, blob, damage)
+	} else if existed, err = w.store.WriteChunk(ctx, d, blob); err == nil && existed {
+		// Never count on a stored chunk unchecked: bit rot keeps its size.
+		old, damage, err = w.vouch(ctx, d, length, blob)
+		switch {
+		case errors.Is(err, chunkstore.ErrNotFound):
+			// Gone meanwhile (garbage collection): write it.
+			existed, err = w.store.WriteChunk(ctx, d, blob)
+		case err == nil && damage != nil:
+			existed, err = false, w.heal(ctx, d, old, blob, damage)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if existed {
+		w.countExisting(zero)
+		return nil
+	}
+	w.lastWrite.Store(time.Now().UnixNano())
+	if zero {
+		w.stats.ZeroUploaded.Add(1)
+	} else {
+		w.stats.Uploaded.Add(1)
+	}
+	w.stats.UploadedBytes.Add(uint64(len(blob)))
+	return nil
+}
+
+// countExisting counts a chunk found in the store: the zero chunk when zero
+// is set, else a chunk with data.
+func (w *writer) countExisting(zero bool) {
+	if zero {
+		w.stats.ZeroExisting.Add(1)
+	} else {
+		w.stats.Existing.Add(1)
+	}
+}
+
+// settle waits, on a store that tells when chunks were written
+// (chunkstore.ModTimer), until the times it gives can tell the chunks
+// this backup wrote from its manifest, written next: a step of the
+// store's time resolution after the last chunk write, by this machine's
+// clock (and settleMargin). The next backup then vouches for them without reading them back
+// (previous.vouches: written strictly before the manifest). It returns
+// early, with ctx's error, when ctx ends.
+func (w *writer) settle(ctx context.Context) error {
+	mt, ok := w.store.(chunkstore.ModTimer)
+	last := w.lastWrite.Load()
+	if !ok || last == 0 {
+		return nil
+	}
+	r := mt.ModTimeResolution()
+	// File times come from a coarse clock that lags this one by up to a
+	// tick: a margin past the step.
+	wait := time.Until(time.Unix(0, last).Truncate(r).Add(r + settleMargin))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// settleMargin is added to settle's wait: a file system's time stamps lag
+// the system clock by up to a timer tick (1 to 10 ms).
+const settleMargin = 20 * time.Millisecond
