@@ -300,13 +300,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	if !opts.Encrypted {
 		opts.Key = nil // plain digests for none and sign-only
 	}
-	if opts.Jobs <= 0 {
-		opts.Jobs = DefaultJobs()
-	}
-	if opts.Fetchers <= 0 {
-		opts.Fetchers = opts.Jobs
-	}
-	opts.Writers = max(opts.Writers, 0)
+	opts.setCounts()
 	if stats == nil {
 		stats = new(Stats)
 	}
@@ -341,26 +335,11 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 
 	maxLen := plan.maxChunk()
-	// Both pools' buffers have one size, so that a job can hand the buffer
-	// of an uncompressed chunk, decoded in place, to the writers and put
-	// its unused decode buffer in the encoded chunks' pool instead (see
-	// rawAt): the pools keep their counts.
-	bufSize := rawAt(opts.Encrypted) + chunkstore.ChunkLimit(maxLen) + crypto.TagSize
-	// Encoded chunks: enough buffers for every fetcher to have a read in
-	// flight, or for every job to have a chunk decoding and one queued,
-	// whichever is more. They fill their buffers only in part (compressed),
-	// so small pages; decoded chunks fill theirs whole, so huge pages.
-	rawPool, err := newBufPool(max(opts.Fetchers, 2*opts.Jobs)+2, bufSize, false)
+	rawPool, dataPool, err := newPools(opts, maxLen)
 	if err != nil {
 		return err
 	}
 	defer rawPool.close()
-	// Decoded chunks: one per job, and per writer one being written and one
-	// queued for it.
-	dataPool, err := newBufPool(opts.Jobs+2*opts.Writers, bufSize, true)
-	if err != nil {
-		return err
-	}
 	defer dataPool.close()
 
 	// One decoder per job, all made before any goroutine starts, so that a
