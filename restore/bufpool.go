@@ -92,7 +92,9 @@ func (o *Options) setCounts() {
 // place, to the writers and put its unused decode buffer in the encoded
 // chunks' pool instead (see rawAt): the pools keep their counts.
 func newPools(opts Options, maxChunk int) (raw, data *bufPool, err error) {
-	size := rawAt(opts.Encrypted) + chunkstore.ChunkLimit(maxChunk) + crypto.TagSize
+	// The largest blob of a chunk (ChunkLimit) read at rawAt, with room
+	// to join its GCM tag; at least maxChunk for a decoded chunk.
+	size := rawAt(opts.Encrypted) + maxChunk + chunkstore.EncryptedHeaderSize + crypto.TagSize
 	// Encoded chunks: enough buffers for every fetcher to have a read in
 	// flight, or for every job to have a chunk decoding and one queued,
 	// whichever is more. They fill their buffers only in part (compressed),
