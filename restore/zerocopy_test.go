@@ -169,3 +169,24 @@ func TestRunUncompressedZeroCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstTouch: FirstTouch maps and touches exactly the buffers Run
+// maps for the same settings: max(fetchers, 2 × jobs) + 2 for encoded
+// chunks and jobs + 2 × writers for decoded ones, each the chunk, its
+// header before the first Alignment boundary and the GCM tag, rounded up
+// to whole pages.
+func TestFirstTouch(t *testing.T) {
+	for _, c := range []struct {
+		opts restore.Options
+		want int64
+	}{
+		{restore.Options{Jobs: 1, Writers: 1, Fetchers: 1}, (4 + 3) * (restore.Alignment + cs + restore.Alignment)},
+		{restore.Options{Jobs: 2, Writers: 4, Fetchers: 32, Encrypted: true}, (34 + 10) * (restore.Alignment + cs + restore.Alignment)},
+		{restore.Options{Jobs: 2, Writers: 0}, (6 + 2) * (restore.Alignment + cs + restore.Alignment)},
+	} {
+		n, err := restore.FirstTouch(c.opts, cs)
+		if err != nil || n != c.want {
+			t.Errorf("FirstTouch(%+v) = %d, %v; want %d bytes", c.opts, n, err, c.want)
+		}
+	}
+}
