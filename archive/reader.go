@@ -343,8 +343,13 @@ func (r *Reader) fetch(ci int32, buf []byte) ([]byte, error) {
 	raw, err := r.store.ReadChunk(r.ctx, c.digest, w.raw[:0], chunkstore.ChunkLimit(c.length))
 	if err == nil {
 		var data []byte
-		data, err = w.dec.DecodeChunk(buf, raw, c.digest, c.length, r.encrypted, r.key)
+		// Decrypted in place in the worker's buffer, read again for every
+		// chunk; an uncompressed chunk is then copied into buf once.
+		data, err = w.dec.DecodeChunkInPlace(buf, raw, c.digest, c.length, r.encrypted, r.key)
 		if err == nil {
+			if len(data) > 0 && &data[0] != &buf[:1][0] {
+				data = append(buf[:0], data...)
+			}
 			r.stats.Fetched.Add(1)
 			r.stats.FetchedBytes.Add(uint64(len(raw)))
 			return data, nil

@@ -201,6 +201,22 @@ record_run() {
   log "  $1 $2 $3: ${WALL}s, CPU ${CPU}s (machine ${HOSTCPU}s), RSS ${RSS} MiB"
 }
 
+# first_touch DATASET VARIANT CRYPT SUMMARY_JSON_FILE: the CPU time of
+# first-touching the buffers of the restore whose JSON summary is given
+# (its jobs, writers and fetchers; 4 MiB chunks), measured by chunkbench
+# touch in a process of its own, recorded apart: a fixed cost per run on
+# this machine, not a cost per restored byte (bench/README.md).
+first_touch() {
+  local enc=""
+  [ "$3" = encrypted ] && enc=-encrypted
+  # shellcheck disable=SC2046
+  "$TOOLS/chunkbench" touch $(jq -r '"-jobs \(.jobs) -writers \(.writers) -fetchers \(.fetchers)"' "$4") $enc \
+    -max-chunk 4194304 > "$TMP/touch.json" || { note "chunkbench touch failed ($1 $2)"; return 0; }
+  jq -c --arg ds "$1" --arg v "$2" '{type:"touch",dataset:$ds,variant:$v,cpu:.["cpu-seconds"],touch_bytes:.bytes}' \
+    "$TMP/touch.json" >> "$RECORDS"
+  log "  first touch of the restore's buffers ($1 $2): $(jq -r '"\(.bytes / 1048576 | floor) MiB, \(.["cpu-seconds"]) CPU-s"' "$TMP/touch.json")"
+}
+
 # ---------------------------------------------------------------- datasets
 # gen_* make a dataset (cached in $DATA) and set IMG to its path.
 gen_vm() {
@@ -381,6 +397,9 @@ run_dataset() {
         timed "$TMP/restore.json" "$BIN" restore --store "$store" $(keyflag "$crypt") $extra --output-format json \
           "$snap" "$archive" "$target"
         record_run "$ds" "$variant" "$name" pbsdirect "$(jq '.["data-bytes"]' "$TMP/restore.json")" "$TMP/restore.json"
+        if [ "$cfg" = defaults ] && [ "$r" = 1 ] && [ "$ds" != sparse ]; then
+          first_touch "$ds" "$variant" "$crypt" "$TMP/restore.json"
+        fi
         if [ "$ds" = sparse ] && [ "$cfg" = defaults ] && [ "$r" = 1 ]; then
           jq -nc --arg v "$variant" --argjson n "$SPARSE_CHUNKS" --argjson a "$(du -B1 "$target" | cut -f1)" \
             --argjson size "$(stat -c %s "$target")" \
@@ -635,6 +654,7 @@ run_s3() {
           timed "$TMP/restore.json" "$BIN" restore --store "$url" --s3-endpoint "$ep" --s3-path-style $(keyflag "$crypt") \
             --output-format json "$snap" "$archive" "$target"
           record_run "$ds" "$variant" "pbsdirect defaults" pbsdirect "$(jq '.["data-bytes"]' "$TMP/restore.json")" "$TMP/restore.json"
+          if [ "$r" = 1 ]; then first_touch "$ds" "$variant" "$crypt" "$TMP/restore.json"; fi
         fi
         if [ -n "$S5CMD" ]; then
           rm -rf "$OUT/s5"

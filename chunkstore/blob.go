@@ -188,6 +188,24 @@ func (d *Decoder) Close() { d.zd.Close() }
 // 0 means MaxBlobSize) bounds the plaintext. It returns the plaintext, the
 // blob kind, and an error wrapping one of the Err* values above.
 func (d *Decoder) Decode(dst, blob []byte, cc *crypto.Config, maxSize int) ([]byte, BlobKind, error) {
+	return d.decode(dst, blob, cc, maxSize, false)
+}
+
+// DecodeInPlace is Decode for a blob the caller has no further use for:
+// it decodes with no buffer of its own and no copy. An encrypted payload
+// is decrypted over itself (when blob has at least crypto.TagSize bytes of
+// spare capacity past len(blob); otherwise as Decode does), and the
+// plaintext of an uncompressed blob is returned as a slice of blob, not
+// copied into dst; a compressed blob's plaintext is decompressed into
+// dst[:0] as by Decode. After the call, whether it succeeded or not, blob
+// and its spare capacity hold no usable blob. Errors are Decode's, for the
+// same inputs.
+func (d *Decoder) DecodeInPlace(dst, blob []byte, cc *crypto.Config, maxSize int) ([]byte, BlobKind, error) {
+	return d.decode(dst, blob, cc, maxSize, true)
+}
+
+// decode is Decode, and with inPlace DecodeInPlace.
+func (d *Decoder) decode(dst, blob []byte, cc *crypto.Config, maxSize int, inPlace bool) ([]byte, BlobKind, error) {
 	if maxSize <= 0 || maxSize > MaxBlobSize {
 		maxSize = MaxBlobSize
 	}
@@ -210,9 +228,14 @@ func (d *Decoder) Decode(dst, blob []byte, cc *crypto.Config, maxSize int) ([]by
 			out = d.frame[:0]
 		}
 		var err error
+		inBlob := false // out is the blob's own payload, decrypted in place
 		if cap(blob)-len(blob) >= crypto.TagSize {
 			// Join ciphertext||tag in the blob's spare capacity: no copy of the payload.
 			joined := append(blob[hs:len(blob):cap(blob)], blob[28:44]...)
+			if inPlace {
+				// Decrypt over the ciphertext itself: no other buffer.
+				out, inBlob = joined[:0], true
+			}
 			out, err = cc.OpenJoined(out, blob[12:28], joined)
 		} else {
 			out, d.scratch, err = cc.Open(out, blob[12:28], blob[28:44], payload, d.scratch)
@@ -226,12 +249,17 @@ func (d *Decoder) Decode(dst, blob []byte, cc *crypto.Config, maxSize int) ([]by
 			}
 			return out, k, nil
 		}
-		d.frame = out
+		if !inBlob {
+			d.frame = out // kept for the next frame
+		}
 		payload = out
 	}
 	if !k.Compressed() {
 		if len(payload) > maxSize {
 			return nil, k, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(payload), maxSize)
+		}
+		if inPlace {
+			return payload, k, nil
 		}
 		return append(dst[:0], payload...), k, nil
 	}

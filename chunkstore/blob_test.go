@@ -316,8 +316,18 @@ func plainBlob(magic [8]byte, payload []byte) []byte {
 	return withCRC(append(append(magic[:], 0, 0, 0, 0), payload...))
 }
 
-func TestDecodeErrors(t *testing.T) {
-	_, d := newCodec(t)
+// decodeErrorCase is a blob Decode must refuse with the error want.
+type decodeErrorCase struct {
+	name    string
+	blob    []byte
+	cc      *crypto.Config
+	maxSize int
+	want    error
+}
+
+// decodeErrorCases are the damaged, truncated and refused blobs of
+// TestDecodeErrors, each with the error it must fail with.
+func decodeErrorCases(t *testing.T) []decodeErrorCase {
 	unc := unhex(t, vecUncompressed)
 	enc := unhex(t, vecEncrypted)
 	encCompr := unhex(t, vecEncrCompr)
@@ -337,13 +347,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	copy(encCorrupt, MagicEncryptedCompressed[:])
 
-	tests := []struct {
-		name    string
-		blob    []byte
-		cc      *crypto.Config
-		maxSize int
-		want    error
-	}{
+	return []decodeErrorCase{
 		{"empty", nil, nil, 0, ErrEmpty},
 		{"empty-slice", []byte{}, keyA(t), 0, ErrEmpty},
 		{"1-byte", unc[:1], nil, 0, ErrTruncated},
@@ -387,6 +391,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"frame-fcs-over-maxsize", plainBlob(MagicCompressed, rleFrame(8<<20, true)), nil, 4 << 20, ErrTooLarge},
 		{"frame-no-fcs-over-maxsize", plainBlob(MagicCompressed, rleFrame(4<<20+1, false)), nil, 4 << 20, ErrTooLarge},
 	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	_, d := newCodec(t)
+	tests := decodeErrorCases(t)
+	encCompr := unhex(t, vecEncrCompr)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pt, _, err := d.Decode(nil, tt.blob, tt.cc, tt.maxSize)

@@ -42,13 +42,28 @@ func CheckCryptMode(blob []byte, encrypted bool) (BlobKind, error) {
 // ErrCryptModeMismatch, ErrLengthMismatch, ErrDigestMismatch or one of
 // Decode's errors.
 func (d *Decoder) DecodeChunk(dst, blob []byte, digest crypto.Digest, length int, encrypted bool, cc *crypto.Config) ([]byte, error) {
+	return d.decodeChunk(dst, blob, digest, length, encrypted, cc, false)
+}
+
+// DecodeChunkInPlace is DecodeChunk through DecodeInPlace: blob is
+// decrypted over itself, and the plaintext of an uncompressed chunk is
+// returned as a slice of blob rather than copied into dst (only a
+// compressed chunk is decoded into dst, which then needs cap(dst) ≥ length
+// not to allocate). Afterwards, passed or failed, blob holds no usable
+// blob. It fails exactly where DecodeChunk fails, with the same errors.
+func (d *Decoder) DecodeChunkInPlace(dst, blob []byte, digest crypto.Digest, length int, encrypted bool, cc *crypto.Config) ([]byte, error) {
+	return d.decodeChunk(dst, blob, digest, length, encrypted, cc, true)
+}
+
+// decodeChunk is DecodeChunk, and with inPlace DecodeChunkInPlace.
+func (d *Decoder) decodeChunk(dst, blob []byte, digest crypto.Digest, length int, encrypted bool, cc *crypto.Config, inPlace bool) ([]byte, error) {
 	if _, err := CheckCryptMode(blob, encrypted); err != nil {
 		return nil, err
 	}
 	if !encrypted {
 		cc = nil // plain digests for none and sign-only
 	}
-	data, _, err := d.Decode(dst, blob, cc, length)
+	data, _, err := d.decode(dst, blob, cc, length, inPlace)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
@@ -302,7 +303,8 @@ type fetched struct {
 // Zero ranges are handed to target.Zero and never fetched. Fetchers read
 // encoded chunks ahead; each job decodes and verifies one into an aligned
 // buffer, and it or a writer writes it to all its offsets. Memory use is
-// bounded by (max(Fetchers, 2 × Jobs) + Jobs + 2 × Writers + 2) × chunk size.
+// bounded by (max(Fetchers, 2 × Jobs) + Jobs + 2 × Writers + 2) × (chunk
+// size + 8 KiB).
 func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target, opts Options, stats *Stats) error {
 	if opts.Encrypted && opts.Key == nil && !opts.CRCOnly {
 		return fmt.Errorf("%s: archive is encrypted: a key is needed (--keyfile)", opts.Archive)
@@ -315,13 +317,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	if !opts.Encrypted {
 		opts.Key = nil // plain digests for none and sign-only
 	}
-	if opts.Jobs <= 0 {
-		opts.Jobs = DefaultJobs()
-	}
-	if opts.Fetchers <= 0 {
-		opts.Fetchers = opts.Jobs
-	}
-	opts.Writers = max(opts.Writers, 0)
+	opts.setCounts()
 	if stats == nil {
 		stats = new(Stats)
 	}
@@ -356,21 +352,11 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 	}
 
 	maxLen := plan.maxChunk()
-	// Encoded chunks: enough buffers for every fetcher to have a read in
-	// flight, or for every job to have a chunk decoding and one queued,
-	// whichever is more. They fill their buffers only in part (compressed),
-	// so small pages; decoded chunks fill theirs whole, so huge pages.
-	rawPool, err := newBufPool(max(opts.Fetchers, 2*opts.Jobs)+2, maxLen+chunkstore.EncryptedHeaderSize+crypto.TagSize, false)
+	rawPool, dataPool, err := newPools(opts, maxLen)
 	if err != nil {
 		return err
 	}
 	defer rawPool.close()
-	// Decoded chunks: one per job, and per writer one being written and one
-	// queued for it.
-	dataPool, err := newBufPool(opts.Jobs+2*opts.Writers, maxLen, true)
-	if err != nil {
-		return err
-	}
 	defer dataPool.close()
 
 	// One decoder per job, all made before any goroutine starts, so that a
@@ -421,10 +407,11 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				var raw []byte
 				var member int
 				var err error
+				at := buf[rawAt(opts.Encrypted):rawAt(opts.Encrypted)]
 				if chain != nil {
-					raw, member, err = chain.ReadChunkFrom(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length), 0)
+					raw, member, err = chain.ReadChunkFrom(ctx, c.Digest, at, chunkstore.ChunkLimit(c.Length), 0)
 				} else {
-					raw, err = store.ReadChunk(ctx, c.Digest, buf, chunkstore.ChunkLimit(c.Length))
+					raw, err = store.ReadChunk(ctx, c.Digest, at, chunkstore.ChunkLimit(c.Length))
 				}
 				f := fetched{chunk: c, raw: raw, buf: buf, member: member, err: err}
 				if err != nil {
@@ -497,6 +484,16 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 				}
 				if err != nil && ctx.Err() == nil && chunkstore.Proven(err) {
 					data, err = salvage(ctx, store, dec, out, &f, err, opts, stats)
+				}
+				if err == nil && !opts.CRCOnly && !inBuffer(data, out) {
+					if aligned(data) && inBuffer(data, f.buf) {
+						// An uncompressed chunk, decoded where it was
+						// read: its buffer goes on to be written, the
+						// unused one takes its place.
+						f.buf, out = out, f.buf
+					} else {
+						data = append(out[:0], data...)
+					}
 				}
 				rawPool.put(f.buf)
 				if err == nil && opts.Checked != nil {
@@ -670,7 +667,7 @@ func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunksto
 	for err != nil && ctx.Err() == nil {
 		chain.Damaged(f.chunk.Digest, f.member, err)
 		errs = append(errs, fmt.Errorf("%s: %w", chain.Members()[f.member], err))
-		raw, m, rerr := chain.ReadChunkFrom(ctx, f.chunk.Digest, f.buf, chunkstore.ChunkLimit(f.chunk.Length), f.member+1)
+		raw, m, rerr := chain.ReadChunkFrom(ctx, f.chunk.Digest, f.buf[rawAt(opts.Encrypted):rawAt(opts.Encrypted)], chunkstore.ChunkLimit(f.chunk.Length), f.member+1)
 		if rerr != nil {
 			if f.member+1 < len(chain.Members()) {
 				errs = append(errs, rerr) // what the further members said
@@ -703,8 +700,37 @@ func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, 
 	}
 }
 
-// decodeChunk decodes f.raw into out and verifies crypt mode, length and
-// digest (chunkstore.Decoder.DecodeChunk); with CRCOnly it checks only the
+// rawAt is where in its pool buffer a fetcher reads an encoded chunk: the
+// blob header (12 bytes plain, 44 encrypted: the manifest says which all
+// chunks have) just before the next Alignment boundary, so that the
+// payload of an uncompressed chunk, decoded in place, starts aligned and
+// is written from where it was read (O_DIRECT needs aligned memory).
+func rawAt(encrypted bool) int {
+	if encrypted {
+		return Alignment - chunkstore.EncryptedHeaderSize
+	}
+	return Alignment - chunkstore.PlainHeaderSize
+}
+
+// inBuffer reports whether data starts within buf's capacity (data is a
+// slice of buf). Empty data is in no buffer.
+func inBuffer(data, buf []byte) bool {
+	if len(data) == 0 || cap(buf) == 0 {
+		return false
+	}
+	p, b := uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	return p >= b && p < b+uintptr(cap(buf))
+}
+
+// aligned reports whether data starts on an Alignment boundary in memory.
+func aligned(data []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(data)))%Alignment == 0
+}
+
+// decodeChunk decodes f.raw and verifies crypt mode, length and digest
+// (chunkstore.Decoder.DecodeChunkInPlace: f.raw is consumed, and the
+// plaintext of an uncompressed chunk is returned as a slice of f.raw, of
+// a compressed one decoded into out); with CRCOnly it checks only the
 // crypt mode and the CRC.
 func decodeChunk(dec *chunkstore.Decoder, out []byte, f fetched, opts Options) ([]byte, error) {
 	if opts.CRCOnly {
@@ -716,7 +742,7 @@ func decodeChunk(dec *chunkstore.Decoder, out []byte, f fetched, opts Options) (
 		}
 		return out[:0], nil
 	}
-	return dec.DecodeChunk(out, f.raw, f.chunk.Digest, f.chunk.Length, opts.Encrypted, opts.Key)
+	return dec.DecodeChunkInPlace(out, f.raw, f.chunk.Digest, f.chunk.Length, opts.Encrypted, opts.Key)
 }
 
 // MiBps returns the throughput of n bytes over d in MiB/s (0 for d <= 0).
