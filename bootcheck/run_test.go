@@ -1,0 +1,128 @@
+package bootcheck_test
+
+import (
+	"context"
+	"errors"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pbsdirect/pbsdirect/bootcheck"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/fixture/bootimage"
+)
+
+// needQEMU skips (fails under CI) without qemu-system-x86_64 and qemu-img.
+func needQEMU(t *testing.T) {
+	t.Helper()
+	fixture.SkipIfShort(t)
+	for _, p := range []string{"qemu-system-x86_64", "qemu-img"} {
+		if _, err := exec.LookPath(p); err != nil {
+			fixture.SkipOrFail(t, "%s not found (apt-get install qemu-system-x86 qemu-utils)", p)
+		}
+	}
+}
+
+func machine(t *testing.T, src string) bootcheck.Machine {
+	t.Helper()
+	m, err := bootcheck.NewMachine(bootcheck.Config{}, map[string]string{"scsi0": src}, bootcheck.Overrides{Cores: 2, MemoryMiB: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRunBoots boots the fixture image through an overlay and checks the
+// report, the console log, the screenshot, and that the source and the
+// private directory are left as they were.
+func TestRunBoots(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	im := bootimage.Build(t, dir)
+	before, _ := os.ReadFile(im.Path)
+	priv := t.TempDir()
+	out := t.TempDir()
+	rep, err := bootcheck.Run(context.Background(), bootcheck.Options{
+		Machine: machine(t, im.Path), Timeout: 3 * time.Minute, Pattern: regexp.MustCompile(bootcheck.DefaultPattern),
+		ConsoleLog: filepath.Join(out, "console.log"), Screenshot: filepath.Join(out, "screen.png"), Dir: priv,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v (report %+v)", err, rep)
+	}
+	if !rep.OK || len(rep.Passed) != 1 || rep.Passed[0] != bootcheck.CheckConsole || rep.SecondsToBoot <= 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	t.Logf("booted in %.1fs (%s)", rep.SecondsToBoot, rep.Accelerator)
+	con, _ := os.ReadFile(rep.ConsoleLog)
+	if !strings.Contains(string(con), bootimage.Marker) {
+		t.Fatalf("console log lacks the marker:\n%s", con)
+	}
+	f, err := os.Open(rep.Screenshot)
+	if err != nil {
+		t.Fatalf("screenshot: %v (%s)", err, rep.ScreenshotError)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if after, _ := os.ReadFile(im.Path); string(after) != string(before) {
+		t.Fatal("the source disk changed")
+	}
+	if left, _ := os.ReadDir(priv); len(left) != 0 {
+		t.Fatalf("left in the private directory: %v", left)
+	}
+}
+
+// TestRunDoesNotBoot: the image with its kernel zeroed stops at the
+// bootloader; Run says "did not boot" and why, and keeps the console log.
+func TestRunDoesNotBoot(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	im := bootimage.Build(t, dir)
+	zero := filepath.Join(dir, "zero.img")
+	im.ZeroKernel(t, zero)
+	out := t.TempDir()
+	rep, err := bootcheck.Run(context.Background(), bootcheck.Options{
+		Machine: machine(t, zero), Timeout: 3 * time.Minute, Pattern: regexp.MustCompile(bootcheck.DefaultPattern),
+		ConsoleLog: filepath.Join(out, "console.log"),
+	})
+	if !errors.Is(err, bootcheck.ErrDidNotBoot) || rep.OK || rep.Reason == "" {
+		t.Fatalf("Run: %v, report %+v", err, rep)
+	}
+	t.Logf("reason: %s", rep.Reason)
+	if con, _ := os.ReadFile(rep.ConsoleLog); !strings.Contains(string(con), "SYSLINUX") {
+		t.Fatalf("console log:\n%s", con)
+	}
+}
+
+// TestRunTimeout: a pattern that never shows ends at the timeout, QEMU
+// stopped.
+func TestRunTimeout(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	im := bootimage.Build(t, dir)
+	rep, err := bootcheck.Run(context.Background(), bootcheck.Options{
+		Machine: machine(t, im.Path), Timeout: 2 * time.Second, Pattern: regexp.MustCompile(`never shown`),
+		ConsoleLog: filepath.Join(dir, "console.log"),
+	})
+	if !errors.Is(err, bootcheck.ErrDidNotBoot) || !strings.Contains(rep.Reason, "timeout") {
+		t.Fatalf("Run: %v, report %+v", err, rep)
+	}
+}
+
+// TestRunNoQEMU: without QEMU on PATH, ErrNoQEMU with the Debian package.
+func TestRunNoQEMU(t *testing.T) {
+	dir := t.TempDir()
+	_, err := bootcheck.Run(context.Background(), bootcheck.Options{
+		Machine: machine(t, filepath.Join(dir, "x.img")), Timeout: time.Second, Pattern: regexp.MustCompile(`x`),
+		ConsoleLog: filepath.Join(dir, "console.log"), LookPath: func(string) (string, error) { return "", exec.ErrNotFound },
+	})
+	if !errors.Is(err, bootcheck.ErrNoQEMU) || !strings.Contains(err.Error(), "qemu-system-x86") {
+		t.Fatalf("Run: %v", err)
+	}
+}
