@@ -72,7 +72,7 @@ type Report struct {
 	Reason      string `json:"reason,omitempty"`
 	Accelerator string `json:"accelerator,omitempty"` // "kvm" or "tcg"
 	// KVMError says why QEMU did not start with KVM (then TCG ran).
-	KVMError string `json:"kvm-error,omitempty"`
+	KVMError    string `json:"kvm-error,omitempty"`
 	Firmware    string `json:"firmware"`
 	MachineType string `json:"machine"`
 	MemoryMiB   int    `json:"memory-mib"`
