@@ -245,6 +245,11 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
+		// QEMU dying closes the socket first: wait for its exit status.
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Second):
+		}
 		select {
 		case <-exited:
 			if kvm {

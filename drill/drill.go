@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -43,6 +44,8 @@ type Report struct {
 	Restore         *restore.Summary `json:"restore,omitempty"`
 	ReadBack        *ReadBackReport  `json:"read-back,omitempty"`
 	Removed         bool             `json:"target-removed,omitempty"`
+	// Boot is the boot check of the restored disk (drill --boot).
+	Boot *bootcheck.Report `json:"boot,omitempty"`
 	// Salvaged lists the chunks missing or damaged in every store that
 	// the restore recovered from a .bad copy (at most
 	// restore.MaxSalvagedListed; SalvagedChunks counts them all), as in

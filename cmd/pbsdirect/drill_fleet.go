@@ -63,7 +63,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 		quiet = io.Discard // no interleaved progress bars
 	}
 	reps := drill.Fleet(ctx, items, scratch, parallel, func(it drill.Item, target string) drill.Report {
-		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, io.Discard, quiet)
+		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, nil, io.Discard, quiet)
 		rep.ExitCode = codeFor(ctx, err)
 		return rep
 	}, func(rep drill.Report) {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/bootcheck"
+	"github.com/pbsdirect/pbsdirect/drill"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/fixture/bootimage"
+	"github.com/pbsdirect/pbsdirect/internal/testenv"
+)
+
+// bootConf is the guest configuration backed up with the boot image: the
+// boot check reads its memory, cores and disk bus.
+const bootConf = "boot: order=scsi0;net0\ncores: 2\nmemory: 256\nscsihw: virtio-scsi-single\nscsi0: local-lvm:vm-100-disk-0,size=26M\nide2: none,media=cdrom\nnet0: virtio=BC:24:11:00:00:01,bridge=vmbr0\n\n[before-upgrade]\nmemory: 64\n"
+
+// needBootTools skips (fails under CI) without QEMU.
+func needBootTools(t *testing.T) {
+	t.Helper()
+	fixture.SkipIfShort(t)
+	for _, p := range []string{"qemu-system-x86_64", "qemu-img"} {
+		if _, err := exec.LookPath(p); err != nil {
+			fixture.SkipOrFail(t, "%s not found (apt-get install qemu-system-x86 qemu-utils)", p)
+		}
+	}
+}
+
+// bootJSON is drill's and boot-check's JSON result, the parts a boot
+// check fills.
+type bootJSON struct {
+	OK       bool              `json:"ok"`
+	ExitCode int               `json:"exit-code"`
+	Error    string            `json:"error"`
+	Boot     *bootcheck.Report `json:"boot"`
+}
+
+// noBootLeftovers fails when a boot check left a private directory (its
+// overlays, NBD socket) in tmp.
+func noBootLeftovers(t *testing.T, tmp string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(tmp, "pbsdirect-boot-*"))
+	if len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// checkBooted checks the report of a boot that passed: the console log
+// has the fixture's marker, the screenshot exists.
+func checkBooted(t *testing.T, r result) {
+	t.Helper()
+	var got bootJSON
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil || got.Boot == nil {
+		t.Fatalf("JSON: %v\n%v", err, r)
+	}
+	b := got.Boot
+	if !got.OK || !b.OK || len(b.Passed) != 1 || b.Passed[0] != bootcheck.CheckConsole || b.SecondsToBoot <= 0 {
+		t.Fatalf("boot report %+v\n%v", b, r)
+	}
+	if b.MemoryMiB != 256 || b.Cores != 2 || len(b.Disks) != 1 || b.Disks[0].Bus != "scsi" {
+		t.Errorf("machine not as qemu-server.conf says: %+v", b)
+	}
+	if con, err := os.ReadFile(b.ConsoleLog); err != nil || !strings.Contains(string(con), bootimage.Marker) {
+		t.Errorf("console log %s: %v\n%s", b.ConsoleLog, err, con)
+	}
+	if st, err := os.Stat(b.Screenshot); err != nil || st.Size() == 0 {
+		t.Errorf("screenshot %q: %v (%s)", b.Screenshot, err, b.ScreenshotError)
+	}
+}
+
+// checkDidNotBoot checks the report of a boot that failed: exit 1, "did
+// not boot" with its reason, the console log kept.
+func checkDidNotBoot(t *testing.T, r result) {
+	t.Helper()
+	if r.code != 1 {
+		t.Fatalf("want exit 1: %v", r)
+	}
+	var got bootJSON
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil || got.Boot == nil {
+		t.Fatalf("JSON: %v\n%v", err, r)
+	}
+	if got.OK || got.Boot.OK || !strings.Contains(got.Error, "did not boot") || got.Boot.Reason == "" || !strings.Contains(got.Error, got.Boot.ConsoleLog) {
+		t.Fatalf("report %+v, error %q", got.Boot, got.Error)
+	}
+	if con, err := os.ReadFile(got.Boot.ConsoleLog); err != nil || !strings.Contains(string(con), "SYSLINUX") {
+		t.Errorf("console log %s: %v\n%s", got.Boot.ConsoleLog, err, con)
+	}
+}
+
+// TestBootCheckE2E backs up a bootable disk (and its qemu-server.conf)
+// into a directory store and the S3 test server and proves that it boots
+// with drill --boot (after a restore) and boot-check (straight from the
+// NBD export); the same disk with its kernel zeroed backs up and verifies
+// but does not boot (exit 1, "did not boot", console log); without QEMU
+// on PATH the check is exit 3; no overlay or NBD socket stays behind.
+func TestBootCheckE2E(t *testing.T) {
+	needBootTools(t)
+	work := t.TempDir()
+	im := bootimage.Build(t, work)
+	zero := filepath.Join(work, "zero.img")
+	im.ZeroKernel(t, zero)
+	conf := fixture.WriteFile(t, work, "qemu-server.conf", []byte(bootConf))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the boot checks' private directories go here
+
+	s3 := testenv.StartS3(t)
+	s3.Bucket(t, "bkt")
+	bktSetEnv(t, "")
+	stores := []struct {
+		name  string
+		flags []string
+	}{
+		{"dir", []string{"--store", fixture.NewStore(t)}},
+		{"s3", []string{"--store", "s3://bkt/store", "--s3-endpoint", s3.Endpoint}},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			for id, disk := range map[string]string{"100": im.Path, "101": zero} {
+				mustOK(t, append(append([]string{"backup"}, st.flags...), "--backup-type", "vm", "--backup-id", id, "--backup-time", t0str,
+					"drive-scsi0.img:"+disk, "qemu-server.conf:"+conf)...)
+			}
+			out := t.TempDir()
+			boot := []string{"--boot-timeout", "3m", "--boot-output", out, "--output-format", "json"}
+
+			// drill --boot: restore, read back, boot the restored disk.
+			target := filepath.Join(t.TempDir(), "drill.raw")
+			r := mustOK(t, append(append(append([]string{"drill", "--boot"}, st.flags...), boot...), "vm/100", "drive-scsi0", target, "--remove")...)
+			checkBooted(t, r)
+			var rep drill.Report
+			if err := json.Unmarshal([]byte(r.out), &rep); err != nil || !rep.OK || rep.ReadBack == nil || !rep.Removed {
+				t.Errorf("drill report %+v: %v", rep, err)
+			}
+			noFile(t, target)
+			noBootLeftovers(t, tmp)
+
+			// boot-check: no restore, the NBD export under an overlay.
+			checkBooted(t, mustOK(t, append(append([]string{"boot-check"}, st.flags...), append(boot, "vm/100")...)...))
+			noBootLeftovers(t, tmp)
+
+			// The zeroed kernel: the backup verifies, the guest does not boot.
+			mustOK(t, append(append([]string{"verify"}, st.flags...), "vm/101")...)
+			target = filepath.Join(t.TempDir(), "zero.raw")
+			checkDidNotBoot(t, pbs(t, append(append(append([]string{"drill", "--boot"}, st.flags...), boot...), "vm/101", "drive-scsi0", target, "--remove")...))
+			checkDidNotBoot(t, pbs(t, append(append([]string{"boot-check"}, st.flags...), append(boot, "vm/101")...)...))
+			noBootLeftovers(t, tmp)
+		})
+	}
+
+	// No QEMU on PATH: exit 3, with the package to install.
+	t.Setenv("PATH", t.TempDir())
+	r := pbs(t, append(append([]string{"boot-check"}, stores[0].flags...), "--boot-output", t.TempDir(), "vm/100")...)
+	if r.code != 3 || !strings.Contains(r.err, "install qemu-system-x86") {
+		t.Fatalf("without QEMU: %v", r)
+	}
+	noBootLeftovers(t, tmp)
+}
