@@ -11,9 +11,9 @@ import (
 	"strconv"
 )
 
-// MaxScreenPixels bounds the PPM images DecodePPM accepts: 64 Mpixels
-// (256 MiB decoded), far above any guest screen.
-const MaxScreenPixels = 64 << 20
+// MaxScreenPixels bounds the PPM images DecodePPM accepts: 16 Mpixels
+// (64 MiB decoded), above any guest screen (4K is 8.3 Mpixels).
+const MaxScreenPixels = 16 << 20
 
 // DecodePPM decodes a binary PPM ("P6", maxval 1..255, as QEMU's
 // screendump writes) into an RGBA image. Comments (#) in the header are
