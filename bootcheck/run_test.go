@@ -126,3 +126,47 @@ func TestRunNoQEMU(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// TestRunInterrupted: ctx ending while the guest boots stops QEMU (no
+// process with the run's console log on its command line is left) and
+// cleans the private directory.
+func TestRunInterrupted(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	im := bootimage.Build(t, dir)
+	priv := t.TempDir()
+	log := filepath.Join(dir, "interrupted-console.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	_, err := bootcheck.Run(ctx, bootcheck.Options{
+		Machine: machine(t, im.Path), Timeout: 3 * time.Minute, Pattern: regexp.MustCompile(`never shown`),
+		ConsoleLog: log, Dir: priv,
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), log) {
+			t.Errorf("QEMU still runs: %s", p)
+		}
+	}
+	if left, _ := os.ReadDir(priv); len(left) != 0 {
+		t.Fatalf("left in the private directory: %v", left)
+	}
+}
+
+// TestRunAgentPoweredOff: with the guest agent required, QEMU takes the
+// virtio-serial port; the fixture has no agent and powers off, which
+// fails the check at once ("powered off"), not at the timeout.
+func TestRunAgentPoweredOff(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	im := bootimage.Build(t, dir)
+	rep, err := bootcheck.Run(context.Background(), bootcheck.Options{
+		Machine: machine(t, im.Path), Timeout: 3 * time.Minute, Agent: true, ConsoleLog: filepath.Join(dir, "console.log"),
+	})
+	if !errors.Is(err, bootcheck.ErrDidNotBoot) || !strings.Contains(rep.Reason, "powered off") || !strings.Contains(rep.Reason, bootcheck.CheckAgent) {
+		t.Fatalf("Run: %v, report %+v", err, rep)
+	}
+}
