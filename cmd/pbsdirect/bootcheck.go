@@ -34,6 +34,9 @@ type bootFlags struct {
 	accel    string
 	output   string
 	re       *regexp.Regexp // parsed pattern; nil: no console check
+	// bootDiskOnly (a fleet drill) boots an archive only when it is its
+	// snapshot's boot disk (bootDisk).
+	bootDiskOnly bool
 }
 
 // configBlob is the guest configuration a boot check reads.
@@ -141,6 +144,9 @@ func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr 
 		if err != nil {
 			return err
 		}
+		if b.bootDiskOnly && bootDisk(src.Manifest(), conf) != archive {
+			return nil
+		}
 		abs, err := filepath.Abs(target)
 		if err != nil {
 			return err
@@ -153,6 +159,35 @@ func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr 
 		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), filepath.Base(abs)+".boot", dir, stderr)
 		return err
 	}
+}
+
+// bootDisk returns the archive of the disk a snapshot boots from: the
+// first disk of its configuration's boot order (else of its disks) that
+// has an image archive in m, else m's first image archive.
+func bootDisk(m *index.Manifest, conf []byte) string {
+	var images []string
+	for _, f := range m.Files {
+		if strings.HasSuffix(f.Filename, ".img.fidx") {
+			images = append(images, f.Filename)
+		}
+	}
+	if len(images) == 0 {
+		return ""
+	}
+	cfg, _ := bootcheck.ParseConfig(conf) // as far as it parses
+	var names []string
+	names = append(names, cfg.BootOrder...)
+	for _, d := range cfg.Disks {
+		names = append(names, d.Name)
+	}
+	for _, n := range names {
+		for _, a := range images {
+			if bootcheck.DiskName(a) == n {
+				return a
+			}
+		}
+	}
+	return images[0]
 }
 
 // readConfigBlob reads the snapshot's qemu-server.conf.blob, nil when it

@@ -147,6 +147,26 @@ func TestBootCheckE2E(t *testing.T) {
 			checkDidNotBoot(t, pbs(t, append(append(append([]string{"drill", "--boot"}, st.flags...), boot...), "vm/101", "drive-scsi0", target, "--remove")...))
 			checkDidNotBoot(t, pbs(t, append(append([]string{"boot-check"}, st.flags...), append(boot, "vm/101")...)...))
 			noBootLeftovers(t, tmp)
+
+			// A fleet drill boots each snapshot's boot disk: vm/100 up,
+			// vm/101 not (exit 1).
+			if st.name == "dir" {
+				r := pbs(t, append(append(append([]string{"drill", "--boot", "--scratch", t.TempDir()}, st.flags...), boot...))...)
+				if r.code != 1 {
+					t.Fatalf("fleet drill: want exit 1: %v", r)
+				}
+				booted := map[string]bool{}
+				for _, line := range strings.Split(r.out, "\n") {
+					var rep drill.Report
+					if json.Unmarshal([]byte(line), &rep) == nil && rep.Boot != nil {
+						booted[strings.SplitN(rep.Snapshot, "/", 3)[1]] = rep.Boot.OK
+					}
+				}
+				if len(booted) != 2 || !booted["100"] || booted["101"] {
+					t.Errorf("fleet drill boots: %v\n%v", booted, r)
+				}
+				noBootLeftovers(t, tmp)
+			}
 		})
 	}
 

@@ -20,7 +20,7 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
 	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once")
 	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
-	boot := fs.Bool("boot", false, "after the read-back, boot the restored disk in QEMU and check that the guest comes up (see boot-check; the --boot-* flags)")
+	boot := fs.Bool("boot", false, "after the read-back, boot the restored disk in QEMU and check that the guest comes up (see boot-check; the --boot-* flags); a fleet drill boots each snapshot's boot disk")
 	var bf bootFlags
 	bf.register(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -30,11 +30,13 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		if err := checkDrillBoot(fs, *boot, &bf); err != nil {
 			return err
 		}
+		var bootWith *bootFlags
+		if *boot {
+			bootWith = &bf
+		}
 		if *scratch != "" || *list != "" {
-			if *boot {
-				return usagef("--boot drills one archive (SNAPSHOT ARCHIVE TARGET), not a fleet drill (--scratch)")
-			}
-			return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
+			bf.bootDiskOnly = true
+			return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, bootWith, stdout, stderr)
 		}
 		if fs.Changed("parallel") {
 			return usagef("--parallel is for a fleet drill (--scratch)")
@@ -43,10 +45,6 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
-		var bootWith *bootFlags
-		if *boot {
-			bootWith = &bf
-		}
 		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, bootWith, stdout, stderr)
 		if err != nil && codeFor(ctx, err) == exitUsage {
 			// Refused as given (a usage error, a TARGET that exists…):

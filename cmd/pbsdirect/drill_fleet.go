@@ -23,7 +23,8 @@ import (
 // every group of --ns (each of its disk images), or the pairs of listFile,
 // parallel at a time. It prints one JSON line per archive as it ends and a
 // final table, and fails when any drill failed.
-func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, listFile string, parallel int, metrics string, stdout, stderr io.Writer) error {
+// With boot, each snapshot's boot disk is booted after its read-back.
+func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, listFile string, parallel int, metrics string, boot *bootFlags, stdout, stderr io.Writer) error {
 	if scratch == "" {
 		return usagef("--list needs --scratch DIR for the copies")
 	}
@@ -63,7 +64,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 		quiet = io.Discard // no interleaved progress bars
 	}
 	reps := drill.Fleet(ctx, items, scratch, parallel, func(it drill.Item, target string) drill.Report {
-		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, nil, io.Discard, quiet)
+		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, boot, io.Discard, quiet)
 		rep.ExitCode = codeFor(ctx, err)
 		return rep
 	}, func(rep drill.Report) {
