@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/drill"
@@ -151,7 +155,7 @@ func TestBootCheckE2E(t *testing.T) {
 			// A fleet drill boots each snapshot's boot disk: vm/100 up,
 			// vm/101 not (exit 1).
 			if st.name == "dir" {
-				r := pbs(t, append(append(append([]string{"drill", "--boot", "--scratch", t.TempDir()}, st.flags...), boot...))...)
+				r := pbs(t, append(append([]string{"drill", "--boot", "--scratch", t.TempDir()}, st.flags...), boot...)...)
 				if r.code != 1 {
 					t.Fatalf("fleet drill: want exit 1: %v", r)
 				}
@@ -177,4 +181,74 @@ func TestBootCheckE2E(t *testing.T) {
 		t.Fatalf("without QEMU: %v", r)
 	}
 	noBootLeftovers(t, tmp)
+}
+
+// TestBootCheckInterrupted: SIGINT or SIGTERM to boot-check (the real
+// process) while the guest runs ends it with exit 130 or 143; QEMU is
+// stopped and the overlay, the NBD socket and the private directory are
+// gone.
+func TestBootCheckInterrupted(t *testing.T) {
+	needBootTools(t)
+	work := t.TempDir()
+	im := bootimage.Build(t, work)
+	store := fixture.NewStore(t)
+	mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "drive-scsi0.img:"+im.Path)
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			tmp, out := t.TempDir(), t.TempDir()
+			cmd := exec.Command(os.Args[0], "boot-check", "--store", store, "--boot-pattern", "never shown", "--boot-output", out, "vm/100")
+			cmd.Env = append(os.Environ(), runAsCLI+"=1", "TMPDIR="+tmp)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			var werr error
+			go func() { werr = cmd.Wait(); close(done) }()
+			// Under way: the guest wrote to its console.
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				logs, _ := filepath.Glob(filepath.Join(out, "*-console.log"))
+				if len(logs) == 1 {
+					if st, err := os.Stat(logs[0]); err == nil && st.Size() > 0 {
+						break
+					}
+				}
+				select {
+				case <-done:
+					t.Fatalf("boot-check ended before the guest ran: %v\n%s", werr, stderr.String())
+				case <-time.After(50 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("the guest did not start within 60 s")
+				}
+			}
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("still running 30 s after %v", c.sig)
+			}
+			var ee *exec.ExitError
+			if !errors.As(werr, &ee) || ee.ExitCode() != c.code {
+				t.Errorf("after %v: %v, want exit %d; stderr: %s", c.sig, werr, c.code, stderr.String())
+			}
+			procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+			for _, p := range procs {
+				if b, _ := os.ReadFile(p); strings.Contains(string(b), out) && strings.Contains(string(b), "qemu") {
+					t.Errorf("QEMU still runs: %s", p)
+				}
+			}
+			noBootLeftovers(t, tmp)
+		})
+	}
 }
