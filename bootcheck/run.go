@@ -96,6 +96,7 @@ type deadEnd struct {
 var deadEnds = []deadEnd{
 	{regexp.MustCompile(`No bootable device`), "no bootable device (SeaBIOS)", false},
 	{regexp.MustCompile(`No bootable option or device was found`), "no bootable device (OVMF)", false},
+	{regexp.MustCompile(`UEFI Interactive Shell`), "no bootable device (OVMF started the UEFI shell)", false},
 	{regexp.MustCompile(`Boot failed: not a bootable disk[^\n]*\n(?s:.*)No bootable device`), "no bootable device (SeaBIOS: not a bootable disk)", false},
 	{regexp.MustCompile(`Kernel panic - not syncing:[^\n]*`), "kernel panic", true},
 	{regexp.MustCompile(`Booting kernel failed:[^\n]*`), "the bootloader could not start the kernel", true},

@@ -170,3 +170,24 @@ func TestRunAgentPoweredOff(t *testing.T) {
 		t.Fatalf("Run: %v, report %+v", err, rep)
 	}
 }
+
+// TestRunOVMFNoBootableDevice: the fixture's disk has no EFI loader, so
+// OVMF (q35) finds nothing to boot and starts its shell: a dead end, said
+// at once.
+func TestRunOVMFNoBootableDevice(t *testing.T) {
+	needQEMU(t)
+	if _, err := os.Stat("/usr/share/OVMF"); err != nil {
+		fixture.SkipOrFail(t, "no OVMF (apt-get install ovmf)")
+	}
+	dir := t.TempDir()
+	im := bootimage.Build(t, dir)
+	m := machine(t, im.Path)
+	m.Firmware, m.Type = "ovmf", "q35"
+	rep, err := bootcheck.Run(context.Background(), bootcheck.Options{
+		Machine: m, Timeout: 3 * time.Minute, Pattern: regexp.MustCompile(bootcheck.DefaultPattern), ConsoleLog: filepath.Join(dir, "console.log"),
+	})
+	if !errors.Is(err, bootcheck.ErrDidNotBoot) || !strings.Contains(rep.Reason, "no bootable device (OVMF") {
+		t.Fatalf("Run: %v, report %+v", err, rep)
+	}
+	t.Logf("%s", rep.Reason)
+}
