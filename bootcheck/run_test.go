@@ -191,3 +191,18 @@ func TestRunOVMFNoBootableDevice(t *testing.T) {
 	}
 	t.Logf("%s", rep.Reason)
 }
+
+// TestRunKernelPanic: a kernel that finds no init panics; the reason
+// quotes the panic line, said at once.
+func TestRunKernelPanic(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	im := bootimage.BuildPanic(t, dir)
+	rep, err := bootcheck.Run(context.Background(), bootcheck.Options{
+		Machine: machine(t, im.Path), Timeout: 3 * time.Minute, Pattern: regexp.MustCompile(bootcheck.DefaultPattern), ConsoleLog: filepath.Join(dir, "console.log"),
+	})
+	if !errors.Is(err, bootcheck.ErrDidNotBoot) || !strings.Contains(rep.Reason, "kernel panic: Kernel panic - not syncing:") {
+		t.Fatalf("Run: %v, report %+v", err, rep)
+	}
+	t.Logf("%s", rep.Reason)
+}
