@@ -27,7 +27,7 @@
 // restore, whose Drill does one drill's work, and verify, whose Select picks
 // a fleet's snapshots. Beside the entry points, keys (key files, master
 // keys; it reads a snapshot's rsa-encrypted.key.blob through snapshot) and
-// metrics (textfile metrics of verify's report and of drills) serve cmd;
+// metrics (metrics of verify's report and of drills) serve cmd;
 // progress and fsutil (mount points, output files replaced by rename) are
 // leaves that know nothing of PBS. cmd/internal/cli is the command layer's
 // generic machinery (command tree, help, output formats, exit codes, man
@@ -100,9 +100,10 @@ var mayImport = map[string][]string{
 	// boot-check command): an external program behind a small API,
 	// nothing of PBS.
 	"bootcheck": {},
-	// metrics writes the textfile metrics of verify and drill runs: above
-	// verify's report, beside cmd's printing of it.
-	"metrics": {"verify", "fsutil"},
+	// metrics makes the metrics of verify and drill runs (a textfile, a
+	// Pushgateway push): above verify's report, beside cmd's printing of
+	// it; index names an archive's namespace and group.
+	"metrics": {"verify", "index"},
 	// repair copies good chunks of the snapshots in scope from mirrors
 	// into a store: it reads the indexes as restore plans them.
 	"repair": {"restore", "snapshot", "chunkstore", "index", "crypto"},

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -38,6 +39,8 @@ type Local struct {
 	// onDir, when set (tests), runs as ListFiles enters a directory,
 	// before its entries are read: where a concurrent prune strikes.
 	onDir func(path string)
+	// limit caps the reads (LimitReads); nil: none.
+	limit *ratelimit.Limiter
 	// Warnings say what listings of this store leave out (WarnTo).
 	Warnings
 }
@@ -276,10 +279,16 @@ func mkdirBeneath(dir *os.File, root, rel string) (*os.File, error) {
 // file larger than limit is refused by its size, unread; a chunk file or
 // prefix directory that is a symbolic link is refused (ErrSymlink).
 func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
+	if err := l.limit.WaitRequest(ctx); err != nil {
+		return nil, err
+	}
 	h := d.String()
 	buf, err := l.readChunkFile(h[:4]+"/"+h, buf, limit)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", d, err)
+	}
+	if err := l.limit.WaitBytes(ctx, len(buf)); err != nil {
+		return nil, err
 	}
 	return buf, nil
 }
@@ -333,6 +342,9 @@ func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := l.limit.WaitRequest(ctx); err != nil {
+		return nil, 0, err
+	}
 	f, err := openRegular(l.dir, l.root, c)
 	if err != nil {
 		return nil, 0, err
@@ -342,7 +354,7 @@ func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 		f.Close()
 		return nil, 0, err
 	}
-	return f, st.Size(), nil
+	return l.limit.Reader(ctx, f), st.Size(), nil
 }
 
 // openRegular opens rel below dir (see openBeneath) for reading without

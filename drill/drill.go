@@ -1,8 +1,9 @@
 // Package drill holds disaster-recovery drills: the report of one drill
 // (a restore.Drill of one snapshot archive) and the fleet drill, which
-// picks the newest disk images of every group of a namespace (or reads a
-// list of them) and drills them into a scratch directory, several at a
-// time. cmd parses the flags, opens the store and prints; restore.Drill
+// picks the newest disk images of every group in a verify.Scope (a
+// namespace, the namespaces below it, one group) or reads a list of them,
+// drills them into a scratch directory, several at a time, and reports
+// them as one FleetReport. cmd parses the flags, opens the store and prints; restore.Drill
 // does each drill's work.
 //
 // Layout: cmd → drill → restore (Drill, Summary), verify (Select),
@@ -14,6 +15,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -21,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -53,7 +57,12 @@ type Report struct {
 	Salvaged       []restore.SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
 	SalvagedChunks int                     `json:"recovered-from-bad-copies-count,omitempty"`
 	Warning        string                  `json:"warning,omitempty"`
-	ExitCode       int                     `json:"exit-code"` // the process exit code
+	// Damaged lists the damaged or missing chunks of a drill that failed
+	// for them (the first restore.MaxDamagedListed, by offset, as verify
+	// reports them); DamagedCount counts them all.
+	Damaged      []verify.DamagedChunk `json:"damaged-chunks,omitempty"`
+	DamagedCount int                   `json:"damaged-count,omitempty"`
+	ExitCode     int                   `json:"exit-code"` // the process exit code
 }
 
 // SalvageWarning returns the Warning of a drill that recovered n chunks
@@ -97,12 +106,19 @@ func (r *Report) Add(dr *restore.DrillResult, restoreTime time.Duration) {
 		HoleBytes: rb.HoleBytes.Load(), MiBps: restore.MiBps(rb.Bytes.Load(), dr.ReadBackTime)}
 }
 
-// Finish sets the outcome: OK unless err, its Error, and the total time
-// since start.
+// Finish sets the outcome: OK unless err, its Error, the damaged chunks
+// it lists (a *restore.DamagedError), and the total time since start.
 func (r *Report) Finish(err error, start time.Time) {
 	r.OK = err == nil
 	if err != nil {
 		r.Error = err.Error()
+	}
+	if de := (*restore.DamagedError)(nil); errors.As(err, &de) && !de.Zeroed {
+		r.DamagedCount = max(de.Count, len(de.Chunks))
+		r.Damaged = make([]verify.DamagedChunk, len(de.Chunks))
+		for i, c := range de.Chunks {
+			r.Damaged[i] = verify.DamagedChunkOf(c, 0)
+		}
 	}
 	r.TotalSeconds = time.Since(start).Seconds()
 }
@@ -151,14 +167,23 @@ func ParseList(r io.Reader, checkRef func(ref string) error) ([]Item, error) {
 }
 
 // Latest lists the disk images (.img.fidx) of the newest snapshot of
-// every group of ns and the namespaces below it, reading each manifest
-// through snapshot's reader (on a chain, from the member with a good copy;
-// no key is checked). A snapshot whose manifest cannot be read is listed
-// with archive "?" (its drill reports the failure) and given to warn.
-func Latest(ctx context.Context, store chunkstore.Store, ns index.Namespace, warn func(index.Snapshot, error)) ([]Item, error) {
-	sel, err := verify.Select(ctx, store, verify.Scope{NS: ns, Latest: true})
+// every group in scope (verify.Select with Latest set: sc's namespace and
+// those sc.MaxDepth levels below it, or the one group or snapshot of
+// sc.Ref), reading each manifest through snapshot's reader (on a chain,
+// from the member with a good copy; no key is checked). A snapshot whose
+// manifest cannot be read is listed with archive "?" (its drill reports
+// the failure) and given to warn. Select's errors are returned as they
+// are; a scope that exists and holds no snapshot is an error wrapping
+// snapshot.ErrNoSnapshot with Select's note (a drill of nothing proves
+// nothing).
+func Latest(ctx context.Context, store chunkstore.Store, sc verify.Scope, warn func(index.Snapshot, error)) ([]Item, error) {
+	sc.Latest = true
+	sel, err := verify.Select(ctx, store, sc)
 	if err != nil {
 		return nil, err
+	}
+	if len(sel.Snapshots) == 0 {
+		return nil, fmt.Errorf("%w: nothing to drill: %s", snapshot.ErrNoSnapshot, sel.Note)
 	}
 	var out []Item
 	for _, s := range sel.Snapshots {
@@ -185,33 +210,39 @@ func Latest(ctx context.Context, store chunkstore.Store, ns index.Namespace, war
 // not drilled has a zero Report.
 func Fleet(ctx context.Context, items []Item, scratch string, parallel int, drill func(it Item, target string) Report, done func(Report)) []Report {
 	reps := make([]Report, len(items))
-	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, max(parallel, 1))
-	)
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(max(parallel, 1)) // Go waits while parallel drills run
 	for i, it := range items {
-		sem <- struct{}{}
 		if ctx.Err() != nil {
-			<-sem
 			break
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil // done while waiting for a turn: not drilled
+			}
 			name := fmt.Sprintf("%03d-%s-%s", i, strings.NewReplacer("/", "_", ":", "").Replace(it.Ref), it.Archive)
 			rep := drill(it, filepath.Join(scratch, strings.TrimSuffix(name, ".fidx")))
 			mu.Lock()
 			defer mu.Unlock()
 			reps[i] = rep
 			done(rep)
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return reps
 }
 
-// Totals sums up a fleet drill (its JSON summary line; the fields are in
-// the order of their names).
+// FleetReport is the one JSON value of a fleet drill: its totals and
+// every drill's report, in the order of the items.
+type FleetReport struct {
+	Totals
+	Drills []Report `json:"drills"`
+}
+
+// Totals sums up a fleet drill (the fields are in the order of their
+// names).
 type Totals struct {
 	Archives int `json:"archives"`
 	// Salvaged counts the archives that passed only with chunks
@@ -222,8 +253,7 @@ type Totals struct {
 	Failed         int     `json:"failed"`
 	SalvagedChunks int     `json:"recovered-from-bad-copies-count,omitempty"`
 	RestoreSeconds float64 `json:"restore-seconds"`   // the drills' times to restore, summed
-	Slowest        string  `json:"slowest,omitempty"` // SNAPSHOT/ARCHIVE of the longest time to restore
-	Summary        bool    `json:"summary"`           // true: tells this line from the drills' reports
+	Slowest        string  `json:"slowest,omitempty"` // SNAPSHOT/ARCHIVE of the longest time to restore among the restores that completed
 	// SlowestAt, FirstFailed and FirstSalvaged index the reports (-1:
 	// none); Order lists them by time to restore, longest first.
 	SlowestAt     int   `json:"-"`
@@ -234,8 +264,9 @@ type Totals struct {
 
 // Sum returns the totals of the reports reps.
 func Sum(reps []Report) Totals {
-	t := Totals{Archives: len(reps), Summary: true, SlowestAt: -1, FirstFailed: -1, FirstSalvaged: -1}
+	t := Totals{Archives: len(reps), SlowestAt: -1, FirstFailed: -1, FirstSalvaged: -1}
 	for i, r := range reps {
+		t.Order = append(t.Order, i)
 		if !r.OK {
 			t.Failed++
 			if t.FirstFailed < 0 {
@@ -250,13 +281,13 @@ func Sum(reps []Report) Totals {
 			t.Salvaged++
 			t.SalvagedChunks += r.SalvagedChunks
 		}
-		if r.Restore != nil {
-			t.Bytes += r.Restore.Size
+		if r.Restore == nil {
+			continue // no restore completed: no time to restore to compare
 		}
+		t.Bytes += r.Restore.Size
 		if t.SlowestAt < 0 || r.RestoreSeconds > reps[t.SlowestAt].RestoreSeconds {
 			t.SlowestAt = i
 		}
-		t.Order = append(t.Order, i)
 	}
 	if t.SlowestAt >= 0 {
 		t.Slowest = reps[t.SlowestAt].Snapshot + "/" + reps[t.SlowestAt].Archive

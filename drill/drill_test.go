@@ -60,18 +60,24 @@ func TestSum(t *testing.T) {
 		{OK: false, Snapshot: "vm/4/T", Archive: "d", RestoreSeconds: 2},
 	}
 	s := Sum(reps)
-	if s.Archives != 4 || s.Failed != 2 || s.Bytes != 15 || s.RestoreSeconds != 9 || s.SlowestAt != 1 || s.Slowest != "vm/2/T/b" || s.FirstFailed != 1 {
+	// The slowest is among the restores that completed: not the failed
+	// vm/2, whose restore did not.
+	if s.Archives != 4 || s.Failed != 2 || s.Bytes != 15 || s.RestoreSeconds != 9 || s.SlowestAt != 2 || s.Slowest != "vm/3/T/c" || s.FirstFailed != 1 {
 		t.Errorf("Sum = %+v", s)
 	}
 	if want := []int{1, 2, 3, 0}; !slices.Equal(s.Order, want) {
 		t.Errorf("Order = %v, want %v (longest first, ties in report order)", s.Order, want)
 	}
 	b, err := json.Marshal(s)
-	if want := `{"archives":4,"bytes":15,"failed":2,"restore-seconds":9,"slowest":"vm/2/T/b","summary":true}`; err != nil || string(b) != want {
+	if want := `{"archives":4,"bytes":15,"failed":2,"restore-seconds":9,"slowest":"vm/3/T/c"}`; err != nil || string(b) != want {
 		t.Errorf("JSON %s, %v; want %s", b, err, want)
 	}
 	if e := Sum(nil); e.SlowestAt != -1 || e.FirstFailed != -1 || e.Slowest != "" {
 		t.Errorf("Sum(nil) = %+v", e)
+	}
+	// Every drill failed before its restore completed: no slowest.
+	if f := Sum([]Report{{Snapshot: "vm/1/T", Archive: "a", Error: "missing"}, {Snapshot: "vm/2/T", Archive: "b", Error: "missing"}}); f.SlowestAt != -1 || f.Slowest != "" || f.Failed != 2 {
+		t.Errorf("Sum of failures = %+v, want no slowest", f)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/snapshot"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
 // TestLatestChain lists the newest snapshot's disk images over a chain of
@@ -32,7 +33,7 @@ func TestLatestChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warned []error
-	items, err := Latest(context.Background(), chain, index.Namespace{}, func(_ index.Snapshot, err error) { warned = append(warned, err) })
+	items, err := Latest(context.Background(), chain, verify.Scope{}, func(_ index.Snapshot, err error) { warned = append(warned, err) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,7 @@
 package metrics
 
 import (
-	"os"
-	"path/filepath"
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -10,41 +9,118 @@ import (
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
-// TestLastSuccessCarried: a failed run keeps the last-success time of the
-// run before it; a good run sets it to its own end.
+// reparse writes the metrics of a run as a textfile and reads them back
+// as the next run's Previous.
+func reparse(t *testing.T, text []byte) Previous {
+	t.Helper()
+	prev, err := ParsePrevious(bytes.NewReader(text), nil)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, text)
+	}
+	return prev
+}
+
+// TestLastSuccessCarried: a failed run keeps the last-success times (of
+// the run and of each archive) of the run before it; a good run sets them
+// to its own end. Series carry store, namespace, group and archive, never
+// the snapshot's time.
 func TestLastSuccessCarried(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "pbsdirect.prom")
-	const name = "pbsdirect_drill_last_success_timestamp_seconds"
-	if err := WriteDrill(path, []Drill{{Snapshot: "vm/100/x", Archive: "a", OK: true, RestoreSeconds: 2}}, time.Unix(1000, 0)); err != nil {
+	good := []Drill{
+		{Snapshot: "ns/prod/ns/db/vm/100/2026-01-01T00:00:00Z", Archive: "drive-scsi0.img.fidx", OK: true, Restored: true, RestoreSeconds: 2},
+		{Snapshot: "ct/200/2026-01-01T00:00:00Z", Archive: "root.img.fidx", OK: true, Restored: true, RestoreSeconds: 1},
+	}
+	b, err := Text(Drills("/ds", good, time.Unix(1000, 0), nil))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteDrill(path, []Drill{{Snapshot: "vm/100/x", Archive: "a"}}, time.Unix(2000, 0)); err != nil {
+	prev := reparse(t, b)
+	for _, want := range []string{
+		`pbsdirect_drill_archive_last_success_timestamp_seconds{archive="drive-scsi0.img.fidx",group="vm/100",namespace="prod/db",store="/ds"} 1000`,
+		`pbsdirect_drill_time_to_restore_seconds{archive="root.img.fidx",group="ct/200",namespace="",store="/ds"} 1`,
+		`pbsdirect_drill_last_success_timestamp_seconds{store="/ds"} 1000`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "2026-01-01") {
+		t.Errorf("a label carries the snapshot's time:\n%s", b)
+	}
+	// The next night: a newer snapshot of vm/100 fails, ct/200 passes.
+	bad := []Drill{
+		{Snapshot: "ns/prod/ns/db/vm/100/2026-01-02T00:00:00Z", Archive: "drive-scsi0.img.fidx"},
+		{Snapshot: "ct/200/2026-01-02T00:00:00Z", Archive: "root.img.fidx", OK: true, Restored: true, RestoreSeconds: 1},
+	}
+	b, err = Text(Drills("/ds", bad, time.Unix(2000, 0), prev))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := LastValue(path, name); got != 1000 {
-		t.Errorf("after a failed run: last success %v, want 1000", got)
+	prev = reparse(t, b)
+	vm := map[string]string{"store": "/ds", "namespace": "prod/db", "group": "vm/100", "archive": "drive-scsi0.img.fidx"}
+	ct := map[string]string{"store": "/ds", "namespace": "", "group": "ct/200", "archive": "root.img.fidx"}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"pbsdirect_drill_last_success_timestamp_seconds", map[string]string{"store": "/ds"}, 1000},
+		{"pbsdirect_drill_success", nil, 0},
+		{"pbsdirect_drill_archive_last_success_timestamp_seconds", vm, 1000},
+		{"pbsdirect_drill_archive_success", vm, 0},
+		{"pbsdirect_drill_archive_last_success_timestamp_seconds", ct, 2000},
+		{"pbsdirect_drill_time_to_restore_seconds", vm, 0}, // absent: the restore did not complete
+	} {
+		if got := prev.Value(c.name, c.labels); got != c.want {
+			t.Errorf("after a failed run: %s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
 	}
-	if err := WriteVerify(path, verify.Report{OK: true, Store: "/ds"}, 3, time.Unix(3000, 0)); err != nil {
+	// Another store's series are not this one's.
+	if got := prev.Value("pbsdirect_drill_last_success_timestamp_seconds", map[string]string{"store": "/other"}); got != 0 {
+		t.Errorf("another store's last success: %v", got)
+	}
+}
+
+// TestVerifyArchives: verify's metrics carry store and shard, and per
+// archive its namespace, group and damaged chunks; several snapshots of a
+// group make one series, failed when any of them is.
+func TestVerifyArchives(t *testing.T) {
+	rep := verify.Report{Store: "/ds", OK: false, Snapshots: []verify.SnapshotResult{
+		{Snapshot: "ns/prod/vm/100/2026-01-01T00:00:00Z", OK: true, Archives: []verify.ArchiveResult{{Archive: "drive-scsi0.img.fidx", OK: true}}},
+		{Snapshot: "ns/prod/vm/100/2026-01-02T00:00:00Z", Archives: []verify.ArchiveResult{{Archive: "drive-scsi0.img.fidx", DamagedCount: 3}}},
+		{Snapshot: "vm/101/2026-01-02T00:00:00Z", Error: "manifest damaged"},
+	}}
+	b, err := Text(Verify(rep, 3, time.Unix(3000, 0), nil))
+	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(path)
-	if !strings.Contains(string(b), `pbsdirect_verify_retries{shard="",store="/ds"} 3`) || LastValue(path, "pbsdirect_verify_last_success_timestamp_seconds") != 3000 {
-		t.Errorf("verify metrics:\n%s", b)
+	for _, want := range []string{
+		`pbsdirect_verify_retries{shard="",store="/ds"} 3`,
+		`pbsdirect_verify_archive_damaged_chunks{archive="drive-scsi0.img.fidx",group="vm/100",namespace="prod",shard="",store="/ds"} 3`,
+		`pbsdirect_verify_archive_success{archive="drive-scsi0.img.fidx",group="vm/100",namespace="prod",shard="",store="/ds"} 0`,
+		`pbsdirect_verify_archive_success{archive="index.json.blob",group="vm/101",namespace="",shard="",store="/ds"} 0`,
+		`pbsdirect_verify_last_success_timestamp_seconds{shard="",store="/ds"} 0`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s:\n%s", want, b)
+		}
+	}
+	if n := strings.Count(string(b), "pbsdirect_verify_archive_success{"); n != 2 {
+		t.Errorf("%d archive series, want 2 (one per group and archive):\n%s", n, b)
 	}
 }
 
 // TestVerifyWithoutKey: snapshots no key opens have their own gauge, apart
 // from the damaged chunks.
 func TestVerifyWithoutKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "pbsdirect.prom")
-	rep := verify.Report{Store: "/ds", WithoutKey: 2}
-	if err := WriteVerify(path, rep, 0, time.Unix(3000, 0)); err != nil {
+	b, err := Text(Verify(verify.Report{Store: "/ds", WithoutKey: 2}, 0, time.Unix(3000, 0), nil))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := LastValue(path, "pbsdirect_verify_snapshots_without_key"); got != 2 {
+	prev := reparse(t, b)
+	if got := prev.Value("pbsdirect_verify_snapshots_without_key", nil); got != 2 {
 		t.Errorf("snapshots without key: %v, want 2", got)
 	}
-	if got := LastValue(path, "pbsdirect_verify_damaged_chunks"); got != 0 {
+	if got := prev.Value("pbsdirect_verify_damaged_chunks", nil); got != 0 {
 		t.Errorf("damaged chunks: %v, want 0", got)
 	}
 }

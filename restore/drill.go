@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -24,12 +25,20 @@ type DrillOptions struct {
 	// locked and before Remove (a boot check of the restored disk); its
 	// error fails the drill and keeps the target.
 	AfterReadBack func(ctx context.Context, src *snapshot.Reader, target string) error
+	// MaxDamaged is how many damaged or missing chunks the error of a
+	// drill of a damaged archive lists in full (0: MaxDamagedListed); it
+	// counts them all.
+	MaxDamaged int
 	// Progress, when set, is called when the read-back starts, with the
 	// image bytes and a function that returns those read (or skipped as
 	// holes) so far; Drill calls the function it returns when the
 	// read-back ends.
 	Progress func(total int64, done func() int64) (stop func())
 }
+
+// MaxDamagedListed is how many damaged or missing chunks a drill's error
+// lists by default (DrillOptions.MaxDamaged), as many as verify's report.
+const MaxDamagedListed = 100
 
 // DrillResult is what a Drill did.
 type DrillResult struct {
@@ -55,8 +64,16 @@ type DrillResult struct {
 // how far it went (never nil); the error is the restore's (refusals wrap
 // ErrRefused), the read-back's (ErrReadBackMismatch for content that
 // differs) or the removal's.
+//
+// Unless the restore writes damaged chunks as zeros (DamageZero), a
+// damaged or missing chunk does not stop the restore: every chunk is
+// read, and the error (a *DamagedError) lists the first o.MaxDamaged of
+// the damaged ones, by offset, and counts them all, as verify would.
 func Drill(ctx context.Context, src *snapshot.Reader, name string, sink Sink, o DrillOptions) (*DrillResult, error) {
 	dr := &DrillResult{}
+	if p := &o.Restore.Pipeline; p.OnMissing == DamageFail && p.OnCorrupt == DamageFail && p.Damaged == nil {
+		p.KeepGoing, p.MaxListed = true, cmp.Or(o.MaxDamaged, MaxDamagedListed)
+	}
 	res, err := Restore(ctx, src, name, sink, o.Restore)
 	if err != nil {
 		return dr, err

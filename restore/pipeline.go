@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/crypto"
 )
 
@@ -32,6 +33,10 @@ type Options struct {
 	// Fetchers is the number of chunk reads in flight ahead of the jobs
 	// (I/O bound); default Jobs for a local store; callers pass tens for buckets.
 	Fetchers int
+	// RateLimit, when set, is the limiter the store reads through
+	// (--rate, --burst, --rate-requests): the store applies it, Summary
+	// reports it.
+	RateLimit *ratelimit.Limiter
 	// Encrypted is the archive's crypt mode from the manifest: true requires
 	// every chunk to be encrypted, false requires every chunk to be plain (§2.5).
 	Encrypted bool
@@ -45,6 +50,10 @@ type Options struct {
 	// then only counts them): memory stays bounded however many chunks are
 	// damaged.
 	Damaged func(*ChunkError)
+	// MaxListed, with KeepGoing and no Damaged, is how many damaged
+	// chunks the *DamagedError lists (by offset; it counts them all);
+	// 0 lists every one.
+	MaxListed int
 	// Held, when set, is called by RunResume for each durable chunk found
 	// whole on the target (concurrently), not fetched again.
 	Held func(*Chunk)
@@ -165,6 +174,14 @@ func (e *ChunkError) Error() string {
 		offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(e.Length)))
 	}
 	return fmt.Sprintf("chunk %s at %s: %s", e.Digest, strings.Join(offs, " "), e.Cause())
+}
+
+// firstOffset is c's first offset in the image (0 for none).
+func firstOffset(c *ChunkError) uint64 {
+	if len(c.Offsets) == 0 {
+		return 0
+	}
+	return c.Offsets[0]
 }
 
 // Missing reports whether the chunk is missing (no store has it, or its
@@ -514,6 +531,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		return err
 	}
 	if errs.count > 0 {
+		slices.SortFunc(errs.damaged, func(a, b *ChunkError) int { return cmp.Compare(firstOffset(a), firstOffset(b)) })
 		return &DamagedError{Archive: opts.Archive, Chunks: errs.damaged, Count: errs.count}
 	}
 	// Backstop: every byte of the image is either written data, a zero
@@ -578,7 +596,7 @@ func (d *damagePolicy) fail(err error) {
 	defer d.errs.mu.Unlock()
 	if d.opts.Damaged != nil {
 		d.opts.Damaged(ce)
-	} else {
+	} else if d.opts.MaxListed <= 0 || len(d.errs.damaged) < d.opts.MaxListed {
 		d.errs.damaged = append(d.errs.damaged, ce)
 	}
 	d.errs.count++

@@ -6,6 +6,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 )
 
 // Summary is the final report of an image restore (the restore command's
@@ -55,6 +56,10 @@ type Summary struct {
 	Salvaged       []SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
 	SalvagedChunks int             `json:"recovered-from-bad-copies-count,omitempty"`
 	ExitCode       int             `json:"exit-code"` // the process exit code (0: restored, verified and synced)
+	// RateLimit is what the rate limits were (--rate, --burst,
+	// --rate-requests) and how long reads waited on them; absent without
+	// limits.
+	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
 }
 
 // Summary returns the report of the restore res that took elapsed (the
@@ -87,6 +92,7 @@ func (res *Result) Summary(elapsed time.Duration) Summary {
 	if c, ok := store.(chunkstore.FallThrough); ok {
 		sum.Stores = c.Stats()
 	}
+	sum.RateLimit = o.RateLimit.Report()
 	sum.Salvaged, sum.SalvagedChunks = stats.Salvaged.Chunks(), stats.Salvaged.Count()
 	if res.Damage != nil {
 		sum.DamagedRanges, sum.DamagedChunks = res.Damage.Ranges(), len(res.Damage.Chunks)

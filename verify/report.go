@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 )
 
 // ReportVersion is the version of the Report JSON schema.
@@ -166,6 +167,10 @@ type Report struct {
 	// chunks each served and how many copies fell through; set by the
 	// command.
 	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
+	// RateLimit is what the rate limits were (--rate, --burst,
+	// --rate-requests) and how long reads waited on them; absent without
+	// limits; set by the command.
+	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
 	// StoresLeftOut names the stores of a chain that could not be read
 	// (opened or listed) during the run: what only they hold was not
 	// verified, so the run is not OK (LeaveOut); set by the command.

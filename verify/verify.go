@@ -252,6 +252,25 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 	return rep, nil
 }
 
+// DamagedChunkOf returns the report entry of the chunk c that failed
+// (its cause as ChunkError.Cause, its first MaxOffsets offsets).
+// positions, when more than c's offsets, is the number of all the chunk's
+// positions in the archive.
+func DamagedChunkOf(c *restore.ChunkError, positions int) DamagedChunk {
+	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause(),
+		Missing: errors.Is(c.Err, chunkstore.ErrNotFound)}
+	var bc *restore.BadCopyError
+	if errors.As(c.Err, &bc) {
+		d.BadCopy = bc.Copy
+	}
+	if n := max(len(d.Offsets), positions); n > MaxOffsets {
+		d.OffsetCount = n
+		m := min(len(d.Offsets), MaxOffsets)
+		d.Offsets = d.Offsets[:m:m]
+	}
+	return d
+}
+
 // damaged records one damaged chunk of archive a of snapshot s: listed in
 // full while the run's MaxDamaged allows, counted always, streamed to
 // DamagedList when set.
@@ -259,18 +278,8 @@ func (v *Verifier) Run(ctx context.Context, snaps []index.Snapshot, each func(Sn
 // positions, when more than c's offsets, is the number of all the chunk's
 // positions in the archive (the zero chunk's plan lists only the first).
 func (v *Verifier) damaged(s index.Snapshot, a *ArchiveResult, c *restore.ChunkError, positions int) {
-	d := DamagedChunk{Digest: c.Digest.String(), Offsets: c.Offsets, Length: c.Length, Location: c.Location, Error: c.Cause(),
-		Missing: errors.Is(c.Err, chunkstore.ErrNotFound)}
-	var bc *restore.BadCopyError
-	if errors.As(c.Err, &bc) {
-		d.BadCopy = bc.Copy
-	}
+	d := DamagedChunkOf(c, positions)
 	v.note(c.Err)
-	if n := max(len(d.Offsets), positions); n > MaxOffsets {
-		d.OffsetCount = n
-		m := min(len(d.Offsets), MaxOffsets)
-		d.Offsets = d.Offsets[:m:m]
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	a.DamagedCount++

@@ -12,7 +12,9 @@
 // reports and state written to a bucket); a read-only backend leaves
 // openWrite nil and OpenWrite refuses it. IsRemote and CheckSpec read the
 // same table, so the commands need no change; its settings (endpoint,
-// credentials) go in Options and Settings.
+// credentials) go in Options and Settings, and those a single store may
+// carry as query parameters of its specification in the entry's params
+// (storeparams.go).
 package backends
 
 import (
@@ -24,6 +26,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
 	"github.com/pbsdirect/pbsdirect/chunkstore/gcsstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 )
 
@@ -62,6 +65,10 @@ type Options struct {
 	// Policy is the request policy of both bucket backends (--io-timeout,
 	// --retry-for, backoff); zero fields take bucket's defaults.
 	Policy bucket.Options
+	// Limit, when set, caps the bytes read and the requests made by every
+	// store opened with these options, directories included (--rate,
+	// --burst, --rate-requests); Policy.Limit is taken from here.
+	Limit *ratelimit.Limiter
 }
 
 // scheme is one bucket backend as --store names it: "NAME://bucket[/prefix]".
@@ -72,14 +79,17 @@ type scheme struct {
 	open func(ctx context.Context, spec string, opts Options) (chunkstore.Store, error)
 	// openWrite opens spec for writing; nil for a read-only backend.
 	openWrite func(ctx context.Context, spec string, opts Options) (chunkstore.WriteStore, error)
+	// paramTable returns the per-store settings the backend takes as query
+	// parameters of its specification (see StoreOptions); nil: none.
+	paramTable func() []param
 }
 
 // schemes returns the bucket backends; a specification with none of their
 // schemes is a local datastore directory.
 func schemes() []scheme {
 	return []scheme{
-		{name: "s3", open: reading(openS3), openWrite: writing(openS3)},
-		{name: "gs", open: reading(openGCS), openWrite: writing(openGCS)},
+		{name: "s3", open: reading(openS3), openWrite: writing(openS3), paramTable: s3Params},
+		{name: "gs", open: reading(openGCS), openWrite: writing(openGCS), paramTable: gcsParams},
 	}
 }
 
@@ -103,6 +113,7 @@ func openS3(ctx context.Context, spec string, opts Options) (*s3store.Store, err
 	o := opts.S3
 	o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
 	o.Policy = opts.Policy
+	o.Policy.Limit = opts.Limit
 	return s3store.OpenURL(ctx, spec, o)
 }
 
@@ -112,6 +123,7 @@ func openGCS(ctx context.Context, spec string, opts Options) (*gcsstore.Store, e
 	o := opts.GCS
 	o.Create, o.Concurrency, o.Layout = opts.Create, opts.Concurrency, opts.Layout
 	o.Policy = opts.Policy
+	o.Policy.Limit = opts.Limit
 	return gcsstore.OpenURL(ctx, spec, o)
 }
 
@@ -146,7 +158,10 @@ func IsRemote(spec string) bool {
 
 // Open opens the store named by spec for reading: s3://bucket[/prefix]
 // with s3store, gs://bucket[/prefix] with gcsstore, anything else with
-// chunkstore.OpenLocal(spec, opts.Create). Errors wrap chunkstore.ErrNotFound
+// chunkstore.OpenLocal(spec, opts.Create). A bucket specification's query
+// parameters are its own settings, applied over opts (StoreOptions; a
+// *ParamError when they do not parse); errors opening such a store name it
+// as DisplaySpec prints it. Errors wrap chunkstore.ErrNotFound
 // or chunkstore.ErrDenied where that is the cause (missing bucket or
 // directory, refused credentials). The bucket stores also implement
 // bucket.LayoutReporter and bucket.StatsReporter.
@@ -157,10 +172,46 @@ func Open(ctx context.Context, spec string, opts Options) (chunkstore.Store, err
 // openIn is Open over the backends of table.
 func openIn(ctx context.Context, table []scheme, spec string, opts Options) (chunkstore.Store, error) {
 	if b, ok := schemeIn(table, spec); ok {
-		return b.open(ctx, spec, opts)
+		base, o, err := b.settle(spec, opts)
+		if err != nil {
+			return nil, err
+		}
+		s, err := b.open(ctx, base, o)
+		return s, nameStore(spec, base, err)
 	}
 	return openLocal(spec, opts)
 }
+
+// nameStore returns err, opening the store spec (base without its
+// settings), prefixed with spec as DisplaySpec prints it when spec carries
+// settings of its own: the stores of a chain may share a bucket's name
+// and differ in endpoint or credentials alone.
+func nameStore(spec, base string, err error) error {
+	if err == nil || spec == base {
+		return err
+	}
+	return &namedError{name: DisplaySpec(spec), base: base, err: err}
+}
+
+// namedError is an error opening the store base, named by name (its
+// specification with its settings): "NAME: why", where why is err's text
+// without the leading "BASE: " the backends start their errors with.
+type namedError struct {
+	name, base string
+	err        error
+}
+
+// Error returns "NAME: why".
+func (e *namedError) Error() string {
+	msg := e.err.Error()
+	if rest, ok := strings.CutPrefix(msg, e.base+": "); ok {
+		msg = rest
+	}
+	return e.name + ": " + msg
+}
+
+// Unwrap returns the error of opening the store.
+func (e *namedError) Unwrap() error { return e.err }
 
 // OpenWrite opens the store named by spec as Open does, for writing (a
 // backup, a report written to a store). With opts.Create a missing
@@ -173,9 +224,14 @@ func OpenWrite(ctx context.Context, spec string, opts Options) (chunkstore.Write
 func openWriteIn(ctx context.Context, table []scheme, spec string, opts Options) (chunkstore.WriteStore, error) {
 	if b, ok := schemeIn(table, spec); ok {
 		if b.openWrite == nil {
-			return nil, fmt.Errorf("--store %s: %s:// stores are read-only", spec, b.name)
+			return nil, fmt.Errorf("--store %s: %s:// stores are read-only", DisplaySpec(spec), b.name)
 		}
-		return b.openWrite(ctx, spec, opts)
+		base, o, err := b.settle(spec, opts)
+		if err != nil {
+			return nil, err
+		}
+		s, err := b.openWrite(ctx, base, o)
+		return s, nameStore(spec, base, err)
 	}
 	return openLocal(spec, opts)
 }
@@ -186,6 +242,7 @@ func openLocal(spec string, opts Options) (chunkstore.WriteStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.LimitReads(opts.Limit)
 	return l, nil
 }
 
@@ -209,7 +266,7 @@ func OpenChain(ctx context.Context, specs []string, opts Options, skipped func(s
 			err = chunkstore.StoreMissing(fmt.Errorf("%w (a disk not mounted? a bucket or prefix not created yet?)", err))
 		}
 		if err != nil && chunkstore.Outside(err) && ctx.Err() == nil {
-			leftOut = append(leftOut, fmt.Errorf("--store %s left out: %w", spec, err))
+			leftOut = append(leftOut, fmt.Errorf("--store %s left out: %w", DisplaySpec(spec), err))
 			if firstOutside == nil {
 				firstOutside = err
 			}

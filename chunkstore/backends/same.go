@@ -12,8 +12,9 @@ import (
 // their roots are the same directory (device and inode, so "./ds/", a
 // symbolic link or a bind mount to it match; when either cannot be
 // stat'ed, their cleaned absolute paths are compared); two buckets when
-// scheme, bucket and prefix are the same ("s3://b/p/" is "s3://b/p"; every
-// store of one run has the same endpoint and credentials).
+// scheme, bucket and prefix are the same ("s3://b/p/" is "s3://b/p") and
+// so is the endpoint parameter of their own settings (none: the command
+// line's, the same for both).
 // A directory is never a bucket's store.
 func SameStore(a, b string) bool {
 	sa, ra := schemeOf(a)
@@ -25,9 +26,9 @@ func SameStore(a, b string) bool {
 		if sa.name != sb.name {
 			return false
 		}
-		ba, pa, erra := bucket.ParseURL(sa.name, a)
-		bb, pb, errb := bucket.ParseURL(sb.name, b)
-		return erra == nil && errb == nil && ba == bb && pa == pb
+		ba, pa, erra := bucket.ParseURL(sa.name, BaseSpec(a))
+		bb, pb, errb := bucket.ParseURL(sb.name, BaseSpec(b))
+		return erra == nil && errb == nil && ba == bb && pa == pb && endpointOf(sa, a) == endpointOf(sb, b)
 	}
 	fa, erra := os.Stat(a)
 	fb, errb := os.Stat(b)
@@ -37,4 +38,14 @@ func SameStore(a, b string) bool {
 	absA, erra := filepath.Abs(a)
 	absB, errb := filepath.Abs(b)
 	return erra == nil && errb == nil && absA == absB
+}
+
+// endpointOf returns the endpoint that spec's own settings name for a
+// store of backend b ("" for none, or settings that do not parse).
+func endpointOf(b scheme, spec string) string {
+	_, o, err := b.settle(spec, Options{})
+	if err != nil {
+		return ""
+	}
+	return o.S3.Endpoint + o.GCS.Endpoint
 }

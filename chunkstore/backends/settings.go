@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/chunkstore/s3store"
 )
 
@@ -22,6 +23,9 @@ type Settings struct {
 	RetryFor      time.Duration // --retry-for; 0: no retries
 	// Watch, when set, is told of the bucket requests being retried.
 	Watch *bucket.RetryWatch
+	// Limit, when set, caps the bytes read and the requests made
+	// (--rate, --burst, --rate-requests; Options.Limit).
+	Limit *ratelimit.Limiter
 }
 
 // SettingError is a setting that does not parse; Setting names it as the
@@ -72,6 +76,7 @@ func (s Settings) Options(create bool, concurrency int) (Options, error) {
 		Layout:      layout,
 		S3:          s3,
 		Policy:      bucket.Options{IOTimeout: s.IOTimeout, RetryFor: s.RetryFor, Watch: s.Watch},
+		Limit:       s.Limit,
 	}
 	if s.RetryFor == 0 {
 		opts.Policy.RetryFor = -1 // no retries
@@ -89,8 +94,11 @@ func CheckPathStyle(v string) error {
 
 // CheckSpec refuses a store specification that is a malformed bucket URL:
 // "s3://" without a bucket, or "s3:/bucket", "S3://bucket", "gs:bucket",
-// which would otherwise be taken for a directory. Its errors name the
-// specification as --store gives it and say how a bucket is written.
+// which would otherwise be taken for a directory, or a bucket whose query
+// parameters (its own settings, StoreOptions) are unknown to its backend,
+// given twice or do not parse (a *ParamError). Its errors name the
+// specification as --store gives it (credentials hidden, DisplaySpec) and
+// say how a bucket is written.
 func CheckSpec(spec string) error { return CheckSpecFlag("--store", spec) }
 
 // CheckSpecFlag is CheckSpec for a store given with the flag named flag
@@ -105,8 +113,12 @@ func CheckSpecFlag(flag, spec string) error {
 		if !strings.HasPrefix(rest, "//") {
 			return fmt.Errorf("%s %q: a bucket is written %s://bucket/prefix", flag, spec, scheme)
 		}
-		if _, _, err := bucket.ParseURL(scheme, spec); err != nil {
+		b, _ := schemeOf(spec)
+		if _, _, err := bucket.ParseURL(scheme, BaseSpec(spec)); err != nil {
 			return fmt.Errorf("%s: %v", flag, err)
+		}
+		if err := checkParams(b, spec); err != nil {
+			return fmt.Errorf("%s %w", flag, err)
 		}
 		return nil
 	}

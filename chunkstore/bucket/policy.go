@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 )
 
 // Defaults of the request policy.
@@ -52,6 +53,10 @@ type Options struct {
 	// Watch, when set, is told of every retry (RetryWatch); shared by the
 	// policies of several stores.
 	Watch *RetryWatch
+	// Limit, when set, caps the requests and the bytes read of every
+	// attempt (--rate, --burst, --rate-requests); shared by the policies
+	// of several stores.
+	Limit *ratelimit.Limiter
 }
 
 // WithDefaults returns o with zero fields set to the defaults.
@@ -136,9 +141,10 @@ func NewPolicy(o Options) *Policy {
 func (p *Policy) Options() Options { return p.opts }
 
 // Transport returns base wrapped in the stall watchdog of the policy's
-// IOTimeout.
+// IOTimeout and, outside it, the rate limits (Options.Limit): a request
+// waits for its turn before the watchdog starts.
 func (p *Policy) Transport(base http.RoundTripper) http.RoundTripper {
-	return &Transport{Base: base, IOTimeout: p.opts.IOTimeout, Stalls: &p.stalls}
+	return p.opts.Limit.Transport(&Transport{Base: base, IOTimeout: p.opts.IOTimeout, Stalls: &p.stalls})
 }
 
 // Stats returns the counts so far.

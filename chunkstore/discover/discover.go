@@ -359,7 +359,13 @@ func (b bucketTree) close() { b.store.Close() }
 // prefix (no surrounding '/').
 func openBucket(ctx context.Context, location string, opts backends.Options) (bucketTree, string, error) {
 	scheme, _, _ := strings.Cut(location, "://")
-	bkt, prefix, err := bucket.ParseURL(scheme, location)
+	// The location's own settings (query parameters) apply to every
+	// prefix walked.
+	base, opts, err := backends.StoreOptions(location, opts)
+	if err != nil {
+		return bucketTree{}, "", err
+	}
+	bkt, prefix, err := bucket.ParseURL(scheme, base)
 	if err != nil {
 		return bucketTree{}, "", err
 	}

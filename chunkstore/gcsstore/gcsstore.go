@@ -69,6 +69,12 @@ type Options struct {
 	// NoAuth sends requests without credentials (emulators). Implied when
 	// STORAGE_EMULATOR_HOST is set.
 	NoAuth bool
+	// CredentialsFile is a Google credentials JSON file (a service account
+	// key, an authorized user's or an external account's configuration,
+	// as gcloud writes them) used in place of Application Default
+	// Credentials. Empty: GOOGLE_APPLICATION_CREDENTIALS and the rest of
+	// the default chain.
+	CredentialsFile string
 	// Concurrency is the number of requests the caller intends to have in
 	// flight; the connection pool keeps at least that many idle connections
 	// per host. 0 means DefaultConcurrency.
@@ -163,7 +169,18 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	if opts.NoAuth || os.Getenv("STORAGE_EMULATOR_HOST") != "" {
 		copts = append(copts, option.WithoutAuthentication(), option.WithHTTPClient(&http.Client{Transport: watched}))
 	} else {
-		rt, err := htransport.NewTransport(ctx, watched, option.WithScopes(storage.ScopeReadWrite))
+		auth := []option.ClientOption{option.WithScopes(storage.ScopeReadWrite)}
+		if opts.CredentialsFile != "" {
+			o, err := credentialsFileOption(opts.CredentialsFile)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w: %w", s.url, chunkstore.ErrDenied, err)
+			}
+			auth = append(auth, o)
+		}
+		rt, err := htransport.NewTransport(ctx, watched, auth...)
+		if err != nil && opts.CredentialsFile != "" {
+			return nil, fmt.Errorf("%s: %w: credentials file %s: %w", s.url, chunkstore.ErrDenied, opts.CredentialsFile, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: no usable Google Application Default Credentials: %w (set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, run 'gcloud auth application-default login', or use STORAGE_EMULATOR_HOST for an emulator)", s.url, chunkstore.ErrDenied, err)
 		}

@@ -138,6 +138,25 @@ type Options struct {
 	// Credentials overrides the SDK's credential chain when non-nil (e.g.
 	// credentials.NewStaticCredentialsProvider in tests).
 	Credentials aws.CredentialsProvider
+	// Profile names the shared configuration profile to load (credentials,
+	// and region and endpoint_url when the profile has them), in place of
+	// AWS_PROFILE; it wins over AWS_ACCESS_KEY_ID and its kin. Empty: the
+	// SDK's chain.
+	Profile string
+	// CredentialsFile is the shared credentials file (INI, as
+	// ~/.aws/credentials) to read in place of AWS_SHARED_CREDENTIALS_FILE;
+	// its profile Profile, else "default", is used (winning over
+	// AWS_ACCESS_KEY_ID and its kin).
+	CredentialsFile string
+	// EnvPrefix, when set, takes the credentials from the environment
+	// variables PREFIX_ACCESS_KEY_ID, PREFIX_SECRET_ACCESS_KEY and
+	// (optional) PREFIX_SESSION_TOKEN, as AWS_ACCESS_KEY_ID and its kin
+	// would be; both keys must be set. Credentials wins over it.
+	EnvPrefix string
+	// PerStore says that the store was given settings of its own, as
+	// query parameters of its specification ("s3://b/p?region=…"): the
+	// hints of errors name those parameters next to the flags.
+	PerStore bool
 	// Fingerprint pins the endpoint's TLS certificate (--s3-fingerprint), as
 	// PBS's S3 endpoint "fingerprint" does: the SHA-256 of the server's leaf
 	// certificate (DER), 64 hex digits with or without ':' separators. When
@@ -184,6 +203,8 @@ type Store struct {
 	// region is the signing region in use; pathStyle the addressing.
 	region    string
 	pathStyle bool
+	// perStore is Options.PerStore.
+	perStore bool
 	// followed names what Open corrected on its own ("" if nothing): the
 	// bucket's region, path-style addressing.
 	followed []string
@@ -229,6 +250,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		bucket:   bkt,
 		keys:     bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 		pageSize: int32(min(max(0, opts.ListPageSize), 1000)),
+		perStore: opts.PerStore,
 	}
 	s.url = s.keys.URL("s3", bkt)
 	conc := opts.Concurrency
@@ -260,10 +282,17 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	if opts.Region != "" {
 		lo = append(lo, config.WithRegion(opts.Region))
 	}
-	if opts.Credentials != nil {
-		lo = append(lo, config.WithCredentialsProvider(opts.Credentials))
+	creds, err := credentialOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.url, err)
 	}
+	lo = append(lo, creds...)
 	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil && (opts.Profile != "" || opts.CredentialsFile != "") {
+		// The credentials source this store names is not usable: outside
+		// the data, as refused credentials are.
+		return nil, fmt.Errorf("%s: %w: loading AWS configuration: %w", s.url, chunkstore.ErrDenied, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: loading AWS configuration: %w", s.url, err)
 	}
@@ -354,23 +383,37 @@ func (s *Store) explain(err error) error {
 	case bucketRegion(err) == s.region:
 		// Followed, or given, and still refused for the same region: no
 		// region helps; the endpoint or a gateway in front of it loops.
-		return fmt.Errorf("%w: %s: a redirect loop: the server answers %d %s naming region %s, the region the requests were already signed for (check --s3-endpoint and any gateway or proxy in front of it)",
-			chunkstore.ErrUnavailable, s.url, httpStatus(err), errorCode(err), s.region)
+		return fmt.Errorf("%w: %s: a redirect loop: the server answers %d %s naming region %s, the region the requests were already signed for (check %s and any gateway or proxy in front of it)",
+			chunkstore.ErrUnavailable, s.url, httpStatus(err), errorCode(err), s.region, s.setting("--s3-endpoint", "endpoint", ""))
 	case bucketRegion(err) != "":
 		r := bucketRegion(err)
-		return fmt.Errorf("%w (the bucket is in region %s, requests were signed for %s: give --s3-region %s)", err, r, s.region, r)
+		return fmt.Errorf("%w (the bucket is in region %s, requests were signed for %s: give %s)", err, r, s.region, s.setting("--s3-region", "region", r))
 	case noSuchHost(err) && s.endpoint != "" && !s.pathStyle:
-		return fmt.Errorf("%w (virtual-hosted addressing puts the bucket name in front of the endpoint's host name, which does not resolve here: give --s3-path-style)", err)
+		return fmt.Errorf("%w (virtual-hosted addressing puts the bucket name in front of the endpoint's host name, which does not resolve here: give %s)", err, s.setting("--s3-path-style", "path-style", ""))
 	case errors.As(err, &hostname), errors.As(err, &unknown), errors.As(err, &cert),
 		strings.Contains(err.Error(), "x509: certificate"):
-		return fmt.Errorf("%w (for a self-signed endpoint certificate, give its SHA-256 fingerprint with --s3-fingerprint, as in PBS's S3 endpoint configuration: openssl x509 -noout -fingerprint -sha256 -in CERT)", err)
+		return fmt.Errorf("%w (for a self-signed endpoint certificate, give its SHA-256 fingerprint with %s, as in PBS's S3 endpoint configuration: openssl x509 -noout -fingerprint -sha256 -in CERT)", err, s.setting("--s3-fingerprint", "fingerprint", ""))
 	case strings.Contains(err.Error(), "first record does not look like a TLS handshake"),
 		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return &hinted{err, fmt.Sprintf("the endpoint %s speaks plain HTTP, not HTTPS: write --s3-endpoint http://HOST:PORT; an endpoint without a scheme is https", s.endpoint)}
+		return &hinted{err, fmt.Sprintf("the endpoint %s speaks plain HTTP, not HTTPS: write %s; an endpoint without a scheme is https", s.endpoint, s.setting("--s3-endpoint", "endpoint", "http://HOST:PORT"))}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &hinted{err, fmt.Sprintf("nothing listens at %s: check the host, port and scheme of --s3-endpoint", s.endpoint)}
+		return &hinted{err, fmt.Sprintf("nothing listens at %s: check the host, port and scheme of %s", s.endpoint, s.setting("--s3-endpoint", "endpoint", ""))}
 	}
 	return err
+}
+
+// setting names a setting in a hint: the flag followed by value ("--s3-region
+// eu-west-1"; value may be empty), and for a store with settings of its own
+// (Options.PerStore) also its query parameter ("region=eu-west-1").
+func (s *Store) setting(flag, param, value string) string {
+	f := strings.TrimSpace(flag + " " + value)
+	if !s.perStore {
+		return f
+	}
+	if value == "" {
+		value = "…"
+	}
+	return f + " (or " + param + "=" + value + " on the store)"
 }
 
 // sdkNoise is what the AWS SDK puts in the message of a request that got

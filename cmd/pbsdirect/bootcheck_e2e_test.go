@@ -159,10 +159,13 @@ func TestBootCheckE2E(t *testing.T) {
 				if r.code != 1 {
 					t.Fatalf("fleet drill: want exit 1: %v", r)
 				}
+				var fleet drill.FleetReport
+				if err := json.Unmarshal([]byte(r.out), &fleet); err != nil {
+					t.Fatalf("fleet drill JSON: %v\n%v", err, r)
+				}
 				booted := map[string]bool{}
-				for _, line := range strings.Split(r.out, "\n") {
-					var rep drill.Report
-					if json.Unmarshal([]byte(line), &rep) == nil && rep.Boot != nil {
+				for _, rep := range fleet.Drills {
+					if rep.Boot != nil {
 						booted[strings.SplitN(rep.Snapshot, "/", 3)[1]] = rep.Boot.OK
 					}
 				}

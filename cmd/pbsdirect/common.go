@@ -36,9 +36,12 @@ type storeFlags struct {
 	s3PathStyle  string
 	s3Print      string
 	bucketLayout string
+	storesConfig string                // --stores-config: the stores file of named stores (@NAME)
+	named        *backends.NamedStores // the stores file, once read (expandStore)
 	ioTimeout    time.Duration
 	retryFor     time.Duration
 	progress     progressFlags // registered by the commands that show progress
+	rate         rateFlags     // registered by the commands that read chunks
 	// retries shows the bucket requests being retried (progress).
 	retries bucket.RetryWatch
 }
@@ -62,10 +65,12 @@ func (s *storeFlags) registerLocation(fs *flag.FlagSet) {
 	if env := os.Getenv("PBSDIRECT_STORE"); env != "" {
 		def = []string{env}
 	}
-	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
+	fs.StringArrayVar(&s.stores, "store", def, "datastore: a directory, s3://bucket/prefix or gs://bucket/prefix (env PBSDIRECT_STORE); a bucket may carry settings of its own as URL parameters, over the --s3-* flags: 's3://bucket/prefix?endpoint=URL&region=R&path-style=true&profile=P' (also fingerprint, credentials-file, env=PREFIX; gs://: endpoint, credentials-file, anonymous; see docs/BUCKETS.md); reading commands take it several times, in order of preference (e.g. the PBS 4 S3 local cache directory, the bucket, a mirror): each chunk comes from the first store with a good copy")
 	fs.StringVar(&s.ns, "ns", os.Getenv("PBS_NAMESPACE"), "namespace as pbsdirect namespaces prints it: prod/db (or prod/db/); the datastore path form ns/prod/ns/db only when that is the only reading that exists (env PBS_NAMESPACE; default: the root namespace)")
 	manDefault(fs, "store", "[]", "")
 	manDefault(fs, "ns", "", "")
+	fs.StringVar(&s.storesConfig, "stores-config", os.Getenv("PBSDIRECT_STORES_CONFIG"), "stores file of named stores, which --store @NAME[/PATH] takes (INI: [NAME] with url = s3://… or gs://… and the store's own settings; env PBSDIRECT_STORES_CONFIG; default $XDG_CONFIG_HOME/pbsdirect/stores.conf)")
+	manDefault(fs, "stores-config", "", "")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com (default: AWS, or AWS_ENDPOINT_URL_S3)")
 	fs.StringVar(&s.s3Region, "s3-region", "", "S3 region (default: AWS_REGION / profile, else us-east-1)")
 	fs.StringVar(&s.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto (path style for IP-address and localhost endpoints, and for a host-name endpoint whose virtual-host name does not resolve), true (path style; also bare --s3-path-style) or false (virtual-hosted)")
@@ -91,7 +96,12 @@ func (s *storeFlags) check() error {
 	if len(s.stores) == 0 || s.stores[0] == "" {
 		return usagef("--store is required (a datastore directory, s3://bucket/prefix or gs://bucket/prefix)")
 	}
-	for _, st := range s.stores {
+	for i, st := range s.stores {
+		st, err := s.expandStore("--store", st)
+		if err != nil {
+			return err
+		}
+		s.stores[i] = st
 		if err := checkStoreSpec(st); err != nil {
 			return err
 		}
@@ -106,6 +116,10 @@ func (s *storeFlags) check() error {
 	if s.retryFor < 0 {
 		return usagef("--retry-for must not be negative, not %v", s.retryFor)
 	}
+	if err := s.rate.check(); err != nil {
+		return err
+	}
+	s.progress.limit = s.rate.limiter
 	if s.progress.Mode != "" {
 		if err := s.progress.Check(); err != nil {
 			return err

@@ -68,11 +68,11 @@ func cmdDatastores(fs *flag.FlagSet) commandFunc {
 		found, err := discover.Find(ctx, sf.store, opts, discover.Options{MaxDepth: *maxDepth, MaxRequests: *maxListings})
 		if err != nil {
 			if errors.Is(err, chunkstore.ErrNotFound) {
-				return &storeMissingError{fmt.Errorf("no datastore under %s: %w", sf.store, err)}
+				return &storeMissingError{fmt.Errorf("no datastore under %s: %w", backends.DisplaySpec(sf.store), err)}
 			}
 			return err
 		}
-		rep := datastoresReport{Location: sf.store, Datastores: []datastoreEntry{}, Requests: found.Requests, LeftOut: append([]string{}, found.LeftOut...)}
+		rep := datastoresReport{Location: backends.DisplaySpec(sf.store), Datastores: []datastoreEntry{}, Requests: found.Requests, LeftOut: append([]string{}, found.LeftOut...)}
 		var failed []string
 		for _, d := range found.Datastores {
 			e := datastoreEntry{Datastore: d}
@@ -88,7 +88,7 @@ func cmdDatastores(fs *flag.FlagSet) commandFunc {
 			fmt.Fprintf(stderr, "pbsdirect: note: %s\n", index.DisplayText(l))
 		}
 		if len(found.Datastores) == 0 {
-			fmt.Fprintf(stderr, "pbsdirect: note: no datastore found under %s (%d listing(s), --max-depth %d)\n", index.DisplayText(sf.store), found.Requests, *maxDepth)
+			fmt.Fprintf(stderr, "pbsdirect: note: no datastore found under %s (%d listing(s), --max-depth %d)\n", index.DisplayText(backends.DisplaySpec(sf.store)), found.Requests, *maxDepth)
 		}
 		var werr error
 		if sf.json() {

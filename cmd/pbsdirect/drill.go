@@ -18,13 +18,15 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
 	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
-	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once")
-	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
+	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once (1..64)")
+	scope := registerScopeFlags(fs, "drill", "drills")
+	var metrics metricsFlags
+	metrics.register(fs, "drill")
 	boot := fs.Bool("boot", false, "after the read-back, boot the restored disk in QEMU and check that the guest comes up (see boot-check; the --boot-* flags); a fleet drill boots each snapshot's boot disk")
 	var bf bootFlags
 	bf.register(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
+		if err := metrics.check(fs); err != nil {
 			return err
 		}
 		if err := checkDrillBoot(fs, *boot, &bf); err != nil {
@@ -36,10 +38,13 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		}
 		if *scratch != "" || *list != "" {
 			bf.bootDiskOnly = true
-			return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, bootWith, stdout, stderr)
+			return drillFleet(ctx, fs, rc, fleetOptions{scratch: *scratch, list: *list, parallel: *parallel, scope: scope, metrics: &metrics, boot: bootWith}, stdout, stderr)
 		}
 		if fs.Changed("parallel") {
 			return usagef("--parallel is for a fleet drill (--scratch)")
+		}
+		if scope.changed(fs) {
+			return usagef("--max-depth and --all-namespaces are for a fleet drill (--scratch)")
 		}
 		if err := rc.check(fs); err != nil {
 			return err
@@ -52,9 +57,12 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		rep.ExitCode = codeFor(ctx, err)
-		if *metrics != "" {
-			if merr := writeDrillMetrics(*metrics, []drill.Report{rep}); merr != nil {
-				return fmt.Errorf("--metrics-textfile: %w", merr)
+		// Metrics that could not be delivered fail the run after the
+		// report is printed (exit 3), unless the drill failed.
+		var merr error
+		if metrics.set() {
+			if merr = metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, []drill.Report{rep}); merr != nil && err == nil {
+				rep.ExitCode = codeFor(ctx, merr)
 			}
 		}
 		if rc.sf.json() {
@@ -64,10 +72,13 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		} else {
 			printDrill(stdout, rep)
 		}
-		if err != nil {
+		switch {
+		case err != nil && merr != nil:
+			return fmt.Errorf("drill failed: %w; and %v", err, merr)
+		case err != nil:
 			return fmt.Errorf("drill failed: %w", err)
 		}
-		return nil
+		return merr
 	}
 }
 
@@ -102,6 +113,7 @@ func printDrill(w io.Writer, r drill.Report) {
 	if r.Restore != nil {
 		fmt.Fprintf(w, "  time to restore: %.2fs (%s, %.1f MiB/s; %d chunks fetched, %s of zero chunks skipped)\n",
 			r.RestoreSeconds, humanBytes(r.Restore.Size), r.Restore.MiBps, r.Restore.ChunksFetched, humanBytes(r.Restore.ZeroBytes))
+		writeLimitLine(w, "  ", r.Restore.RateLimit)
 	}
 	if r.ReadBack != nil {
 		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",
@@ -122,7 +134,7 @@ func printDrill(w io.Writer, r drill.Report) {
 // drillCommand is 'pbsdirect drill'.
 func drillCommand() commandSpec {
 	return commandSpec{
-		use:   "drill [flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE]",
+		use:   "drill [flags] SNAPSHOT ARCHIVE TARGET | --scratch DIR [--list FILE | GROUP]",
 		short: "disaster-recovery rehearsal: restore, read back, re-check, report",
 		long: `Disaster-recovery rehearsal: restore an archive to TARGET, read the target back
 and compare it with the snapshot, then report the time to restore and the
@@ -133,9 +145,22 @@ the restored file is not changed) and checks that the guest comes up;
 a guest that does not boot fails the drill (exit 1), a missing QEMU is
 exit 3.
 
-SNAPSHOT, ARCHIVE and TARGET are as for restore.`,
+SNAPSHOT, ARCHIVE and TARGET are as for restore.
+
+A fleet drill (--scratch DIR) drills the newest snapshot of every group in
+scope, each disk image restored into DIR and removed after it passes: --ns
+(--max-depth N: and the namespaces N levels below it; --all-namespaces: the
+whole store), one GROUP (TYPE/ID) or SNAPSHOT, or the SNAPSHOT ARCHIVE pairs
+of --list FILE; --parallel K at once. It prints a line per archive and a
+table, or one JSON value with every drill's report.
+
+A damaged archive's drill reads every chunk and reports every damaged or
+missing one. --metrics-textfile and --metrics-push deliver Prometheus
+metrics labelled with store, namespace, group and archive; the last success
+times are carried over from the previous run's.`,
 		example: `  pbsdirect drill --store /mnt/ds vm/100 drive-scsi0 /var/tmp/drill.raw --remove
   pbsdirect drill --store s3://backups/pbs --output-format json vm/100 drive-scsi0 /var/tmp/drill.raw
+  pbsdirect drill --store /mnt/ds --ns prod --max-depth 7 --scratch /var/tmp/drill --parallel 2 --metrics-push http://pushgateway:9091
   pbsdirect drill --store /mnt/ds --boot --boot-timeout 10m vm/100 drive-scsi0 /var/tmp/drill.raw --remove`,
 		build:    cmdDrill,
 		complete: completeSnapshotImage,

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
@@ -17,22 +18,46 @@ import (
 	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/snapshot"
+	"github.com/pbsdirect/pbsdirect/verify"
 )
 
-// drillFleet drills many archives into scratch: the newest snapshot of
-// every group of --ns (each of its disk images), or the pairs of listFile,
-// parallel at a time. It prints one JSON line per archive as it ends and a
-// final table, and fails when any drill failed.
-// With boot, each snapshot's boot disk is booted after its read-back.
-func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, listFile string, parallel int, metrics string, boot *bootFlags, stdout, stderr io.Writer) error {
-	if scratch == "" {
+// fleetOptions are a fleet drill's flags.
+type fleetOptions struct {
+	scratch, list string
+	parallel      int
+	scope         *scopeFlags
+	metrics       *metricsFlags
+	// boot, when set (--boot), boots each snapshot's boot disk after its
+	// read-back.
+	boot *bootFlags
+}
+
+// drillFleet drills many archives into o.scratch: the newest snapshot of
+// every group in scope (--ns, --max-depth, --all-namespaces, or the one
+// GROUP or SNAPSHOT argument; each of its disk images), or the pairs of
+// o.list, o.parallel at a time. It prints a line per archive as it ends
+// and a final table (text), or one JSON value with every drill's report
+// and the totals, and fails when any drill failed.
+func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOptions, stdout, stderr io.Writer) error {
+	if o.scratch == "" {
 		return usagef("--list needs --scratch DIR for the copies")
 	}
-	if fs.NArg() != 0 {
-		return usagef("a fleet drill (--scratch) takes no SNAPSHOT ARCHIVE TARGET")
+	if o.list != "" && (fs.NArg() != 0 || o.scope.changed(fs)) {
+		return usagef("a drill of a --list takes no SNAPSHOT, GROUP, --max-depth or --all-namespaces")
 	}
-	if parallel < 1 || parallel > 64 {
-		return usagef("--parallel must be 1..64, not %d", parallel)
+	if fs.NArg() > 1 {
+		return usagef("a fleet drill (--scratch) takes at most one GROUP (TYPE/ID) or SNAPSHOT, not SNAPSHOT ARCHIVE TARGET")
+	}
+	if fs.NArg() == 1 {
+		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+			return err
+		}
+	}
+	if err := o.scope.check(fs, rc.sf.ns, fs.Arg(0)); err != nil {
+		return err
+	}
+	if o.parallel < 1 || o.parallel > 64 {
+		return usagef("--parallel must be 1..64, not %d", o.parallel)
 	}
 	if fs.Changed("remove") || fs.Changed("force") {
 		return usagef("a fleet drill creates its copies in --scratch and removes each after success: no --remove or --force")
@@ -43,15 +68,18 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 	if err := rc.pf.check(); err != nil {
 		return err
 	}
-	if fi, err := os.Stat(scratch); err != nil || !fi.IsDir() {
-		return usagef("--scratch %s: not a directory", scratch)
+	if fi, err := os.Stat(o.scratch); err != nil || !fi.IsDir() {
+		return usagef("--scratch %s: not a directory", o.scratch)
 	}
 	var items []drill.Item
 	var err error
-	if listFile != "" {
-		items, err = readDrillList(listFile)
+	if o.list != "" {
+		items, err = readDrillList(o.list)
 	} else {
-		items, err = latestImages(ctx, rc, stderr)
+		items, err = latestImages(ctx, rc, o.scope.scope(verify.Scope{Ref: fs.Arg(0)}), stderr)
+		// Each item names its snapshot with its namespace (below --ns
+		// with --max-depth): resolved from the root, not again in --ns.
+		rc.sf.ns = ""
 	}
 	if err != nil {
 		return err
@@ -60,31 +88,51 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, scratch, 
 		return fmt.Errorf("%w: nothing to drill", snapshot.ErrNoSnapshot)
 	}
 	quiet := stderr
-	if parallel > 1 {
+	if o.parallel > 1 {
 		quiet = io.Discard // no interleaved progress bars
 	}
-	reps := drill.Fleet(ctx, items, scratch, parallel, func(it drill.Item, target string) drill.Report {
-		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, boot, io.Discard, quiet)
+	asJSON := rc.sf.json()
+	reps := drill.Fleet(ctx, items, o.scratch, o.parallel, func(it drill.Item, target string) drill.Report {
+		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, o.boot, io.Discard, quiet)
 		rep.ExitCode = codeFor(ctx, err)
 		return rep
 	}, func(rep drill.Report) {
-		json.NewEncoder(stdout).Encode(rep) // one JSON line per archive, as it ends
-	})
-	if metrics != "" {
-		if err := writeDrillMetrics(metrics, reps); err != nil {
-			return fmt.Errorf("--metrics-textfile: %w", err)
+		if !asJSON {
+			printDrillLine(stdout, rep) // as it ends; JSON is one value, at the end
 		}
+	})
+	var merr error
+	if o.metrics.set() {
+		merr = o.metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, reps)
 	}
-	failed, worst := printDrillTable(stdout, reps, rc.sf.json())
+	failed, worst := printDrillTable(stdout, reps, asJSON)
 	if failed > 0 {
 		err := fmt.Errorf("drill failed for %d of %d archive(s)%s", failed, len(reps), worst)
+		if merr != nil {
+			err = fmt.Errorf("%w; and %v", err, merr)
+		}
 		if !slices.ContainsFunc(reps, func(r drill.Report) bool { return !r.OK && r.ExitCode != exitOutside }) {
 			// Every failure lies outside the data: retrying may help (exit 3).
 			return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 		}
 		return &dataError{err}
 	}
-	return ctx.Err()
+	return cmp.Or(merr, ctx.Err())
+}
+
+// printDrillLine prints one line of a fleet drill as the archive's drill
+// ends: its result and time to restore; a failure's first line of error.
+func printDrillLine(w io.Writer, r drill.Report) {
+	what := fmt.Sprintf("%s/%s", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive))
+	if r.OK {
+		fmt.Fprintf(w, "drill %s: ok, restored in %.2fs, total %.2fs\n", what, r.RestoreSeconds, r.TotalSeconds)
+		return
+	}
+	msg, _, _ := strings.Cut(r.Error, "\n")
+	if r.DamagedCount > 0 {
+		msg = fmt.Sprintf("%d damaged or missing chunk(s)", r.DamagedCount)
+	}
+	fmt.Fprintf(w, "drill %s: FAILED: %s\n", what, index.DisplayText(msg))
 }
 
 // readDrillList reads the "SNAPSHOT ARCHIVE" pairs of --list
@@ -109,8 +157,8 @@ func readDrillList(path string) ([]drill.Item, error) {
 }
 
 // latestImages lists the disk images of the newest snapshot of every group
-// of --ns (drill.Latest).
-func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]drill.Item, error) {
+// in sc below --ns (drill.Latest; sc.NS is set here).
+func latestImages(ctx context.Context, rc *restoreCmd, sc verify.Scope, stderr io.Writer) ([]drill.Item, error) {
 	nsa, err := rc.sf.nsArg()
 	if err != nil {
 		return nil, err
@@ -125,32 +173,34 @@ func latestImages(ctx context.Context, rc *restoreCmd, stderr io.Writer) ([]dril
 	if err != nil {
 		return nil, err
 	}
-	return drill.Latest(ctx, store, ns, func(s index.Snapshot, err error) {
+	sc.NS = ns
+	return drill.Latest(ctx, store, sc, func(s index.Snapshot, err error) {
 		// Drilled anyway: the restore reports the manifest's failure.
 		fmt.Fprintf(stderr, "pbsdirect drill: %s: %s\n", s, index.DisplayText(err.Error()))
 	})
 }
 
-// printDrillTable prints the final table (text) or a summary line (JSON)
-// and returns the failures and a note naming the first failure.
+// printDrillTable prints the final table (text) or the one JSON value of
+// the fleet drill (drill.FleetReport) and returns the failures and a note
+// naming the first failure.
 func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int, note string) {
 	t := drill.Sum(reps)
 	if asJSON {
-		writeJSON(w, t)
+		writeJSON(w, drill.FleetReport{Totals: t, Drills: reps})
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nsnapshot\tarchive\tresult\ttime to restore\tsize\tMiB/s\tread back")
 		for _, i := range t.Order {
 			r := reps[i]
-			size, rate := "-", "-"
+			ttr, size, rate := "-", "-", "-" // no restore completed: no time to restore
 			if r.Restore != nil {
-				size, rate = humanBytes(r.Restore.Size), fmt.Sprintf("%.1f", r.Restore.MiBps)
+				ttr, size, rate = fmt.Sprintf("%.2fs", r.RestoreSeconds), humanBytes(r.Restore.Size), fmt.Sprintf("%.1f", r.Restore.MiBps)
 			}
 			rb := "-"
 			if r.ReadBack != nil {
 				rb = fmt.Sprintf("%.2fs", r.ReadBackSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fs\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), okWord(r.OK), r.RestoreSeconds, size, rate, rb)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), okWord(r.OK), ttr, size, rate, rb)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "%d archive(s), %s restored in %.2fs of restore time, %d failed", len(reps), humanBytes(t.Bytes), t.RestoreSeconds, t.Failed)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/backup"
 	"github.com/pbsdirect/pbsdirect/crypto"
-	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/verify"
@@ -397,26 +397,20 @@ func TestVerifyMetricsTextfile(t *testing.T) {
 }
 
 // TestDrillFleet: a fleet drill of every group's newest snapshot restores
-// each disk image into the scratch directory, prints one JSON line per
-// archive and a final table, and leaves nothing behind; from a list, a
-// damaged archive fails the run (exit 1) and is named, the others pass; the
+// each disk image into the scratch directory, prints a line per archive
+// as it ends and a final table (text), or one JSON value with every
+// drill's report (JSON), and leaves nothing behind; from a list, a damaged
+// archive fails the run (exit 1) and is named, the others pass; the
 // metrics textfile parses.
 func TestDrillFleet(t *testing.T) {
 	f := newFleet(t)
 	scratch := t.TempDir()
 	prom := filepath.Join(t.TempDir(), "drill.prom")
 	r := mustOK(t, "drill", "--store", f.store, "--scratch", scratch, "--parallel", "2", "--metrics-textfile", prom)
-	lines := strings.Split(r.out, "\n")
-	var reps []drill.Report
-	for _, l := range lines {
-		if strings.HasPrefix(l, "{") {
-			var d drill.Report
-			if err := json.Unmarshal([]byte(l), &d); err != nil {
-				t.Fatalf("%q: %v", l, err)
-			}
-			reps = append(reps, d)
-		}
+	if strings.Count(r.out, ": ok, restored in ") != 2 || strings.Contains(r.out, "{") {
+		t.Errorf("want a text line per archive, no JSON:\n%s", r.out)
 	}
+	reps := fleetJSON(t, 0, "--store", f.store, "--scratch", scratch, "--parallel", "2").Drills
 	got := []string{}
 	for _, d := range reps {
 		if !d.OK || !d.Removed || d.ReadBack == nil || d.Restore == nil {
@@ -450,8 +444,19 @@ func TestDrillFleet(t *testing.T) {
 	list := fixture.WriteFile(t, t.TempDir(), "list", []byte("# drills\n"+
 		f.snaps[3].String()+" drive-scsi0\n\n"+f.snaps[4].String()+" drive-scsi0.img.fidx\n"))
 	r = pbs(t, "drill", "--store", f.store, "--scratch", scratch, "--list", list)
-	if r.code != 1 || strings.Count(r.out, `"ok":true`) != 1 || strings.Count(r.out, `"ok":false`) != 1 || !strings.Contains(r.err, f.snaps[4].String()) {
+	if r.code != 1 || strings.Count(r.out, ": ok, restored in ") != 1 || strings.Count(r.out, ": FAILED: ") != 1 || !strings.Contains(r.err, f.snaps[4].String()) {
 		t.Errorf("drill from a list with a damaged archive: %v", r)
+	}
+	if !strings.Contains(r.out, "slowest: "+f.snaps[3].String()) {
+		t.Errorf("the slowest is not the archive that was restored:\n%s", r.out)
+	}
+	// Only failures: no slowest (not "slowest: … (0.00s)").
+	only := fixture.WriteFile(t, t.TempDir(), "only", []byte(f.snaps[4].String()+" drive-scsi0\n"))
+	if r := pbs(t, "drill", "--store", f.store, "--scratch", scratch, "--list", only); r.code != 1 || strings.Contains(r.out, "slowest") || regexp.MustCompile(`FAILED +0\.00s`).MatchString(r.out) {
+		t.Errorf("a failed archive named the slowest, or given a time to restore:\n%s", r.out)
+	}
+	if rep := fleetJSON(t, 1, "--store", f.store, "--scratch", scratch, "--list", list); rep.Failed != 1 || len(rep.Drills) != 2 || rep.Drills[0].OK == rep.Drills[1].OK {
+		t.Errorf("JSON of a drill from a list with a damaged archive: %+v", rep)
 	}
 	mustFail(t, 2, []string{"--list"}, "drill", "--store", f.store, "--scratch", scratch, "--list", fixture.WriteFile(t, t.TempDir(), "bad", []byte("vm/100\n")))
 }

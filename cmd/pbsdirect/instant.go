@@ -16,6 +16,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -34,6 +35,7 @@ type accessFlags struct {
 func (a *accessFlags) register(fs *flag.FlagSet) {
 	a.sf.register(fs)
 	a.pf = registerPipelineFlags(fs, false)
+	a.sf.rate.register(fs)
 	fs.MarkHidden("jobs") // reads decode in the fetchers; --jobs only sizes the default
 	fs.StringVar(&a.cacheSize, "cache-size", "256MiB", "decoded chunks kept in memory, shared by the archives (e.g. 64MiB, 1GiB); peak memory is about this plus 64 MiB")
 }
@@ -80,7 +82,8 @@ type snapshotAccess struct {
 	store   chunkstore.Store
 	snap    index.Snapshot
 	when    time.Time
-	unlimit func() // puts the memory limit back
+	unlimit func()             // puts the memory limit back
+	limit   *ratelimit.Limiter // --rate, --burst, --rate-requests; nil: none
 }
 
 // open resolves ref and opens every chunk index archive (only the fixed
@@ -94,7 +97,7 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 	if err != nil {
 		return nil, err
 	}
-	sa := &snapshotAccess{store: store}
+	sa := &snapshotAccess{store: store, limit: sf.rate.limiter}
 	ok := false
 	defer func() {
 		if !ok {
@@ -137,6 +140,7 @@ func (sa *snapshotAccess) report(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeLimitLine(w, "  ", sa.limit.Report())
 }
 
 // Close closes the readers and the store and puts the memory limit back.

@@ -1,7 +1,17 @@
 package main
 
 import (
+	flag "github.com/spf13/pflag"
+
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
@@ -10,21 +20,146 @@ import (
 	"github.com/pbsdirect/pbsdirect/verify"
 )
 
-// writeVerifyMetrics writes a verify run's metrics to path
-// (metrics.WriteVerify), with the requests store retried.
-func writeVerifyMetrics(path string, rep verify.Report, store chunkstore.Store) error {
-	return metrics.WriteVerify(path, rep, backends.RetriesOf(store), time.Now())
+// metricsPushTimeout bounds each request to the Pushgateway (read back,
+// push).
+const metricsPushTimeout = 30 * time.Second
+
+// metricsFlags are where a verify or drill run's metrics go: a textfile
+// (a local path or a bucket object) and a Prometheus Pushgateway.
+type metricsFlags struct {
+	textfile, push, job, instance string
 }
 
-// writeDrillMetrics writes the metrics of a drill run (one archive or a
-// fleet) to path (metrics.WriteDrill).
-func writeDrillMetrics(path string, reps []drill.Report) error {
-	runs := make([]metrics.Drill, len(reps))
-	for i, r := range reps {
-		runs[i] = metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK, RestoreSeconds: r.RestoreSeconds}
-		if r.Restore != nil {
-			runs[i].Restored, runs[i].Bytes, runs[i].Chunks, runs[i].Retries = true, r.Restore.Size, r.Restore.ChunksFetched, r.Restore.Retries
+// register adds the metrics flags; what is the command ("verify",
+// "drill"), the default job label.
+func (m *metricsFlags) register(fs *flag.FlagSet, what string) {
+	fs.StringVar(&m.textfile, "metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector here (PATH.prom, s3://bucket/key or gs://bucket/key); the last-success times are carried over from it")
+	fs.StringVar(&m.push, "metrics-push", "", "push Prometheus metrics to this Pushgateway (URL), replacing the group of --metrics-job and --metrics-instance; the last-success times are read back from it first")
+	fs.StringVar(&m.job, "metrics-job", "pbsdirect_"+what, "with --metrics-push: the job label of the group")
+	fs.StringVar(&m.instance, "metrics-instance", "", "with --metrics-push: the instance label of the group (default: --store as given, the same every run)")
+}
+
+// check refuses, before any work, a textfile that cannot be written
+// where it is named and a push URL that is not http(s); -job and
+// -instance need --metrics-push.
+func (m *metricsFlags) check(fs *flag.FlagSet) error {
+	if err := checkOutputPath("--metrics-textfile", m.textfile); err != nil {
+		return err
+	}
+	if m.push == "" {
+		if fs.Changed("metrics-job") || fs.Changed("metrics-instance") {
+			return usagef("--metrics-job and --metrics-instance are for --metrics-push")
+		}
+		return nil
+	}
+	if u, err := url.Parse(m.push); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--metrics-push %s: want an http:// or https:// URL of a Pushgateway", m.push)
+	}
+	if m.job == "" {
+		return usagef("--metrics-job must not be empty")
+	}
+	return nil
+}
+
+// group is the Pushgateway group of a run on store: the job, the
+// instance (default store) and, for a verify shard, the shard, so that
+// shards do not replace each other's metrics.
+func (m *metricsFlags) group(store, shard string) metrics.Group {
+	g := metrics.Group{URL: m.push, Job: m.job, Grouping: map[string]string{"instance": store},
+		Client: &http.Client{Timeout: metricsPushTimeout}}
+	if m.instance != "" {
+		g.Grouping["instance"] = m.instance
+	}
+	if shard != "" {
+		g.Grouping["shard"] = shard
+	}
+	return g
+}
+
+// deliver writes the metrics build makes (given the previous run's
+// series, whose last-success times it carries over) to the textfile and
+// pushes them, each from its own previous series. A failure is an
+// *outsideError naming the flag (exit 3, no damage).
+func (m *metricsFlags) deliver(ctx context.Context, sf *storeFlags, store, shard string, build func(prev metrics.Previous) *prometheus.Registry) error {
+	var errs []error
+	if m.textfile != "" {
+		if err := m.writeTextfile(ctx, sf, build); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-textfile: %w", err))
 		}
 	}
-	return metrics.WriteDrill(path, runs, time.Now())
+	if m.push != "" {
+		g := m.group(store, shard)
+		prev, err := g.Pushed(ctx)
+		if err == nil {
+			err = g.Push(ctx, build(prev))
+		} else {
+			// Pushing without the previous series would lose the last
+			// success times: not pushed.
+			err = fmt.Errorf("reading back the metrics pushed before (not pushed): %w", err)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-push: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &outsideError{err}
+	}
+	return nil
+}
+
+// writeTextfile replaces the textfile with build's metrics; the previous
+// series come from the file it replaces (none when it is missing or does
+// not parse).
+func (m *metricsFlags) writeTextfile(ctx context.Context, sf *storeFlags, build func(metrics.Previous) *prometheus.Registry) error {
+	var prev metrics.Previous
+	b, err := readLocation(ctx, sf, m.textfile, metrics.MaxPrevious)
+	switch {
+	case err == nil:
+		prev, _ = metrics.ParsePrevious(bytes.NewReader(b), nil) // not metrics: nothing carried over
+	case !errors.Is(err, chunkstore.ErrNotFound):
+		return fmt.Errorf("reading the previous run's metrics: %w", err)
+	}
+	text, err := metrics.Text(build(prev))
+	if err != nil {
+		return err
+	}
+	return writeLocation(ctx, sf, m.textfile, text)
+}
+
+// set reports whether any metrics are asked for.
+func (m *metricsFlags) set() bool { return m.textfile != "" || m.push != "" }
+
+// verifyMetrics delivers a verify run's metrics (metrics.Verify), with
+// the requests store retried.
+func (m *metricsFlags) verifyMetrics(ctx context.Context, sf *storeFlags, rep verify.Report, store chunkstore.Store) error {
+	var retries int64
+	if store != nil {
+		retries = backends.RetriesOf(store)
+	}
+	now := time.Now()
+	return m.deliver(ctx, sf, rep.Store, rep.Shard, func(prev metrics.Previous) *prometheus.Registry {
+		return metrics.Verify(rep, retries, now, prev)
+	})
+}
+
+// drillMetrics delivers the metrics of a drill run of store (one archive
+// or a fleet; metrics.Drills); an item an interrupted fleet drill did not
+// drill (a zero report) is left out.
+func (m *metricsFlags) drillMetrics(ctx context.Context, sf *storeFlags, store string, reps []drill.Report) error {
+	var runs []metrics.Drill
+	for _, r := range reps {
+		if r.Archive == "" {
+			continue
+		}
+		d := metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK}
+		if r.Restore != nil {
+			d.Restored, d.Bytes, d.Chunks, d.Retries = true, r.Restore.Size, r.Restore.ChunksFetched, r.Restore.Retries
+			d.RestoreSeconds = r.RestoreSeconds
+		}
+		runs = append(runs, d)
+	}
+	now := time.Now()
+	return m.deliver(ctx, sf, store, "", func(prev metrics.Previous) *prometheus.Registry {
+		return metrics.Drills(store, runs, now, prev)
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/progress"
 	flag "github.com/spf13/pflag"
@@ -13,7 +14,12 @@ import (
 )
 
 // progressFlags are --progress and --progress-interval (cli.ProgressFlags).
-type progressFlags struct{ cli.ProgressFlags }
+type progressFlags struct {
+	cli.ProgressFlags
+	// limit, when set, is said in the progress (the rate limits and the
+	// time waited on them).
+	limit *ratelimit.Limiter
+}
 
 // register adds --progress and --progress-interval to fs.
 func (p *progressFlags) register(fs *flag.FlagSet) { p.Register(fs) }
@@ -36,7 +42,7 @@ func startProgress(stderr io.Writer, pf progressFlags, desc string, total int64,
 // watch shows being retried, why and until when: a line after each
 // progress line, or in the bar's description (nil watch: nothing).
 func startProgressWatch(stderr io.Writer, pf progressFlags, desc string, total int64, current func() int64, watch *bucket.RetryWatch) progressReport {
-	return progressReport{progress.Start(stderr, pf.ModeFor(stderr), pf.Interval, index.DisplayText(desc), total, current, retryNote(watch))}
+	return progressReport{progress.Start(stderr, pf.ModeFor(stderr), pf.Interval, index.DisplayText(desc), total, current, joinNotes(retryNote(watch), limitNote(pf.limit)))}
 }
 
 // retryNote returns what watch shows being retried now, "retrying WHAT

@@ -45,7 +45,12 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		if len(sf.stores) > 1 {
 			return usagef("--store given %d times: repair writes into one store; give the copies to take chunks from with --from", len(sf.stores))
 		}
-		for _, f := range *from {
+		for i, f := range *from {
+			f, err := sf.expandStore("--from", f)
+			if err != nil {
+				return err
+			}
+			(*from)[i] = f
 			if err := checkStoreSpecFlag("--from", f); err != nil {
 				return err
 			}
@@ -87,7 +92,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 		if p, ok := primary.(chunkstore.WriteProber); ok && !*dryRun {
 			if err := p.ProbeWrite(ctx); err != nil {
 				primary.Close()
-				return &outsideError{fmt.Errorf("--store %s cannot be written, nothing repaired (--dry-run says what would be): %w", sf.store, err)}
+				return &outsideError{fmt.Errorf("--store %s cannot be written, nothing repaired (--dry-run says what would be): %w", backends.DisplaySpec(sf.store), err)}
 			}
 		}
 		members := []chunkstore.Store{primary}

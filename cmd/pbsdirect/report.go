@@ -24,6 +24,8 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 	fs.StringVar(&sf.s3PathStyle, "s3-path-style", "auto", "S3 addressing: auto, true (also bare --s3-path-style) or false")
 	fs.Lookup("s3-path-style").NoOptDefVal = "true"
 	out := fs.String("report", "", "also write the merged JSON report here (PATH, s3://bucket/key or gs://bucket/key)")
+	var metrics metricsFlags
+	metrics.register(fs, "verify")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() == 0 {
 			return usagef("want one or more report files")
@@ -32,6 +34,9 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		if err := checkOutputPath("--report", *out); err != nil {
+			return err
+		}
+		if err := metrics.check(fs); err != nil {
 			return err
 		}
 		var reps []verify.Report
@@ -69,6 +74,13 @@ func cmdReportMerge(fs *flag.FlagSet) commandFunc {
 			outside = &outsideError{err}
 		}
 		return printVerifyReport(ctx, stdout, &rep, sf.json(), outside, func() error {
+			if metrics.set() {
+				// The merged run's metrics, as one unsharded run's
+				// (retries are in the shards' reports, not counted here).
+				if err := metrics.verifyMetrics(ctx, &sf, rep, nil); err != nil {
+					return err
+				}
+			}
 			if *out == "" {
 				return nil
 			}

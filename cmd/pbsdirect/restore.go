@@ -55,6 +55,7 @@ func registerRestoreFlags(fs *flag.FlagSet) *restoreCmd {
 	rc.sf.register(fs)
 	rc.sf.progress.register(fs)
 	rc.pf = registerPipelineFlags(fs, true)
+	rc.sf.rate.register(fs)
 	rc.force = fs.Bool("force", false, "overwrite an existing regular file (zero ranges are punched so it matches the image exactly), or a block device holding a file system, partition table, LVM, RAID or other signature; write an image whose GPT is for another sector size than the device's (with a warning)")
 	rc.assumeZeroed = fs.Bool("assume-zeroed", false, "the target block device already reads as zeros: skip zeroing zero ranges (refused on a device holding a signature)")
 	rc.noDirect = fs.Bool("no-direct", false, "do not use O_DIRECT for the target")
@@ -190,6 +191,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 				q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
 		}
 		printStores(stdout, sum.Stores)
+		writeLimitLine(stdout, "  ", sum.RateLimit)
 		printSalvaged(stdout, sum)
 		if len(sum.DamagedRanges) > 0 {
 			fmt.Fprintf(stdout, "  RESTORED WITH DAMAGE: %d chunk(s) missing or damaged in every store, %s written as zeros at:\n", sum.DamagedChunks, humanBytes(sum.DamagedBytes()))
@@ -284,6 +286,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	}
 	opts := pf.options(sf.fetchSpec())
 	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
+	opts.RateLimit = sf.rate.limiter
 	defer raiseProcs(opts)()
 	sink := &filetarget.Sink{Path: targetPath, Options: rc.targetOptions(0)}
 	ro := restore.RestoreOptions{

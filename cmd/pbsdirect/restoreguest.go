@@ -14,6 +14,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
@@ -88,6 +89,9 @@ type guestReport struct {
 	Seconds        float64                 `json:"seconds"`
 	MiBps          float64                 `json:"mib-per-second"` // image bytes of the disks worked on (a run that failed: bytes written) / seconds; 0 when nothing was fetched or written
 	ExitCode       int                     `json:"exit-code"`
+	// RateLimit is what the rate limits were (--rate, --burst,
+	// --rate-requests) and how long reads waited on them; absent without.
+	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
 }
 
 func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
@@ -291,6 +295,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 	}
 	opts := pf.options(sf.fetchSpec())
 	opts.OnMissing, opts.OnCorrupt = rc.damage[0], rc.damage[1]
+	opts.RateLimit = sf.rate.limiter
 	defer raiseProcs(opts)()
 	var disks []restore.GuestDisk
 	for i, a := range archives {
@@ -407,6 +412,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			rep.MiBps = restore.MiBps(rep.DataBytes, took)
 		}
 	}
+	rep.RateLimit = rc.sf.rate.limiter.Report()
 	rep.ExitCode = codeFor(ctx, gerr)
 	if rc.sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
@@ -443,6 +449,7 @@ func printGuestReport(w io.Writer, rep guestReport) {
 	if rep.ResumedChunks > 0 {
 		fmt.Fprintf(w, "  resumed: %d distinct chunks already on the targets (kept by the stopped restore or found there), not fetched again\n", rep.ResumedChunks)
 	}
+	writeLimitLine(w, "  ", rep.RateLimit)
 	printSalvaged(w, restore.Summary{Salvaged: rep.Salvaged, SalvagedChunks: rep.SalvagedChunks})
 	switch c := rep.Config; {
 	case c == nil:

@@ -16,6 +16,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/archive"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/extract"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/pxar"
@@ -77,6 +78,9 @@ type pxarReport struct {
 	FetchedBytes  uint64  `json:"fetched-bytes"`  // their encoded bytes
 	Seconds       float64 `json:"seconds"`
 	ExitCode      int     `json:"exit-code"`
+	// RateLimit is what the rate limits were (--rate, --burst,
+	// --rate-requests) and how long reads waited on them; absent without.
+	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
 }
 
 // checkExtractDir refuses, before the store is opened, a DIR that is not
@@ -169,6 +173,7 @@ func (rc *restoreCmd) restorePxar(ctx context.Context, ref, name, dir string, st
 	rep.Seconds = (time.Since(start) - keys.OpeningTime()).Seconds()
 	err = extractError(err)
 	rep.ExitCode = codeFor(ctx, err)
+	rep.RateLimit = rc.sf.rate.limiter.Report()
 	if rc.sf.json() {
 		if jerr := writeJSON(stdout, rep); jerr != nil {
 			return jerr
@@ -233,6 +238,7 @@ func printPxarReport(w io.Writer, rep *pxarReport) {
 		index.DisplayText(rep.Snapshot), index.DisplayText(rep.Archive), index.DisplayText(rep.Target),
 		rep.Files, humanBytes(uint64(rep.Bytes)), rep.Dirs, rep.Symlinks, rep.Hardlinks, rep.Specials, rep.Seconds)
 	fmt.Fprintf(w, "  chunks fetched: %d (%s encoded), every one checked\n", rep.ChunksFetched, humanBytes(rep.FetchedBytes))
+	writeLimitLine(w, "  ", rep.RateLimit)
 	if rep.Warnings > 0 {
 		fmt.Fprintf(w, "  %d warning(s): entries skipped or not given every attribute (see above)\n", rep.Warnings)
 	}

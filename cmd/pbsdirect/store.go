@@ -52,9 +52,9 @@ func noteFollowed(stderr io.Writer, s chunkstore.Store) {
 	}
 	for _, what := range f.Followed() {
 		if r, ok := strings.CutPrefix(what, "region "); ok {
-			fmt.Fprintf(stderr, "pbsdirect: note: the bucket is in region %s; followed (give --s3-region %s to skip the detour)\n", r, r)
+			fmt.Fprintf(stderr, "pbsdirect: note: the bucket is in region %s; followed (give --s3-region %s, or region=%s on its --store, to skip the detour)\n", r, r, r)
 		} else {
-			fmt.Fprintf(stderr, "pbsdirect: note: the endpoint's virtual-host name for the bucket does not resolve; using %s (give --s3-path-style to skip the detour)\n", what)
+			fmt.Fprintf(stderr, "pbsdirect: note: the endpoint's virtual-host name for the bucket does not resolve; using %s (give --s3-path-style, or path-style=true on its --store, to skip the detour)\n", what)
 		}
 	}
 }
@@ -90,8 +90,8 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
 		}
 		return backends.OpenChain(ctx, sf.stores, opts, func(spec string, err error) {
-			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", spec, err))
-			sf.leftOut = append(sf.leftOut, spec)
+			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", backends.DisplaySpec(spec), err))
+			sf.leftOut = append(sf.leftOut, backends.DisplaySpec(spec))
 		})
 	}
 	s, err := backends.Open(ctx, sf.store, opts)
@@ -135,7 +135,8 @@ func (sf *storeFlags) backendOptions(create bool, concurrency int) (backends.Opt
 // settings returns the store flags as backends.Settings.
 func (sf *storeFlags) settings() backends.Settings {
 	return backends.Settings{Layout: sf.bucketLayout, S3Endpoint: sf.s3Endpoint, S3Region: sf.s3Region, S3PathStyle: sf.s3PathStyle,
-		S3Fingerprint: sf.s3Print, IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries}
+		S3Fingerprint: sf.s3Print, IOTimeout: sf.ioTimeout, RetryFor: sf.retryFor, Watch: &sf.retries,
+		Limit: sf.rate.limiter}
 }
 
 // storeMissingError marks a --store that is not there: a directory that

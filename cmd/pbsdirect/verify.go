@@ -38,18 +38,19 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 	sf.register(fs)
 	sf.progress.register(fs)
 	pf := registerPipelineFlags(fs, false)
+	sf.rate.register(fs)
 	crcOnly := fs.Bool("crc-only", false, "without --keyfile, check encrypted archives by structure and CRC only, as PBS's own verify job does (no decryption, no digest check; the manifest signature is not checked); the default key file is not opened")
 	cryptMode := registerCryptMode(fs)
 	requireSig := registerRequireSignature(fs)
 	latest := fs.Bool("latest", false, "only the newest snapshot of each group (of TYPE/ID, or of every group in scope)")
-	maxDepth := fs.Int("max-depth", 0, "also verify child namespaces down to this many levels below --ns (as proxmox-backup-client)")
-	allNS := fs.Bool("all-namespaces", false, "verify the whole store: every namespace at any depth")
+	scope := registerScopeFlags(fs, "verify", "verifies")
 	parallel := fs.Int("parallel", verify.DefaultParallel, "snapshots checked at once (manifests, indexes, blobs and chunks in flight together)")
 	shard := fs.String("shard", "", "check only shard I of N of the chunks (I/N, 0 <= I < N), or auto/N with I from JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX or BATCH_TASK_INDEX; a chunk's shard is the first 8 bytes of its digest, big endian, modulo N")
 	statePath := fs.String("state", "", "incremental verify: read and write the record of verified chunks here (PATH, s3://bucket/key or gs://bucket/key; never inside the datastore unless named there)")
 	reverify := fs.String("reverify-after", "30d", "with --state: chunks verified less than this long ago are skipped (e.g. 30d, 12h; 0: check all, still recording)")
 	reportLoc := fs.String("report", "", "also write the JSON report here (PATH, s3://bucket/key or gs://bucket/key)")
-	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
+	var metrics metricsFlags
+	metrics.register(fs, "verify")
 	maxDamaged := fs.Int("max-damaged", verify.DefaultMaxDamaged, "damaged chunks reported in full (digest, byte ranges, location, error); the rest are counted (0: none)")
 	damagedList := fs.String("damaged-list", "", "write every damaged chunk to this file, one JSON object per line, as it is found")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -70,25 +71,22 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		if *damagedList != "" && backends.IsRemote(*damagedList) {
 			return usagef("--damaged-list is a local file, not %s", *damagedList)
 		}
-		for flag, loc := range map[string]string{"--state": *statePath, "--report": *reportLoc, "--metrics-textfile": *metrics, "--damaged-list": *damagedList} {
+		for flag, loc := range map[string]string{"--state": *statePath, "--report": *reportLoc, "--damaged-list": *damagedList} {
 			if err := checkOutputPath(flag, loc); err != nil {
 				return err
 			}
 		}
+		if err := metrics.check(fs); err != nil {
+			return err
+		}
 		if *maxDamaged < 0 {
 			return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
 		}
-		if *maxDepth < 0 || *maxDepth > 7 {
-			return usagef("--max-depth must be 0..7, not %d", *maxDepth)
+		if err := scope.check(fs, sf.ns, fs.Arg(0)); err != nil {
+			return err
 		}
 		if *parallel < 1 || *parallel > 1024 {
 			return usagef("--parallel must be 1..1024, not %d", *parallel)
-		}
-		if *allNS && (fs.NArg() == 1 || sf.ns != "" || fs.Changed("max-depth")) {
-			return usagef("--all-namespaces verifies the whole store: no SNAPSHOT, --ns or --max-depth with it")
-		}
-		if fs.NArg() == 1 && fs.Changed("max-depth") {
-			return usagef("--max-depth is for namespaces, not with a SNAPSHOT or group")
 		}
 		var sh verify.Shard
 		if *shard != "" {
@@ -121,13 +119,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		}
 		defer store.Close()
 		listFellThrough(store, locked)
-		sc := verify.Scope{NS: ns, MaxDepth: *maxDepth, Latest: *latest}
-		if *allNS {
-			sc.MaxDepth = -1
-		}
-		if fs.NArg() == 1 {
-			sc.Ref = fs.Arg(0)
-		}
+		sc := scope.scope(verify.Scope{NS: ns, Ref: fs.Arg(0), Latest: *latest})
 		sel, err := verify.Select(ctx, store, sc)
 		if err != nil {
 			return err
@@ -162,8 +154,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 				r.WriteText(stdout)
 			}
 		})
-		rep.Store, rep.Shard, rep.Host = sf.store, sh.String(), hostname()
+		rep.Store, rep.Shard, rep.Host = backends.DisplaySpec(sf.store), sh.String(), hostname()
 		rep.Stores = storeCounts(store)
+		rep.RateLimit = sf.rate.limiter.Report()
 		rep.LeaveOut(storesLeftOut(&sf, store)...)
 		rep.Note = sel.Note
 		for _, n := range sel.Namespaces {
@@ -196,9 +189,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 					return fmt.Errorf("--state: %w", err)
 				}
 			}
-			if *metrics != "" {
-				if err := writeVerifyMetrics(*metrics, rep, store); err != nil {
-					return fmt.Errorf("--metrics-textfile: %w", err)
+			if metrics.set() {
+				if err := metrics.verifyMetrics(ctx, &sf, rep, store); err != nil {
+					return err
 				}
 			}
 			if *reportLoc != "" {
@@ -288,6 +281,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		}
 		fmt.Fprintf(stdout, "%s, %s, %s in %.2fs: %s\n", head, humanBytes(rep.Bytes), rep.ChunksText(), rep.Seconds, rep.ResultWord())
 		printStores(stdout, rep.Stores)
+		writeLimitLine(stdout, "", rep.RateLimit)
 		printVerifyGaps(stdout, rep)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)

@@ -159,13 +159,21 @@ func StartS3(t testing.TB) *S3Server {
 // directory holding a datastore directory that is then served as a bucket.
 func StartS3Dir(t testing.TB, root string) *S3Server {
 	t.Helper()
+	return StartS3Creds(t, root, S3AccessKey, S3SecretKey)
+}
+
+// StartS3Creds is StartS3Dir with a root account of its own (access key
+// id and secret key), for tests of several servers that each take other
+// credentials.
+func StartS3Creds(t testing.TB, root, accessKey, secretKey string) *S3Server {
+	t.Helper()
 	bin, err := VersityGWPath()
 	if err != nil {
 		SkipOrFail(t, "%v", err)
 	}
 	var lastErr error
 	for try := 0; try < 3; try++ {
-		s, err := startVersity(t, bin, root)
+		s, err := startVersity(t, bin, root, accessKey, secretKey)
 		if err == nil {
 			return s
 		}
@@ -206,15 +214,15 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func startVersity(t testing.TB, bin, root string) (*S3Server, error) {
+func startVersity(t testing.TB, bin, root, accessKey, secretKey string) (*S3Server, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin,
 		"--port", addr,
-		"--access", S3AccessKey,
-		"--secret", S3SecretKey,
+		"--access", accessKey,
+		"--secret", secretKey,
 		"--region", S3Region,
 		"--quiet",
 		"posix",
@@ -264,7 +272,7 @@ func startVersity(t testing.TB, bin, root string) (*S3Server, error) {
 			t.Logf("versitygw output:\n%s", out.String())
 		}
 	})
-	return &S3Server{Endpoint: endpoint, Root: root, AccessKey: S3AccessKey, SecretKey: S3SecretKey, Region: S3Region}, nil
+	return &S3Server{Endpoint: endpoint, Root: root, AccessKey: accessKey, SecretKey: secretKey, Region: S3Region}, nil
 }
 
 // GCSServer is a running in-process fake-gcs-server.

@@ -1,0 +1,266 @@
+// Package ratelimit caps what a run takes from a datastore: the bytes it
+// reads (--rate, --burst) and the requests it makes (--rate-requests), with
+// token buckets (golang.org/x/time/rate) shared by every store of the run.
+// Waits end when their context does. A nil *Limiter limits nothing.
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits configures a Limiter. Zero fields limit nothing.
+type Limits struct {
+	// BytesPerSecond is the most bytes read per second, averaged over the
+	// run; 0: no byte limit.
+	BytesPerSecond int64
+	// Burst is the most bytes read at once after a pause, in bytes; 0:
+	// DefaultBurst(BytesPerSecond). A read larger than Burst waits in
+	// pieces of at most Burst.
+	Burst int64
+	// RequestsPerSecond is the most requests (GET, HEAD, LIST; a chunk or
+	// file opened in a directory) started per second; 0: no request
+	// limit. It may be below 1 (0.5: one every 2 s).
+	RequestsPerSecond float64
+}
+
+// DefaultBurst is the burst in bytes for a rate of bytesPerSecond when
+// none is given: one second's worth, as proxmox-backup-client's --burst.
+func DefaultBurst(bytesPerSecond int64) int64 { return bytesPerSecond }
+
+// maxPiece is the most bytes one Read of a limited reader takes before it
+// waits, so that a transfer moves steadily and a wait stays short.
+const maxPiece = 64 << 10
+
+// minPiece is the least bytes one Read of a limited reader takes.
+const minPiece = 256
+
+// piece returns the most bytes a limited Read takes now: the readers open
+// share 1/16 s of the rate (within minPiece and maxPiece, at most the
+// burst), so that each of them moves again within about 1/16 s (more only
+// at rates below minPiece × 16 per reader), far inside the bucket stores'
+// --io-timeout, which cuts a transfer whose reader waits longer.
+func (l *Limiter) piece() int {
+	n := max(1, l.readers.Load())
+	return int(min(maxPiece, int64(l.bytes.Burst()), max(minPiece, l.limits.BytesPerSecond/(16*n))))
+}
+
+// Limiter holds the token buckets of one run. It is safe for concurrent
+// use; its methods do nothing on a nil *Limiter.
+type Limiter struct {
+	limits Limits
+	bytes  *rate.Limiter // nil: no byte limit
+	reqs   *rate.Limiter // nil: no request limit
+
+	nBytes, nReqs atomic.Int64
+	readers       atomic.Int64 // limited readers open (Reader, until Close)
+
+	mu        sync.Mutex
+	waiting   int           // waits in progress
+	waitStart time.Time     // when waiting went from 0 to 1
+	waited    time.Duration // wall time with some wait in progress, before waitStart
+}
+
+// New returns the limiter for l, or nil when l limits nothing. Its buckets
+// start empty, so the rate holds from the first byte. A negative field, or
+// a burst without a byte rate, is an error.
+func New(l Limits) (*Limiter, error) {
+	if l.BytesPerSecond < 0 || l.Burst < 0 || l.RequestsPerSecond < 0 || math.IsNaN(l.RequestsPerSecond) || math.IsInf(l.RequestsPerSecond, 0) {
+		return nil, fmt.Errorf("rate limits must not be negative: %+v", l)
+	}
+	if l.Burst > 0 && l.BytesPerSecond == 0 {
+		return nil, fmt.Errorf("a burst needs a byte rate")
+	}
+	if l.BytesPerSecond == 0 && l.RequestsPerSecond == 0 {
+		return nil, nil
+	}
+	lim := &Limiter{limits: l}
+	now := time.Now()
+	if l.BytesPerSecond > 0 {
+		if l.Burst == 0 {
+			lim.limits.Burst = DefaultBurst(l.BytesPerSecond)
+		}
+		burst := int(min(lim.limits.Burst, math.MaxInt32))
+		lim.bytes = rate.NewLimiter(rate.Limit(l.BytesPerSecond), burst)
+		lim.bytes.AllowN(now, burst)
+	}
+	if l.RequestsPerSecond > 0 {
+		// One request at once: requests spread evenly over each second.
+		lim.reqs = rate.NewLimiter(rate.Limit(l.RequestsPerSecond), 1)
+		lim.reqs.AllowN(now, 1)
+	}
+	return lim, nil
+}
+
+// Limits returns the limits in force (the default burst filled in); zero
+// for a nil Limiter.
+func (l *Limiter) Limits() Limits {
+	if l == nil {
+		return Limits{}
+	}
+	return l.limits
+}
+
+// WaitBytes waits until n more bytes may be read, in pieces of at most the
+// burst. It returns ctx's error, having counted the bytes, when ctx ends
+// first.
+func (l *Limiter) WaitBytes(ctx context.Context, n int) error {
+	if l == nil || n <= 0 {
+		return nil
+	}
+	l.nBytes.Add(int64(n))
+	if l.bytes == nil {
+		return nil
+	}
+	for n > 0 {
+		k := min(n, l.bytes.Burst())
+		if err := l.wait(ctx, l.bytes, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// WaitRequest waits until one more request may start; it returns ctx's
+// error when ctx ends first.
+func (l *Limiter) WaitRequest(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.nReqs.Add(1)
+	if l.reqs == nil {
+		return nil
+	}
+	return l.wait(ctx, l.reqs, 1)
+}
+
+// wait takes n tokens of b (n at most its burst), waiting for them.
+func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := b.ReserveN(time.Now(), n)
+	d := r.Delay()
+	if d <= 0 {
+		return nil
+	}
+	l.startWait()
+	defer l.endWait()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		r.Cancel()
+		return ctx.Err()
+	}
+}
+
+func (l *Limiter) startWait() {
+	l.mu.Lock()
+	if l.waiting == 0 {
+		l.waitStart = time.Now()
+	}
+	l.waiting++
+	l.mu.Unlock()
+}
+
+func (l *Limiter) endWait() {
+	l.mu.Lock()
+	l.waiting--
+	if l.waiting == 0 {
+		l.waited += time.Since(l.waitStart)
+	}
+	l.mu.Unlock()
+}
+
+// Waited returns the wall time so far during which some read or request
+// was held back by the limits (several at once count once): close to the
+// run's time when the limit, not the store, set the pace.
+func (l *Limiter) Waited() time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.waited
+	if l.waiting > 0 {
+		w += time.Since(l.waitStart)
+	}
+	return w
+}
+
+// Reader returns rc limited: each Read takes at most a piece of the rate
+// (see piece) and then waits for the bytes it read, so bytes are taken from the source
+// no faster than the rate as they arrive. A wait cut by ctx returns the
+// bytes read with ctx's error. A nil Limiter or one without a byte rate
+// returns rc counting its bytes only.
+func (l *Limiter) Reader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
+	if l == nil {
+		return rc
+	}
+	l.readers.Add(1)
+	return &reader{ctx: ctx, rc: rc, l: l}
+}
+
+type reader struct {
+	ctx    context.Context
+	rc     io.ReadCloser
+	l      *Limiter
+	closed atomic.Bool
+}
+
+func (r *reader) Read(p []byte) (int, error) {
+	if r.l.bytes != nil {
+		if k := r.l.piece(); len(p) > k {
+			p = p[:k]
+		}
+	}
+	n, err := r.rc.Read(p)
+	if werr := r.l.WaitBytes(r.ctx, n); werr != nil {
+		return n, werr
+	}
+	return n, err
+}
+
+func (r *reader) Close() error {
+	if !r.closed.Swap(true) {
+		r.l.readers.Add(-1)
+	}
+	return r.rc.Close()
+}
+
+// Report is what the limits were and did in a run, for reports (JSON and
+// text).
+type Report struct {
+	// BytesPerSecond is the byte rate limit; 0: none.
+	BytesPerSecond int64 `json:"bytes-per-second"`
+	// Burst is the byte burst in bytes; 0 without a byte rate.
+	Burst int64 `json:"burst-bytes"`
+	// RequestsPerSecond is the request rate limit; 0: none.
+	RequestsPerSecond float64 `json:"requests-per-second"`
+	// Bytes and Requests count what went through the limiter.
+	Bytes    int64 `json:"bytes"`
+	Requests int64 `json:"requests"`
+	// WaitSeconds is Waited: the wall time some read or request waited.
+	WaitSeconds float64 `json:"wait-seconds"`
+}
+
+// Report returns the limits and what went through them so far; nil for a
+// nil Limiter.
+func (l *Limiter) Report() *Report {
+	if l == nil {
+		return nil
+	}
+	return &Report{BytesPerSecond: l.limits.BytesPerSecond, Burst: l.limits.Burst, RequestsPerSecond: l.limits.RequestsPerSecond,
+		Bytes: l.nBytes.Load(), Requests: l.nReqs.Load(), WaitSeconds: math.Round(l.Waited().Seconds()*1000) / 1000}
+}

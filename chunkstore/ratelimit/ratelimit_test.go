@@ -1,0 +1,143 @@
+package ratelimit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in        string
+		perSecond bool
+		want      int64
+		bad       string // a word of the error; "" for no error
+	}{
+		{"200MiB", true, 200 << 20, ""},
+		{"200MiB/s", true, 200 << 20, ""},
+		{"1G", false, 1e9, ""},
+		{"1g", false, 1e9, ""},
+		{"500M", true, 500e6, ""},
+		{"500MB/s", true, 500e6, ""},
+		{"1.5GiB", false, 3 << 29, ""},
+		{"1.5 GiB", false, 3 << 29, ""},
+		{"64Ki", false, 64 << 10, ""},
+		{"4k", false, 4000, ""},
+		{"1048576", false, 1 << 20, ""},
+		{"10B", false, 10, ""},
+		{"2TiB", false, 2 << 40, ""},
+		{"200MiB/s", false, 0, "unknown unit"},
+		{"10X", true, 0, "unknown unit"},
+		{"MiB", true, 0, "want a number"},
+		{"", true, 0, "want a number"},
+		{"-1M", true, 0, "want a number"},
+		{"0", true, 0, "at least 1 byte"},
+		{"0.1", true, 0, "at least 1 byte"},
+		{"1.2.3M", true, 0, "want a number"},
+		{"99999999PiB", true, 0, "too large"},
+	} {
+		got, err := ParseSize(c.in, c.perSecond)
+		switch {
+		case c.bad == "" && (err != nil || got != c.want):
+			t.Errorf("ParseSize(%q, %v) = %d, %v; want %d", c.in, c.perSecond, got, err, c.want)
+		case c.bad != "" && (err == nil || !strings.Contains(err.Error(), c.bad)):
+			t.Errorf("ParseSize(%q, %v) = %d, %v; want an error saying %q", c.in, c.perSecond, got, err, c.bad)
+		}
+	}
+}
+
+func TestParseRequestRate(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64 // 0: an error
+	}{
+		{"10", 10}, {"10/s", 10}, {"0.5/s", 0.5}, {" 100 ", 100},
+		{"0", 0}, {"-1", 0}, {"abc", 0}, {"", 0}, {"1e3", 0}, {"Inf", 0}, {"NaN", 0}, {"10/min", 0}, {"0x10", 0},
+	} {
+		got, err := ParseRequestRate(c.in)
+		if (c.want == 0) != (err != nil) || got != c.want {
+			t.Errorf("ParseRequestRate(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	if l, err := New(Limits{}); l != nil || err != nil {
+		t.Errorf("New(no limits) = %v, %v; want nil, nil", l, err)
+	}
+	if _, err := New(Limits{Burst: 1 << 20}); err == nil {
+		t.Error("a burst without a rate was taken")
+	}
+	if _, err := New(Limits{BytesPerSecond: -1}); err == nil {
+		t.Error("a negative rate was taken")
+	}
+	l, err := New(Limits{BytesPerSecond: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Limits().Burst; got != DefaultBurst(8<<20) {
+		t.Errorf("default burst %d, want %d", got, DefaultBurst(8<<20))
+	}
+	// A nil Limiter limits nothing and reports nothing.
+	var none *Limiter
+	if err := none.WaitBytes(context.Background(), 1<<30); err != nil || none.WaitRequest(context.Background()) != nil || none.Report() != nil {
+		t.Error("a nil Limiter limited or reported")
+	}
+}
+
+// TestBurstSmallerThanRead reads through a limiter whose burst is a
+// fraction of each read: the reads wait in pieces and every byte arrives.
+func TestBurstSmallerThanRead(t *testing.T) {
+	l, err := New(Limits{BytesPerSecond: 4 << 20, Burst: 1000, RequestsPerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
+	if err := l.WaitBytes(context.Background(), 100_000); err != nil {
+		t.Fatalf("WaitBytes of 100 bursts: %v", err)
+	}
+	got, err := io.ReadAll(l.Reader(context.Background(), io.NopCloser(bytes.NewReader(data))))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes through the limiter, %v; want %d", len(got), err, len(data))
+	}
+	if err := l.WaitRequest(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep := l.Report()
+	if rep.Bytes != 100_000+int64(len(data)) || rep.Requests != 1 || rep.WaitSeconds <= 0 || rep.Burst != 1000 {
+		t.Errorf("report %+v", *rep)
+	}
+}
+
+// TestWaitCancelled has reads wait far longer than the test runs: ending
+// their context ends the waits at once with its error.
+func TestWaitCancelled(t *testing.T) {
+	l, err := New(Limits{BytesPerSecond: 1 << 10, RequestsPerSecond: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 3)
+	go func() { errs <- l.WaitBytes(ctx, 1<<30) }()
+	go func() { errs <- l.WaitRequest(ctx) }()
+	go func() {
+		_, err := io.ReadAll(l.Reader(ctx, io.NopCloser(bytes.NewReader(make([]byte, 1<<20)))))
+		errs <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	for range 3 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("a wait ended with %v, want context.Canceled", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a wait did not end with its context")
+		}
+	}
+}
