@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,25 @@ func TestRunKernelPanic(t *testing.T) {
 		t.Fatalf("Run: %v, report %+v", err, rep)
 	}
 	t.Logf("%s", rep.Reason)
+}
+
+// TestRunAgent: the guest agent answering passes --boot-agent alone, and
+// with the console pattern both checks pass.
+func TestRunAgent(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	im := bootimage.BuildAgent(t, dir)
+	for _, withPattern := range []bool{false, true} {
+		o := bootcheck.Options{Machine: machine(t, im.Path), Timeout: 2 * time.Minute, Agent: true, ConsoleLog: filepath.Join(dir, "console.log")}
+		want := []string{bootcheck.CheckAgent}
+		if withPattern {
+			o.Pattern = regexp.MustCompile(bootcheck.DefaultPattern)
+			want = []string{bootcheck.CheckConsole, bootcheck.CheckAgent}
+		}
+		rep, err := bootcheck.Run(context.Background(), o)
+		if err != nil || !rep.OK || !slices.Equal(rep.Checks, want) || len(rep.Passed) != len(want) {
+			con, _ := os.ReadFile(o.ConsoleLog)
+			t.Fatalf("pattern %v: Run: %v, report %+v\nconsole:\n%s", withPattern, err, rep, con)
+		}
+	}
 }
