@@ -397,7 +397,7 @@ func findDeadEnd(console, firmware []byte) string {
 	return ""
 }
 
-// Screenshot saves the screen of the QEMU of qmp to png (QMP screendump
+// screenshot saves the screen of the QEMU of qmp to png (QMP screendump
 // to a PPM in dir, then converted).
 func screenshot(ctx context.Context, qmp *qmpClient, dir, png string) error {
 	ppm := filepath.Join(dir, "screen.ppm")

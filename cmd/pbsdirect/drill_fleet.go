@@ -125,7 +125,11 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 func printDrillLine(w io.Writer, r drill.Report) {
 	what := fmt.Sprintf("%s/%s", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive))
 	if r.OK {
-		fmt.Fprintf(w, "drill %s: ok, restored in %.2fs, total %.2fs\n", what, r.RestoreSeconds, r.TotalSeconds)
+		booted := ""
+		if r.Boot != nil {
+			booted = fmt.Sprintf(", booted in %.1fs", r.Boot.SecondsToBoot)
+		}
+		fmt.Fprintf(w, "drill %s: ok, restored in %.2fs%s, total %.2fs\n", what, r.RestoreSeconds, booted, r.TotalSeconds)
 		return
 	}
 	msg, _, _ := strings.Cut(r.Error, "\n")
