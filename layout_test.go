@@ -95,7 +95,11 @@ var mayImport = map[string][]string{
 	// drill holds drill reports and the fleet drill (the newest images of
 	// a namespace, chosen with verify's Select, each drilled by
 	// restore.Drill): above restore and verify, below cmd.
-	"drill": {"restore", "verify", "snapshot", "chunkstore", "index", "crypto"},
+	"drill": {"restore", "verify", "snapshot", "chunkstore", "index", "crypto", "bootcheck"},
+	// bootcheck boots disk images in QEMU (a drill's boot check, the
+	// boot-check command): an external program behind a small API,
+	// nothing of PBS.
+	"bootcheck": {},
 	// metrics makes the metrics of verify and drill runs (a textfile, a
 	// Pushgateway push): above verify's report, beside cmd's printing of
 	// it; index names an archive's namespace and group.

@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -47,6 +48,8 @@ type Report struct {
 	Restore         *restore.Summary `json:"restore,omitempty"`
 	ReadBack        *ReadBackReport  `json:"read-back,omitempty"`
 	Removed         bool             `json:"target-removed,omitempty"`
+	// Boot is the boot check of the restored disk (drill --boot).
+	Boot *bootcheck.Report `json:"boot,omitempty"`
 	// Salvaged lists the chunks missing or damaged in every store that
 	// the restore recovered from a .bad copy (at most
 	// restore.MaxSalvagedListed; SalvagedChunks counts them all), as in

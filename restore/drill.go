@@ -20,6 +20,11 @@ type DrillOptions struct {
 	// restore created it (Remover; never a block device or a file that
 	// existed).
 	Remove bool
+	// AfterReadBack, when set, is called with src and the target's path
+	// after a read-back that passed, while the target is still open and
+	// locked and before Remove (a boot check of the restored disk); its
+	// error fails the drill and keeps the target.
+	AfterReadBack func(ctx context.Context, src *snapshot.Reader, target string) error
 	// MaxDamaged is how many damaged or missing chunks the error of a
 	// drill of a damaged archive lists in full (0: MaxDamagedListed); it
 	// counts them all.
@@ -85,6 +90,9 @@ func Drill(ctx context.Context, src *snapshot.Reader, name string, sink Sink, o 
 	err = ReadBackTarget(ctx, res.Target, sink.String(), res.Plan, res.Key, o.Jobs, dr.ReadBack)
 	stop()
 	dr.ReadBackTime = time.Since(dr.Restored)
+	if err == nil && o.AfterReadBack != nil {
+		err = o.AfterReadBack(ctx, src, sink.String())
+	}
 	if rm, ok := res.Target.(Remover); ok && err == nil && o.Remove && res.Created {
 		if err = rm.Remove(); err == nil {
 			dr.Removed = true

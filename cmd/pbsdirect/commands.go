@@ -37,7 +37,7 @@ type commandSpec struct {
 // lists it (sorted by name).
 func commandSpecs() []commandSpec {
 	return []commandSpec{
-		restoreCommand(), restoreGuestCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(),
+		restoreCommand(), restoreGuestCommand(), mountCommand(), serveNbdCommand(), verifyCommand(), drillCommand(), bootCheckCommand(),
 		snapshotsCommand(), groupsCommand(), namespacesCommand(), datastoresCommand(), backupCommand(),
 		keyCommand(), reportCommand(), repairCommand(), catalogCommand(), manCommand(), versionCommand(),
 	}

@@ -22,12 +22,23 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	scope := registerScopeFlags(fs, "drill", "drills")
 	var metrics metricsFlags
 	metrics.register(fs, "drill")
+	boot := fs.Bool("boot", false, "after the read-back, boot the restored disk in QEMU and check that the guest comes up (see boot-check; the --boot-* flags); a fleet drill boots each snapshot's boot disk")
+	var bf bootFlags
+	bf.register(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := metrics.check(fs); err != nil {
 			return err
 		}
+		if err := checkDrillBoot(fs, *boot, &bf); err != nil {
+			return err
+		}
+		var bootWith *bootFlags
+		if *boot {
+			bootWith = &bf
+		}
 		if *scratch != "" || *list != "" {
-			return drillFleet(ctx, fs, rc, fleetOptions{scratch: *scratch, list: *list, parallel: *parallel, scope: scope, metrics: &metrics}, stdout, stderr)
+			bf.bootDiskOnly = true
+			return drillFleet(ctx, fs, rc, fleetOptions{scratch: *scratch, list: *list, parallel: *parallel, scope: scope, metrics: &metrics, boot: bootWith}, stdout, stderr)
 		}
 		if fs.Changed("parallel") {
 			return usagef("--parallel is for a fleet drill (--scratch)")
@@ -39,7 +50,7 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
-		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, stdout, stderr)
+		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, bootWith, stdout, stderr)
 		if err != nil && codeFor(ctx, err) == exitUsage {
 			// Refused as given (a usage error, a TARGET that exists…):
 			// nothing was drilled, so no drill report.
@@ -73,15 +84,20 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 
 // drillOne drills archive of snapshot ref to targetPath (restore.Drill:
 // restore, read back re-checking every chunk and, with remove, remove a
-// target it created after success). The report says what happened; the
+// target it created after success; with boot, boot the target after the
+// read-back, bootFlags.bootRestored). The report says what happened; the
 // error is why it failed (a usage error: nothing was done).
-func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath string, remove bool, stdout, stderr io.Writer) (drill.Report, error) {
+func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath string, remove bool, boot *bootFlags, stdout, stderr io.Writer) (drill.Report, error) {
 	start := time.Now()
 	rep := drill.NewReport(ref, archive, targetPath, start)
-	r, err := rc.run(ctx, ref, archive, targetPath, &restore.DrillOptions{Jobs: rc.pf.jobs + max(rc.pf.writers, 0), Remove: remove,
+	opts := &restore.DrillOptions{Jobs: rc.pf.jobs + max(rc.pf.writers, 0), Remove: remove,
 		Progress: func(total int64, done func() int64) func() {
 			return startProgress(stderr, rc.sf.progress, "read back", total, done).done
-		}}, stdout, stderr)
+		}}
+	if boot != nil {
+		opts.AfterReadBack = boot.bootRestored(archive, &rep.Boot, stderr)
+	}
+	r, err := rc.run(ctx, ref, archive, targetPath, opts, stdout, stderr)
 	if r != nil {
 		rep.Snapshot = r.snap // TYPE/ID resolved to the snapshot drilled, also on failure
 		rep.Add(r.drill, r.took)
@@ -107,6 +123,9 @@ func printDrill(w io.Writer, r drill.Report) {
 	if r.Restore != nil {
 		printSalvaged(w, *r.Restore)
 	}
+	if r.Boot != nil {
+		printDrillBoot(w, r.Boot)
+	}
 	if r.Warning != "" {
 		fmt.Fprintf(w, "  warning: %s\n", r.Warning)
 	}
@@ -121,7 +140,11 @@ func drillCommand() commandSpec {
 		long: `Disaster-recovery rehearsal: restore an archive to TARGET, read the target back
 and compare it with the snapshot, then report the time to restore and the
 result (text, or one JSON object for monitoring). --remove deletes the
-restored file after a successful drill.
+restored file after a successful drill. --boot then boots the restored disk
+in QEMU with no network (as boot-check does, through a throw-away overlay:
+the restored file is not changed) and checks that the guest comes up;
+a guest that does not boot fails the drill (exit 1), a missing QEMU is
+exit 3.
 
 SNAPSHOT, ARCHIVE and TARGET are as for restore.
 
@@ -138,7 +161,8 @@ metrics labelled with store, namespace, group and archive; the last success
 times are carried over from the previous run's.`,
 		example: `  pbsdirect drill --store /mnt/ds vm/100 drive-scsi0 /var/tmp/drill.raw --remove
   pbsdirect drill --store s3://backups/pbs --output-format json vm/100 drive-scsi0 /var/tmp/drill.raw
-  pbsdirect drill --store /mnt/ds --ns prod --max-depth 7 --scratch /var/tmp/drill --parallel 2 --metrics-push http://pushgateway:9091`,
+  pbsdirect drill --store /mnt/ds --ns prod --max-depth 7 --scratch /var/tmp/drill --parallel 2 --metrics-push http://pushgateway:9091
+  pbsdirect drill --store /mnt/ds --boot --boot-timeout 10m vm/100 drive-scsi0 /var/tmp/drill.raw --remove`,
 		build:    cmdDrill,
 		complete: completeSnapshotImage,
 	}

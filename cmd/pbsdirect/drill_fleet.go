@@ -27,6 +27,9 @@ type fleetOptions struct {
 	parallel      int
 	scope         *scopeFlags
 	metrics       *metricsFlags
+	// boot, when set (--boot), boots each snapshot's boot disk after its
+	// read-back.
+	boot *bootFlags
 }
 
 // drillFleet drills many archives into o.scratch: the newest snapshot of
@@ -90,7 +93,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	}
 	asJSON := rc.sf.json()
 	reps := drill.Fleet(ctx, items, o.scratch, o.parallel, func(it drill.Item, target string) drill.Report {
-		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, io.Discard, quiet)
+		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, o.boot, io.Discard, quiet)
 		rep.ExitCode = codeFor(ctx, err)
 		return rep
 	}, func(rep drill.Report) {
@@ -122,7 +125,11 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 func printDrillLine(w io.Writer, r drill.Report) {
 	what := fmt.Sprintf("%s/%s", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive))
 	if r.OK {
-		fmt.Fprintf(w, "drill %s: ok, restored in %.2fs, total %.2fs\n", what, r.RestoreSeconds, r.TotalSeconds)
+		booted := ""
+		if r.Boot != nil {
+			booted = fmt.Sprintf(", booted in %.1fs", r.Boot.SecondsToBoot)
+		}
+		fmt.Fprintf(w, "drill %s: ok, restored in %.2fs%s, total %.2fs\n", what, r.RestoreSeconds, booted, r.TotalSeconds)
 		return
 	}
 	msg, _, _ := strings.Cut(r.Error, "\n")

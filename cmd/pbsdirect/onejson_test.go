@@ -59,6 +59,8 @@ func TestOneJSONValue(t *testing.T) {
 		{"drill", []string{"--store", f.store, snap, "drive-scsi0", filepath.Join(dir, "d.raw"), "--remove"}},
 		{"drill", []string{"--store", f.store, "--scratch", t.TempDir(), "--all-namespaces", "--parallel", "2"}},
 		{"drill", []string{"--store", f.store, "--scratch", t.TempDir(), "--ns", "nowhere"}},
+		{"boot-check", []string{"--store", f.store}},
+		{"boot-check", []string{"--store", f.store, "--boot-timeout", "30s", "--boot-output", dir, snap}},
 		{"backup", []string{"--store", f.store, "--backup-type", "vm", "--backup-id", "777", "drive-scsi0.img:" + img}},
 		{"key create", []string{"--kdf", "none", key}},
 		{"key show", []string{key}},

@@ -51,17 +51,7 @@ func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 		if len(sa.Readers) == 0 {
 			return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to serve", sa.snap)
 		}
-		srv := &nbd.Server{Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", index.DisplayText(msg)) }}
-		for i, r := range sa.Readers {
-			srv.Exports = append(srv.Exports, nbd.Export{
-				Name:               archive.ExportName(sa.Names[i]),
-				Description:        sa.snap.String() + "/" + sa.Names[i],
-				Size:               r.Size(),
-				Data:               r,
-				Extents:            nbdExtents(r),
-				PreferredBlockSize: uint32(min(max(r.ChunkSize(), 4096), 32<<20)),
-			})
-		}
+		srv := &nbd.Server{Exports: nbdExports(sa), Log: func(msg string) { fmt.Fprintf(stderr, "pbsdirect serve-nbd: %s\n", index.DisplayText(msg)) }}
 		var l net.Listener
 		var uri func(name string) string
 		if *listen != "" {
@@ -98,6 +88,23 @@ func cmdServeNBD(fs *flag.FlagSet) commandFunc {
 		sa.report(info)
 		return err
 	}
+}
+
+// nbdExports returns an NBD export of each disk image of sa, named as the
+// archive without .img.fidx (archive.ExportName).
+func nbdExports(sa *snapshotAccess) []nbd.Export {
+	var out []nbd.Export
+	for i, r := range sa.Readers {
+		out = append(out, nbd.Export{
+			Name:               archive.ExportName(sa.Names[i]),
+			Description:        sa.snap.String() + "/" + sa.Names[i],
+			Size:               r.Size(),
+			Data:               r,
+			Extents:            nbdExtents(r),
+			PreferredBlockSize: uint32(min(max(r.ChunkSize(), 4096), 32<<20)),
+		})
+	}
+	return out
 }
 
 // nbdExtents adapts the reader's zero extents for base:allocation.

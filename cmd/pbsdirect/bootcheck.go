@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/pbsdirect/pbsdirect/bootcheck"
+	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/nbd"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// bootFlags are the flags of a boot check (drill --boot, boot-check).
+type bootFlags struct {
+	timeout  time.Duration
+	pattern  string
+	agent    bool
+	memory   int
+	cores    int
+	firmware string
+	machine  string
+	bus      string
+	accel    string
+	output   string
+	re       *regexp.Regexp // parsed pattern; nil: no console check
+	// bootDiskOnly (a fleet drill) boots an archive only when it is its
+	// snapshot's boot disk (bootDisk).
+	bootDiskOnly bool
+}
+
+// configBlob is the guest configuration a boot check reads.
+const configBlob = "qemu-server.conf.blob"
+
+func (b *bootFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&b.timeout, "boot-timeout", 5*time.Minute, "boot check: how long the guest has to show it is up (a disk that does not boot hangs in its firmware or bootloader)")
+	fs.StringVar(&b.pattern, "boot-pattern", bootcheck.DefaultPattern, "boot check: regular expression (Go syntax) the serial console must show")
+	fs.BoolVar(&b.agent, "boot-agent", false, "boot check: the QEMU guest agent must answer (without --boot-pattern: instead of the console pattern; with it: both)")
+	fs.IntVar(&b.memory, "boot-memory", 0, "boot check: guest memory in MiB (default: the snapshot's qemu-server.conf, else 1024)")
+	fs.IntVar(&b.cores, "boot-cores", 0, "boot check: guest CPU cores (default: the snapshot's qemu-server.conf, else 1)")
+	fs.StringVar(&b.firmware, "boot-firmware", "", "boot check: seabios or ovmf (default: the snapshot's qemu-server.conf, else seabios)")
+	fs.StringVar(&b.machine, "boot-machine", "", "boot check: machine type pc or q35 (default: the snapshot's qemu-server.conf, else pc)")
+	fs.StringVar(&b.bus, "boot-bus", "", "boot check: put every disk on this bus: scsi, virtio, sata or ide (default: as qemu-server.conf says, else by the disk's name)")
+	fs.StringVar(&b.accel, "boot-accel", "auto", "boot check: auto (KVM when /dev/kvm is usable, else TCG), kvm or tcg")
+	fs.StringVar(&b.output, "boot-output", "", "boot check: directory for the console log and the screenshot (default: drill: the target's directory; boot-check: the current directory)")
+}
+
+// check parses the flags; a bad value is a usage error.
+func (b *bootFlags) check(fs *flag.FlagSet) error {
+	if b.timeout <= 0 {
+		return usagef("--boot-timeout %s: want a positive duration, e.g. 5m", b.timeout)
+	}
+	if !b.agent || fs.Changed("boot-pattern") {
+		re, err := regexp.Compile(b.pattern)
+		if err != nil {
+			return usagef("--boot-pattern: %v", err)
+		}
+		b.re = re
+	}
+	if b.memory < 0 || b.cores < 0 || b.cores > 1024 {
+		return usagef("--boot-memory and --boot-cores: want positive numbers (cores at most 1024)")
+	}
+	if b.firmware != "" && b.firmware != "seabios" && b.firmware != "ovmf" {
+		return usagef("--boot-firmware %q: want seabios or ovmf", b.firmware)
+	}
+	if b.machine != "" && b.machine != "pc" && b.machine != "q35" {
+		return usagef("--boot-machine %q: want pc or q35", b.machine)
+	}
+	if b.bus != "" && !slices.Contains(bootcheck.Buses, b.bus) {
+		return usagef("--boot-bus %q: want one of %s", b.bus, strings.Join(bootcheck.Buses, ", "))
+	}
+	if b.accel != "auto" && b.accel != "kvm" && b.accel != "tcg" {
+		return usagef("--boot-accel %q: want auto, kvm or tcg", b.accel)
+	}
+	if b.output != "" {
+		if st, err := os.Stat(b.output); err != nil || !st.IsDir() {
+			return usagef("--boot-output %s: not a directory", b.output)
+		}
+	}
+	return nil
+}
+
+// changed names a --boot-* flag given on the command line, or "".
+func (b *bootFlags) changed(fs *flag.FlagSet) string {
+	var name string
+	fs.Visit(func(f *flag.Flag) {
+		if name == "" && strings.HasPrefix(f.Name, "boot-") {
+			name = f.Name
+		}
+	})
+	return name
+}
+
+// boot boots the disks sources (guest disk name → file, device or NBD
+// URL) as the configuration blob conf (nil: none) and the flags say, with
+// the console log and screenshot named base+"-console.log" and
+// base+"-screen.png" in --boot-output (else defDir), and dir as the
+// private directory. A guest that did not boot is a dataError (exit 1);
+// QEMU missing or failing is exit 3. A configuration that does not parse
+// is said on stderr and read as far as it parsed.
+func (b *bootFlags) boot(ctx context.Context, conf []byte, sources map[string]string, defDir, base, dir string, stderr io.Writer) (*bootcheck.Report, error) {
+	var cfg bootcheck.Config
+	if conf != nil {
+		var err error
+		if cfg, err = bootcheck.ParseConfig(conf); err != nil {
+			fmt.Fprintf(stderr, "pbsdirect: boot check: %s; using the defaults and flags for the rest\n", index.DisplayText(err.Error()))
+		}
+	}
+	m, err := bootcheck.NewMachine(cfg, sources, bootcheck.Overrides{Firmware: b.firmware, Type: b.machine, Bus: b.bus, MemoryMiB: b.memory, Cores: b.cores})
+	if err != nil {
+		return nil, fmt.Errorf("boot check: %w", err)
+	}
+	out := b.output
+	if out == "" {
+		out = defDir
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return nil, err
+	}
+	rep, err := bootcheck.Run(ctx, bootcheck.Options{Machine: m, Timeout: b.timeout, Pattern: b.re, Agent: b.agent, Accel: strings.TrimPrefix(b.accel, "auto"),
+		ConsoleLog: filepath.Join(out, base+"-console.log"), Screenshot: filepath.Join(out, base+"-screen.png"), Dir: dir})
+	if errors.Is(err, bootcheck.ErrDidNotBoot) {
+		err = &dataError{fmt.Errorf("%w (console log: %s)", err, rep.ConsoleLog)}
+	}
+	return &rep, err
+}
+
+// bootRestored is drill --boot's step after the read-back (restore.
+// DrillOptions.AfterReadBack): it boots the restored target with the
+// snapshot's qemu-server.conf; the report goes to *rep.
+func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr io.Writer) func(ctx context.Context, src *snapshot.Reader, target string) error {
+	return func(ctx context.Context, src *snapshot.Reader, target string) error {
+		conf, err := readConfigBlob(ctx, src)
+		if err != nil {
+			return err
+		}
+		if b.bootDiskOnly && bootDisk(src.Manifest(), conf) != archive {
+			return nil
+		}
+		abs, err := filepath.Abs(target)
+		if err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "pbsdirect-boot-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), filepath.Base(abs)+".boot", dir, stderr)
+		return err
+	}
+}
+
+// bootDisk returns the archive of the disk a snapshot boots from: the
+// first disk of its configuration's boot order (else of its disks) that
+// has an image archive in m, else m's first image archive.
+func bootDisk(m *index.Manifest, conf []byte) string {
+	var images []string
+	for _, f := range m.Files {
+		if strings.HasSuffix(f.Filename, ".img.fidx") {
+			images = append(images, f.Filename)
+		}
+	}
+	if len(images) == 0 {
+		return ""
+	}
+	cfg, _ := bootcheck.ParseConfig(conf) // as far as it parses
+	var names []string
+	names = append(names, cfg.BootOrder...)
+	for _, d := range cfg.Disks {
+		names = append(names, d.Name)
+	}
+	for _, n := range names {
+		for _, a := range images {
+			if bootcheck.DiskName(a) == n {
+				return a
+			}
+		}
+	}
+	return images[0]
+}
+
+// readConfigBlob reads the snapshot's qemu-server.conf.blob, nil when it
+// has none.
+func readConfigBlob(ctx context.Context, src *snapshot.Reader) ([]byte, error) {
+	if !slices.ContainsFunc(src.Manifest().Files, func(f index.FileInfo) bool { return f.Filename == configBlob }) {
+		return nil, nil
+	}
+	return src.Blob(ctx, configBlob)
+}
+
+// bootCheckResult is boot-check's JSON result.
+type bootCheckResult struct {
+	Snapshot string            `json:"snapshot"`
+	Boot     *bootcheck.Report `json:"boot,omitempty"`
+}
+
+// cmdBootCheck boots a snapshot's disk images served by our own NBD
+// export, each under a throw-away overlay: nothing is restored, nothing
+// written to the backup.
+func cmdBootCheck(fs *flag.FlagSet) commandFunc {
+	var af accessFlags
+	af.register(fs)
+	var bf bootFlags
+	bf.register(fs)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if fs.NArg() != 1 {
+			return usagef("want SNAPSHOT, got %d argument(s)", fs.NArg())
+		}
+		if err := af.check(); err != nil {
+			return err
+		}
+		if err := bf.check(fs); err != nil {
+			return err
+		}
+		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
+			return err
+		}
+		sa, err := af.open(ctx, fs.Arg(0), true, true, stderr, "boot-check")
+		if err != nil {
+			return err
+		}
+		defer sa.Close()
+		if len(sa.Readers) == 0 {
+			return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to boot", sa.snap)
+		}
+		var conf []byte
+		for _, b := range sa.Blobs {
+			if b.Name == configBlob {
+				conf = b.Data
+			}
+		}
+		res := bootCheckResult{Snapshot: sa.snap.String()}
+		res.Boot, err = bootFromExport(ctx, &bf, sa, conf, stderr)
+		if res.Boot != nil {
+			if outputJSON(stdout) {
+				if werr := writeJSON(stdout, res); werr != nil {
+					return werr
+				}
+			} else {
+				printBoot(stdout, sa.snap.String(), res.Boot)
+			}
+		}
+		return err
+	}
+}
+
+// bootFromExport serves the images of sa over NBD on a Unix socket in a
+// private directory and boots them there (bootFlags.boot); the server
+// stops and the directory is removed before it returns.
+func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf []byte, stderr io.Writer) (*bootcheck.Report, error) {
+	dir, err := os.MkdirTemp("", "pbsdirect-boot-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "nbd.sock")
+	l, err := listenUnix(sock)
+	if err != nil {
+		return nil, err
+	}
+	srv := &nbd.Server{Exports: nbdExports(sa), Log: func(msg string) {
+		fmt.Fprintf(stderr, "pbsdirect boot-check: %s\n", index.DisplayText(msg))
+	}}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, l) }()
+	defer func() { stop(); <-served }()
+	sources := map[string]string{}
+	for _, e := range srv.Exports {
+		sources[bootcheck.DiskName(e.Name)] = "nbd+unix:///" + url.PathEscape(e.Name) + "?socket=" + sock
+	}
+	base := fmt.Sprintf("boot-%s-%s-%s", sa.snap.Type, sa.snap.ID, time.Unix(sa.snap.Time, 0).UTC().Format("2006-01-02T15-04-05Z"))
+	return bf.boot(ctx, conf, sources, ".", base, dir, stderr)
+}
+
+// printBoot prints a boot check's report as text.
+func printBoot(w io.Writer, what string, r *bootcheck.Report) {
+	fmt.Fprintf(w, "boot check %s: %s\n", index.DisplayText(what), bootWord(r.OK))
+	fmt.Fprintf(w, "  machine: %s, %s, %d MiB, %d core(s), %s", r.MachineType, r.Firmware, r.MemoryMiB, r.Cores, r.Accelerator)
+	for _, d := range r.Disks {
+		fmt.Fprintf(w, "; %s on %s", index.DisplayText(d.Name), d.Bus)
+	}
+	fmt.Fprintln(w)
+	if r.OK {
+		fmt.Fprintf(w, "  up after %.1fs: %s\n", r.SecondsToBoot, strings.Join(r.Passed, " and "))
+	} else if r.Reason != "" {
+		fmt.Fprintf(w, "  %s\n", index.DisplayText(r.Reason))
+	}
+	if r.ConsoleLog != "" {
+		fmt.Fprintf(w, "  console log: %s\n", index.DisplayText(r.ConsoleLog))
+	}
+	if r.Screenshot != "" {
+		fmt.Fprintf(w, "  screenshot: %s\n", index.DisplayText(r.Screenshot))
+	}
+}
+
+func bootWord(ok bool) string {
+	if ok {
+		return "booted"
+	}
+	return "did not boot"
+}
+
+// bootCheckCommand is 'pbsdirect boot-check'.
+func bootCheckCommand() commandSpec {
+	return commandSpec{
+		use:   "boot-check [flags] SNAPSHOT",
+		short: "boot a snapshot's disks in QEMU, without restoring them, and check that the guest comes up",
+		long: `Boot a snapshot's disk images in QEMU (qemu-system-x86_64, Debian package
+qemu-system-x86; KVM when /dev/kvm is usable, else TCG) with no network, and
+check that the guest comes up: the serial console shows --boot-pattern (a
+login prompt by default) and/or, with --boot-agent, the QEMU guest agent
+answers, within --boot-timeout. Nothing is restored: the images are served
+read-only by pbsdirect's own NBD export on a Unix socket in a private
+temporary directory, each under a throw-away qcow2 overlay (qemu-img, Debian
+package qemu-utils); nothing is written to the backup, and the overlays,
+the socket and the directory are removed afterwards.
+
+The machine follows the snapshot's qemu-server.conf where it has one
+(bios: seabios or ovmf, from /usr/share/OVMF; machine; memory; cores ×
+sockets; each disk's bus and the boot order); the --boot-* flags override
+it. The console log and a screenshot (PNG) are saved in --boot-output
+(default: the current directory) as boot-TYPE-ID-TIME-console.log and
+-screen.png.
+
+Exit status: 0 the guest came up; 1 it did not boot (no bootable device, a
+bootloader or kernel failure, a kernel panic, the timeout), or its data is
+damaged or missing; 3 QEMU is not installed or failed, or another reason
+outside the data; 130/143 interrupted (QEMU is stopped).`,
+		example: `  pbsdirect boot-check --store /mnt/ds vm/100
+  pbsdirect boot-check --store s3://backups/pbs --boot-timeout 10m --boot-agent --output-format json vm/100`,
+		build:    cmdBootCheck,
+		complete: completeOneSnapshot,
+	}
+}
+
+// checkDrillBoot checks drill's boot flags: --boot-* only with --boot.
+func checkDrillBoot(fs *flag.FlagSet, boot bool, bf *bootFlags) error {
+	if !boot {
+		if name := bf.changed(fs); name != "" {
+			return usagef("--%s is for a drill with --boot", name)
+		}
+		return nil
+	}
+	return bf.check(fs)
+}
+
+// printDrillBoot prints the boot check lines of a drill's text report.
+func printDrillBoot(w io.Writer, r *bootcheck.Report) {
+	if r.OK {
+		fmt.Fprintf(w, "  boot: up after %.1fs (%s; %s, %s)\n", r.SecondsToBoot, strings.Join(r.Passed, " and "), r.Firmware, r.Accelerator)
+	} else {
+		fmt.Fprintf(w, "  boot: %s\n", index.DisplayText(r.Reason))
+	}
+	if r.ConsoleLog != "" {
+		fmt.Fprintf(w, "  boot console log: %s\n", index.DisplayText(r.ConsoleLog))
+	}
+	if r.Screenshot != "" {
+		fmt.Fprintf(w, "  boot screenshot: %s\n", index.DisplayText(r.Screenshot))
+	}
+}
