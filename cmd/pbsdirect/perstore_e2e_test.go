@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
@@ -87,7 +89,41 @@ func TestPerStoreSettings(t *testing.T) {
 
 	t.Run("chain", e.testChain)
 	t.Run("wrong", e.testWrong)
+	t.Run("datastores", e.testDatastores)
 	t.Run("backup", e.testBackup)
+}
+
+// testDatastores finds and counts the datastores of a bucket with its own
+// settings (the command line's endpoint is server a's, the environment's
+// credentials no server's): each location found carries the settings, so
+// that it counts and opens as --store the store the walk listed.
+func (e *perStoreEnv) testDatastores(t *testing.T) {
+	settings := "?endpoint=" + e.s3b.Endpoint + "&profile=mirror&credentials-file=" + e.credFile
+	for _, c := range []struct{ location, want string }{
+		{"s3://pbsb" + settings, "s3://pbsb/ds" + settings},
+		{"@mirror", backends.DisplaySpec(strings.Replace(must(expandNamed(t, e, "@mirror")), "s3://pbsb?", "s3://pbsb/ds?", 1))},
+	} {
+		r := mustOK(t, append([]string{"datastores", "--output-format", "json", c.location}, e.flags...)...)
+		var rep datastoresReport
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+			t.Fatalf("datastores JSON: %v\n%v", err, r)
+		}
+		if len(rep.Datastores) != 1 || rep.Datastores[0].Location != c.want || rep.Datastores[0].Snapshots != 1 || rep.Datastores[0].Error != "" {
+			t.Fatalf("datastores %s: %+v, want %s with 1 snapshot", c.location, rep.Datastores, c.want)
+		}
+		if !strings.HasPrefix(rep.Location, backends.BaseSpec(rep.Location)+"?endpoint=") {
+			t.Errorf("datastores %s: location %q lacks its settings", c.location, rep.Location)
+		}
+		// The location found opens as --store.
+		mustOK(t, append([]string{"snapshots", "--store", rep.Datastores[0].Location}, e.flags...)...)
+	}
+}
+
+// expandNamed returns the specification the stores file of e gives name.
+func expandNamed(t *testing.T, e *perStoreEnv, name string) (string, error) {
+	t.Helper()
+	sf := storeFlags{storesConfig: e.flags[3]}
+	return sf.expandStore("--store", name)
 }
 
 // testBackup backs up into a new prefix of server b with that store's own
