@@ -191,7 +191,29 @@ func (b scheme) settle(spec string, opts Options) (string, Options, error) {
 	}
 	// An s3:// store's hints name its parameters (no effect on others).
 	opts.S3.PerStore = true
+	// A store at an endpoint of its own names it after its URL, so that
+	// stores of the same bucket and prefix at other endpoints are told
+	// apart (the label of the other backend is not used).
+	if seen["endpoint"] {
+		opts.S3.Label, opts.GCS.Label = endpointHost(opts.S3.Endpoint), endpointHost(opts.GCS.Endpoint)
+	}
 	return base, opts, nil
+}
+
+// endpointHost returns the host[:port] of the endpoint URL v (checked by
+// checkEndpoint; "https://" assumed without a scheme), "" for "".
+func endpointHost(v string) string {
+	if v == "" {
+		return ""
+	}
+	if !strings.Contains(v, "://") {
+		v = "https://" + v
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // params returns the per-store settings b takes (none when it has no

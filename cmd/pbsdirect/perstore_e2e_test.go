@@ -150,7 +150,9 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 		t.Fatalf("summary has %d stores, want 3: %+v", len(s.Stores), s.Stores)
 	}
 	want := []int64{int64(e.fromA), int64(e.fromB), int64(e.chunks - e.fromA - e.fromB)}
-	names := []string{"s3://pbsa/ds", "s3://pbsb/ds", "gs://gmirror/ds"}
+	// A store at an endpoint of its own is named with it: the stores of
+	// a chain may share a bucket's name and prefix.
+	names := []string{"s3://pbsa/ds", "s3://pbsb/ds (" + hostOf(e.s3b.Endpoint) + ")", "gs://gmirror/ds (" + hostOf(e.gcs.URL) + ")"}
 	for i, w := range want {
 		if got := s.Stores[i]; got.Chunks != w || got.Store != names[i] {
 			t.Errorf("store %d: %+v, want %s serving %d chunks", i+1, got, names[i], w)
@@ -169,6 +171,13 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	if !strings.Contains(r.err, "--store "+badB+" left out") || strings.Contains(r.err, "not-the-secret") {
 		t.Errorf("the store with refused credentials is not named (or its secret shown): %v", r)
 	}
+}
+
+// hostOf is the host:port of the URL u.
+func hostOf(u string) string {
+	_, hp, _ := strings.Cut(u, "://")
+	host, _, _ := strings.Cut(hp, "/")
+	return host
 }
 
 // testWrong runs a command against one store with a wrong setting.
