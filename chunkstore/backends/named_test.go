@@ -60,6 +60,7 @@ credentials-file = /etc/pbs dir/sa.json
 		{"[a]\nurl s3://b\n", "stores.conf:2: want key = value"},
 		{"[a]\nurl = s3://b\nsecret_access_key = hunter2\n", `stores.conf:1: [a] s3://b?secret_access_key=xxxxx: parameter "secret_access_key": unknown`},
 		{"[a]\nurl = s3://b\nregion = x\nregion = y\n", `parameter "region": given twice`},
+		{"[a]\nurl = s3://u:hunter2@b\n", "[a] s3://u:xxxxx@b: a bucket URL carries no credentials"},
 	} {
 		_, err := backends.ParseNamedStores("stores.conf", []byte(c.file))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {

@@ -165,8 +165,13 @@ func splitQuery(spec string) (string, []queryPair, error) {
 // settle returns spec without its query and opts with the query's
 // settings applied: what opens the store spec names. A parameter b does
 // not take, one given twice or one whose value does not parse is a
-// *ParamError naming the store (DisplaySpec) and the parameter.
+// *ParamError naming the store (DisplaySpec) and the parameter; a
+// "user:password@" before the bucket an error naming the store, its
+// password hidden.
 func (b scheme) settle(spec string, opts Options) (string, Options, error) {
+	if _, _, _, ok := bucketUserinfo(BaseSpec(spec)); ok {
+		return "", opts, fmt.Errorf("%s: %w", DisplaySpec(spec), errBucketUserinfo)
+	}
 	base, pairs, err := splitQuery(spec)
 	if err != nil || pairs == nil {
 		return base, opts, err
@@ -288,10 +293,45 @@ func DisplaySpec(spec string) string {
 	base, pairs, err := splitQuery(spec)
 	if err != nil {
 		base, _, _ = strings.Cut(spec, "?")
-		return base + "?xxxxx"
+		return redactUserinfo(base) + "?xxxxx"
 	}
-	return redactQuery(base, pairs, b.params())
+	return redactQuery(redactUserinfo(base), pairs, b.params())
 }
+
+// bucketUserinfo returns the "user[:password]" a bucket specification
+// base ("s3://user:pw@bucket/prefix", no query) carries before its bucket
+// name, and the rest after the "@"; ok is false when it carries none
+// (bucket names have no "@").
+func bucketUserinfo(base string) (scheme, userinfo, rest string, ok bool) {
+	scheme, after, found := strings.Cut(base, "://")
+	if !found {
+		return "", "", "", false
+	}
+	host, _, _ := strings.Cut(after, "/")
+	i := strings.LastIndexByte(host, '@')
+	if i < 0 {
+		return "", "", "", false
+	}
+	return scheme, after[:i], after[i+1:], true
+}
+
+// redactUserinfo returns the bucket specification base with the password
+// of a "user:password@" before its bucket replaced by "xxxxx", as
+// url.URL.Redacted hides an endpoint's.
+func redactUserinfo(base string) string {
+	scheme, userinfo, rest, ok := bucketUserinfo(base)
+	if !ok {
+		return base
+	}
+	if user, _, hasPassword := strings.Cut(userinfo, ":"); hasPassword {
+		userinfo = user + ":xxxxx"
+	}
+	return scheme + "://" + userinfo + "@" + rest
+}
+
+// errBucketUserinfo refuses credentials written into a bucket
+// specification ("s3://KEY:SECRET@bucket").
+var errBucketUserinfo = errors.New("a bucket URL carries no credentials (user:password@); use the profile, env or credentials-file parameter, a profile or the environment")
 
 // BaseSpec returns spec without the settings of its query: the store's
 // place ("s3://bucket/prefix"), as Open's stores name themselves; a

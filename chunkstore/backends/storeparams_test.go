@@ -99,6 +99,9 @@ func TestDisplaySpec(t *testing.T) {
 		"gs://g?credentials-file=/etc/sa.json&anonymous=false":    "gs://g?credentials-file=/etc/sa.json&anonymous=false",
 		"s3://b/p?endpoint=%zz&key=hunter2":                       "s3://b/p?xxxxx",
 		"/mnt/ds?dir":                                             "/mnt/ds?dir",
+		"s3://AKA:hunter2@pbs/store1?region=x":                    "s3://AKA:xxxxx@pbs/store1?region=x",
+		"gs://u:hunter2@g/p@q":                                    "gs://u:xxxxx@g/p@q",
+		"s3://b/p@q":                                              "s3://b/p@q",
 	} {
 		if got := backends.DisplaySpec(spec); got != want {
 			t.Errorf("DisplaySpec(%q) = %q, want %q", spec, got, want)
@@ -122,5 +125,27 @@ func TestSameStoreEndpoints(t *testing.T) {
 		if got := backends.SameStore(c.a, c.b); got != c.same {
 			t.Errorf("SameStore(%q, %q) = %v, want %v", c.a, c.b, got, c.same)
 		}
+	}
+}
+
+// TestBucketUserinfoRefused: credentials written before a bucket's name
+// are refused before anything is opened, the password hidden in the
+// error; an "@" in the prefix is an ordinary character.
+func TestBucketUserinfoRefused(t *testing.T) {
+	for _, spec := range []string{
+		"s3://AKA:hunter2@pbs/store1?endpoint=http://127.0.0.1:1",
+		"s3://AKA:hunter2@pbs",
+		"gs://u:hunter2@pbs/p",
+	} {
+		err := backends.CheckSpecFlag("--store", spec)
+		if err == nil || !strings.Contains(err.Error(), ":xxxxx@pbs") || !strings.Contains(err.Error(), "carries no credentials") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("CheckSpecFlag(%q) = %v, want a refusal without the password", spec, err)
+		}
+		if _, err := backends.Open(t.Context(), spec, backends.Options{}); err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q) = %v, want a refusal without the password", spec, err)
+		}
+	}
+	if err := backends.CheckSpec("s3://b/p@q"); err != nil {
+		t.Errorf("CheckSpec(s3://b/p@q) = %v", err)
 	}
 }

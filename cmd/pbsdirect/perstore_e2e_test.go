@@ -196,6 +196,8 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 		{"environment prefix not set", "s3://pbsa/ds?env=NOSUCH", 3, []string{"s3://pbsa/ds?env=NOSUCH: access denied: ", "NOSUCH_ACCESS_KEY_ID and NOSUCH_SECRET_ACCESS_KEY must both be set"}},
 		{"profile not in the file", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&profile=nosuch&credentials-file=" + e.credFile, 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&profile=nosuch", "nosuch"}},
 		{"endpoint not answering", "s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA", 3, []string{"s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA: "}},
+		{"credentials in the bucket URL", "s3://AKA:hunter2@pbsa/ds?endpoint=" + e.s3a.Endpoint, 2, []string{"--store s3://AKA:xxxxx@pbsa/ds?endpoint=" + e.s3a.Endpoint + ": a bucket URL carries no credentials"}},
+		{"credentials in the GCS bucket URL", "gs://u:hunter2@gmirror/ds", 2, []string{"--store gs://u:xxxxx@gmirror/ds: "}},
 		{"no such named store", "@nosuch", 2, []string{"--store \"@nosuch\": ", "stores.conf names only mirror"}},
 		{"GCS credentials file missing", "gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile, 3, []string{"gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile + ": ", "credentials file"}},
 	} {
