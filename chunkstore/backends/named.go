@@ -3,6 +3,7 @@ package backends
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -119,14 +120,18 @@ func joinQuery(spec string, params []string) string {
 // "@NAME/PATH").
 func IsNamed(spec string) bool { return strings.HasPrefix(spec, "@") }
 
-// Expand returns the specification "@NAME[/PATH]" stands for: the named
-// store's, PATH appended to its prefix. Any other spec is returned as
-// given. A name the file does not have is an error naming the file and
-// the names it has.
+// Expand returns the specification "@NAME[/PATH][?PARAMS]" stands for:
+// the named store's, PATH appended to its prefix, and PARAMS (query
+// parameters as a --store takes them) over the section's settings: a
+// parameter given there replaces the section's of that name, the others
+// are kept. Any other spec is returned as given. A name the file does not
+// have is an error naming the file and the names it has; PARAMS that do
+// not decode a *ParamError.
 func (n *NamedStores) Expand(spec string) (string, error) {
 	if !IsNamed(spec) {
 		return spec, nil
 	}
+	spec, userQuery, hasUserQuery := strings.Cut(spec, "?")
 	name, sub, _ := strings.Cut(spec[1:], "/")
 	s, ok := n.specs[name]
 	if !ok {
@@ -136,14 +141,42 @@ func (n *NamedStores) Expand(spec string) (string, error) {
 		}
 		return "", fmt.Errorf("%q: %s names %s", spec, n.path, have)
 	}
-	sub = strings.Trim(sub, "/")
-	if sub == "" {
-		return s, nil
+	base, pairs, err := splitQuery(s)
+	if err != nil {
+		return "", err
 	}
-	base, q, hasQuery := strings.Cut(s, "?")
-	out := strings.TrimRight(base, "/") + "/" + sub
-	if hasQuery {
-		out += "?" + q
+	if sub = strings.Trim(sub, "/"); sub != "" {
+		base = strings.TrimRight(base, "/") + "/" + sub
 	}
-	return out, nil
+	if hasUserQuery {
+		_, over, err := splitQuery("?" + userQuery)
+		if err != nil {
+			var pe *ParamError
+			if errors.As(err, &pe) {
+				pe.Store = DisplaySpec(spec)
+			}
+			return "", err
+		}
+		pairs = slices.DeleteFunc(pairs, func(p queryPair) bool {
+			return slices.ContainsFunc(over, func(o queryPair) bool { return o.name == p.name })
+		})
+		pairs = append(pairs, over...)
+	}
+	return base + encodeQuery(pairs), nil
+}
+
+// encodeQuery returns pairs as a specification's query ("?a=1&b", values
+// URL-encoded), "" when there are none.
+func encodeQuery(pairs []queryPair) string {
+	if len(pairs) == 0 {
+		return ""
+	}
+	q := make([]string, len(pairs))
+	for i, p := range pairs {
+		q[i] = url.QueryEscape(p.name)
+		if p.hasValue {
+			q[i] += "=" + url.QueryEscape(p.value)
+		}
+	}
+	return "?" + strings.Join(q, "&")
 }

@@ -33,6 +33,9 @@ credentials-file = /etc/pbs dir/sa.json
 		"@r2/more/":       "s3://pbs/store1/more?endpoint=https%3A%2F%2Facc.r2.cloudflarestorage.com&region=auto&profile=r2",
 		"@gcs.copy":       "gs://copy?anonymous&credentials-file=%2Fetc%2Fpbs+dir%2Fsa.json",
 		"s3://plain/spec": "s3://plain/spec",
+		// Parameters given with the name win over the section's.
+		"@r2/more?region=us-east-1&path-style": "s3://pbs/store1/more?endpoint=https%3A%2F%2Facc.r2.cloudflarestorage.com&profile=r2&region=us-east-1&path-style",
+		"@gcs.copy?anonymous=false":            "gs://copy?credentials-file=%2Fetc%2Fpbs+dir%2Fsa.json&anonymous=false",
 	} {
 		got, err := n.Expand(spec)
 		if err != nil || got != want {
@@ -45,6 +48,9 @@ credentials-file = /etc/pbs dir/sa.json
 	}
 	if _, o, _ := backends.StoreOptions(must(n.Expand("@gcs.copy")), backends.Options{}); o.GCS.CredentialsFile != "/etc/pbs dir/sa.json" || !o.GCS.NoAuth {
 		t.Errorf("@gcs.copy: %+v", o.GCS)
+	}
+	if _, err := n.Expand("@r2?region=%zz"); err == nil || !strings.Contains(err.Error(), "not URL-encoded") {
+		t.Errorf("Expand(@r2?region=%%zz) = %v, want a ParamError", err)
 	}
 	if _, err := n.Expand("@nosuch"); err == nil || !strings.Contains(err.Error(), "stores.conf names only r2, gcs.copy") {
 		t.Errorf("Expand(@nosuch) = %v", err)

@@ -198,6 +198,7 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 		{"endpoint not answering", "s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA", 3, []string{"s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA: "}},
 		{"credentials in the bucket URL", "s3://AKA:hunter2@pbsa/ds?endpoint=" + e.s3a.Endpoint, 2, []string{"--store s3://AKA:xxxxx@pbsa/ds?endpoint=" + e.s3a.Endpoint + ": a bucket URL carries no credentials"}},
 		{"credentials in the GCS bucket URL", "gs://u:hunter2@gmirror/ds", 2, []string{"--store gs://u:xxxxx@gmirror/ds: "}},
+		{"named store's setting overridden", e.named + "?profile=nosuch", 3, []string{"profile=nosuch", "nosuch"}},
 		{"no such named store", "@nosuch", 2, []string{"--store \"@nosuch\": ", "stores.conf names only mirror"}},
 		{"GCS credentials file missing", "gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile, 3, []string{"gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile + ": ", "credentials file"}},
 	} {
@@ -210,8 +211,10 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 			}
 		})
 	}
-	// The same store with its own settings right opens.
+	// The same store with its own settings right opens, also named with
+	// parameters of its own over the section's.
 	mustOK(t, append([]string{"snapshots", "--store", e.storeB}, e.flags...)...)
+	mustOK(t, append([]string{"snapshots", "--store", e.named + "?region=us-east-1&path-style"}, e.flags...)...)
 	if _, err := os.Stat(missingFile); err == nil {
 		t.Fatal("the missing credentials file exists")
 	}
