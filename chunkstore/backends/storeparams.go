@@ -73,7 +73,7 @@ func stringParam(name string, at func(*Options) *string, check func(string) erro
 func s3Params() []param {
 	return []param{
 		stringParam("endpoint", func(o *Options) *string { return &o.S3.Endpoint }, checkEndpoint),
-		stringParam("region", func(o *Options) *string { return &o.S3.Region }, nil),
+		stringParam("region", func(o *Options) *string { return &o.S3.Region }, checkRegion),
 		{name: "path-style", set: func(o *Options, v string) error {
 			if v == "" {
 				v = "true"
@@ -128,6 +128,25 @@ func checkEndpoint(v string) error {
 		return errors.New("an endpoint URL carries no credentials; use profile, env or credentials-file")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("want an http:// or https:// URL, not %s://", u.Scheme)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(ep, "#"):
+		return errors.New("an endpoint URL has no query or fragment (? or #); escape '&' in values as %26")
+	}
+	return nil
+}
+
+// maxRegionLen is the longest region a store takes: a DNS label's 63
+// bytes, as the S3 signer puts the region into host names.
+const maxRegionLen = 63
+
+// checkRegion refuses a signing region that is not 1 to maxRegionLen
+// ASCII letters, digits and '-' (as "us-east-1", "auto", "garage"): the
+// S3 client refuses any other when it signs the first request.
+func checkRegion(v string) error {
+	ok := len(v) <= maxRegionLen && !strings.ContainsFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-')
+	})
+	if !ok {
+		return fmt.Errorf("want a region of at most %d letters, digits and '-' (e.g. us-east-1, auto)", maxRegionLen)
 	}
 	return nil
 }

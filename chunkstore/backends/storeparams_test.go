@@ -72,6 +72,13 @@ func TestStoreParamErrors(t *testing.T) {
 		{"gs://b/p?region=auto", "region", "gs:// stores take endpoint, credentials-file or anonymous"},
 		{"gs://b/p?anonymous=perhaps", "anonymous", "want true or false"},
 		{"s3://b/p?endpoint=%zz", "endpoint", "not URL-encoded"},
+		{"s3://b/p?region=a/b", "region", "want a region"},
+		{"s3://b/p?region=us%20east", "region", "want a region"},
+		{"s3://b/p?region=%E2%80%AE", "region", "want a region"},
+		{"s3://b/p?region=" + strings.Repeat("a", 64), "region", "want a region"},
+		{"s3://b/p?endpoint=http://127.0.0.1:7071?x=1", "endpoint", "no query or fragment"},
+		{"s3://b/p?endpoint=http://127.0.0.1:7071%23top", "endpoint", "no query or fragment"},
+		{"gs://b/p?endpoint=http://h?", "endpoint", "no query or fragment"},
 	}
 	for _, c := range cases {
 		_, _, err := backends.StoreOptions(c.spec, backends.Options{})

@@ -190,6 +190,8 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 	}{
 		{"unknown parameter", "s3://pbsa/ds?env=PBSA&secret-key=hunter2", 2, []string{"--store s3://pbsa/ds?env=PBSA&secret-key=xxxxx", `parameter "secret-key": unknown`}},
 		{"value does not parse", "s3://pbsb/ds?path-style=sometimes", 2, []string{"--store s3://pbsb/ds?path-style=sometimes", `parameter "path-style"`}},
+		{"region that does not sign", "s3://pbsa/ds?env=PBSA&region=us%20east", 2, []string{"--store s3://pbsa/ds?env=PBSA&region=us+east", `parameter "region": want a region`}},
+		{"endpoint with a query", "s3://pbsa/ds?env=PBSA&endpoint=" + e.s3a.Endpoint + "?x=1", 2, []string{`parameter "endpoint": an endpoint URL has no query`}},
 		{"GCS parameter unknown", "gs://gmirror/ds?region=auto", 2, []string{"--store gs://gmirror/ds?region=xxxxx", `parameter "region": unknown; gs:// stores take`}},
 		{"credentials refused", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&env=WRONG", 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&env=WRONG: listing bucket: access denied"}},
 		{"credentials of the command line", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint, 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + ": "}},
