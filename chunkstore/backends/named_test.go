@@ -21,7 +21,7 @@ profile = r2
 
 ; a mirror
 [gcs.copy]
-url = gs://copy?anonymous
+url = gs://copy?anonymous=false
 credentials-file = /etc/pbs dir/sa.json
 `
 	n, err := backends.ParseNamedStores("stores.conf", []byte(file))
@@ -31,11 +31,11 @@ credentials-file = /etc/pbs dir/sa.json
 	for spec, want := range map[string]string{
 		"@r2":             "s3://pbs/store1?endpoint=https%3A%2F%2Facc.r2.cloudflarestorage.com&region=auto&profile=r2",
 		"@r2/more/":       "s3://pbs/store1/more?endpoint=https%3A%2F%2Facc.r2.cloudflarestorage.com&region=auto&profile=r2",
-		"@gcs.copy":       "gs://copy?anonymous&credentials-file=%2Fetc%2Fpbs+dir%2Fsa.json",
+		"@gcs.copy":       "gs://copy?anonymous=false&credentials-file=%2Fetc%2Fpbs+dir%2Fsa.json",
 		"s3://plain/spec": "s3://plain/spec",
 		// Parameters given with the name win over the section's.
 		"@r2/more?region=us-east-1&path-style": "s3://pbs/store1/more?endpoint=https%3A%2F%2Facc.r2.cloudflarestorage.com&profile=r2&region=us-east-1&path-style",
-		"@gcs.copy?anonymous=false":            "gs://copy?credentials-file=%2Fetc%2Fpbs+dir%2Fsa.json&anonymous=false",
+		"@gcs.copy?endpoint=http://h:1":        "gs://copy?anonymous=false&credentials-file=%2Fetc%2Fpbs+dir%2Fsa.json&endpoint=http%3A%2F%2Fh%3A1",
 	} {
 		got, err := n.Expand(spec)
 		if err != nil || got != want {
@@ -46,7 +46,7 @@ credentials-file = /etc/pbs dir/sa.json
 	if err != nil || base != "s3://pbs/store1/more" || o.S3.Endpoint != "https://acc.r2.cloudflarestorage.com" || o.S3.Region != "auto" || o.S3.Profile != "r2" {
 		t.Errorf("@r2/more opens %q with %+v, %v", base, o.S3, err)
 	}
-	if _, o, _ := backends.StoreOptions(must(n.Expand("@gcs.copy")), backends.Options{}); o.GCS.CredentialsFile != "/etc/pbs dir/sa.json" || !o.GCS.NoAuth {
+	if _, o, _ := backends.StoreOptions(must(n.Expand("@gcs.copy")), backends.Options{}); o.GCS.CredentialsFile != "/etc/pbs dir/sa.json" || o.GCS.NoAuth {
 		t.Errorf("@gcs.copy: %+v", o.GCS)
 	}
 	if _, err := n.Expand("@r2?region=%zz"); err == nil || !strings.Contains(err.Error(), "not URL-encoded") {

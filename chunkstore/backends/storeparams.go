@@ -213,6 +213,9 @@ func (b scheme) settle(spec string, opts Options) (string, Options, error) {
 			return "", opts, perr(err)
 		}
 	}
+	if err := conflicting(b, seen, opts); err != nil {
+		return "", opts, &ParamError{Store: redactQuery(base, pairs, table), Param: err.param, Err: err.err}
+	}
 	// An s3:// store's hints name its parameters (no effect on others).
 	opts.S3.PerStore = true
 	// A store at an endpoint of its own names it after its URL, so that
@@ -238,6 +241,28 @@ func endpointHost(v string) string {
 		return ""
 	}
 	return u.Host
+}
+
+// paramConflict is a parameter that contradicts another of the same
+// store, and why.
+type paramConflict struct {
+	param string
+	err   error
+}
+
+// conflicting returns the first parameter of seen (the names given to a
+// store of b) that contradicts another, with opts their settings: s3://
+// credentials from the environment (env) and from a profile or file
+// (profile, credentials-file) at once, or gs:// credentials-file with
+// anonymous requests; nil when none does.
+func conflicting(b scheme, seen map[string]bool, opts Options) *paramConflict {
+	switch {
+	case b.name == "s3" && seen["env"] && (seen["profile"] || seen["credentials-file"]):
+		return &paramConflict{"env", errors.New("takes the credentials from the environment; give it or profile/credentials-file, not both")}
+	case b.name == "gs" && opts.GCS.NoAuth && seen["anonymous"] && seen["credentials-file"]:
+		return &paramConflict{"anonymous", errors.New("sends no credentials; give it or credentials-file, not both")}
+	}
+	return nil
 }
 
 // params returns the per-store settings b takes (none when it has no

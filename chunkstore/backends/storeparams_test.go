@@ -28,14 +28,16 @@ func TestStoreOptions(t *testing.T) {
 		{"s3://b?region=us-west-2", "s3://b", func(o backends.Options) bool {
 			return o.S3.Endpoint == "https://global.example" && o.S3.Region == "us-west-2"
 		}},
-		{"s3://b/p?path-style&env=MINIO&credentials-file=/etc/creds", "s3://b/p", func(o backends.Options) bool {
-			return o.S3.PathStyle == s3store.PathStyleOn && o.S3.EnvPrefix == "MINIO" && o.S3.CredentialsFile == "/etc/creds"
+		{"s3://b/p?path-style&env=MINIO", "s3://b/p", func(o backends.Options) bool {
+			return o.S3.PathStyle == s3store.PathStyleOn && o.S3.EnvPrefix == "MINIO"
 		}},
+		{"s3://b/p?credentials-file=/etc/creds", "s3://b/p", func(o backends.Options) bool { return o.S3.CredentialsFile == "/etc/creds" }},
 		{"s3://b/p?fingerprint=" + strings.Repeat("ab:", 31) + "ab", "s3://b/p", func(o backends.Options) bool { return o.S3.Fingerprint != "" }},
 		{"gs://g/p?endpoint=http://127.0.0.1:4443&anonymous=true", "gs://g/p", func(o backends.Options) bool {
 			return o.GCS.Endpoint == "http://127.0.0.1:4443" && o.GCS.NoAuth && o.S3.Endpoint == "https://global.example"
 		}},
 		{"gs://g?credentials-file=/etc/sa%20key.json", "gs://g", func(o backends.Options) bool { return o.GCS.CredentialsFile == "/etc/sa key.json" }},
+		{"gs://g?credentials-file=/x.json&anonymous=false", "gs://g", func(o backends.Options) bool { return !o.GCS.NoAuth }},
 		{"/mnt/ds?x=1", "/mnt/ds?x=1", func(o backends.Options) bool { return o.S3.Endpoint == "https://global.example" }},
 	}
 	for _, c := range cases {
@@ -79,6 +81,9 @@ func TestStoreParamErrors(t *testing.T) {
 		{"s3://b/p?endpoint=http://127.0.0.1:7071?x=1", "endpoint", "no query or fragment"},
 		{"s3://b/p?endpoint=http://127.0.0.1:7071%23top", "endpoint", "no query or fragment"},
 		{"gs://b/p?endpoint=http://h?", "endpoint", "no query or fragment"},
+		{"s3://b/p?env=A&profile=x", "env", "not both"},
+		{"s3://b/p?credentials-file=/x&env=A", "env", "not both"},
+		{"gs://b/p?anonymous&credentials-file=/x.json", "anonymous", "not both"},
 	}
 	for _, c := range cases {
 		_, _, err := backends.StoreOptions(c.spec, backends.Options{})

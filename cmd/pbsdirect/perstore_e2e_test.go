@@ -202,6 +202,9 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 		{"credentials in the GCS bucket URL", "gs://u:hunter2@gmirror/ds", 2, []string{"--store gs://u:xxxxx@gmirror/ds: "}},
 		{"named store's setting overridden", e.named + "?profile=nosuch", 3, []string{"profile=nosuch", "nosuch"}},
 		{"no such named store", "@nosuch", 2, []string{"--store \"@nosuch\": ", "stores.conf names only mirror"}},
+		{"S3 credentials file missing", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&credentials-file=" + missingFile, 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&credentials-file=" + missingFile + ": ", "credentials file " + missingFile + " cannot be read"}},
+		{"environment and profile", "s3://pbsa/ds?env=PBSA&profile=mirror", 2, []string{`parameter "env": takes the credentials from the environment; give it or profile/credentials-file, not both`}},
+		{"anonymous with a credentials file", "gs://gmirror/ds?anonymous&credentials-file=" + missingFile, 2, []string{`parameter "anonymous": sends no credentials`}},
 		{"GCS credentials file missing", "gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile, 3, []string{"gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile + ": ", "credentials file"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
