@@ -48,8 +48,11 @@ func ParseNamedStores(path string, data []byte) (*NamedStores, error) {
 	n := &NamedStores{path: path, specs: map[string]string{}}
 	type section struct {
 		name, url string
-		line      int
+		line      int      // of "[NAME]"
+		urlLine   int      // of "url = …"
 		params    []string // "key=value", escaped
+		keys      []string // the key of each of params
+		keyLines  []int    // the line of each of params
 	}
 	var secs []*section
 	var cur *section
@@ -81,9 +84,11 @@ func ParseNamedStores(path string, data []byte) (*NamedStores, error) {
 			case k == "url" && cur.url != "":
 				return nil, fmt.Errorf("%s:%d: [%s]: url given twice", path, line, cur.name)
 			case k == "url":
-				cur.url = v
+				cur.url, cur.urlLine = v, line
 			default:
 				cur.params = append(cur.params, url.QueryEscape(k)+"="+url.QueryEscape(v))
+				cur.keys = append(cur.keys, k)
+				cur.keyLines = append(cur.keyLines, line)
 			}
 		}
 	}
@@ -91,12 +96,26 @@ func ParseNamedStores(path string, data []byte) (*NamedStores, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, s := range secs {
+		line := s.line
+		if s.urlLine > 0 {
+			line = s.urlLine
+		}
 		if !IsRemote(s.url) {
-			return nil, fmt.Errorf("%s:%d: [%s]: want url = s3://bucket[/prefix] or gs://bucket[/prefix]", path, s.line, s.name)
+			return nil, fmt.Errorf("%s:%d: [%s]: want url = s3://bucket[/prefix] or gs://bucket[/prefix]", path, line, s.name)
 		}
 		spec := joinQuery(s.url, s.params)
-		if err := CheckSpecFlag(fmt.Sprintf("%s:%d: [%s]", path, s.line, s.name), spec); err != nil {
-			return nil, err
+		if err := CheckSpecFlag("", spec); err != nil {
+			// The line of the key the error is about: its last (a key
+			// given twice is wrong at its second), else the url's.
+			var pe *ParamError
+			if errors.As(err, &pe) {
+				for i, k := range s.keys {
+					if k == pe.Param {
+						line = s.keyLines[i]
+					}
+				}
+			}
+			return nil, CheckSpecFlag(fmt.Sprintf("%s:%d: [%s]", path, line, s.name), spec)
 		}
 		n.names = append(n.names, s.name)
 		n.specs[s.name] = spec

@@ -57,16 +57,17 @@ credentials-file = /etc/pbs dir/sa.json
 	}
 
 	for _, c := range []struct{ file, want string }{
-		{"[a]\nurl = /mnt/ds\n", "stores.conf:1: [a]: want url = s3://"},
+		{"[a]\nurl = /mnt/ds\n", "stores.conf:2: [a]: want url = s3://"},
 		{"[a]\nendpoint = x\n", "stores.conf:1: [a]: want url"},
 		{"url = s3://b\n", "stores.conf:1: \"url\" before the first [NAME]"},
 		{"[a b]\n", "stores.conf:1: want a section [NAME]"},
 		{"[a]\nurl = s3://b\n[a]\n", "stores.conf:3: store \"a\" named twice"},
 		{"[a]\nurl = s3://b\nurl = s3://c\n", "stores.conf:3: [a]: url given twice"},
 		{"[a]\nurl s3://b\n", "stores.conf:2: want key = value"},
-		{"[a]\nurl = s3://b\nsecret_access_key = hunter2\n", `stores.conf:1: [a] s3://b?secret_access_key=xxxxx: parameter "secret_access_key": unknown`},
-		{"[a]\nurl = s3://b\nregion = x\nregion = y\n", `parameter "region": given twice`},
-		{"[a]\nurl = s3://u:hunter2@b\n", "[a] s3://u:xxxxx@b: a bucket URL carries no credentials"},
+		{"# x\n[a]\nurl = s3://b\nregion = us east\n", `stores.conf:4: [a] s3://b?region=us+east: parameter "region": want a region`},
+		{"[a]\nurl = s3://b\nsecret_access_key = hunter2\n", `stores.conf:3: [a] s3://b?secret_access_key=xxxxx: parameter "secret_access_key": unknown`},
+		{"[a]\nurl = s3://b\nregion = x\nregion = y\n", `stores.conf:4: [a] s3://b?region=x&region=y: parameter "region": given twice`},
+		{"[a]\nurl = s3://u:hunter2@b\n", "stores.conf:2: [a] s3://u:xxxxx@b: a bucket URL carries no credentials"},
 	} {
 		_, err := backends.ParseNamedStores("stores.conf", []byte(c.file))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {
