@@ -171,6 +171,11 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	if !strings.Contains(r.err, "--store "+badB+" left out") || strings.Contains(r.err, "not-the-secret") {
 		t.Errorf("the store with refused credentials is not named (or its secret shown): %v", r)
 	}
+	// restore's JSON names it as verify's does.
+	sum := restoreJSON(t, append([]string{"--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
+	if len(sum.StoresLeftOut) != 1 || sum.StoresLeftOut[0] != badB {
+		t.Errorf("restore JSON stores-left-out = %q, want [%s]", sum.StoresLeftOut, badB)
+	}
 }
 
 // hostOf is the host:port of the URL u.
