@@ -90,6 +90,14 @@ func TestPerStoreSettings(t *testing.T) {
 	t.Run("chain", e.testChain)
 	t.Run("wrong", e.testWrong)
 	t.Run("datastores", e.testDatastores)
+	t.Run("repair from", func(t *testing.T) {
+		// A --from that cannot be opened is named once, with its settings.
+		from := "s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA"
+		r := mustFail(t, 3, []string{"--from " + from + ": "}, append([]string{"repair", "--store", local, "--from", from, "--retry-for", "0"}, e.flags...)...)
+		if strings.Count(r.err, "s3://pbsa/ds") != 1 {
+			t.Errorf("the --from store is not named exactly once: %v", r)
+		}
+	})
 	t.Run("backup", e.testBackup)
 }
 
