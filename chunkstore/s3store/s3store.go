@@ -1049,7 +1049,8 @@ func isNotImplemented(err error) bool {
 // definitive word that the object is not there), chunkstore.ErrUnavailable
 // around every other 404 (NoSuchBucket: the bucket itself is gone, or a
 // wrong endpoint; no code or another one: a proxy or ingress answered, or
-// a HEAD, whose 404 has no body; see headErr), chunkstore.ErrDenied
+// a HEAD, whose 404 has no body; see headErr) and a 400 InvalidBucketName
+// (the endpoint takes no bucket of that name), chunkstore.ErrDenied
 // around 401s, 403s and expired temporary credentials (400 ExpiredToken)
 // and chunkstore.ErrUnavailable around unreachable endpoints and transient
 // failures (429, 5xx, timeouts) that outlasted the retries. Any other error
@@ -1068,6 +1069,11 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w (NoSuchKey)", chunkstore.ErrNotFound)
 	case code == "NoSuchBucket" || errors.As(err, &nsb):
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, errNoSuchBucket)
+	case code == "InvalidBucketName":
+		// The endpoint takes no bucket of this name: as NoSuchBucket, the
+		// store is not there (a wrong endpoint, or a name it does not
+		// allow), which proves nothing about the data.
+		return fmt.Errorf("%w: 400 InvalidBucketName: the endpoint takes no bucket of this name (a wrong endpoint? a name it does not allow?): this proves nothing about the data", chunkstore.ErrUnavailable)
 	case st == http.StatusNotFound || errors.As(err, &nf):
 		what := "without an S3 error code"
 		if code != "" && code != "NotFound" {

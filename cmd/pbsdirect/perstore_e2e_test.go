@@ -179,6 +179,13 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	if !strings.Contains(r.err, "--store "+badB+" left out") || strings.Contains(r.err, "not-the-secret") {
 		t.Errorf("the store with refused credentials is not named (or its secret shown): %v", r)
 	}
+	// A store whose endpoint takes no bucket of its name (400
+	// InvalidBucketName) is left out as well.
+	badName := "s3://192.168.1.1/ds?endpoint=" + e.s3a.Endpoint + "&env=PBSA&path-style"
+	r = mustOK(t, append([]string{"restore", "--store", badName, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
+	if !strings.Contains(r.err, "--store "+badName+" left out") {
+		t.Errorf("the store of an invalid bucket name is not left out: %v", r)
+	}
 	// restore's JSON names it as verify's does.
 	sum := restoreJSON(t, append([]string{"--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
 	if len(sum.StoresLeftOut) != 1 || sum.StoresLeftOut[0] != badB {
