@@ -43,6 +43,11 @@ type Summary struct {
 	// Stores says, with several --store, how many chunks and bytes came
 	// from each and how many copies fell through (missing, damaged).
 	Stores []chunkstore.MemberStats `json:"stores,omitempty"`
+	// StoresLeftOut names the stores of a chain (several --store) that
+	// could not be read (left out when opened or listed), as verify's
+	// report does: the chunks only they hold were not looked for there.
+	// The command sets it; Summary leaves it empty.
+	StoresLeftOut []string `json:"stores-left-out,omitempty"`
 	// DamagedRanges are the image's byte ranges written as zeros because
 	// their chunk was missing or damaged in every store (--on-missing,
 	// --on-corrupt zero), adjacent ranges merged; DamagedChunks counts

@@ -3,6 +3,7 @@ package backends
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -47,8 +48,11 @@ func ParseNamedStores(path string, data []byte) (*NamedStores, error) {
 	n := &NamedStores{path: path, specs: map[string]string{}}
 	type section struct {
 		name, url string
-		line      int
+		line      int      // of "[NAME]"
+		urlLine   int      // of "url = …"
 		params    []string // "key=value", escaped
+		keys      []string // the key of each of params
+		keyLines  []int    // the line of each of params
 	}
 	var secs []*section
 	var cur *section
@@ -80,9 +84,11 @@ func ParseNamedStores(path string, data []byte) (*NamedStores, error) {
 			case k == "url" && cur.url != "":
 				return nil, fmt.Errorf("%s:%d: [%s]: url given twice", path, line, cur.name)
 			case k == "url":
-				cur.url = v
+				cur.url, cur.urlLine = v, line
 			default:
 				cur.params = append(cur.params, url.QueryEscape(k)+"="+url.QueryEscape(v))
+				cur.keys = append(cur.keys, k)
+				cur.keyLines = append(cur.keyLines, line)
 			}
 		}
 	}
@@ -90,12 +96,26 @@ func ParseNamedStores(path string, data []byte) (*NamedStores, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, s := range secs {
+		line := s.line
+		if s.urlLine > 0 {
+			line = s.urlLine
+		}
 		if !IsRemote(s.url) {
-			return nil, fmt.Errorf("%s:%d: [%s]: want url = s3://bucket[/prefix] or gs://bucket[/prefix]", path, s.line, s.name)
+			return nil, fmt.Errorf("%s:%d: [%s]: want url = s3://bucket[/prefix] or gs://bucket[/prefix]", path, line, s.name)
 		}
 		spec := joinQuery(s.url, s.params)
-		if err := CheckSpecFlag(fmt.Sprintf("%s:%d: [%s]", path, s.line, s.name), spec); err != nil {
-			return nil, err
+		if err := CheckSpecFlag("", spec); err != nil {
+			// The line of the key the error is about: its last (a key
+			// given twice is wrong at its second), else the url's.
+			var pe *ParamError
+			if errors.As(err, &pe) {
+				for i, k := range s.keys {
+					if k == pe.Param {
+						line = s.keyLines[i]
+					}
+				}
+			}
+			return nil, CheckSpecFlag(fmt.Sprintf("%s:%d: [%s]", path, line, s.name), spec)
 		}
 		n.names = append(n.names, s.name)
 		n.specs[s.name] = spec
@@ -119,14 +139,18 @@ func joinQuery(spec string, params []string) string {
 // "@NAME/PATH").
 func IsNamed(spec string) bool { return strings.HasPrefix(spec, "@") }
 
-// Expand returns the specification "@NAME[/PATH]" stands for: the named
-// store's, PATH appended to its prefix. Any other spec is returned as
-// given. A name the file does not have is an error naming the file and
-// the names it has.
+// Expand returns the specification "@NAME[/PATH][?PARAMS]" stands for:
+// the named store's, PATH appended to its prefix, and PARAMS (query
+// parameters as a --store takes them) over the section's settings: a
+// parameter given there replaces the section's of that name, the others
+// are kept. Any other spec is returned as given. A name the file does not
+// have is an error naming the file and the names it has; PARAMS that do
+// not decode a *ParamError.
 func (n *NamedStores) Expand(spec string) (string, error) {
 	if !IsNamed(spec) {
 		return spec, nil
 	}
+	spec, userQuery, hasUserQuery := strings.Cut(spec, "?")
 	name, sub, _ := strings.Cut(spec[1:], "/")
 	s, ok := n.specs[name]
 	if !ok {
@@ -136,14 +160,42 @@ func (n *NamedStores) Expand(spec string) (string, error) {
 		}
 		return "", fmt.Errorf("%q: %s names %s", spec, n.path, have)
 	}
-	sub = strings.Trim(sub, "/")
-	if sub == "" {
-		return s, nil
+	base, pairs, err := splitQuery(s)
+	if err != nil {
+		return "", err
 	}
-	base, q, hasQuery := strings.Cut(s, "?")
-	out := strings.TrimRight(base, "/") + "/" + sub
-	if hasQuery {
-		out += "?" + q
+	if sub = strings.Trim(sub, "/"); sub != "" {
+		base = strings.TrimRight(base, "/") + "/" + sub
 	}
-	return out, nil
+	if hasUserQuery {
+		_, over, err := splitQuery("?" + userQuery)
+		if err != nil {
+			var pe *ParamError
+			if errors.As(err, &pe) {
+				pe.Store = DisplaySpec(spec)
+			}
+			return "", err
+		}
+		pairs = slices.DeleteFunc(pairs, func(p queryPair) bool {
+			return slices.ContainsFunc(over, func(o queryPair) bool { return o.name == p.name })
+		})
+		pairs = append(pairs, over...)
+	}
+	return base + encodeQuery(pairs), nil
+}
+
+// encodeQuery returns pairs as a specification's query ("?a=1&b", values
+// URL-encoded), "" when there are none.
+func encodeQuery(pairs []queryPair) string {
+	if len(pairs) == 0 {
+		return ""
+	}
+	q := make([]string, len(pairs))
+	for i, p := range pairs {
+		q[i] = url.QueryEscape(p.name)
+		if p.hasValue {
+			q[i] += "=" + url.QueryEscape(p.value)
+		}
+	}
+	return "?" + strings.Join(q, "&")
 }

@@ -119,6 +119,9 @@ func CheckSpecFlag(flag, spec string) error {
 			return fmt.Errorf("%s %q: a bucket is written %s://bucket/prefix", flag, spec, scheme)
 		}
 		b, _ := schemeOf(spec)
+		if _, _, _, ok := bucketUserinfo(BaseSpec(spec)); ok {
+			return fmt.Errorf("%s %s: %w", flag, DisplaySpec(spec), errBucketUserinfo)
+		}
 		if _, _, err := bucket.ParseURL(scheme, BaseSpec(spec)); err != nil {
 			return fmt.Errorf("%s: %v", flag, err)
 		}

@@ -73,7 +73,7 @@ func stringParam(name string, at func(*Options) *string, check func(string) erro
 func s3Params() []param {
 	return []param{
 		stringParam("endpoint", func(o *Options) *string { return &o.S3.Endpoint }, checkEndpoint),
-		stringParam("region", func(o *Options) *string { return &o.S3.Region }, nil),
+		stringParam("region", func(o *Options) *string { return &o.S3.Region }, checkRegion),
 		{name: "path-style", set: func(o *Options, v string) error {
 			if v == "" {
 				v = "true"
@@ -128,6 +128,25 @@ func checkEndpoint(v string) error {
 		return errors.New("an endpoint URL carries no credentials; use profile, env or credentials-file")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("want an http:// or https:// URL, not %s://", u.Scheme)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(ep, "#"):
+		return errors.New("an endpoint URL has no query or fragment (? or #); escape '&' in values as %26")
+	}
+	return nil
+}
+
+// maxRegionLen is the longest region a store takes: a DNS label's 63
+// bytes, as the S3 signer puts the region into host names.
+const maxRegionLen = 63
+
+// checkRegion refuses a signing region that is not 1 to maxRegionLen
+// ASCII letters, digits and '-' (as "us-east-1", "auto", "garage"): the
+// S3 client refuses any other when it signs the first request.
+func checkRegion(v string) error {
+	ok := len(v) <= maxRegionLen && !strings.ContainsFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-')
+	})
+	if !ok {
+		return fmt.Errorf("want a region of at most %d letters, digits and '-' (e.g. us-east-1, auto)", maxRegionLen)
 	}
 	return nil
 }
@@ -165,8 +184,13 @@ func splitQuery(spec string) (string, []queryPair, error) {
 // settle returns spec without its query and opts with the query's
 // settings applied: what opens the store spec names. A parameter b does
 // not take, one given twice or one whose value does not parse is a
-// *ParamError naming the store (DisplaySpec) and the parameter.
+// *ParamError naming the store (DisplaySpec) and the parameter; a
+// "user:password@" before the bucket an error naming the store, its
+// password hidden.
 func (b scheme) settle(spec string, opts Options) (string, Options, error) {
+	if _, _, _, ok := bucketUserinfo(BaseSpec(spec)); ok {
+		return "", opts, fmt.Errorf("%s: %w", DisplaySpec(spec), errBucketUserinfo)
+	}
 	base, pairs, err := splitQuery(spec)
 	if err != nil || pairs == nil {
 		return base, opts, err
@@ -189,9 +213,56 @@ func (b scheme) settle(spec string, opts Options) (string, Options, error) {
 			return "", opts, perr(err)
 		}
 	}
+	if err := conflicting(b, seen, opts); err != nil {
+		return "", opts, &ParamError{Store: redactQuery(base, pairs, table), Param: err.param, Err: err.err}
+	}
 	// An s3:// store's hints name its parameters (no effect on others).
 	opts.S3.PerStore = true
+	// A store at an endpoint of its own names it after its URL, so that
+	// stores of the same bucket and prefix at other endpoints are told
+	// apart (the label of the other backend is not used).
+	if seen["endpoint"] {
+		opts.S3.Label, opts.GCS.Label = endpointHost(opts.S3.Endpoint), endpointHost(opts.GCS.Endpoint)
+	}
 	return base, opts, nil
+}
+
+// endpointHost returns the host[:port] of the endpoint URL v (checked by
+// checkEndpoint; "https://" assumed without a scheme), "" for "".
+func endpointHost(v string) string {
+	if v == "" {
+		return ""
+	}
+	if !strings.Contains(v, "://") {
+		v = "https://" + v
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// paramConflict is a parameter that contradicts another of the same
+// store, and why.
+type paramConflict struct {
+	param string
+	err   error
+}
+
+// conflicting returns the first parameter of seen (the names given to a
+// store of b) that contradicts another, with opts their settings: s3://
+// credentials from the environment (env) and from a profile or file
+// (profile, credentials-file) at once, or gs:// credentials-file with
+// anonymous requests; nil when none does.
+func conflicting(b scheme, seen map[string]bool, opts Options) *paramConflict {
+	switch {
+	case b.name == "s3" && seen["env"] && (seen["profile"] || seen["credentials-file"]):
+		return &paramConflict{"env", errors.New("takes the credentials from the environment; give it or profile/credentials-file, not both")}
+	case b.name == "gs" && opts.GCS.NoAuth && seen["anonymous"] && seen["credentials-file"]:
+		return &paramConflict{"anonymous", errors.New("sends no credentials; give it or credentials-file, not both")}
+	}
+	return nil
 }
 
 // params returns the per-store settings b takes (none when it has no
@@ -266,10 +337,45 @@ func DisplaySpec(spec string) string {
 	base, pairs, err := splitQuery(spec)
 	if err != nil {
 		base, _, _ = strings.Cut(spec, "?")
-		return base + "?xxxxx"
+		return redactUserinfo(base) + "?xxxxx"
 	}
-	return redactQuery(base, pairs, b.params())
+	return redactQuery(redactUserinfo(base), pairs, b.params())
 }
+
+// bucketUserinfo returns the "user[:password]" a bucket specification
+// base ("s3://user:pw@bucket/prefix", no query) carries before its bucket
+// name, and the rest after the "@"; ok is false when it carries none
+// (bucket names have no "@").
+func bucketUserinfo(base string) (scheme, userinfo, rest string, ok bool) {
+	scheme, after, found := strings.Cut(base, "://")
+	if !found {
+		return "", "", "", false
+	}
+	host, _, _ := strings.Cut(after, "/")
+	i := strings.LastIndexByte(host, '@')
+	if i < 0 {
+		return "", "", "", false
+	}
+	return scheme, after[:i], after[i+1:], true
+}
+
+// redactUserinfo returns the bucket specification base with the password
+// of a "user:password@" before its bucket replaced by "xxxxx", as
+// url.URL.Redacted hides an endpoint's.
+func redactUserinfo(base string) string {
+	scheme, userinfo, rest, ok := bucketUserinfo(base)
+	if !ok {
+		return base
+	}
+	if user, _, hasPassword := strings.Cut(userinfo, ":"); hasPassword {
+		userinfo = user + ":xxxxx"
+	}
+	return scheme + "://" + userinfo + "@" + rest
+}
+
+// errBucketUserinfo refuses credentials written into a bucket
+// specification ("s3://KEY:SECRET@bucket").
+var errBucketUserinfo = errors.New("a bucket URL carries no credentials (user:password@); use the profile, env or credentials-file parameter, a profile or the environment")
 
 // BaseSpec returns spec without the settings of its query: the store's
 // place ("s3://bucket/prefix"), as Open's stores name themselves; a

@@ -28,14 +28,16 @@ func TestStoreOptions(t *testing.T) {
 		{"s3://b?region=us-west-2", "s3://b", func(o backends.Options) bool {
 			return o.S3.Endpoint == "https://global.example" && o.S3.Region == "us-west-2"
 		}},
-		{"s3://b/p?path-style&env=MINIO&credentials-file=/etc/creds", "s3://b/p", func(o backends.Options) bool {
-			return o.S3.PathStyle == s3store.PathStyleOn && o.S3.EnvPrefix == "MINIO" && o.S3.CredentialsFile == "/etc/creds"
+		{"s3://b/p?path-style&env=MINIO", "s3://b/p", func(o backends.Options) bool {
+			return o.S3.PathStyle == s3store.PathStyleOn && o.S3.EnvPrefix == "MINIO"
 		}},
+		{"s3://b/p?credentials-file=/etc/creds", "s3://b/p", func(o backends.Options) bool { return o.S3.CredentialsFile == "/etc/creds" }},
 		{"s3://b/p?fingerprint=" + strings.Repeat("ab:", 31) + "ab", "s3://b/p", func(o backends.Options) bool { return o.S3.Fingerprint != "" }},
 		{"gs://g/p?endpoint=http://127.0.0.1:4443&anonymous=true", "gs://g/p", func(o backends.Options) bool {
 			return o.GCS.Endpoint == "http://127.0.0.1:4443" && o.GCS.NoAuth && o.S3.Endpoint == "https://global.example"
 		}},
 		{"gs://g?credentials-file=/etc/sa%20key.json", "gs://g", func(o backends.Options) bool { return o.GCS.CredentialsFile == "/etc/sa key.json" }},
+		{"gs://g?credentials-file=/x.json&anonymous=false", "gs://g", func(o backends.Options) bool { return !o.GCS.NoAuth }},
 		{"/mnt/ds?x=1", "/mnt/ds?x=1", func(o backends.Options) bool { return o.S3.Endpoint == "https://global.example" }},
 	}
 	for _, c := range cases {
@@ -72,6 +74,16 @@ func TestStoreParamErrors(t *testing.T) {
 		{"gs://b/p?region=auto", "region", "gs:// stores take endpoint, credentials-file or anonymous"},
 		{"gs://b/p?anonymous=perhaps", "anonymous", "want true or false"},
 		{"s3://b/p?endpoint=%zz", "endpoint", "not URL-encoded"},
+		{"s3://b/p?region=a/b", "region", "want a region"},
+		{"s3://b/p?region=us%20east", "region", "want a region"},
+		{"s3://b/p?region=%E2%80%AE", "region", "want a region"},
+		{"s3://b/p?region=" + strings.Repeat("a", 64), "region", "want a region"},
+		{"s3://b/p?endpoint=http://127.0.0.1:7071?x=1", "endpoint", "no query or fragment"},
+		{"s3://b/p?endpoint=http://127.0.0.1:7071%23top", "endpoint", "no query or fragment"},
+		{"gs://b/p?endpoint=http://h?", "endpoint", "no query or fragment"},
+		{"s3://b/p?env=A&profile=x", "env", "not both"},
+		{"s3://b/p?credentials-file=/x&env=A", "env", "not both"},
+		{"gs://b/p?anonymous&credentials-file=/x.json", "anonymous", "not both"},
 	}
 	for _, c := range cases {
 		_, _, err := backends.StoreOptions(c.spec, backends.Options{})
@@ -99,6 +111,9 @@ func TestDisplaySpec(t *testing.T) {
 		"gs://g?credentials-file=/etc/sa.json&anonymous=false":    "gs://g?credentials-file=/etc/sa.json&anonymous=false",
 		"s3://b/p?endpoint=%zz&key=hunter2":                       "s3://b/p?xxxxx",
 		"/mnt/ds?dir":                                             "/mnt/ds?dir",
+		"s3://AKA:hunter2@pbs/store1?region=x":                    "s3://AKA:xxxxx@pbs/store1?region=x",
+		"gs://u:hunter2@g/p@q":                                    "gs://u:xxxxx@g/p@q",
+		"s3://b/p@q":                                              "s3://b/p@q",
 	} {
 		if got := backends.DisplaySpec(spec); got != want {
 			t.Errorf("DisplaySpec(%q) = %q, want %q", spec, got, want)
@@ -122,5 +137,27 @@ func TestSameStoreEndpoints(t *testing.T) {
 		if got := backends.SameStore(c.a, c.b); got != c.same {
 			t.Errorf("SameStore(%q, %q) = %v, want %v", c.a, c.b, got, c.same)
 		}
+	}
+}
+
+// TestBucketUserinfoRefused: credentials written before a bucket's name
+// are refused before anything is opened, the password hidden in the
+// error; an "@" in the prefix is an ordinary character.
+func TestBucketUserinfoRefused(t *testing.T) {
+	for _, spec := range []string{
+		"s3://AKA:hunter2@pbs/store1?endpoint=http://127.0.0.1:1",
+		"s3://AKA:hunter2@pbs",
+		"gs://u:hunter2@pbs/p",
+	} {
+		err := backends.CheckSpecFlag("--store", spec)
+		if err == nil || !strings.Contains(err.Error(), ":xxxxx@pbs") || !strings.Contains(err.Error(), "carries no credentials") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("CheckSpecFlag(%q) = %v, want a refusal without the password", spec, err)
+		}
+		if _, err := backends.Open(t.Context(), spec, backends.Options{}); err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q) = %v, want a refusal without the password", spec, err)
+		}
+	}
+	if err := backends.CheckSpec("s3://b/p@q"); err != nil {
+		t.Errorf("CheckSpec(s3://b/p@q) = %v", err)
 	}
 }

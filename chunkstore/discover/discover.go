@@ -204,9 +204,10 @@ func byCloseness(given, a, b string) int {
 }
 
 // lastComponent is the last '/'-separated component of a location or
-// node name, trailing separators ignored.
+// node name, trailing separators and a bucket location's settings (its
+// query) ignored.
 func lastComponent(p string) string {
-	p = strings.TrimRight(filepath.ToSlash(p), "/")
+	p = strings.TrimRight(filepath.ToSlash(backends.BaseSpec(p)), "/")
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[i+1:]
 	}
@@ -350,7 +351,12 @@ type bucketTree struct {
 	l      bucket.Lister
 	scheme string
 	bucket string
-	store  interface{ Close() error }
+	// query is the walked location's per-store settings as
+	// backends.DisplaySpec prints them ("?endpoint=…", or ""): every
+	// location found carries them, so that it opens, as --store, the
+	// store the walk listed.
+	query string
+	store interface{ Close() error }
 }
 
 func (b bucketTree) close() { b.store.Close() }
@@ -381,7 +387,11 @@ func openBucket(ctx context.Context, location string, opts backends.Options) (bu
 		s.Close()
 		return bucketTree{}, "", fmt.Errorf("%s: the %s:// backend cannot list its bucket", location, scheme)
 	}
-	return bucketTree{l: lr.Lister(), scheme: scheme, bucket: bkt, store: s}, prefix, nil
+	var query string
+	if _, q, ok := strings.Cut(backends.DisplaySpec(location), "?"); ok {
+		query = "?" + q
+	}
+	return bucketTree{l: lr.Lister(), scheme: scheme, bucket: bkt, query: query, store: s}, prefix, nil
 }
 
 func (b bucketTree) level(ctx context.Context, p string) (string, []string, []string, error) {
@@ -410,7 +420,9 @@ func (b bucketTree) level(ctx context.Context, p string) (string, []string, []st
 
 func (bucketTree) listingProvesThere() bool { return false }
 
-func (b bucketTree) location(p string) string { return bucket.Keys{Prefix: p}.URL(b.scheme, b.bucket) }
+func (b bucketTree) location(p string) string {
+	return bucket.Keys{Prefix: p}.URL(b.scheme, b.bucket) + b.query
+}
 
 func (b bucketTree) parent(p string) (string, bool) {
 	if p == "" {

@@ -69,6 +69,12 @@ type Options struct {
 	// NoAuth sends requests without credentials (emulators). Implied when
 	// STORAGE_EMULATOR_HOST is set.
 	NoAuth bool
+	// Label, when set, follows the store's URL in String(), in
+	// parentheses ("gs://b/p (host:4443)"): the endpoint of a store given
+	// one of its own, so that stores of the same bucket and prefix at
+	// other endpoints are told apart in reports. Messages of the store's
+	// own errors keep the bare URL.
+	Label string
 	// CredentialsFile is a Google credentials JSON file (a service account
 	// key, an authorized user's or an external account's configuration,
 	// as gcloud writes them) used in place of Application Default
@@ -102,6 +108,8 @@ type Store struct {
 	url      string
 	pol      *bucket.Policy
 	pageSize int
+	// label is Options.Label.
+	label string
 	// Warnings say what listings of this store leave out (WarnTo).
 	chunkstore.Warnings
 }
@@ -140,6 +148,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		name:     bkt,
 		keys:     bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 		pageSize: max(0, opts.ListPageSize),
+		label:    opts.Label,
 	}
 	s.url = s.keys.URL("gs", bkt)
 	conc := opts.Concurrency
@@ -310,8 +319,9 @@ func (s *Store) Retries() int64 { return s.pol.Stats().Retries }
 // answers, stalls, and the changes of the GETs in flight.
 func (s *Store) PolicyStats() bucket.Stats { return s.pol.Stats() }
 
-// String returns "gs://bucket[/prefix]".
-func (s *Store) String() string { return s.url }
+// String returns "gs://bucket[/prefix]", followed by " (LABEL)" with
+// Options.Label.
+func (s *Store) String() string { return bucket.Labeled(s.url, s.label) }
 
 func (s *Store) objURL(key string) string { return "gs://" + s.name + "/" + key }
 

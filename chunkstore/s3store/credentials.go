@@ -28,9 +28,17 @@ func CheckEnvPrefix(p string) error {
 // credentials source of opts: Credentials, else EnvPrefix, and Profile
 // and CredentialsFile. A prefix whose variables are not set is an error
 // wrapping chunkstore.ErrDenied that names the variables, never their
-// values.
+// values; a credentials file that cannot be read one that names the file
+// (the SDK would only say that the profile is missing).
 func credentialOptions(opts Options) ([]func(*config.LoadOptions) error, error) {
 	var lo []func(*config.LoadOptions) error
+	if opts.CredentialsFile != "" && opts.Credentials == nil && opts.EnvPrefix == "" {
+		f, err := os.Open(opts.CredentialsFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: credentials file %s cannot be read: %w", chunkstore.ErrDenied, opts.CredentialsFile, err)
+		}
+		f.Close()
+	}
 	if opts.Profile != "" || opts.CredentialsFile != "" {
 		profile := opts.Profile
 		if profile == "" {

@@ -157,6 +157,12 @@ type Options struct {
 	// query parameters of its specification ("s3://b/p?region=…"): the
 	// hints of errors name those parameters next to the flags.
 	PerStore bool
+	// Label, when set, follows the store's URL in String(), in
+	// parentheses ("s3://b/p (host:9000)"): the endpoint of a store given
+	// one of its own, so that stores of the same bucket and prefix at
+	// other endpoints are told apart in reports. Messages of the store's
+	// own errors keep the bare URL.
+	Label string
 	// Fingerprint pins the endpoint's TLS certificate (--s3-fingerprint), as
 	// PBS's S3 endpoint "fingerprint" does: the SHA-256 of the server's leaf
 	// certificate (DER), 64 hex digits with or without ':' separators. When
@@ -205,6 +211,8 @@ type Store struct {
 	pathStyle bool
 	// perStore is Options.PerStore.
 	perStore bool
+	// label is Options.Label.
+	label string
 	// followed names what Open corrected on its own ("" if nothing): the
 	// bucket's region, path-style addressing.
 	followed []string
@@ -251,6 +259,7 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		keys:     bucket.Keys{Prefix: strings.Trim(prefix, "/")},
 		pageSize: int32(min(max(0, opts.ListPageSize), 1000)),
 		perStore: opts.PerStore,
+		label:    opts.Label,
 	}
 	s.url = s.keys.URL("s3", bkt)
 	conc := opts.Concurrency
@@ -649,8 +658,9 @@ func (s *Store) Retries() int64 { return s.pol.Stats().Retries }
 // answers, stalls, and the changes of the GETs in flight.
 func (s *Store) PolicyStats() bucket.Stats { return s.pol.Stats() }
 
-// String returns "s3://bucket[/prefix]".
-func (s *Store) String() string { return s.url }
+// String returns "s3://bucket[/prefix]", followed by " (LABEL)" with
+// Options.Label.
+func (s *Store) String() string { return bucket.Labeled(s.url, s.label) }
 
 func (s *Store) objURL(key string) string { return "s3://" + s.bucket + "/" + key }
 
@@ -1037,7 +1047,8 @@ func isNotImplemented(err error) bool {
 // definitive word that the object is not there), chunkstore.ErrUnavailable
 // around every other 404 (NoSuchBucket: the bucket itself is gone, or a
 // wrong endpoint; no code or another one: a proxy or ingress answered, or
-// a HEAD, whose 404 has no body; see headErr), chunkstore.ErrDenied
+// a HEAD, whose 404 has no body; see headErr) and a 400 InvalidBucketName
+// (the endpoint takes no bucket of that name), chunkstore.ErrDenied
 // around 401s, 403s and expired temporary credentials (400 ExpiredToken)
 // and chunkstore.ErrUnavailable around unreachable endpoints and transient
 // failures (429, 5xx, timeouts) that outlasted the retries. Any other error
@@ -1056,6 +1067,11 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w (NoSuchKey)", chunkstore.ErrNotFound)
 	case code == "NoSuchBucket" || errors.As(err, &nsb):
 		return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, errNoSuchBucket)
+	case code == "InvalidBucketName":
+		// The endpoint takes no bucket of this name: as NoSuchBucket, the
+		// store is not there (a wrong endpoint, or a name it does not
+		// allow), which proves nothing about the data.
+		return fmt.Errorf("%w: 400 InvalidBucketName: the endpoint takes no bucket of this name (a wrong endpoint? a name it does not allow?): this proves nothing about the data", chunkstore.ErrUnavailable)
 	case st == http.StatusNotFound || errors.As(err, &nf):
 		what := "without an S3 error code"
 		if code != "" && code != "NotFound" {

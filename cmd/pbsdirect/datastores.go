@@ -203,12 +203,15 @@ func withNear(ctx context.Context, spec string, opts backends.Options, err error
 
 // commonParent is the longest '/'-ended prefix the datastores' locations
 // share, without its trailing '/' (a directory or a bucket prefix that
-// holds them all); "." when they share none.
+// holds them all), with the per-store settings (query) of bucket
+// locations, which share them; "." when they share none.
 func commonParent(ds []discover.Datastore) string {
-	p := ds[0].Location
+	p := backends.BaseSpec(ds[0].Location)
+	query := strings.TrimPrefix(ds[0].Location, p)
 	for _, d := range ds[1:] {
+		loc := backends.BaseSpec(d.Location)
 		n := 0
-		for n < len(p) && n < len(d.Location) && p[n] == d.Location[n] {
+		for n < len(p) && n < len(loc) && p[n] == loc[n] {
 			n++
 		}
 		p = p[:n]
@@ -218,9 +221,9 @@ func commonParent(ds []discover.Datastore) string {
 		return "."
 	}
 	if i == 0 || strings.HasSuffix(p[:i], ":/") {
-		return p[:i+1] // "/" or "s3://"
+		return p[:i+1] + query // "/" or "s3://"
 	}
-	return p[:i]
+	return p[:i] + query
 }
 
 // datastoresCommand is 'pbsdirect datastores'.

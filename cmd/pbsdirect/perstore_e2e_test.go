@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
@@ -87,7 +89,49 @@ func TestPerStoreSettings(t *testing.T) {
 
 	t.Run("chain", e.testChain)
 	t.Run("wrong", e.testWrong)
+	t.Run("datastores", e.testDatastores)
+	t.Run("repair from", func(t *testing.T) {
+		// A --from that cannot be opened is named once, with its settings.
+		from := "s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA"
+		r := mustFail(t, 3, []string{"--from " + from + ": "}, append([]string{"repair", "--store", local, "--from", from, "--retry-for", "0"}, e.flags...)...)
+		if strings.Count(r.err, "s3://pbsa/ds") != 1 {
+			t.Errorf("the --from store is not named exactly once: %v", r)
+		}
+	})
 	t.Run("backup", e.testBackup)
+}
+
+// testDatastores finds and counts the datastores of a bucket with its own
+// settings (the command line's endpoint is server a's, the environment's
+// credentials no server's): each location found carries the settings, so
+// that it counts and opens as --store the store the walk listed.
+func (e *perStoreEnv) testDatastores(t *testing.T) {
+	settings := "?endpoint=" + e.s3b.Endpoint + "&profile=mirror&credentials-file=" + e.credFile
+	for _, c := range []struct{ location, want string }{
+		{"s3://pbsb" + settings, "s3://pbsb/ds" + settings},
+		{"@mirror", backends.DisplaySpec(strings.Replace(must(expandNamed(t, e, "@mirror")), "s3://pbsb?", "s3://pbsb/ds?", 1))},
+	} {
+		r := mustOK(t, append([]string{"datastores", "--output-format", "json", c.location}, e.flags...)...)
+		var rep datastoresReport
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+			t.Fatalf("datastores JSON: %v\n%v", err, r)
+		}
+		if len(rep.Datastores) != 1 || rep.Datastores[0].Location != c.want || rep.Datastores[0].Snapshots != 1 || rep.Datastores[0].Error != "" {
+			t.Fatalf("datastores %s: %+v, want %s with 1 snapshot", c.location, rep.Datastores, c.want)
+		}
+		if !strings.HasPrefix(rep.Location, backends.BaseSpec(rep.Location)+"?endpoint=") {
+			t.Errorf("datastores %s: location %q lacks its settings", c.location, rep.Location)
+		}
+		// The location found opens as --store.
+		mustOK(t, append([]string{"snapshots", "--store", rep.Datastores[0].Location}, e.flags...)...)
+	}
+}
+
+// expandNamed returns the specification the stores file of e gives name.
+func expandNamed(t *testing.T, e *perStoreEnv, name string) (string, error) {
+	t.Helper()
+	sf := storeFlags{storesConfig: e.flags[3]}
+	return sf.expandStore("--store", name)
 }
 
 // testBackup backs up into a new prefix of server b with that store's own
@@ -114,7 +158,9 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 		t.Fatalf("summary has %d stores, want 3: %+v", len(s.Stores), s.Stores)
 	}
 	want := []int64{int64(e.fromA), int64(e.fromB), int64(e.chunks - e.fromA - e.fromB)}
-	names := []string{"s3://pbsa/ds", "s3://pbsb/ds", "gs://gmirror/ds"}
+	// A store at an endpoint of its own is named with it: the stores of
+	// a chain may share a bucket's name and prefix.
+	names := []string{"s3://pbsa/ds", "s3://pbsb/ds (" + hostOf(e.s3b.Endpoint) + ")", "gs://gmirror/ds (" + hostOf(e.gcs.URL) + ")"}
 	for i, w := range want {
 		if got := s.Stores[i]; got.Chunks != w || got.Store != names[i] {
 			t.Errorf("store %d: %+v, want %s serving %d chunks", i+1, got, names[i], w)
@@ -133,6 +179,25 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	if !strings.Contains(r.err, "--store "+badB+" left out") || strings.Contains(r.err, "not-the-secret") {
 		t.Errorf("the store with refused credentials is not named (or its secret shown): %v", r)
 	}
+	// A store whose endpoint takes no bucket of its name (400
+	// InvalidBucketName) is left out as well.
+	badName := "s3://192.168.1.1/ds?endpoint=" + e.s3a.Endpoint + "&env=PBSA&path-style"
+	r = mustOK(t, append([]string{"restore", "--store", badName, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
+	if !strings.Contains(r.err, "--store "+badName+" left out") {
+		t.Errorf("the store of an invalid bucket name is not left out: %v", r)
+	}
+	// restore's JSON names it as verify's does.
+	sum := restoreJSON(t, append([]string{"--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
+	if len(sum.StoresLeftOut) != 1 || sum.StoresLeftOut[0] != badB {
+		t.Errorf("restore JSON stores-left-out = %q, want [%s]", sum.StoresLeftOut, badB)
+	}
+}
+
+// hostOf is the host:port of the URL u.
+func hostOf(u string) string {
+	_, hp, _ := strings.Cut(u, "://")
+	host, _, _ := strings.Cut(hp, "/")
+	return host
 }
 
 // testWrong runs a command against one store with a wrong setting.
@@ -145,13 +210,21 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 	}{
 		{"unknown parameter", "s3://pbsa/ds?env=PBSA&secret-key=hunter2", 2, []string{"--store s3://pbsa/ds?env=PBSA&secret-key=xxxxx", `parameter "secret-key": unknown`}},
 		{"value does not parse", "s3://pbsb/ds?path-style=sometimes", 2, []string{"--store s3://pbsb/ds?path-style=sometimes", `parameter "path-style"`}},
+		{"region that does not sign", "s3://pbsa/ds?env=PBSA&region=us%20east", 2, []string{"--store s3://pbsa/ds?env=PBSA&region=us+east", `parameter "region": want a region`}},
+		{"endpoint with a query", "s3://pbsa/ds?env=PBSA&endpoint=" + e.s3a.Endpoint + "?x=1", 2, []string{`parameter "endpoint": an endpoint URL has no query`}},
 		{"GCS parameter unknown", "gs://gmirror/ds?region=auto", 2, []string{"--store gs://gmirror/ds?region=xxxxx", `parameter "region": unknown; gs:// stores take`}},
 		{"credentials refused", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&env=WRONG", 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&env=WRONG: listing bucket: access denied"}},
 		{"credentials of the command line", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint, 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + ": "}},
 		{"environment prefix not set", "s3://pbsa/ds?env=NOSUCH", 3, []string{"s3://pbsa/ds?env=NOSUCH: access denied: ", "NOSUCH_ACCESS_KEY_ID and NOSUCH_SECRET_ACCESS_KEY must both be set"}},
 		{"profile not in the file", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&profile=nosuch&credentials-file=" + e.credFile, 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&profile=nosuch", "nosuch"}},
 		{"endpoint not answering", "s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA", 3, []string{"s3://pbsa/ds?endpoint=http://127.0.0.1:1&env=PBSA: "}},
+		{"credentials in the bucket URL", "s3://AKA:hunter2@pbsa/ds?endpoint=" + e.s3a.Endpoint, 2, []string{"--store s3://AKA:xxxxx@pbsa/ds?endpoint=" + e.s3a.Endpoint + ": a bucket URL carries no credentials"}},
+		{"credentials in the GCS bucket URL", "gs://u:hunter2@gmirror/ds", 2, []string{"--store gs://u:xxxxx@gmirror/ds: "}},
+		{"named store's setting overridden", e.named + "?profile=nosuch", 3, []string{"profile=nosuch", "nosuch"}},
 		{"no such named store", "@nosuch", 2, []string{"--store \"@nosuch\": ", "stores.conf names only mirror"}},
+		{"S3 credentials file missing", "s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&credentials-file=" + missingFile, 3, []string{"s3://pbsb/ds?endpoint=" + e.s3b.Endpoint + "&credentials-file=" + missingFile + ": ", "credentials file " + missingFile + " cannot be read"}},
+		{"environment and profile", "s3://pbsa/ds?env=PBSA&profile=mirror", 2, []string{`parameter "env": takes the credentials from the environment; give it or profile/credentials-file, not both`}},
+		{"anonymous with a credentials file", "gs://gmirror/ds?anonymous&credentials-file=" + missingFile, 2, []string{`parameter "anonymous": sends no credentials`}},
 		{"GCS credentials file missing", "gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile, 3, []string{"gs://gmirror/ds?endpoint=" + e.gcs.URL + "&credentials-file=" + missingFile + ": ", "credentials file"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,8 +236,10 @@ func (e *perStoreEnv) testWrong(t *testing.T) {
 			}
 		})
 	}
-	// The same store with its own settings right opens.
+	// The same store with its own settings right opens, also named with
+	// parameters of its own over the section's.
 	mustOK(t, append([]string{"snapshots", "--store", e.storeB}, e.flags...)...)
+	mustOK(t, append([]string{"snapshots", "--store", e.named + "?region=us-east-1&path-style"}, e.flags...)...)
 	if _, err := os.Stat(missingFile); err == nil {
 		t.Fatal("the missing credentials file exists")
 	}

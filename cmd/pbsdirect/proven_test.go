@@ -157,7 +157,7 @@ func TestRegionQuoted(t *testing.T) {
 	t.Cleanup(func() { p.Close() })
 	target := filepath.Join(t.TempDir(), "r.raw")
 	r := pbs(t, "restore", "--store", "s3://bkt/store", "--s3-endpoint", p.URL, "--s3-region", "eu-west-1", snap0, "drive-scsi0", target)
-	if r.code != 0 || !strings.Contains(r.err, "--s3-region eu-central-1") {
+	if r.code != 0 || !strings.Contains(r.err, "--s3-region eu-central-1") || !strings.Contains(r.err, "the bucket of s3://bkt/store is in region eu-central-1") {
 		t.Fatalf("want the region followed and named: %v", r)
 	}
 	fixture.Equal(t, target, data)

@@ -55,7 +55,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 			if backends.SameStore(f, sf.store) {
-				return usagef("--from %s is the --store being repaired (without --from, repair takes chunks from the store's own .bad copies)", f)
+				return usagef("--from %s is the --store being repaired (without --from, repair takes chunks from the store's own .bad copies)", backends.DisplaySpec(f))
 			}
 		}
 		if *maxDepth < 0 || *maxDepth > 7 {
@@ -103,7 +103,7 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 				for _, s := range members {
 					s.Close()
 				}
-				return fmt.Errorf("--from %s: %w", f, missingStore(err))
+				return fromError(f, missingStore(err))
 			}
 			members = append(members, m)
 			mirrors = append(mirrors, m)
@@ -449,4 +449,14 @@ needed repair and counts the rest.`,
 		build:    cmdRepair,
 		complete: completeOneSnapshot,
 	}
+}
+
+// fromError returns err, opening the store spec given with --from, as
+// "--from SPEC: why": err itself when it already begins with the store
+// (the backends' errors do), so that the store is not named twice.
+func fromError(spec string, err error) error {
+	if strings.HasPrefix(err.Error(), backends.BaseSpec(spec)) {
+		return fmt.Errorf("--from %w", err)
+	}
+	return fmt.Errorf("--from %s: %w", backends.DisplaySpec(spec), err)
 }

@@ -123,6 +123,9 @@ type restored struct {
 	// took runs from the store opened to the target committed, less the
 	// time opening the key took (a KDF or a prompt is no restore time).
 	took time.Duration
+	// leftOut are the stores of the chain the restore could not read
+	// (storesLeftOut), for the summary's stores-left-out.
+	leftOut []string
 }
 
 func cmdRestore(fs *flag.FlagSet) commandFunc {
@@ -161,6 +164,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		sum := r.res.Summary(r.took)
+		sum.StoresLeftOut = r.leftOut
 		var damaged error
 		if r.res.Damage != nil {
 			damaged = r.res.Damage // it says "restored with damage"
@@ -306,6 +310,7 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 		r.res, err = restore.Restore(ctx, src, archive, sink, ro)
 		r.took = time.Since(start) - keys.OpeningTime()
 	}
+	r.leftOut = storesLeftOut(sf, store)
 	if errors.Is(err, restore.ErrRefused) {
 		return r, usagef("%s", err.Error()) // the command line must change (exit 2)
 	}
@@ -315,7 +320,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 	res := r.res
 	r.res = nil
 	if rc.sf.json() {
-		return r, writeJSON(stdout, res.Summary(0))
+		sum := res.Summary(0)
+		sum.StoresLeftOut = r.leftOut
+		return r, writeJSON(stdout, sum)
 	}
 	fmt.Fprintln(stdout, res.Complete)
 	return r, nil

@@ -51,11 +51,14 @@ func noteFollowed(stderr io.Writer, s chunkstore.Store) {
 		return
 	}
 	for _, what := range f.Followed() {
+		var msg string
 		if r, ok := strings.CutPrefix(what, "region "); ok {
-			fmt.Fprintf(stderr, "pbsdirect: note: the bucket is in region %s; followed (give --s3-region %s, or region=%s on its --store, to skip the detour)\n", r, r, r)
+			msg = fmt.Sprintf("the bucket of %s is in region %s; followed (give --s3-region %s, or region=%s on its --store, to skip the detour)", s, r, r, r)
 		} else {
-			fmt.Fprintf(stderr, "pbsdirect: note: the endpoint's virtual-host name for the bucket does not resolve; using %s (give --s3-path-style, or path-style=true on its --store, to skip the detour)\n", what)
+			msg = fmt.Sprintf("the endpoint's virtual-host name for the bucket of %s does not resolve; using %s (give --s3-path-style, or path-style=true on its --store, to skip the detour)", s, what)
 		}
+		// The region comes from the server's answer: escaped.
+		fmt.Fprintf(stderr, "pbsdirect: note: %s\n", index.DisplayText(msg))
 	}
 }
 
