@@ -38,6 +38,14 @@ type disk struct {
 	// discardNote said then; nothing is removed before.
 	discard     bool
 	discardNote string
+	// record says that the target's Record is kept (the restore
+	// commands, KeepWork); otherwise a run removes it. recordStarted is
+	// when it was set incomplete.
+	record        bool
+	recordStarted time.Time
+	// delta is a differential restore's state (RestoreOptions.Delta);
+	// nil for a full restore.
+	delta *diskDelta
 }
 
 // planDisk plans archive name of src for sink and, with o.Resume, finds
@@ -53,6 +61,7 @@ func planDisk(ctx context.Context, src *snapshot.Reader, name string, sink Sink,
 	d := &disk{name: name, sink: sink, plan: plan, encrypted: fi.CryptMode == index.CryptEncrypt}
 	d.res = &Result{Plan: plan, File: fi, Key: key, Snapshot: snap, Archive: name, TargetName: sink.String(), store: src.Store()}
 	d.hdr = JournalHeader{Snapshot: snap.String(), Archive: name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
+	d.record = o.KeepWork
 	d.jr, _ = sink.(Journaled)
 	if d.jr != nil {
 		d.jpath, err = d.jr.JournalPath()
@@ -128,6 +137,9 @@ func (d *disk) startJournal(note func(string)) error {
 		}
 		d.discard = false
 	}
+	// The target changes from here on: its record no longer vouches for
+	// what it held.
+	d.keepRecord(false, note)
 	if d.journal == nil && d.jpath != "" {
 		var err error
 		if d.journal, err = CreateJournal(d.jpath, d.hdr); err != nil {
@@ -186,6 +198,9 @@ func (d *disk) finish(o RestoreOptions, damage *DamagedError, note func(string))
 		}
 	} else {
 		d.journal.Remove()
+	}
+	if ierr == nil && damage == nil && d.record {
+		d.keepRecord(true, note)
 	}
 	res := d.res
 	res.Target, res.Damage = target, damage

@@ -55,6 +55,9 @@ type Summary struct {
 	Salvaged       []SalvagedChunk `json:"recovered-from-bad-copies,omitempty"`
 	SalvagedChunks int             `json:"recovered-from-bad-copies-count,omitempty"`
 	ExitCode       int             `json:"exit-code"` // the process exit code (0: restored, verified and synced)
+	// Delta is what a differential restore (--base, --in-place) found
+	// and left out.
+	Delta *DeltaResult `json:"delta,omitempty"`
 }
 
 // Summary returns the report of the restore res that took elapsed (the
@@ -88,6 +91,7 @@ func (res *Result) Summary(elapsed time.Duration) Summary {
 		sum.Stores = c.Stats()
 	}
 	sum.Salvaged, sum.SalvagedChunks = stats.Salvaged.Chunks(), stats.Salvaged.Count()
+	sum.Delta = res.Delta
 	if res.Damage != nil {
 		sum.DamagedRanges, sum.DamagedChunks = res.Damage.Ranges(), len(res.Damage.Chunks)
 	}

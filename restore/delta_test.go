@@ -1,0 +1,296 @@
+package restore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pbsdirect/pbsdirect/backup"
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/internal/fixture"
+	"github.com/pbsdirect/pbsdirect/internal/storetest"
+	"github.com/pbsdirect/pbsdirect/restore"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
+	"github.com/pbsdirect/pbsdirect/snapshot"
+)
+
+// deltaPair is a store holding two snapshots of vm/100, the older image
+// (old, at fixture.T0) and the newer (new, an hour later): 2 % of the data
+// chunks changed, two data chunks turned into zero chunks, a zero chunk
+// turned into data, and the size changed by grow bytes (negative: shrunk).
+type deltaPair struct {
+	dir              string
+	old, new         []byte
+	oldRef, newRef   string
+	oldDig, newDig   []crypto.Digest
+	zeroDigest       crypto.Digest
+	cc               *crypto.Config
+	oldTime, newTime int64
+}
+
+func newDeltaPair(t *testing.T, grow int, cc *crypto.Config) *deltaPair {
+	t.Helper()
+	old := fixture.Build(5, fixture.Region{Kind: fixture.Random, Len: 100 * cs}, fixture.Region{Kind: fixture.Zero, Len: 30 * cs},
+		fixture.Region{Kind: fixture.Text, Len: 70*cs + 1000})
+	nw := append([]byte(nil), old...)
+	for i, pos := range []int{3, 50, 150, 170} { // 2 % of 200 chunks
+		copy(nw[pos*cs:(pos+1)*cs], storetest.Noise(cs, uint64(100+i)))
+	}
+	clear(nw[10*cs : 12*cs])                        // data chunks that became zero
+	copy(nw[105*cs:106*cs], storetest.Noise(cs, 7)) // a zero chunk that became data
+	if grow >= 0 {
+		nw = append(nw, storetest.Noise(grow, 9)...)
+	} else {
+		nw = nw[:len(nw)+grow]
+	}
+	p := &deltaPair{dir: fixture.NewStore(t), old: old, new: nw, cc: cc, oldTime: fixture.T0, newTime: fixture.T0 + 3600}
+	for _, v := range []struct {
+		data []byte
+		when int64
+		ref  *string
+		dig  *[]crypto.Digest
+	}{{old, p.oldTime, &p.oldRef, &p.oldDig}, {nw, p.newTime, &p.newRef, &p.newDig}} {
+		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
+		snap := fixture.Snap(t, "", "vm", "100", v.when)
+		fixture.Backup(t, p.dir, snap, backup.Options{ChunkSize: cs, Key: cc}, backup.Source{Name: "drive-scsi0.img", Path: img})
+		*v.ref = snap.String()
+		_, *v.dig = fixture.Digests(t, fixture.SnapPath(p.dir, snap, "drive-scsi0.img.fidx"))
+	}
+	p.zeroDigest = fixture.ZeroDigest(cs, cc)
+	return p
+}
+
+// reader opens snapshot ref of the pair's store through s (the store
+// itself when nil).
+func (p *deltaPair) reader(t *testing.T, ref string, s chunkstore.Store) *snapshot.Reader {
+	t.Helper()
+	if s == nil {
+		s = fixture.OpenStore(t, p.dir)
+	}
+	o := snapshot.KeyOptions{}
+	if p.cc != nil {
+		o.File = "key"
+		o.Open = func(context.Context, string) (*crypto.Config, error) { return p.cc, nil }
+	}
+	keys, err := snapshot.NewKeys(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := snapshot.Open(context.Background(), s, nil, ref, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// restoreTo restores ref to target (force: over an existing file) with
+// delta, reading through s; it returns the result (target closed) or the
+// error.
+func (p *deltaPair) restoreTo(t *testing.T, ref, target string, s chunkstore.Store, delta *restore.Delta) (*restore.Result, error) {
+	t.Helper()
+	sink := &filetarget.Sink{Path: target, Options: filetarget.Options{Force: true}}
+	res, err := restore.Restore(context.Background(), p.reader(t, ref, s), "drive-scsi0.img.fidx", sink,
+		restore.RestoreOptions{Pipeline: restore.Options{Jobs: 2}, KeepWork: true, Delta: delta})
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Target.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	return res, nil
+}
+
+// changed returns the digests of the new index at the positions whose
+// digest differs from the old one's (past its end included) and are not
+// zero chunks, plus those of the positions extra names.
+func (p *deltaPair) changed(extra ...int) map[crypto.Digest]bool {
+	want := map[crypto.Digest]bool{}
+	for i, d := range p.newDig {
+		if d != p.zeroDigest && (i >= len(p.oldDig) || p.oldDig[i] != d) {
+			want[d] = true
+		}
+	}
+	for _, i := range extra {
+		want[p.newDig[i]] = true
+	}
+	return want
+}
+
+// damage overwrites chunk position pos of target with noise.
+func damage(t *testing.T, target string, pos ...int) {
+	t.Helper()
+	f, err := os.OpenFile(target, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range pos {
+		if _, err := f.WriteAt(storetest.Noise(cs, uint64(1000+p)), int64(p*cs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkFetched fails unless counts holds exactly the digests of want, each
+// fetched once.
+func checkFetched(t *testing.T, counts map[crypto.Digest]int, want map[crypto.Digest]bool) {
+	t.Helper()
+	for d, n := range counts {
+		if !want[d] || n != 1 {
+			t.Errorf("chunk %s fetched %d time(s), want %d", d, n, map[bool]int{true: 1}[want[d]])
+		}
+	}
+	for d := range want {
+		if counts[d] == 0 {
+			t.Errorf("changed chunk %s not fetched", d)
+		}
+	}
+}
+
+// TestRestoreBase: restoring snapshot N onto a target holding N-1 with
+// Base (the record vouching for it) is byte-identical to a full restore
+// and fetches exactly the chunks of the changed positions, each once; data
+// chunks that became zero are zeroed, and the grown or shrunk size is
+// taken. Before, there was no differential restore: every chunk was
+// fetched.
+func TestRestoreBase(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		grow int
+	}{{"grown", 2*cs + 512}, {"shrunk", -(20*cs + 1000)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newDeltaPair(t, tc.grow, nil)
+			target := filepath.Join(t.TempDir(), "disk.raw")
+			if _, err := p.restoreTo(t, p.oldRef, target, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			count := fixture.NewCountingStore(fixture.OpenStore(t, p.dir))
+			res, err := p.restoreTo(t, p.newRef, target, count, &restore.Delta{Base: p.reader(t, p.oldRef, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fixture.Equal(t, target, p.new)
+			checkFetched(t, count.Counts(), p.changed())
+			if res.Delta == nil || res.Delta.Checked != 0 || res.Delta.ZeroedBytes < 2*cs {
+				t.Errorf("delta result %+v: want nothing read back and the two chunks that became zero zeroed", res.Delta)
+			}
+			// The record now names N: the next run with N as base
+			// fetches nothing.
+			count = fixture.NewCountingStore(fixture.OpenStore(t, p.dir))
+			if _, err := p.restoreTo(t, p.newRef, target, count, &restore.Delta{Base: p.reader(t, p.newRef, nil)}); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(count.Counts()); n != 0 {
+				t.Errorf("restoring N over N fetched %d chunks", n)
+			}
+			fixture.Equal(t, target, p.new)
+		})
+	}
+}
+
+// TestRestoreBaseUntrusted: a base the target's record does not vouch
+// for (the file changed since, no record at all, an incomplete restore,
+// another snapshot) is refused (ErrRefused) without VerifyBase, leaving
+// the target as it was; with VerifyBase the target is read back and only
+// the ranges matching the base are skipped: the result is byte-identical
+// and the damaged range is fetched too, a zero range that was damaged is
+// zeroed. Encrypted archives check keyed digests.
+func TestRestoreBaseUntrusted(t *testing.T) {
+	_, key := fixture.Key(t, 3)
+	for _, tc := range []struct {
+		name  string
+		cc    *crypto.Config
+		spoil func(t *testing.T, p *deltaPair, target string)
+		extra []int // positions fetched beyond the changed ones
+	}{
+		{"changed", nil, func(t *testing.T, p *deltaPair, target string) { damage(t, target, 60, 120) }, []int{60}},
+		{"changed-encrypted", key, func(t *testing.T, p *deltaPair, target string) { damage(t, target, 60, 120) }, []int{60}},
+		{"no-record", nil, func(t *testing.T, p *deltaPair, target string) {
+			b, _ := os.ReadFile(target)
+			os.Remove(target)
+			if err := os.WriteFile(target, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+		{"other-snapshot", nil, func(t *testing.T, p *deltaPair, target string) {
+			// The target holds N already: the record names N, not N-1.
+			if _, err := p.restoreTo(t, p.newRef, target, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newDeltaPair(t, cs, tc.cc)
+			target := filepath.Join(t.TempDir(), "disk.raw")
+			if _, err := p.restoreTo(t, p.oldRef, target, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			tc.spoil(t, p, target)
+			before, _ := os.ReadFile(target)
+			count := fixture.NewCountingStore(fixture.OpenStore(t, p.dir))
+			_, err := p.restoreTo(t, p.newRef, target, count, &restore.Delta{Base: p.reader(t, p.oldRef, nil)})
+			if !errors.Is(err, restore.ErrRefused) {
+				t.Fatalf("untrusted base: %v, want ErrRefused", err)
+			}
+			fixture.Equal(t, target, before)
+			if n := len(count.Counts()); n != 0 {
+				t.Errorf("the refused restore fetched %d chunks", n)
+			}
+			res, err := p.restoreTo(t, p.newRef, target, count, &restore.Delta{Base: p.reader(t, p.oldRef, nil), VerifyBase: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fixture.Equal(t, target, p.new)
+			want := p.changed(tc.extra...)
+			checkFetched(t, count.Counts(), want)
+			if res.Delta == nil || res.Delta.Checked == 0 {
+				t.Errorf("delta result %+v: want ranges read back", res.Delta)
+			}
+		})
+	}
+}
+
+// TestRestoreInPlace: an in-place restore (no base) onto a target holding
+// the image with random damage (data ranges, a zero range, plain and
+// encrypted) fetches exactly the damaged data chunks, writes exactly their
+// bytes and zeroes exactly the damaged zero range.
+func TestRestoreInPlace(t *testing.T) {
+	_, key := fixture.Key(t, 4)
+	for _, tc := range []struct {
+		name string
+		cc   *crypto.Config
+	}{{"plain", nil}, {"encrypted", key}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newDeltaPair(t, 0, tc.cc)
+			target := filepath.Join(t.TempDir(), "disk.raw")
+			if _, err := p.restoreTo(t, p.newRef, target, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			data := []int{0, 37, 99, 140, 199}
+			damage(t, target, append(data, 115)...) // 115: a zero chunk
+			count := fixture.NewCountingStore(fixture.OpenStore(t, p.dir))
+			res, err := p.restoreTo(t, p.newRef, target, count, &restore.Delta{InPlace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fixture.Equal(t, target, p.new)
+			want := map[crypto.Digest]bool{}
+			for _, i := range data {
+				want[p.newDig[i]] = true
+			}
+			checkFetched(t, count.Counts(), want)
+			if got := res.Stats.DataBytes.Load(); got != uint64(len(data)*cs) {
+				t.Errorf("wrote %d bytes, want the %d damaged bytes", got, len(data)*cs)
+			}
+			if res.Delta.ZeroedBytes != cs {
+				t.Errorf("zeroed %d bytes, want the damaged zero chunk's %d", res.Delta.ZeroedBytes, cs)
+			}
+			if res.Delta.Written != uint64(len(data)) {
+				t.Errorf("delta result %+v: want %d positions written", res.Delta, len(data))
+			}
+		})
+	}
+}
