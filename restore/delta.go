@@ -177,13 +177,19 @@ func planDelta(ctx context.Context, in deltaInput) (*Plan, error) {
 	var notZero []Range
 	if in.r != nil {
 		var err error
-		notZero, err = checkTarget(ctx, in, len(cands), func(yield func(off uint64, length int, d crypto.Digest, held func())) {
+		notZero, err = checkTarget(ctx, in, func(yield func(off uint64, length int, d crypto.Digest, held func())) {
 			for _, c := range cands {
 				yield(c.e.off, int(c.e.length), n.Chunks[c.e.chunk].Digest, func() { c.keep.Store(true) })
 			}
 		}, zeroKnown)
 		if err != nil {
 			return nil, err
+		}
+		for _, z := range zeroKnown {
+			res.ZeroKeptBytes += z.Length
+		}
+		for _, z := range notZero {
+			res.ZeroKeptBytes -= z.Length
 		}
 		k := 0
 		for i := range ne {
@@ -258,12 +264,12 @@ func splitByBase(z Range, b *Plan, be []posEntry) []baseRange {
 }
 
 // checkTarget reads back, with in.readers readers at once through in.r,
-// every position items yields (count of them), hashing it (keyed with
+// every position items yields, hashing it (keyed with
 // in.cc) and calling its held function when the digest matches, and the
 // zero ranges zero (only what the reader says may hold data), returning
 // the pieces of them (up to the plan's chunk size, 4 MiB for a dynamic
 // index) that do not read as zeros.
-func checkTarget(ctx context.Context, in deltaInput, count int, items func(yield func(off uint64, length int, d crypto.Digest, held func())), zero []Range) ([]Range, error) {
+func checkTarget(ctx context.Context, in deltaInput, items func(yield func(off uint64, length int, d crypto.Digest, held func())), zero []Range) ([]Range, error) {
 	readers := in.readers
 	if readers <= 0 {
 		readers = DurableReaders

@@ -117,3 +117,11 @@ func TargetRecord(sink Sink) (Record, error) {
 	}
 	return rr.TargetRecord()
 }
+
+// ReadBackOpener is a Sink whose existing target can be read back without
+// opening it for writing (a dry run of a differential restore).
+type ReadBackOpener interface {
+	// OpenReadBack opens a reader of the target as it is now; a missing
+	// target returns an error wrapping os.ErrNotExist.
+	OpenReadBack() (BackReader, error)
+}

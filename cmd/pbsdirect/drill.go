@@ -20,6 +20,7 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
 	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once")
 	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
+	dry := registerDryRunFlags(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
 			return err
@@ -31,6 +32,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return usagef("--parallel is for a fleet drill (--scratch)")
 		}
 		if err := rc.check(fs); err != nil {
+			return err
+		}
+		if handled, err := rc.dryRun(ctx, fs, dry, "drill", stdout, stderr); handled {
 			return err
 		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)

@@ -41,6 +41,7 @@ type restoreCmd struct {
 	onCorrupt  *string
 	damage     [2]restore.Damage // parsed --on-missing, --on-corrupt
 	px         *pxarFlags        // pxar extraction (restorepxar.go); nil for drill
+	delta      *deltaFlags       // --base, --in-place (delta.go); nil for drill
 }
 
 // registerDamageFlags adds --on-missing and --on-corrupt (restore only).
@@ -78,6 +79,14 @@ func (rc *restoreCmd) checkFlags() error {
 	if *rc.resume && *rc.restart {
 		return usagef("--resume continues an interrupted restore, --restart discards it: give one")
 	}
+	if rc.delta != nil {
+		if err := rc.delta.check(*rc.resume); err != nil {
+			return err
+		}
+		if rc.delta.active() {
+			*rc.force = true // the target holds an older copy: written over
+		}
+	}
 	return nil
 }
 
@@ -88,6 +97,9 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	}
 	if err := rc.checkFlags(); err != nil {
 		return err
+	}
+	if rc.delta.active() && (fs.Arg(2) == "-" || archive.IsPxar(fs.Arg(1))) {
+		return usagef("--base and --in-place restore a disk image into a file or block device that holds an older copy")
 	}
 	if fs.Arg(2) == "-" && !rc.stdoutOK {
 		return usagef("a drill restores to a file or block device, not to standard output")
@@ -129,6 +141,8 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc.registerDamageFlags(fs)
 	rf := registerRestoreFormat(fs)
 	rc.registerPxarFlags(fs, true)
+	rc.delta = registerDeltaFlags(fs)
+	dry := registerDryRunFlags(fs)
 	rc.stdoutOK = true
 	rc.keepWork = true
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -141,6 +155,9 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		if err := rc.parseDamage(); err != nil {
+			return err
+		}
+		if handled, err := rc.dryRun(ctx, fs, dry, "restore", stdout, stderr); handled {
 			return err
 		}
 		if handled, err := rf.dispatch(ctx, rc, fs, stdout, stderr); handled {
@@ -189,6 +206,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
 				q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
 		}
+		printDelta(stdout, sum.Delta)
 		printStores(stdout, sum.Stores)
 		printSalvaged(stdout, sum)
 		if len(sum.DamagedRanges) > 0 {
@@ -293,6 +311,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 			stopRetryLines()
 			return startProgressWatch(stderr, sf.progress, "restore", total, done, &sf.retries).done
 		},
+	}
+	if ro.Delta, err = rc.delta.options(ctx, store, ns, keys, []restore.Sink{sink}, stderr); err != nil {
+		return r, err
 	}
 	if drill != nil {
 		drill.Restore = ro

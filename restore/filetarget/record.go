@@ -140,3 +140,37 @@ var (
 	_ restore.RecordKeeper = (*Target)(nil)
 	_ restore.RecordReader = (*Sink)(nil)
 )
+
+// OpenReadBack opens the existing target at Path for reading back
+// (uncached where possible), without locking or changing it
+// (restore.ReadBackOpener): what a dry run of a differential restore reads.
+// A missing target returns an error wrapping os.ErrNotExist.
+func (s *Sink) OpenReadBack() (restore.BackReader, error) {
+	f, err := s.openExisting()
+	if err != nil {
+		return nil, err
+	}
+	r, err := readerOf(f, true)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &ownedReader{fileReader: r, f: f}, nil
+}
+
+// ownedReader is a fileReader that also closes the file it reads.
+type ownedReader struct {
+	*fileReader
+	f *os.File
+}
+
+// Close closes the reader and its file.
+func (r *ownedReader) Close() error {
+	err := r.fileReader.Close()
+	if ferr := r.f.Close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+var _ restore.ReadBackOpener = (*Sink)(nil)
