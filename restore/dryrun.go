@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -31,6 +32,13 @@ type DryRunOptions struct {
 	Bucket bool
 	// Jobs is how many checks run at once; 0: 16.
 	Jobs int
+	// Seen, when set, holds the chunks planned already (by the dry runs
+	// of other archives of one verify): they are left out (counted as
+	// Shared), and this archive's are added.
+	Seen map[crypto.Digest]bool
+	// ZeroChunk says that the run reads the zero chunk too, once, where
+	// the image has zero chunks (verify checks it for other clients).
+	ZeroChunk bool
 }
 
 // DryRunResult is the plan of a restore (or verify) without its work:
@@ -67,6 +75,9 @@ type DryRunResult struct {
 	// out (Delta says more).
 	SkippedPositions uint64       `json:"skipped-positions"`
 	Delta            *DeltaResult `json:"delta,omitempty"`
+	// Shared counts the unique chunks left out because another archive
+	// of the same run fetches them (DryRunOptions.Seen).
+	Shared int `json:"shared-chunks,omitempty"`
 }
 
 // DryRun plans archive name of src as Restore would (a differential
@@ -114,24 +125,41 @@ func DryRun(ctx context.Context, src *snapshot.Reader, name string, o DryRunOpti
 		}
 		res.Delta, res.SkippedPositions = d.delta.res, d.delta.res.Skipped
 	}
-	res.Chunks, res.GetRequests, res.WriteBytes = len(work.Chunks), len(work.Chunks), work.writeBytes()
-	for i := range work.Chunks {
-		res.ChunkBytes += uint64(work.Chunks[i].Length)
+	res.WriteBytes = work.writeBytes()
+	chunks := work.Chunks
+	if o.ZeroChunk && len(plan.Zero) > 0 && plan.ChunkSize > 0 {
+		chunks = append(slices.Clone(chunks), Chunk{Digest: plan.ZeroDigest, Length: int(plan.ChunkSize)})
+	}
+	if o.Seen != nil {
+		kept := chunks[:0:0]
+		for _, c := range chunks {
+			if o.Seen[c.Digest] {
+				res.Shared++
+				continue
+			}
+			o.Seen[c.Digest] = true
+			kept = append(kept, c)
+		}
+		chunks = kept
+	}
+	res.Chunks, res.GetRequests = len(chunks), len(chunks)
+	for i := range chunks {
+		res.ChunkBytes += uint64(chunks[i].Length)
 	}
 	res.EncodedBytes, res.EncodedSizes = res.ChunkBytes, "estimated"
 	st, ok := src.Store().(chunkstore.ChunkStatter)
 	if !ok || !(o.CheckPresent || (o.Stat && !o.Bucket)) {
 		return res, nil
 	}
-	if err := statChunks(ctx, st, work, o, res); err != nil {
+	if err := statChunks(ctx, st, chunks, o, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// statChunks asks st for the stored size of every chunk of work (o.Jobs at
+// statChunks asks st for the stored size of every chunk of chunks (o.Jobs at
 // once), filling res's encoded bytes, checks and missing chunks.
-func statChunks(ctx context.Context, st chunkstore.ChunkStatter, work *Plan, o DryRunOptions, res *DryRunResult) error {
+func statChunks(ctx context.Context, st chunkstore.ChunkStatter, chunks []Chunk, o DryRunOptions, res *DryRunResult) error {
 	jobs := o.Jobs
 	if jobs <= 0 {
 		jobs = 16
@@ -148,10 +176,10 @@ func statChunks(ctx context.Context, st chunkstore.ChunkStatter, work *Plan, o D
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(work.Chunks) || ctx.Err() != nil {
+				if i >= len(chunks) || ctx.Err() != nil {
 					return
 				}
-				c := &work.Chunks[i]
+				c := &chunks[i]
 				size, err := st.StatChunk(ctx, c.Digest)
 				mu.Lock()
 				switch {
@@ -173,13 +201,13 @@ func statChunks(ctx context.Context, st chunkstore.ChunkStatter, work *Plan, o D
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	res.Checked, res.Missing = len(work.Chunks), len(missing)
+	res.Checked, res.Missing = len(chunks), len(missing)
 	for _, d := range missing[:min(len(missing), 16)] {
 		res.MissingChunks = append(res.MissingChunks, d.String())
 	}
 	res.EncodedBytes, res.EncodedSizes = encoded.Load(), "stat"
 	if o.Bucket {
-		res.EncodedSizes, res.HeadRequests = "head", len(work.Chunks)
+		res.EncodedSizes, res.HeadRequests = "head", len(chunks)
 	}
 	return nil
 }

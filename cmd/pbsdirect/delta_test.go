@@ -196,3 +196,60 @@ func TestDeltaRestoreRefusedAndInPlace(t *testing.T) {
 		t.Errorf("--in-place with --base: %v", r)
 	}
 }
+
+// TestDryRunVerifyAndDrill: verify's and drill's --dry-run say what the
+// runs then do: the distinct chunks verify checks (the zero chunk, and a
+// chunk two snapshots share, once) and their encoded bytes; the chunks a
+// drill fetches; a chunk missing from the store is found by
+// --check-present (exit 1) and the cost comes from a --price-table entry.
+func TestDryRunVerifyAndDrill(t *testing.T) {
+	fixture.SkipIfShort(t)
+	old, nw, _ := deltaImages()
+	store := t.TempDir()
+	for _, v := range []struct {
+		data []byte
+		when string
+	}{{old, t0str}, {nw, t1str}} {
+		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
+		mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
+	}
+	dry := dryReport(t, mustOK(t, "verify", "--store", store, "--output-format", "json", "--dry-run", "vm/100"))
+	var rep struct {
+		ChunksChecked uint64 `json:"chunks-checked"`
+	}
+	r := mustOK(t, "verify", "--store", store, "--output-format", "json", "vm/100")
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(dry.Chunks) != rep.ChunksChecked || dry.GetRequests != dry.Chunks {
+		t.Errorf("verify --dry-run said %d chunks (%d reads), verify checked %d", dry.Chunks, dry.GetRequests, rep.ChunksChecked)
+	}
+
+	target := filepath.Join(t.TempDir(), "drill.img")
+	dry = dryReport(t, mustOK(t, "drill", "--store", store, "--output-format", "json", "--dry-run", snap1, "drive-scsi0", target))
+	r = mustOK(t, "drill", "--store", store, "--output-format", "json", "--remove", snap1, "drive-scsi0", target)
+	var drep struct {
+		Restore restore.Summary `json:"restore"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &drep); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(dry.Chunks) != drep.Restore.ChunksFetched || dry.EncodedBytes != drep.Restore.FetchedBytes {
+		t.Errorf("drill --dry-run said %d chunks, %d bytes; the drill fetched %d chunks, %d bytes", dry.Chunks, dry.EncodedBytes, drep.Restore.ChunksFetched, drep.Restore.FetchedBytes)
+	}
+
+	// A chunk gone from the store; a price table of our own.
+	gone := sha256.Sum256(nw[5*deltaChunk : 6*deltaChunk])
+	if err := os.Remove(fixture.ChunkPath(store, crypto.Digest(gone))); err != nil {
+		t.Fatal(err)
+	}
+	prices := fixture.WriteFile(t, t.TempDir(), "prices.json", []byte(`{"mine": {"get-per-1000": 1000, "egress-per-gib": 0}}`))
+	r = pbs(t, "restore", "--store", store, "--output-format", "json", "--dry-run", "--check-present", "--price-table", prices, "--price-provider", "mine", snap1, "drive-scsi0", target)
+	dry = dryReport(t, r)
+	if r.code != 1 || dry.Missing != 1 || dry.Archives[0].Checked != dry.Chunks {
+		t.Errorf("dry run with a chunk gone: exit %d, %d missing of %d checked; want exit 1, 1 missing", r.code, dry.Missing, dry.Chunks)
+	}
+	if want := float64(dry.GetRequests); dry.Cost.Provider != "mine" || dry.Cost.Total != want {
+		t.Errorf("cost %+v, want $%v from the price table's entry", dry.Cost, want)
+	}
+}

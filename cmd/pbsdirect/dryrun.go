@@ -14,6 +14,8 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
@@ -206,7 +208,7 @@ func (f *dryRunFlags) finish(rep *dryRunReport, sf *storeFlags, took time.Durati
 	var missing error
 	if rep.Missing > 0 {
 		rep.ExitCode = exitData
-		missing = fmt.Errorf("dry run: %d chunk(s) to fetch are missing from the store", rep.Missing)
+		missing = &dataError{err: fmt.Errorf("dry run: %d chunk(s) to fetch are missing from the store", rep.Missing)}
 	}
 	if sf.json() {
 		if err := writeJSON(stdout, rep); err != nil {
@@ -306,4 +308,33 @@ func (rc *restoreCmd) dryRun(ctx context.Context, fs *flag.FlagSet, f *dryRunFla
 		return true, usagef("--dry-run plans the restore of a disk image (.img.fidx) into a file or block device")
 	}
 	return true, rc.dryRunRestore(ctx, f, command, fs.Arg(0), archive, fs.Arg(2), stdout, stderr)
+}
+
+// dryRunVerify is verify's --dry-run: the plan of checking every chunk
+// index archive of the selected snapshots (each unique chunk once),
+// fetching no chunk.
+func dryRunVerify(ctx context.Context, f *dryRunFlags, sf *storeFlags, pf *pipelineFlags, store chunkstore.Store, keys *snapshot.Keys, snaps []index.Snapshot, stdout io.Writer) error {
+	o := f.options(sf, pf)
+	o.Seen, o.ZeroChunk = map[crypto.Digest]bool{}, true
+	rep := &dryRunReport{Command: "verify", Archives: []*restore.DryRunResult{}}
+	start := time.Now()
+	var positions uint64
+	for _, snap := range snaps {
+		src, err := snapshot.OpenSnapshot(ctx, store, snap, keys)
+		if err != nil {
+			return err
+		}
+		for _, fi := range src.Manifest().Files {
+			if !strings.HasSuffix(fi.Filename, ".fidx") && !strings.HasSuffix(fi.Filename, ".didx") {
+				continue
+			}
+			res, err := restore.DryRun(ctx, src, fi.Filename, o)
+			if err != nil {
+				return err
+			}
+			positions += res.Positions
+			rep.Archives = append(rep.Archives, res)
+		}
+	}
+	return f.finish(rep, sf, time.Since(start), indexBytes(positions), stdout)
 }
