@@ -151,22 +151,7 @@ func planDelta(ctx context.Context, in deltaInput) (*Plan, error) {
 			write[i] = true
 		}
 	}
-	// Zero ranges: split into what the base had zero (known, to check or
-	// keep) and what it had not (always zeroed).
-	var zeroKnown, zeroWrite []Range
-	for _, z := range n.Zero {
-		if b == nil {
-			zeroKnown = append(zeroKnown, z)
-			continue
-		}
-		for _, r := range splitByBase(z, b, be) {
-			if r.known {
-				zeroKnown = append(zeroKnown, r.Range)
-			} else {
-				zeroWrite = append(zeroWrite, r.Range)
-			}
-		}
-	}
+	zeroKnown, zeroWrite := splitZero(n, b, be)
 	if in.r == nil {
 		for _, z := range zeroKnown {
 			res.ZeroKeptBytes += z.Length
@@ -223,6 +208,26 @@ func planDelta(ctx context.Context, in deltaInput) (*Plan, error) {
 	q.Finish()
 	q.dropped = true
 	return q, nil
+}
+
+// splitZero splits the zero ranges of n into what the base b (positions
+// be) had zero too (known: to check or keep) and what it had not (always
+// zeroed); without a base every zero range is known (to check).
+func splitZero(n, b *Plan, be []posEntry) (known, write []Range) {
+	for _, z := range n.Zero {
+		if b == nil {
+			known = append(known, z)
+			continue
+		}
+		for _, r := range splitByBase(z, b, be) {
+			if r.known {
+				known = append(known, r.Range)
+			} else {
+				write = append(write, r.Range)
+			}
+		}
+	}
+	return known, write
 }
 
 // baseRange is a piece of a zero range: known says that the base was zero

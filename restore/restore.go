@@ -262,7 +262,11 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	opts.Journal = d.journal
 	stats := &Stats{}
 	total := plan.DataBytes()
-	if d.delta != nil {
+	switch {
+	case d.delta != nil && (o.Delta.VerifyBase || o.Delta.InPlace):
+		// Read back while the rest is fetched (runChecked).
+		res.Delta = d.delta.res
+	case d.delta != nil:
 		if err := d.planWork(ctx, o.Delta); err != nil {
 			return nil, d.fail(ctx, o, err)
 		}
@@ -286,6 +290,8 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		if n := len(d.rs.durable) - resumed; n > 0 && ctx.Err() == nil {
 			note(fmt.Sprintf("note: %d chunk(s) the journal records are not on %s as written: they are fetched again", n, sink))
 		}
+	} else if d.delta != nil && d.delta.work == nil {
+		err = d.runChecked(ctx, src.Store(), o.Delta, opts, stats)
 	} else if d.delta != nil {
 		err = Run(ctx, src.Store(), d.delta.work, target, opts, stats)
 	} else {
