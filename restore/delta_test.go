@@ -215,6 +215,24 @@ func TestRestoreBaseUntrusted(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, nil},
+		{"incomplete", nil, func(t *testing.T, p *deltaPair, target string) {
+			// A restore of N-1 again that stops on a chunk gone from the
+			// store leaves the record incomplete (its journal put away).
+			chunk := fixture.ChunkPath(p.dir, p.oldDig[150])
+			if err := os.Rename(chunk, chunk+".away"); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Rename(chunk+".away", chunk)
+			if _, err := p.restoreTo(t, p.oldRef, target, nil, nil); err == nil {
+				t.Fatal("the restore with a chunk gone did not fail")
+			}
+			jpath, _ := filetarget.JournalPath(target)
+			os.Remove(jpath)
+			rec, err := restore.TargetRecord(&filetarget.Sink{Path: target})
+			if err != nil || rec.Complete || rec.Snapshot != p.oldRef {
+				t.Fatalf("record after a stopped restore: %+v, %v; want %s incomplete", rec, err, p.oldRef)
+			}
+		}, []int{150}},
 		{"other-snapshot", nil, func(t *testing.T, p *deltaPair, target string) {
 			// The target holds N already: the record names N, not N-1.
 			if _, err := p.restoreTo(t, p.newRef, target, nil, nil); err != nil {

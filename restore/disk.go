@@ -140,7 +140,10 @@ func (d *disk) startJournal(note func(string)) error {
 	// The target changes from here on: its record no longer vouches for
 	// what it held.
 	d.keepRecord(false, note)
-	if d.journal == nil && d.jpath != "" {
+	// A differential restore keeps no resume journal: one that stops
+	// leaves the record incomplete, and what the target holds is found
+	// again by reading it back (Delta.VerifyBase, Delta.InPlace).
+	if d.journal == nil && d.jpath != "" && d.delta == nil {
 		var err error
 		if d.journal, err = CreateJournal(d.jpath, d.hdr); err != nil {
 			note(fmt.Sprintf("warning: %v: restoring without a journal (an interrupted restore cannot be resumed)", err))

@@ -418,6 +418,14 @@ existing file (a finished restore, with or without --resume) reads it back
 against the index: whole, it exits 0 and writes nothing; otherwise it is
 refused, naming the chunks that differ and --force.
 
+Restoring again onto a target that holds an older copy: --base SNAPSHOT
+(or auto, the snapshot pbsdirect recorded restoring into it) fetches and
+writes only the positions whose digest changed; a base the target's record
+does not vouch for is refused unless --verify-base, which reads the target
+back and skips only what matches. --in-place reads and hashes every range of
+the target and writes only what differs. --dry-run fetches no chunk and says
+what the run would fetch, how long it would take and what it would cost.
+
 Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
 PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE,
 PBS_ENCRYPTION_PASSWORD_FD (key passphrase), PROXMOX_OUTPUT_FORMAT
@@ -425,6 +433,8 @@ PBS_ENCRYPTION_PASSWORD_FD (key passphrase), PROXMOX_OUTPUT_FORMAT
 		example: `  pbsdirect restore --store /mnt/datastore/store1 vm/100 drive-scsi0 /var/tmp/vm100.raw
   pbsdirect restore --store s3://backups/pbs --keyfile enc.key vm/100/2026-11-29T10:00:00Z drive-scsi0 /dev/vg0/vm-100-disk-0
   pbsdirect restore --store /mnt/ds vm/100 qemu-server.conf -
+  pbsdirect restore --store s3://backups/pbs --base auto vm/100 drive-scsi0 /dev/vg0/standby-100
+  pbsdirect restore --store s3://backups/pbs --dry-run --check-present vm/100 drive-scsi0 /var/tmp/vm100.raw
   pbsdirect restore --store /mnt/ds ct/200 root.pxar /var/tmp/ct200 --include etc`,
 		build:    cmdRestore,
 		complete: completeSnapshotArchive,
