@@ -189,6 +189,11 @@ func (d *disk) fail(ctx context.Context, o RestoreOptions, err error) error {
 // removes the journal; the target's capabilities fill the result.
 func (d *disk) finish(o RestoreOptions, damage *DamagedError, note func(string)) {
 	target := d.target
+	if damage == nil && d.record {
+		// Before the identity below: setting the record changes a
+		// file's change time, which the journal's completion records.
+		d.keepRecord(true, note)
+	}
 	var id Completion
 	ierr := errors.New("no file")
 	if idt, ok := target.(Identified); ok {
@@ -201,9 +206,6 @@ func (d *disk) finish(o RestoreOptions, damage *DamagedError, note func(string))
 		}
 	} else {
 		d.journal.Remove()
-	}
-	if ierr == nil && damage == nil && d.record {
-		d.keepRecord(true, note)
 	}
 	res := d.res
 	res.Target, res.Damage = target, damage
