@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -140,4 +141,60 @@ func (d *disk) keepRecord(complete bool, note func(string)) {
 	if err := rk.KeepRecord(r); err != nil {
 		note(fmt.Sprintf("warning: %v: a later --base auto will not know what %s holds", err, d.sink))
 	}
+}
+
+// headFromTarget returns the image's first n bytes (fewer for a smaller
+// image) from the target of a differential restore when it holds them
+// already: every chunk position covering them reads back (uncached, from a
+// reader of its own: the target is being opened) with the index's digest,
+// keyed for an encrypted archive, and zero ranges count as zeros. Then the
+// checks of the target against the image (SinkRequest.Head) fetch no chunk.
+// ok is false when the target cannot be read or does not hold them.
+func (d *disk) headFromTarget(n int) (head []byte, ok bool) {
+	ro, can := d.sink.(ReadBackOpener)
+	if !can || d.plan.dropped {
+		return nil, false
+	}
+	r, err := ro.OpenReadBack()
+	if err != nil {
+		return nil, false
+	}
+	defer r.Close()
+	var cc *crypto.Config
+	if d.encrypted {
+		cc = d.res.Key
+	}
+	ents := d.plan.entries()
+	pool, err := newBufPool(1, alignUp(max(d.plan.maxChunk(), 1)), true)
+	if err != nil {
+		return nil, false
+	}
+	defer pool.close()
+	buf := pool.get(nil)
+	want := min(uint64(n), d.plan.Size)
+	out := make([]byte, 0, want)
+	for at := uint64(0); at < want; {
+		i := sort.Search(len(ents), func(i int) bool { return ents[i].off+uint64(ents[i].length) > at })
+		if i == len(ents) || ents[i].off > at {
+			end := d.plan.Size
+			if i < len(ents) {
+				end = ents[i].off
+			}
+			end = min(end, want)
+			out = append(out, make([]byte, end-at)...) // a zero range
+			at = end
+			continue
+		}
+		e := ents[i]
+		data := buf[:e.length]
+		if _, err := r.ReadAt(data, int64(e.off)); err != nil {
+			return nil, false
+		}
+		if cc.ChunkDigest(data) != d.plan.Chunks[e.chunk].Digest {
+			return nil, false
+		}
+		out = append(out, data[at-e.off:min(uint64(e.length), want-e.off)]...)
+		at = min(e.off+uint64(e.length), want)
+	}
+	return out, true
 }

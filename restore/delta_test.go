@@ -393,3 +393,47 @@ func TestRestoreGuestBase(t *testing.T) {
 	}
 	checkFetched(t, count.Counts(), map[crypto.Digest]bool{sum(g1): true, sum(g2[:999]): true, sum(oldImgs[1][cs : 2*cs]): true})
 }
+
+// TestRestoreBaseDevice: onto a block device (a loop device) holding N-1,
+// restored and recorded (the record beside the device's journal), Base
+// fetches exactly the changed chunks and leaves the device holding N,
+// the chunks that became zero zeroed; a record of another device
+// number is refused.
+func TestRestoreBaseDevice(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	p := newDeltaPair(t, cs, nil)
+	dev, backing := fixture.LoopDevice(t, int64((len(p.new)/cs+4)*cs), []byte{0xa5})
+	if _, err := p.restoreTo(t, p.oldRef, dev, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := fixture.NewCountingStore(fixture.OpenStore(t, p.dir))
+	res, err := p.restoreTo(t, p.newRef, dev, count, &restore.Delta{Base: p.reader(t, p.oldRef, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFetched(t, count.Counts(), p.changed())
+	got, err := os.ReadFile(backing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture.EqualBytes(t, dev, got[:len(p.new)], p.new)
+	if res.Delta.Mode != "base" || res.Delta.Checked != 0 {
+		t.Errorf("delta result %+v: want a trusted base, nothing read back", res.Delta)
+	}
+	// The record names N now; one forged for another device is refused.
+	jpath, err := filetarget.JournalPath(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := restore.ReadRecord(restore.RecordPath(jpath))
+	if err != nil || !rec.Complete || rec.Snapshot != p.newRef {
+		t.Fatalf("device record %+v, %v: want %s complete", rec, err, p.newRef)
+	}
+	rec.Target.Rdev++
+	if err := restore.WriteRecord(restore.RecordPath(jpath), rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.restoreTo(t, p.newRef, dev, nil, &restore.Delta{Base: p.reader(t, p.newRef, nil)}); !errors.Is(err, restore.ErrRefused) {
+		t.Fatalf("a record of another device: %v, want ErrRefused", err)
+	}
+}

@@ -93,6 +93,13 @@ func (d *disk) open(ctx context.Context, src *snapshot.Reader, o RestoreOptions,
 	d.req = SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: d.rs.partial,
 		CheckImage: !d.rs.continues, Plan: plan, Key: key, Archive: path.Join(src.Snapshot().Dir(), d.name), Note: note,
 		Head: func(ctx context.Context, n int) ([]byte, error) {
+			if d.delta != nil {
+				// A differential restore's target may hold the head
+				// already: no chunk is fetched for it then.
+				if head, ok := d.headFromTarget(n); ok {
+					return head, nil
+				}
+			}
 			store := src.Store()
 			if d.headStore != nil {
 				store = d.headStore
