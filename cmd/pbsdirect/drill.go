@@ -25,6 +25,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
 			return err
 		}
+		if *dry.dryRun && (*scratch != "" || *list != "") {
+			return usagef("--dry-run plans one SNAPSHOT ARCHIVE TARGET, not a fleet drill")
+		}
 		if *scratch != "" || *list != "" {
 			return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
 		}
