@@ -121,8 +121,8 @@ func (p *Plan) writeBytes() uint64 {
 
 // keepRecord sets the record of the disk's target (RecordKeeper): started
 // and incomplete (complete false) before anything is written, complete
-// once committed; a run that keeps no record (a drill) removes it. A
-// failure is said through note as a warning.
+// once committed; a run that keeps no record (d.record false) removes it.
+// A failure is said through note as a warning.
 func (d *disk) keepRecord(complete bool, note func(string)) {
 	rk, ok := d.target.(RecordKeeper)
 	if !ok {

@@ -38,9 +38,9 @@ type disk struct {
 	// discardNote said then; nothing is removed before.
 	discard     bool
 	discardNote string
-	// record says that the target's Record is kept (the restore
-	// commands, KeepWork); otherwise a run removes it. recordStarted is
-	// when it was set incomplete.
+	// record says that the target's Record is kept (every restore and
+	// drill); otherwise a run removes it. recordStarted is when it was
+	// set incomplete.
 	record        bool
 	recordStarted time.Time
 	// delta is a differential restore's state (RestoreOptions.Delta);
@@ -61,7 +61,7 @@ func planDisk(ctx context.Context, src *snapshot.Reader, name string, sink Sink,
 	d := &disk{name: name, sink: sink, plan: plan, encrypted: fi.CryptMode == index.CryptEncrypt}
 	d.res = &Result{Plan: plan, File: fi, Key: key, Snapshot: snap, Archive: name, TargetName: sink.String(), store: src.Store()}
 	d.hdr = JournalHeader{Snapshot: snap.String(), Archive: name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
-	d.record = o.KeepWork
+	d.record = true
 	d.jr, _ = sink.(Journaled)
 	if d.jr != nil {
 		d.jpath, err = d.jr.JournalPath()

@@ -20,7 +20,7 @@ import (
 // restore sets it with Complete false once the target is opened, before
 // anything is written, and with Complete true and the target's identity
 // once the target is committed; a restore that fails, or writes zeros for
-// damaged chunks, leaves it incomplete. A drill removes it.
+// damaged chunks, leaves it incomplete. A drill records as a restore does.
 type Record struct {
 	Snapshot  string `json:"snapshot"`   // TYPE/ID/TIME restored
 	Archive   string `json:"archive"`    // e.g. drive-scsi0.img.fidx

@@ -253,3 +253,41 @@ func TestDryRunVerifyAndDrill(t *testing.T) {
 		t.Errorf("cost %+v, want $%v from the price table's entry", dry.Cost, want)
 	}
 }
+
+// TestDrillBase: a drill with --base auto onto a target a drill left
+// holding N-1 fetches only the changed chunks, reads the whole target
+// back (passing) and records N for the next night; --in-place is the
+// fallback when no base is trusted.
+func TestDrillBase(t *testing.T) {
+	fixture.SkipIfShort(t)
+	old, nw, changed := deltaImages()
+	store := t.TempDir()
+	for _, v := range []struct {
+		data []byte
+		when string
+	}{{old, t0str}, {nw, t1str}} {
+		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
+		mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
+	}
+	target := filepath.Join(t.TempDir(), "standby.img")
+	drill := func(snap string, extra ...string) restore.Summary {
+		t.Helper()
+		r := mustOK(t, append(append([]string{"drill", "--store", store, "--output-format", "json"}, extra...), snap, "drive-scsi0", target)...)
+		var rep struct {
+			Restore restore.Summary `json:"restore"`
+		}
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep.Restore
+	}
+	drill(snap0)
+	sum := drill(snap1, "--base", "auto")
+	fixture.Equal(t, target, nw)
+	if int(sum.ChunksFetched) != len(changed) || sum.Delta == nil || sum.Delta.Base != snap0 {
+		t.Errorf("drill --base auto fetched %d chunks (delta %+v), want the %d changed onto %s", sum.ChunksFetched, sum.Delta, len(changed), snap0)
+	}
+	if sum = drill(snap1, "--base", "auto"); sum.ChunksFetched != 0 {
+		t.Errorf("the next drill fetched %d chunks, want none", sum.ChunksFetched)
+	}
+}

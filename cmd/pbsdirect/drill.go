@@ -21,12 +21,13 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once")
 	metrics := fs.String("metrics-textfile", "", "write Prometheus metrics for the node_exporter textfile collector to this file (*.prom)")
 	dry := registerDryRunFlags(fs)
+	rc.delta = registerDeltaFlags(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := checkOutputPath("--metrics-textfile", *metrics); err != nil {
 			return err
 		}
-		if *dry.dryRun && (*scratch != "" || *list != "") {
-			return usagef("--dry-run plans one SNAPSHOT ARCHIVE TARGET, not a fleet drill")
+		if (*dry.dryRun || rc.delta.active()) && (*scratch != "" || *list != "") {
+			return usagef("--dry-run, --base and --in-place are for one SNAPSHOT ARCHIVE TARGET, not a fleet drill")
 		}
 		if *scratch != "" || *list != "" {
 			return drillFleet(ctx, fs, rc, *scratch, *list, *parallel, *metrics, stdout, stderr)
