@@ -38,7 +38,9 @@ type Delta struct {
 	// skips those already holding the new index's chunk, as desync does
 	// with seeds; zero ranges are read and zeroed where they are not zero.
 	InPlace bool
-	// Readers is how many target reads run at once; 0: DurableReaders.
+	// Readers is how many target reads run at once; 0: DurableReaders
+	// (while the chunks that differ are fetched: the larger of it and
+	// the jobs).
 	Readers int
 }
 

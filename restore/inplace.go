@@ -64,7 +64,14 @@ func (d *disk) runChecked(ctx context.Context, store chunkstore.Store, dl *Delta
 	if fetchers <= 0 {
 		fetchers = jobs
 	}
-	pool, err := newBufPool(fetchers, alignUp(max(n.maxChunk(), 1)), true)
+	// The reads back: one per fetcher, at most Readers (default the
+	// larger of DurableReaders and the jobs) at once, so that the tens of
+	// fetchers of a bucket do not double the buffers.
+	readers := dl.Readers
+	if readers <= 0 {
+		readers = max(DurableReaders, jobs)
+	}
+	pool, err := newBufPool(min(fetchers, readers), alignUp(max(n.maxChunk(), 1)), true)
 	if err != nil {
 		return err
 	}
