@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync/atomic"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -276,7 +277,13 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	if o.Progress != nil {
 		// Progress counts data written: zero ranges take no time and
 		// would only inflate the rate.
-		stop = o.Progress(int64(total), func() int64 { return int64(stats.DataBytes.Load()) })
+		done := func() int64 { return int64(stats.DataBytes.Load()) }
+		if d.delta != nil && d.delta.work == nil {
+			// Read back as it goes: a position is done once found
+			// held (skipped) or written.
+			done = func() int64 { return int64(stats.DataBytes.Load() + atomic.LoadUint64(&d.delta.res.SkippedBytes)) }
+		}
+		stop = o.Progress(int64(total), done)
 	}
 	resumed := 0
 	rb, _ := target.(ReadBacker)
