@@ -55,7 +55,7 @@ func (d *disk) trustBase(base JournalHeader) error {
 	why := ""
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		why = "no record of a restore into it (pbsdirect records each restore it completes; a file system without user extended attributes keeps none)"
+		why = "no record of a restore into it (pbsdirect records each restore and drill into a target; another program wrote it, or it was copied)"
 	case err != nil:
 		why = err.Error()
 	case !rec.Complete:

@@ -14,8 +14,9 @@ import (
 // a later differential restore (--base auto) knows what the target holds
 // and whether it can be trusted. For a regular file it is the extended
 // attribute "user.pbsdirect.record" of the file (nothing is left beside
-// it; a file system without user extended attributes keeps none); for a
-// block device, which has no extended attributes, it is the file
+// it; on a file system without user extended attributes, a record file
+// named by a hash of its path in the journal directory); for a block
+// device, which has no extended attributes, it is the file
 // "record-<hash of its path>" beside its resume journal (RecordPath). A
 // restore sets it with Complete false once the target is opened, before
 // anything is written, and with Complete true and the target's identity

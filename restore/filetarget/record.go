@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -27,10 +28,10 @@ func recordIdentity(f *os.File) (restore.Completion, error) {
 }
 
 // KeepRecord replaces the target's record by r (restore.RecordKeeper):
-// the extended attribute of a regular file, the record file beside a
-// block device's journal. A complete record gets the target's identity
-// now. A file system without user extended attributes keeps no record:
-// that is no error. A nil r removes the record.
+// the extended attribute of a regular file (on a file system without user
+// extended attributes, a record file among JournalDirs named by a hash of
+// its path), the record file beside a block device's journal. A complete
+// record gets the target's identity now. A nil r removes the record.
 func (t *Target) KeepRecord(r *restore.Record) error {
 	if t.buffered == nil {
 		return errors.New("target closed")
@@ -55,7 +56,13 @@ func (t *Target) KeepRecord(r *restore.Record) error {
 	}
 	fd := int(t.buffered.Fd())
 	if r == nil {
-		if err := unix.Fremovexattr(fd, recordXattr); err != nil && !errors.Is(err, unix.ENODATA) && !noXattr(err) {
+		err := unix.Fremovexattr(fd, recordXattr)
+		switch {
+		case err != nil && noXattr(err):
+			if p, perr := fileRecordPath(t.path); perr == nil {
+				return restore.RemoveRecord(p)
+			}
+		case err != nil && !errors.Is(err, unix.ENODATA):
 			return fmt.Errorf("%s: remove the restore record: %w", t.path, err)
 		}
 		return nil
@@ -64,10 +71,33 @@ func (t *Target) KeepRecord(r *restore.Record) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Fsetxattr(fd, recordXattr, b, 0); err != nil && !noXattr(err) {
+	err = unix.Fsetxattr(fd, recordXattr, b, 0)
+	switch {
+	case err != nil && noXattr(err):
+		// No user extended attributes here: a record file of its own.
+		p, perr := fileRecordPath(t.path)
+		if perr != nil {
+			return perr
+		}
+		return restore.WriteRecord(p, *r)
+	case err != nil:
 		return fmt.Errorf("%s: set the restore record: %w", t.path, err)
 	}
 	return nil
+}
+
+// fileRecordPath returns where the record of the regular file target at
+// path lives on a file system without user extended attributes:
+// "record-<hash of its absolute path>" among JournalDirs.
+func fileRecordPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	return cachePath(path, "record-", abs)
 }
 
 // noXattr reports whether err says that the file system keeps no user
@@ -95,7 +125,13 @@ func (s *Sink) TargetRecord() (restore.Record, error) {
 	buf := make([]byte, maxRecord)
 	n, err := unix.Fgetxattr(int(f.Fd()), recordXattr, buf)
 	switch {
-	case errors.Is(err, unix.ENODATA) || (err != nil && noXattr(err)):
+	case err != nil && noXattr(err):
+		p, perr := fileRecordPath(s.Path)
+		if perr != nil {
+			return r, fmt.Errorf("%s: %w: %w", s.Path, perr, os.ErrNotExist)
+		}
+		return restore.ReadRecord(p)
+	case errors.Is(err, unix.ENODATA):
 		return r, fmt.Errorf("%s: no restore record: %w", s.Path, os.ErrNotExist)
 	case err != nil:
 		return r, fmt.Errorf("%s: read the restore record: %w", s.Path, err)
