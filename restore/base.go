@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
+	"github.com/pbsdirect/pbsdirect/index"
 )
 
 // diskDelta is a differential restore's state for one disk: the base's
@@ -52,6 +53,9 @@ func (d *disk) prepareDelta(ctx context.Context, dl *Delta) error {
 // --verify-base.
 func (d *disk) trustBase(base JournalHeader) error {
 	rec, err := TargetRecord(d.sink)
+	// The record is text anyone with the target's rights could have
+	// written: said only made safe.
+	rs, ra := index.DisplayText(rec.Snapshot), index.DisplayText(rec.Archive)
 	why := ""
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -59,17 +63,17 @@ func (d *disk) trustBase(base JournalHeader) error {
 	case err != nil:
 		why = err.Error()
 	case !rec.Complete:
-		why = fmt.Sprintf("the restore of %s %s into it started at %s did not complete", rec.Snapshot, rec.Archive, rec.Started.Format(time.RFC3339))
+		why = fmt.Sprintf("the restore of %s %s into it started at %s did not complete", rs, ra, rec.Started.Format(time.RFC3339))
 	case rec.Snapshot != base.Snapshot || rec.Archive != base.Archive:
-		why = fmt.Sprintf("its record says it holds %s %s", rec.Snapshot, rec.Archive)
+		why = fmt.Sprintf("its record says it holds %s %s", rs, ra)
 	case rec.IndexCsum != base.IndexCsum || rec.Size != base.Size:
 		why = fmt.Sprintf("its record is of another index of %s %s (index %.12s…, %d bytes; the store's is %.12s…, %d bytes)",
-			rec.Snapshot, rec.Archive, rec.IndexCsum, rec.Size, base.IndexCsum, base.Size)
+			rs, ra, index.DisplayText(rec.IndexCsum), rec.Size, base.IndexCsum, base.Size)
 	default:
 		rr := d.sink.(RecordReader)
 		id, err := rr.CurrentIdentity()
 		if err != nil || !id.Same(rec.Target) {
-			why = fmt.Sprintf("it changed since the restore of %s into it finished at %s (or another file or device is there now)", rec.Snapshot, rec.Finished.Format(time.RFC3339))
+			why = fmt.Sprintf("it changed since the restore of %s into it finished at %s (or another file or device is there now)", rs, rec.Finished.Format(time.RFC3339))
 		}
 	}
 	if why == "" {
