@@ -10,7 +10,7 @@ LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION))
 
 PREFIX  ?= /usr/local
 
-.PHONY: all build check-static man install demo test test-short vet bench bench-instant bench-pxar bench-badday bench-backup bench-go tools clean
+.PHONY: all build check-static man install demo test test-short vet bench bench-instant bench-pxar bench-badday bench-backup bench-delta bench-go tools clean
 
 all: build
 
@@ -83,6 +83,11 @@ bench-badday:
 # unchanged again, behind latency, against a baseline build.
 bench-backup: build
 	bash bench/backup.sh
+
+# Differential restores (bench/README.md): --base and --in-place against a
+# full restore, and the 64 TiB sparse image's dry run.
+bench-delta:
+	bash bench/delta.sh
 
 # Go micro-benchmarks of the decode path (blob codec, SHA-256 variants).
 bench-go:

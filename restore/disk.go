@@ -38,6 +38,14 @@ type disk struct {
 	// discardNote said then; nothing is removed before.
 	discard     bool
 	discardNote string
+	// record says that the target's Record is kept (every restore and
+	// drill); otherwise a run removes it. recordStarted is when it was
+	// set incomplete.
+	record        bool
+	recordStarted time.Time
+	// delta is a differential restore's state (RestoreOptions.Delta);
+	// nil for a full restore.
+	delta *diskDelta
 }
 
 // planDisk plans archive name of src for sink and, with o.Resume, finds
@@ -53,6 +61,7 @@ func planDisk(ctx context.Context, src *snapshot.Reader, name string, sink Sink,
 	d := &disk{name: name, sink: sink, plan: plan, encrypted: fi.CryptMode == index.CryptEncrypt}
 	d.res = &Result{Plan: plan, File: fi, Key: key, Snapshot: snap, Archive: name, TargetName: sink.String(), store: src.Store()}
 	d.hdr = JournalHeader{Snapshot: snap.String(), Archive: name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: plan.Size}
+	d.record = true
 	d.jr, _ = sink.(Journaled)
 	if d.jr != nil {
 		d.jpath, err = d.jr.JournalPath()
@@ -84,6 +93,13 @@ func (d *disk) open(ctx context.Context, src *snapshot.Reader, o RestoreOptions,
 	d.req = SinkRequest{Size: int64(plan.Size), DataBytes: int64(plan.DataBytes()), Reserve: plan.DataRanges(), Resume: d.rs.partial,
 		CheckImage: !d.rs.continues, Plan: plan, Key: key, Archive: path.Join(src.Snapshot().Dir(), d.name), Note: note,
 		Head: func(ctx context.Context, n int) ([]byte, error) {
+			if d.delta != nil {
+				// A differential restore's target may hold the head
+				// already: no chunk is fetched for it then.
+				if head, ok := d.headFromTarget(n); ok {
+					return head, nil
+				}
+			}
 			store := src.Store()
 			if d.headStore != nil {
 				store = d.headStore
@@ -128,7 +144,13 @@ func (d *disk) startJournal(note func(string)) error {
 		}
 		d.discard = false
 	}
-	if d.journal == nil && d.jpath != "" {
+	// The target changes from here on: its record no longer vouches for
+	// what it held.
+	d.keepRecord(false, note)
+	// A differential restore keeps no resume journal: one that stops
+	// leaves the record incomplete, and what the target holds is found
+	// again by reading it back (Delta.VerifyBase, Delta.InPlace).
+	if d.journal == nil && d.jpath != "" && d.delta == nil {
 		var err error
 		if d.journal, err = CreateJournal(d.jpath, d.hdr); err != nil {
 			note(fmt.Sprintf("warning: %v: restoring without a journal (an interrupted restore cannot be resumed)", err))
@@ -174,6 +196,11 @@ func (d *disk) fail(ctx context.Context, o RestoreOptions, err error) error {
 // removes the journal; the target's capabilities fill the result.
 func (d *disk) finish(o RestoreOptions, damage *DamagedError, note func(string)) {
 	target := d.target
+	if damage == nil && d.record {
+		// Before the identity below: setting the record changes a
+		// file's change time, which the journal's completion records.
+		d.keepRecord(true, note)
+	}
 	var id Completion
 	ierr := errors.New("no file")
 	if idt, ok := target.(Identified); ok {

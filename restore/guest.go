@@ -134,6 +134,18 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 			active = append(active, d)
 		}
 	}
+	if o.Delta != nil {
+		if o.Resume {
+			closeAll()
+			return nil, refusedf("a differential restore (--base, --in-place) does not resume: give one")
+		}
+		for _, d := range active {
+			if err := d.prepareDelta(ctx, o.Delta); err != nil {
+				closeAll()
+				return nil, fmt.Errorf("%s: %w", d.name, err)
+			}
+		}
+	}
 	for _, d := range active[min(1, len(active)):] {
 		if d.encrypted != active[0].encrypted || (d.encrypted && d.res.Key != active[0].res.Key) {
 			closeAll()
@@ -222,6 +234,16 @@ func RestoreGuest(ctx context.Context, src *snapshot.Reader, disks []GuestDisk, 
 		d.res.Resumed = len(h)
 		if n := len(d.rs.durable) - len(h); n > 0 {
 			note(fmt.Sprintf("note: %d chunk(s) the journal records are not on %s as written: they are fetched again", n, d.sink))
+		}
+	}
+	// A differential restore writes only what each target does not hold.
+	for _, d := range active {
+		if d.delta == nil {
+			continue
+		}
+		if err := d.planWork(ctx, o.Delta); err != nil {
+			closeAll()
+			return nil, err
 		}
 	}
 	gp, err := newGuestPlan(active, held)
@@ -329,24 +351,28 @@ func newGuestPlan(disks []*disk, held []map[crypto.Digest]bool) (*guestPlan, err
 	}
 	p := NewPlan(size, disks[0].plan.ChunkSize, nil)
 	for i, d := range disks {
-		for k := range d.plan.Chunks {
-			c := &d.plan.Chunks[k]
+		dp := d.plan
+		if d.delta != nil {
+			dp = d.delta.work // what a differential restore writes
+		}
+		for k := range dp.Chunks {
+			c := &dp.Chunks[k]
 			if held[i][c.Digest] {
 				p.dropped = true
 				continue
 			}
 			gp.uses[c.Digest] |= 1 << i
-			for at := c.first; at >= 0; at = d.plan.next[at] {
-				if err := p.AddRange(gp.base[i]+d.plan.offs[at], uint64(c.Length), c.Digest); err != nil {
+			for at := c.first; at >= 0; at = dp.next[at] {
+				if err := p.AddRange(gp.base[i]+dp.offs[at], uint64(c.Length), c.Digest); err != nil {
 					return nil, fmt.Errorf("%s: %w", d.name, err)
 				}
 			}
 		}
-		for _, z := range d.plan.Zero {
+		for _, z := range dp.Zero {
 			p.Zero = append(p.Zero, Range{Offset: gp.base[i] + z.Offset, Length: z.Length})
 		}
-		p.ZeroBytes += d.plan.ZeroBytes
-		p.dropped = p.dropped || d.plan.dropped
+		p.ZeroBytes += dp.ZeroBytes
+		p.dropped = p.dropped || dp.dropped
 	}
 	p.Finish()
 	gp.plan = p

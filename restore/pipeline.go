@@ -58,6 +58,11 @@ type Options struct {
 	// Held, when set, is called by RunResume for each durable chunk found
 	// whole on the target (concurrently), not fetched again.
 	Held func(*Chunk)
+	// HeldAt, when set, is asked by the writes, concurrently, for each
+	// offset of a chunk: true says that the target holds the chunk there
+	// already (a differential restore read it back), and it is not
+	// written there.
+	HeldAt func(c *Chunk, off uint64) bool
 	// Checked, when set, is called by the jobs, concurrently, for every
 	// chunk that passed its check (before it is written).
 	Checked func(*Chunk)
@@ -453,7 +458,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 		writeWG.Go(func() {
 			for v := range verifiedCh {
 				if ctx.Err() == nil {
-					writeChunk(plan, v.chunk, v.data, target, stats, dp.fail, opts.Journal)
+					writeChunk(plan, v.chunk, v.data, target, stats, dp.fail, opts.Journal, opts.HeldAt)
 				}
 				dataPool.put(v.buf)
 			}
@@ -508,7 +513,7 @@ func Run(ctx context.Context, store chunkstore.Store, plan *Plan, target Target,
 					verifiedCh <- verified{chunk: f.chunk, data: data, buf: out}
 					continue
 				case ctx.Err() == nil:
-					writeChunk(plan, f.chunk, data, target, stats, dp.fail, opts.Journal)
+					writeChunk(plan, f.chunk, data, target, stats, dp.fail, opts.Journal, opts.HeldAt)
 				}
 				dataPool.put(out)
 			}
@@ -684,9 +689,13 @@ func nextCopies(ctx context.Context, chain chunkstore.FallThrough, dec *chunksto
 	return data, err
 }
 
-// writeChunk writes a verified chunk to every offset it fills.
-func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, fail func(error), j *Journal) {
+// writeChunk writes a verified chunk to every offset it fills (but those
+// held says the target holds it at already).
+func writeChunk(plan *Plan, c *Chunk, data []byte, target Target, stats *Stats, fail func(error), j *Journal, held func(*Chunk, uint64) bool) {
 	for i := c.first; i >= 0; i = plan.next[i] {
+		if held != nil && held(c, plan.offs[i]) {
+			continue
+		}
 		if err := target.WriteAt(data, int64(plan.offs[i])); err != nil {
 			fail(err)
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync/atomic"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
@@ -136,6 +137,10 @@ type RestoreOptions struct {
 	// starting "note: " or "warning: ", without "pbsdirect: " or a line
 	// end; nil says nothing.
 	Note func(msg string)
+	// Delta, when set, makes the restore differential: only what the
+	// target does not hold already is fetched and written (Delta). Not
+	// with Resume.
+	Delta *Delta
 	// guest is set by RestoreGuest: refusals name its command line
 	// (SNAPSHOT, no archive) for what continues a stopped restore.
 	guest bool
@@ -177,7 +182,10 @@ type Result struct {
 	// Elapsed is Restore's wall time, from the plan to the committed
 	// target.
 	Elapsed time.Duration
-	store   chunkstore.Store // read from (Summary's counts)
+	// Delta is what a differential restore found and left out; nil for
+	// a full restore.
+	Delta *DeltaResult
+	store chunkstore.Store // read from (Summary's counts)
 }
 
 // ErrRefused is wrapped by Restore's errors for a restore refused as
@@ -232,6 +240,14 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		res.Elapsed = time.Since(start)
 		return res, nil
 	}
+	if o.Delta != nil {
+		if o.Resume {
+			return nil, refusedf("a differential restore (--base, --in-place) does not resume: give one")
+		}
+		if err := d.prepareDelta(ctx, o.Delta); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.open(ctx, src, o, note); err != nil {
 		return nil, err
 	}
@@ -246,11 +262,28 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 	opts.Archive = d.req.Archive
 	opts.Journal = d.journal
 	stats := &Stats{}
+	total := plan.DataBytes()
+	switch {
+	case d.delta != nil && (o.Delta.VerifyBase || o.Delta.InPlace):
+		// Read back while the rest is fetched (runChecked).
+		res.Delta = d.delta.res
+	case d.delta != nil:
+		if err := d.planWork(ctx, o.Delta); err != nil {
+			return nil, d.fail(ctx, o, err)
+		}
+		total = d.delta.work.writeBytes()
+	}
 	stop := func() {}
 	if o.Progress != nil {
 		// Progress counts data written: zero ranges take no time and
 		// would only inflate the rate.
-		stop = o.Progress(int64(plan.DataBytes()), func() int64 { return int64(stats.DataBytes.Load()) })
+		done := func() int64 { return int64(stats.DataBytes.Load()) }
+		if d.delta != nil && d.delta.work == nil {
+			// Read back as it goes: a position is done once found
+			// held (skipped) or written.
+			done = func() int64 { return int64(stats.DataBytes.Load() + atomic.LoadUint64(&d.delta.res.SkippedBytes)) }
+		}
+		stop = o.Progress(int64(total), done)
 	}
 	resumed := 0
 	rb, _ := target.(ReadBacker)
@@ -264,6 +297,10 @@ func Restore(ctx context.Context, src *snapshot.Reader, name string, sink Sink, 
 		if n := len(d.rs.durable) - resumed; n > 0 && ctx.Err() == nil {
 			note(fmt.Sprintf("note: %d chunk(s) the journal records are not on %s as written: they are fetched again", n, sink))
 		}
+	} else if d.delta != nil && d.delta.work == nil {
+		err = d.runChecked(ctx, src.Store(), o.Delta, opts, stats)
+	} else if d.delta != nil {
+		err = Run(ctx, src.Store(), d.delta.work, target, opts, stats)
 	} else {
 		err = Run(ctx, src.Store(), plan, target, opts, stats)
 	}

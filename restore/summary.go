@@ -65,6 +65,9 @@ type Summary struct {
 	// --rate-requests) and how long reads waited on them; absent without
 	// limits.
 	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
+	// Delta is what a differential restore (--base, --in-place) found
+	// and left out.
+	Delta *DeltaResult `json:"delta,omitempty"`
 }
 
 // Summary returns the report of the restore res that took elapsed (the
@@ -99,6 +102,7 @@ func (res *Result) Summary(elapsed time.Duration) Summary {
 	}
 	sum.RateLimit = o.RateLimit.Report()
 	sum.Salvaged, sum.SalvagedChunks = stats.Salvaged.Chunks(), stats.Salvaged.Count()
+	sum.Delta = res.Delta
 	if res.Damage != nil {
 		sum.DamagedRanges, sum.DamagedChunks = res.Damage.Ranges(), len(res.Damage.Chunks)
 	}

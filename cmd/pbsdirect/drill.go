@@ -25,6 +25,8 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	boot := fs.Bool("boot", false, "after the read-back, boot the restored disk in QEMU and check that the guest comes up (see boot-check; the --boot-* flags); a fleet drill boots each snapshot's boot disk")
 	var bf bootFlags
 	bf.register(fs)
+	dry := registerDryRunFlags(fs)
+	rc.delta = registerDeltaFlags(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := metrics.check(fs); err != nil {
 			return err
@@ -35,6 +37,12 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		var bootWith *bootFlags
 		if *boot {
 			bootWith = &bf
+		}
+		if *dry.dryRun && *boot {
+			return usagef("--dry-run fetches nothing, so there is nothing to --boot")
+		}
+		if (*dry.dryRun || rc.delta.active()) && (*scratch != "" || *list != "") {
+			return usagef("--dry-run, --base and --in-place are for one SNAPSHOT ARCHIVE TARGET, not a fleet drill")
 		}
 		if *scratch != "" || *list != "" {
 			bf.bootDiskOnly = true
@@ -47,6 +55,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return usagef("--max-depth and --all-namespaces are for a fleet drill (--scratch)")
 		}
 		if err := rc.check(fs); err != nil {
+			return err
+		}
+		if handled, err := rc.dryRun(ctx, fs, dry, "drill", stdout, stderr); handled {
 			return err
 		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)

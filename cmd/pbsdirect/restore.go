@@ -41,6 +41,7 @@ type restoreCmd struct {
 	onCorrupt  *string
 	damage     [2]restore.Damage // parsed --on-missing, --on-corrupt
 	px         *pxarFlags        // pxar extraction (restorepxar.go); nil for drill
+	delta      *deltaFlags       // --base, --in-place (delta.go); nil for drill
 }
 
 // registerDamageFlags adds --on-missing and --on-corrupt (restore only).
@@ -79,6 +80,14 @@ func (rc *restoreCmd) checkFlags() error {
 	if *rc.resume && *rc.restart {
 		return usagef("--resume continues an interrupted restore, --restart discards it: give one")
 	}
+	if rc.delta != nil {
+		if err := rc.delta.check(*rc.resume); err != nil {
+			return err
+		}
+		if rc.delta.active() {
+			*rc.force = true // the target holds an older copy: written over
+		}
+	}
 	return nil
 }
 
@@ -89,6 +98,9 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	}
 	if err := rc.checkFlags(); err != nil {
 		return err
+	}
+	if rc.delta.active() && (fs.Arg(2) == "-" || archive.IsPxar(fs.Arg(1))) {
+		return usagef("--base and --in-place restore a disk image into a file or block device that holds an older copy")
 	}
 	if fs.Arg(2) == "-" && !rc.stdoutOK {
 		return usagef("a drill restores to a file or block device, not to standard output")
@@ -133,6 +145,8 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 	rc.registerDamageFlags(fs)
 	rf := registerRestoreFormat(fs)
 	rc.registerPxarFlags(fs, true)
+	rc.delta = registerDeltaFlags(fs)
+	dry := registerDryRunFlags(fs)
 	rc.stdoutOK = true
 	rc.keepWork = true
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -145,6 +159,9 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		if err := rc.parseDamage(); err != nil {
+			return err
+		}
+		if handled, err := rc.dryRun(ctx, fs, dry, "restore", stdout, stderr); handled {
 			return err
 		}
 		if handled, err := rf.dispatch(ctx, rc, fs, stdout, stderr); handled {
@@ -195,6 +212,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			fmt.Fprintf(stdout, "  bucket requests: %d throttled, %d stalled (--io-timeout); GETs in flight lowered %d times (to %d), raised %d times (now %d)\n",
 				q.Throttled, q.Stalls, q.LimitDecreases, q.MinLimit, q.LimitIncreases, q.Limit)
 		}
+		printDelta(stdout, sum.Delta)
 		printStores(stdout, sum.Stores)
 		writeLimitLine(stdout, "  ", sum.RateLimit)
 		printSalvaged(stdout, sum)
@@ -302,6 +320,9 @@ func (rc *restoreCmd) run(ctx context.Context, ref, archive, targetPath string, 
 			return startProgressWatch(stderr, sf.progress, "restore", total, done, &sf.retries).done
 		},
 	}
+	if ro.Delta, err = rc.delta.options(ctx, store, ns, keys, []restore.Sink{sink}, stderr); err != nil {
+		return r, err
+	}
 	if drill != nil {
 		drill.Restore = ro
 		r.drill, err = restore.Drill(ctx, src, archive, sink, *drill)
@@ -408,6 +429,14 @@ existing file (a finished restore, with or without --resume) reads it back
 against the index: whole, it exits 0 and writes nothing; otherwise it is
 refused, naming the chunks that differ and --force.
 
+Restoring again onto a target that holds an older copy: --base SNAPSHOT
+(or auto, the snapshot pbsdirect recorded restoring into it) fetches and
+writes only the positions whose digest changed; a base the target's record
+does not vouch for is refused unless --verify-base, which reads the target
+back and skips only what matches. --in-place reads and hashes every range of
+the target and writes only what differs. --dry-run fetches no chunk and says
+what the run would fetch, how long it would take and what it would cost.
+
 Environment: PBSDIRECT_STORE (--store), PBS_NAMESPACE (--ns),
 PBS_ENCRYPTION_PASSWORD, PBS_ENCRYPTION_PASSWORD_FILE,
 PBS_ENCRYPTION_PASSWORD_FD (key passphrase), PROXMOX_OUTPUT_FORMAT
@@ -415,6 +444,8 @@ PBS_ENCRYPTION_PASSWORD_FD (key passphrase), PROXMOX_OUTPUT_FORMAT
 		example: `  pbsdirect restore --store /mnt/datastore/store1 vm/100 drive-scsi0 /var/tmp/vm100.raw
   pbsdirect restore --store s3://backups/pbs --keyfile enc.key vm/100/2026-11-29T10:00:00Z drive-scsi0 /dev/vg0/vm-100-disk-0
   pbsdirect restore --store /mnt/ds vm/100 qemu-server.conf -
+  pbsdirect restore --store s3://backups/pbs --base auto vm/100 drive-scsi0 /dev/vg0/standby-100
+  pbsdirect restore --store s3://backups/pbs --dry-run --check-present vm/100 drive-scsi0 /var/tmp/vm100.raw
   pbsdirect restore --store /mnt/ds ct/200 root.pxar /var/tmp/ct200 --include etc`,
 		build:    cmdRestore,
 		complete: completeSnapshotArchive,

@@ -51,6 +51,9 @@ type guestDiskReport struct {
 	DamagedRanges []restore.Range `json:"damaged-ranges,omitempty"`
 	Error         string          `json:"error,omitempty"`
 	ExitCode      int             `json:"exit-code"`
+	// Delta is what a differential restore (--base, --in-place) of the
+	// disk found and left out.
+	Delta *restore.DeltaResult `json:"delta,omitempty"`
 }
 
 // guestConfigReport is what became of the guest's configuration: its
@@ -98,6 +101,7 @@ func cmdRestoreGuest(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	rc.registerDamageFlags(fs)
 	rc.registerPxarFlags(fs, false)
+	rc.delta = registerDeltaFlags(fs)
 	rc.keepWork = true
 	gf := guestFlags{
 		maps:     fs.StringArray("map", nil, "ARCHIVE=TARGET: restore the disk ARCHIVE (drive-scsi0, drive-scsi0.img or drive-scsi0.img.fidx) to TARGET (a file or block device) instead of DIR/ARCHIVE.img; may be repeated"),
@@ -257,6 +261,9 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 		return err
 	}
 	if snap.Type == "ct" && len(ctArchives(src.Manifest())) > 0 {
+		if rc.delta.active() {
+			return usagef("--base and --in-place restore disk images: a container's pxar archives are extracted whole")
+		}
 		return rc.restoreGuestCT(ctx, src, dir, maps, gf, start, keys.OpeningTime, stopRetryLines, stdout, stderr)
 	}
 	archives, targets, err := guestDisks(src.Manifest(), dir, maps, *gf.only)
@@ -308,6 +315,13 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 			stopRetryLines()
 			return startProgressWatch(stderr, sf.progress, "restore-guest", total, done, &sf.retries).done
 		},
+	}
+	sinks := make([]restore.Sink, len(disks))
+	for i := range disks {
+		sinks[i] = disks[i].Sink
+	}
+	if ro.Delta, err = rc.delta.options(ctx, store, ns, keys, sinks, stderr); err != nil {
+		return err
 	}
 	g, err := restore.RestoreGuest(ctx, src, disks, ro)
 	if errors.Is(err, restore.ErrRefused) {
@@ -364,7 +378,7 @@ func (rc *restoreCmd) restoreGuest(ctx context.Context, ref, dir string, maps ma
 				break
 			}
 			d.Result, d.Size, d.ResumedChunks = "restored", res.Plan.Size, res.Resumed
-			d.DataBytes = res.Stats.DataBytes.Load()
+			d.DataBytes, d.Delta = res.Stats.DataBytes.Load(), res.Delta
 			d.Seconds = res.Elapsed.Seconds()
 			if res.Stats.Fetched.Load() > 0 || d.DataBytes > 0 {
 				d.MiBps = restore.MiBps(d.Size, res.Elapsed)

@@ -53,6 +53,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 	metrics.register(fs, "verify")
 	maxDamaged := fs.Int("max-damaged", verify.DefaultMaxDamaged, "damaged chunks reported in full (digest, byte ranges, location, error); the rest are counted (0: none)")
 	damagedList := fs.String("damaged-list", "", "write every damaged chunk to this file, one JSON object per line, as it is found")
+	dry := registerDryRunFlags(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() > 1 {
 			return usagef("want at most one SNAPSHOT, got %d arguments", fs.NArg())
@@ -78,6 +79,12 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		}
 		if err := metrics.check(fs); err != nil {
 			return err
+		}
+		if err := dry.check(fs); err != nil {
+			return err
+		}
+		if *dry.dryRun && (*shard != "" || *statePath != "" || *crcOnly) {
+			return usagef("--dry-run plans a whole verify with keys: not with --shard, --state or --crc-only")
 		}
 		if *maxDamaged < 0 {
 			return usagef("--max-damaged must be 0 or more, not %d", *maxDamaged)
@@ -123,6 +130,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 		sel, err := verify.Select(ctx, store, sc)
 		if err != nil {
 			return err
+		}
+		if *dry.dryRun {
+			return dryRunVerify(ctx, dry, &sf, pf, store, keys, sel.Snapshots, stdout)
 		}
 		var state *verify.State
 		if *statePath != "" {

@@ -43,20 +43,7 @@ func JournalPath(target string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		sum := sha256.Sum256([]byte(resolved))
-		name := "journal-" + hex.EncodeToString(sum[:16])
-		dirs := JournalDirs()
-		for _, d := range dirs {
-			if _, err := os.Lstat(filepath.Join(d, name)); err == nil && ownDir(d) {
-				return filepath.Join(d, name), nil
-			}
-		}
-		for _, d := range dirs {
-			if os.MkdirAll(d, 0o700) == nil && ownDir(d) && unix.Access(d, unix.W_OK) == nil {
-				return filepath.Join(d, name), nil
-			}
-		}
-		return "", fmt.Errorf("journal for %s: %w (tried %s)", target, restore.ErrNoJournalPlace, strings.Join(dirs, ", "))
+		return cachePath(target, "journal-", resolved)
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
@@ -65,6 +52,27 @@ func JournalPath(target string) (string, error) {
 	// Short enough for the ".new" name it is rewritten under, too.
 	name := strings.TrimSuffix(sideName(filepath.Base(abs), ".pbsdirect-journal.new"), ".new")
 	return filepath.Join(filepath.Dir(abs), name), nil
+}
+
+// cachePath returns where the file named prefix + a hash of key lives for
+// target (a journal, a record) among JournalDirs: in the first that holds
+// one already, else in the first that is (or can be made) a writable
+// directory of this user; none: an error wrapping restore.ErrNoJournalPlace.
+func cachePath(target, prefix, key string) (string, error) {
+	sum := sha256.Sum256([]byte(key))
+	name := prefix + hex.EncodeToString(sum[:16])
+	dirs := JournalDirs()
+	for _, d := range dirs {
+		if _, err := os.Lstat(filepath.Join(d, name)); err == nil && ownDir(d) {
+			return filepath.Join(d, name), nil
+		}
+	}
+	for _, d := range dirs {
+		if os.MkdirAll(d, 0o700) == nil && ownDir(d) && unix.Access(d, unix.W_OK) == nil {
+			return filepath.Join(d, name), nil
+		}
+	}
+	return "", fmt.Errorf("journal for %s: %w (tried %s)", target, restore.ErrNoJournalPlace, strings.Join(dirs, ", "))
 }
 
 // ownDir reports whether d is a directory (not a link) owned by this user
