@@ -11,6 +11,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -150,8 +151,12 @@ func Verify(rep verify.Report, retries int64, now time.Time, prev Previous) *pro
 		if len(s.Archives) == 0 {
 			arch.add(keyOf(s.Snapshot, ManifestArchive), s.OK, 0)
 		}
+		// Each archive passed or failed on its own; a snapshot that failed
+		// with none of its archives failing failed as a whole (its
+		// manifest, its key), and so did every archive of it.
+		whole := !s.OK && !slices.ContainsFunc(s.Archives, func(a verify.ArchiveResult) bool { return !a.OK })
 		for _, a := range s.Archives {
-			arch.add(keyOf(s.Snapshot, a.Archive), s.OK && a.OK, float64(a.DamagedCount))
+			arch.add(keyOf(s.Snapshot, a.Archive), a.OK && !whole, float64(a.DamagedCount))
 		}
 	}
 	arch.register(reg, l, "pbsdirect_verify", "verify", end, prev,

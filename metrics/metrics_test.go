@@ -124,3 +124,42 @@ func TestVerifyWithoutKey(t *testing.T) {
 		t.Errorf("damaged chunks: %v, want 0", got)
 	}
 }
+
+// TestVerifyArchiveOwnResult: a clean disk of a snapshot whose other disk
+// is damaged passed (success 1, last success now); a snapshot that failed
+// as a whole with no archive failing fails every archive of it.
+func TestVerifyArchiveOwnResult(t *testing.T) {
+	rep := verify.Report{Store: "/ds", Snapshots: []verify.SnapshotResult{
+		{Snapshot: "vm/100/2026-01-01T00:00:00Z", Archives: []verify.ArchiveResult{
+			{Archive: "drive-scsi0.img.fidx", DamagedCount: 2},
+			{Archive: "drive-scsi1.img.fidx", OK: true},
+		}},
+		{Snapshot: "vm/101/2026-01-01T00:00:00Z", Error: "manifest signature", Archives: []verify.ArchiveResult{
+			{Archive: "drive-scsi0.img.fidx", OK: true},
+		}},
+	}}
+	prev := Previous{}
+	b, err := Text(Verify(rep, 0, time.Unix(4000, 0), prev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := reparse(t, b)
+	lab := func(group, archive string) map[string]string {
+		return map[string]string{"store": "/ds", "namespace": "", "group": group, "archive": archive}
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"pbsdirect_verify_archive_success", lab("vm/100", "drive-scsi0.img.fidx"), 0},
+		{"pbsdirect_verify_archive_success", lab("vm/100", "drive-scsi1.img.fidx"), 1},
+		{"pbsdirect_verify_archive_last_success_timestamp_seconds", lab("vm/100", "drive-scsi1.img.fidx"), 4000},
+		{"pbsdirect_verify_archive_last_success_timestamp_seconds", lab("vm/100", "drive-scsi0.img.fidx"), 0},
+		{"pbsdirect_verify_archive_success", lab("vm/101", "drive-scsi0.img.fidx"), 0},
+	} {
+		if v := got.Value(c.name, c.labels); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
+		}
+	}
+}
