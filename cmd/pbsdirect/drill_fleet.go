@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -17,6 +16,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
@@ -71,6 +71,9 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	if fi, err := os.Stat(o.scratch); err != nil || !fi.IsDir() {
 		return usagef("--scratch %s: not a directory", o.scratch)
 	}
+	if err := checkScratchNotInStore(rc.sf.stores, o.scratch); err != nil {
+		return err
+	}
 	var items []drill.Item
 	var err error
 	if o.list != "" {
@@ -111,7 +114,12 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		if merr != nil {
 			err = fmt.Errorf("%w; and %v", err, merr)
 		}
-		if !slices.ContainsFunc(reps, func(r drill.Report) bool { return !r.OK && r.ExitCode != exitOutside }) {
+		switch fleetExitCode(reps) {
+		case exitUsage:
+			// Every failure is the command line's (a target refused as
+			// named): nothing was drilled.
+			return usageOf(err)
+		case exitOutside:
 			// Every failure lies outside the data: retrying may help (exit 3).
 			return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
 		}
@@ -221,4 +229,38 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 		note = fmt.Sprintf(" (first: %s/%s: %s)", reps[f].Snapshot, reps[f].Archive, reps[f].Error)
 	}
 	return t.Failed, note
+}
+
+// checkScratchNotInStore refuses (a usage error, before any work) a
+// scratch directory that is a local store of stores or lies below it
+// (filetarget.CheckDirNotInStore): every drill's copy would be refused.
+func checkScratchNotInStore(stores []string, scratch string) error {
+	for _, st := range stores {
+		if isRemote(st) {
+			continue
+		}
+		if err := filetarget.CheckDirNotInStore(st, scratch); err != nil {
+			return usageOf(fmt.Errorf("--scratch: %w", err))
+		}
+	}
+	return nil
+}
+
+// fleetExitCode is the exit code of a fleet drill whose reports reps
+// include a failure: 1 when any failed drill's own code is neither a
+// usage error nor outside the data, else 3 when any lies outside, else 2
+// (every failure a usage error).
+func fleetExitCode(reps []drill.Report) int {
+	code := exitUsage
+	for _, r := range reps {
+		switch {
+		case r.OK || r.Archive == "":
+		case r.ExitCode == exitUsage:
+		case r.ExitCode == exitOutside:
+			code = exitOutside
+		default:
+			return exitData
+		}
+	}
+	return code
 }

@@ -111,6 +111,16 @@ func TestDrillNamespaceTree(t *testing.T) {
 	} {
 		mustFail(t, 2, nil, append([]string{"drill", "--store", f.store, "--scratch", scratch}, args...)...)
 	}
+	// A scratch directory inside the datastore is refused up front, for
+	// the whole fleet drill (exit 2, nothing drilled), in text and JSON.
+	inStore := filepath.Join(f.store, ".chunks")
+	r := mustFail(t, 2, []string{"--scratch", "part of the datastore"}, "drill", "--store", f.store, "--ns", "prod", "--scratch", inStore)
+	if strings.Contains(r.out, "drill ") {
+		t.Errorf("drilled with a scratch directory in the datastore:\n%s", r.out)
+	}
+	if r := pbs(t, "drill", "--store", f.store, "--ns", "prod", "--scratch", inStore, "--output-format", "json"); r.code != 2 || strings.Contains(r.out, `"drills"`) {
+		t.Errorf("JSON fleet drill into the datastore: %v", r)
+	}
 	// A namespace whose snapshots are all below it: nothing drilled is a
 	// failure, which says how to include its children.
 	mustFail(t, 1, []string{"nothing to drill", "no snapshots in namespace dr", "--max-depth"}, "drill", "--store", f.store, "--scratch", scratch, "--ns", "dr")
