@@ -58,9 +58,10 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		}
 		rep.ExitCode = codeFor(ctx, err)
 		// Metrics that could not be delivered fail the run after the
-		// report is printed (exit 3), unless the drill failed.
+		// report is printed (exit 3), unless the drill failed. An
+		// interrupted drill leaves the metrics as they were.
 		var merr error
-		if metrics.set() {
+		if metrics.set() && ctx.Err() == nil {
 			if merr = metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, []drill.Report{rep}); merr != nil && err == nil {
 				rep.ExitCode = codeFor(ctx, merr)
 			}

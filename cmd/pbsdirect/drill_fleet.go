@@ -104,6 +104,15 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 			printDrillLine(stdout, rep) // as it ends; JSON is one value, at the end
 		}
 	})
+	if ctx.Err() != nil {
+		// Interrupted: the metrics are left as the previous run delivered
+		// them (a partial run's would drop the series, and the carried
+		// last-success times, of the archives it did not reach).
+		printDrillTable(stdout, reps, asJSON)
+		t := drill.Sum(reps)
+		return fmt.Errorf("drill interrupted: %d of %d archive(s) cut off or not run, %d failed; metrics not delivered: %w",
+			t.Interrupted+t.NotRun, len(reps), t.Failed, ctx.Err())
+	}
 	var merr error
 	if o.metrics.set() {
 		merr = o.metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, reps)
@@ -138,6 +147,10 @@ func printDrillLine(w io.Writer, r drill.Report) {
 			booted = fmt.Sprintf(", booted in %.1fs", r.Boot.SecondsToBoot)
 		}
 		fmt.Fprintf(w, "drill %s: ok, restored in %.2fs%s, total %.2fs\n", what, r.RestoreSeconds, booted, r.TotalSeconds)
+		return
+	}
+	if r.Interrupted() {
+		fmt.Fprintf(w, "drill %s: %s\n", what, fleetResult(r))
 		return
 	}
 	msg, _, _ := strings.Cut(r.Error, "\n")
@@ -212,10 +225,13 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 			if r.ReadBack != nil {
 				rb = fmt.Sprintf("%.2fs", r.ReadBackSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), okWord(r.OK), ttr, size, rate, rb)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), fleetResult(r), ttr, size, rate, rb)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "%d archive(s), %s restored in %.2fs of restore time, %d failed", len(reps), humanBytes(t.Bytes), t.RestoreSeconds, t.Failed)
+		if t.Interrupted+t.NotRun > 0 {
+			fmt.Fprintf(w, ", %d interrupted, %d not run", t.Interrupted, t.NotRun)
+		}
 		if s := t.SlowestAt; s >= 0 {
 			fmt.Fprintf(w, "; slowest: %s/%s (%.2fs)", index.DisplayText(reps[s].Snapshot), index.DisplayText(reps[s].Archive), reps[s].RestoreSeconds)
 		}
@@ -254,7 +270,7 @@ func fleetExitCode(reps []drill.Report) int {
 	code := exitUsage
 	for _, r := range reps {
 		switch {
-		case r.OK || r.Archive == "":
+		case r.OK || r.Interrupted():
 		case r.ExitCode == exitUsage:
 		case r.ExitCode == exitOutside:
 			code = exitOutside
@@ -263,4 +279,17 @@ func fleetExitCode(reps []drill.Report) int {
 		}
 	}
 	return code
+}
+
+// fleetResult is the result of a fleet drill's archive r as its line and
+// the table say it: ok, FAILED, interrupted (cut off by a signal) or not
+// run (the fleet drill was interrupted before it started).
+func fleetResult(r drill.Report) string {
+	switch {
+	case r.NotRun:
+		return "not run"
+	case r.Interrupted():
+		return "interrupted"
+	}
+	return okWord(r.OK)
 }

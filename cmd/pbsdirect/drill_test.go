@@ -225,7 +225,7 @@ func TestFleetExitCode(t *testing.T) {
 		{[]drill.Report{ok, fail(exitUsage), fail(exitUsage)}, exitUsage},
 		{[]drill.Report{fail(exitUsage), fail(exitOutside)}, exitOutside},
 		{[]drill.Report{fail(exitOutside), fail(exitData), fail(exitUsage)}, exitData},
-		{[]drill.Report{fail(exitOutside), {}}, exitOutside},
+		{[]drill.Report{fail(exitOutside), {Archive: "b", NotRun: true}, fail(130)}, exitOutside},
 	} {
 		if got := fleetExitCode(c.reps); got != c.want {
 			t.Errorf("fleetExitCode(%+v) = %d, want %d", c.reps, got, c.want)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +12,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -377,5 +381,49 @@ func TestMetricsTextfileInBucket(t *testing.T) {
 	m = read()
 	if m.Value("pbsdirect_drill_success", store) != 0 || m.Value("pbsdirect_drill_last_success_timestamp_seconds", store) != last {
 		t.Errorf("metrics object after a failed run: last success %v, want %v kept; success %v", m.Value("pbsdirect_drill_last_success_timestamp_seconds", store), last, m.Value("pbsdirect_drill_success", store))
+	}
+}
+
+// TestDrillInterruptedKeepsMetrics: a drill interrupted by SIGINT or
+// SIGTERM (exit 130, 143) leaves the metrics textfile as the previous run
+// wrote it, and its report counts the archives it did not start as not
+// run, not failed, in text and JSON.
+func TestDrillInterruptedKeepsMetrics(t *testing.T) {
+	f := newFleet(t)
+	list := fixture.WriteFile(t, t.TempDir(), "list", []byte(f.snaps[1].String()+" drive-scsi0\n"+f.snaps[2].String()+" drive-scsi0\n"))
+	prom := filepath.Join(t.TempDir(), "drill.prom")
+	mustOK(t, "drill", "--store", f.store, "--scratch", t.TempDir(), "--list", list, "--metrics-textfile", prom)
+	before, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+		json bool
+	}{{syscall.SIGINT, 130, false}, {syscall.SIGTERM, 143, true}} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(&cli.InterruptedError{Sig: c.sig})
+		args := []string{"drill", "--store", f.store, "--scratch", t.TempDir(), "--list", list, "--metrics-textfile", prom}
+		if c.json {
+			args = append(args, "--output-format", "json")
+		}
+		var out, errb bytes.Buffer
+		code := run(ctx, args, &out, &errb)
+		r := result{code: code, out: out.String(), err: errb.String(), args: args}
+		if code != c.code {
+			t.Errorf("want exit %d: %v", c.code, r)
+		}
+		if after, _ := os.ReadFile(prom); !bytes.Equal(after, before) {
+			t.Errorf("after %v the metrics textfile was rewritten:\n%s", c.sig, after)
+		}
+		if c.json {
+			var rep drill.FleetReport
+			if err := json.NewDecoder(strings.NewReader(r.out)).Decode(&rep); err != nil || rep.Failed != 0 || rep.NotRun != 2 || !rep.Drills[0].NotRun {
+				t.Errorf("JSON of an interrupted fleet drill (%v): %+v", err, rep)
+			}
+		} else if strings.Count(r.out, "not run") < 2 || !strings.Contains(r.out, "0 failed") {
+			t.Errorf("text of an interrupted fleet drill: %v", r)
+		}
 	}
 }

@@ -144,11 +144,11 @@ func (m *metricsFlags) verifyMetrics(ctx context.Context, sf *storeFlags, rep ve
 
 // drillMetrics delivers the metrics of a drill run of store (one archive
 // or a fleet; metrics.Drills); an item an interrupted fleet drill did not
-// drill (a zero report) is left out.
+// drill (Report.NotRun) is left out.
 func (m *metricsFlags) drillMetrics(ctx context.Context, sf *storeFlags, store string, reps []drill.Report) error {
 	var runs []metrics.Drill
 	for _, r := range reps {
-		if r.Archive == "" {
+		if r.NotRun {
 			continue
 		}
 		d := metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK}
