@@ -158,6 +158,31 @@ func printDrillLine(w io.Writer, r drill.Report) {
 		msg = fmt.Sprintf("%d damaged or missing chunk(s)", r.DamagedCount)
 	}
 	fmt.Fprintf(w, "drill %s: FAILED: %s\n", what, index.DisplayText(msg))
+	printDamagedChunks(w, "  ", r.Damaged, r.DamagedCount)
+}
+
+// printDamagedChunks prints a line per damaged or missing chunk of ds
+// (those listed: restore.MaxDamagedListed at most), with its digest, byte
+// ranges, where it was read from and why it failed, each after indent,
+// and how many of count were not listed.
+func printDamagedChunks(w io.Writer, indent string, ds []verify.DamagedChunk, count int) {
+	for _, d := range ds {
+		kind := "damaged"
+		if d.Missing {
+			kind = "missing"
+		}
+		var offs []string
+		for _, o := range d.Offsets {
+			offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
+		}
+		if d.OffsetCount > len(d.Offsets) {
+			offs = append(offs, fmt.Sprintf("… (%d offsets)", d.OffsetCount))
+		}
+		fmt.Fprintf(w, "%s%s chunk %s at %s: %s\n", indent, kind, d.Digest, strings.Join(offs, " "), index.DisplayText(d.Error))
+	}
+	if n := count - len(ds); n > 0 {
+		fmt.Fprintf(w, "%s%d more damaged or missing chunk(s) not listed\n", indent, n)
+	}
 }
 
 // readDrillList reads the "SNAPSHOT ARCHIVE" pairs of --list

@@ -323,6 +323,19 @@ func checkDrillDamage(t *testing.T, f *fleet, snap string, own []crypto.Digest) 
 	if got := list(fl.Drills); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("fleet drill reports\n%v\nverify reports\n%v", got, want)
 	}
+	// The fleet drill's text names every damaged chunk too, with its
+	// first offset, as verify's does.
+	text := pbs(t, "drill", "--store", f.store, "--scratch", t.TempDir(), "--ns", "prod/db")
+	for _, d := range rep.Snapshots[0].Archives[0].Damaged {
+		kind := "damaged"
+		if d.Missing {
+			kind = "missing"
+		}
+		if line := fmt.Sprintf("%s chunk %s at [%d,", kind, d.Digest, d.Offsets[0]); !strings.Contains(text.out, line) {
+			t.Errorf("fleet drill text lacks %q:\n%s", line, text.out)
+			break
+		}
+	}
 }
 
 // TestDrillMetricsNotDelivered: metrics that cannot be pushed fail a
