@@ -191,7 +191,7 @@ func Latest(ctx context.Context, store chunkstore.Store, sc verify.Scope, warn f
 		return nil, err
 	}
 	if len(sel.Snapshots) == 0 {
-		return nil, fmt.Errorf("%w: nothing to drill: %s", snapshot.ErrNoSnapshot, sel.Note)
+		return nil, &EmptyScopeError{Note: sel.Note}
 	}
 	var out []Item
 	for _, s := range sel.Snapshots {
@@ -209,6 +209,18 @@ func Latest(ctx context.Context, store chunkstore.Store, sc verify.Scope, warn f
 	}
 	return out, nil
 }
+
+// EmptyScopeError is Latest's error for a scope that exists and holds no
+// snapshot: nothing to drill, as verify.Select's Note says. It wraps
+// snapshot.ErrNoSnapshot; a fleet drill of such a scope passes with the
+// note, as verify does.
+type EmptyScopeError struct{ Note string }
+
+// Error returns "nothing to drill: " and the note.
+func (e *EmptyScopeError) Error() string { return "nothing to drill: " + e.Note }
+
+// Unwrap returns snapshot.ErrNoSnapshot.
+func (e *EmptyScopeError) Unwrap() error { return snapshot.ErrNoSnapshot }
 
 // Fleet drills items into the directory scratch, parallel at a time: for
 // the i-th item it calls drill with the item and its copy's path there
@@ -249,6 +261,9 @@ func Fleet(ctx context.Context, items []Item, scratch string, parallel int, dril
 // every drill's report, in the order of the items.
 type FleetReport struct {
 	Totals
+	// Note says why nothing was drilled although that is no failure (an
+	// EmptyScopeError's note).
+	Note   string   `json:"note,omitempty"`
 	Drills []Report `json:"drills"`
 }
 

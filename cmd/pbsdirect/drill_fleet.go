@@ -84,6 +84,9 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		// with --max-depth): resolved from the root, not again in --ns.
 		rc.sf.ns = ""
 	}
+	if es := (*drill.EmptyScopeError)(nil); errors.As(err, &es) {
+		return drillNothing(ctx, rc, o, es.Note, stdout, stderr)
+	}
 	if err != nil {
 		return err
 	}
@@ -317,4 +320,22 @@ func fleetResult(r drill.Report) string {
 		return "interrupted"
 	}
 	return okWord(r.OK)
+}
+
+// drillNothing ends a fleet drill of a scope that exists and holds no
+// snapshot as verify does: a note (stderr), an empty report with it
+// (JSON) and the metrics of a run of no archives; it passes.
+func drillNothing(ctx context.Context, rc *restoreCmd, o fleetOptions, note string, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "pbsdirect drill: note: nothing to drill: %s\n", index.DisplayText(note))
+	if rc.sf.json() {
+		if err := writeJSON(stdout, drill.FleetReport{Totals: drill.Sum(nil), Drills: []drill.Report{}, Note: note}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "0 archive(s) drilled: %s\n", index.DisplayText(note))
+	}
+	if o.metrics.set() {
+		return o.metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, nil)
+	}
+	return nil
 }

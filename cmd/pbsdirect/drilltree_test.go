@@ -125,9 +125,27 @@ func TestDrillNamespaceTree(t *testing.T) {
 	if r := pbs(t, "drill", "--store", f.store, "--ns", "prod", "--scratch", inStore, "--output-format", "json"); r.code != 2 || strings.Contains(r.out, `"drills"`) {
 		t.Errorf("JSON fleet drill into the datastore: %v", r)
 	}
-	// A namespace whose snapshots are all below it: nothing drilled is a
-	// failure, which says how to include its children.
-	mustFail(t, 1, []string{"nothing to drill", "no snapshots in namespace dr", "--max-depth"}, "drill", "--store", f.store, "--scratch", scratch, "--ns", "dr")
+	// A namespace whose snapshots are all below it, or an empty one:
+	// nothing to drill passes with a note (which says how to include its
+	// children), as verify does, and writes the metrics of no archives;
+	// a namespace that does not exist fails.
+	prom := filepath.Join(t.TempDir(), "e.prom")
+	r = mustOK(t, "drill", "--store", f.store, "--scratch", scratch, "--ns", "dr", "--metrics-textfile", prom)
+	for _, w := range []string{"nothing to drill", "no snapshots in namespace dr", "--max-depth"} {
+		if !strings.Contains(r.err, w) {
+			t.Errorf("stderr lacks %q: %v", w, r)
+		}
+	}
+	if b, err := os.ReadFile(prom); err != nil || !regexp.MustCompile(`\npbsdirect_drill_archives\{[^}]*\} 0\n`).Match(b) {
+		t.Errorf("metrics of a drill of nothing (%v):\n%s", err, b)
+	}
+	if err := os.MkdirAll(filepath.Join(f.store, "ns", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if rep := fleetJSON(t, 0, "--store", f.store, "--scratch", scratch, "--ns", "empty", "--max-depth", "3"); rep.Archives != 0 || !strings.Contains(rep.Note, "no snapshots in namespace empty") {
+		t.Errorf("JSON of a drill of an empty namespace: %+v", rep)
+	}
+	mustFail(t, 1, []string{"namespace"}, "drill", "--store", f.store, "--scratch", scratch, "--ns", "nosuch")
 	// Not a fleet drill: the tree flags are refused.
 	mustFail(t, 2, []string{"--max-depth"}, "drill", "--store", f.store, "--max-depth", "1", f.snaps[0].String(), "drive-scsi0", scratch+"/x.raw")
 }
