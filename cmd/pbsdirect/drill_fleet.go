@@ -93,6 +93,16 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	if len(items) == 0 {
 		return fmt.Errorf("%w: nothing to drill", snapshot.ErrNoSnapshot)
 	}
+	// Partial copies a killed drill left, which no run holds, would
+	// fill the scratch directory: removed first.
+	removed, err := drill.CleanScratch(o.scratch)
+	if len(removed) > 0 {
+		fmt.Fprintf(stderr, "pbsdirect drill: note: removed %d partial output(s) or journal(s) an earlier drill left in --scratch %s: %s\n",
+			len(removed), index.DisplayText(o.scratch), index.DisplayText(strings.Join(removed, ", ")))
+	}
+	if err != nil {
+		return fmt.Errorf("--scratch %s: removing what an earlier drill left: %w", o.scratch, err)
+	}
 	quiet := stderr
 	if o.parallel > 1 {
 		quiet = io.Discard // no interleaved progress bars
