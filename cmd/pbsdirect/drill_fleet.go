@@ -13,7 +13,6 @@ import (
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
@@ -142,8 +141,10 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 			// named): nothing was drilled.
 			return usageOf(err)
 		case exitOutside:
-			// Every failure lies outside the data: retrying may help (exit 3).
-			return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
+			// Every failure lies outside the data (the store, a busy
+			// target, the machine: each drill's error says which):
+			// retrying may help (exit 3).
+			return &outsideError{err}
 		}
 		return &dataError{err}
 	}

@@ -470,6 +470,24 @@ func TestDrillFleet(t *testing.T) {
 		remove(t, filepath.Join(scratch, n))
 	}
 
+	// A copy's name another run holds: the target is busy (exit 3), not
+	// the store unavailable.
+	one := fixture.WriteFile(t, t.TempDir(), "one", []byte(f.snaps[3].String()+" drive-scsi0\n"))
+	busy := filepath.Join(scratch, "."+strings.NewReplacer("/", "_", ":", "").Replace("000-"+f.snaps[3].String())+"-drive-scsi0.img.pbsdirect-partial")
+	fixture.WriteFile(t, scratch, filepath.Base(busy), []byte("x"))
+	if lk, err = os.Open(busy); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	r = pbs(t, "drill", "--store", f.store, "--scratch", scratch, "--list", one)
+	lk.Close()
+	remove(t, busy)
+	if r.code != 3 || strings.Contains(r.err, "store unavailable") || !strings.Contains(r.err, "target is in use") {
+		t.Errorf("drill into a busy copy: %v", r)
+	}
+
 	// From a list, with one damaged archive.
 	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[4].String()][5]))
 	list := fixture.WriteFile(t, t.TempDir(), "list", []byte("# drills\n"+
