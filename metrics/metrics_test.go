@@ -29,7 +29,7 @@ func TestLastSuccessCarried(t *testing.T) {
 		{Snapshot: "ns/prod/ns/db/vm/100/2026-01-01T00:00:00Z", Archive: "drive-scsi0.img.fidx", OK: true, Restored: true, RestoreSeconds: 2},
 		{Snapshot: "ct/200/2026-01-01T00:00:00Z", Archive: "root.img.fidx", OK: true, Restored: true, RestoreSeconds: 1},
 	}
-	b, err := Text(Drills("/ds", good, time.Unix(1000, 0), nil))
+	b, err := Text(Drills("/ds", good, 7, time.Unix(1000, 0), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,7 @@ func TestLastSuccessCarried(t *testing.T) {
 		`pbsdirect_drill_archive_last_success_timestamp_seconds{archive="drive-scsi0.img.fidx",group="vm/100",namespace="prod/db",store="/ds"} 1000`,
 		`pbsdirect_drill_time_to_restore_seconds{archive="root.img.fidx",group="ct/200",namespace="",store="/ds"} 1`,
 		`pbsdirect_drill_last_success_timestamp_seconds{store="/ds"} 1000`,
+		`pbsdirect_drill_duration_seconds{store="/ds"} 7`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %s:\n%s", want, b)
@@ -51,7 +52,7 @@ func TestLastSuccessCarried(t *testing.T) {
 		{Snapshot: "ns/prod/ns/db/vm/100/2026-01-02T00:00:00Z", Archive: "drive-scsi0.img.fidx"},
 		{Snapshot: "ct/200/2026-01-02T00:00:00Z", Archive: "root.img.fidx", OK: true, Restored: true, RestoreSeconds: 1},
 	}
-	b, err = Text(Drills("/ds", bad, time.Unix(2000, 0), prev))
+	b, err = Text(Drills("/ds", bad, 7, time.Unix(2000, 0), prev))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		if *boot {
 			bootWith = &bf
 		}
+		if fs.Changed("scratch") && *scratch == "" {
+			return usagef("--scratch wants the directory the fleet drill restores its copies into, not an empty name")
+		}
 		if *scratch != "" || *list != "" {
 			bf.bootDiskOnly = true
 			return drillFleet(ctx, fs, rc, fleetOptions{scratch: *scratch, list: *list, parallel: *parallel, scope: scope, metrics: &metrics, boot: bootWith}, stdout, stderr)
@@ -47,6 +50,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return usagef("--max-depth and --all-namespaces are for a fleet drill (--scratch)")
 		}
 		if err := rc.check(fs); err != nil {
+			return err
+		}
+		if err := metrics.reach(ctx, &rc.sf, rc.sf.store); err != nil {
 			return err
 		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)

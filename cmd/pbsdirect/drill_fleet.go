@@ -73,6 +73,9 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	if err := checkScratchNotInStore(rc.sf.stores, o.scratch); err != nil {
 		return err
 	}
+	if err := o.metrics.reach(ctx, &rc.sf, rc.sf.store); err != nil {
+		return err
+	}
 	var items []drill.Item
 	var err error
 	if o.list != "" {

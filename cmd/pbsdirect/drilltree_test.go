@@ -190,6 +190,9 @@ func TestDrillMetricsPush(t *testing.T) {
 	}
 	store := map[string]string{"store": f.store}
 	last := m.Value("pbsdirect_drill_last_success_timestamp_seconds", store)
+	if m.Value("pbsdirect_drill_duration_seconds", store) <= 0 {
+		t.Errorf("no drill duration pushed")
+	}
 	if last == 0 || m.Value("pbsdirect_drill_success", store) != 1 || m.Value("pbsdirect_drill_archives", store) != 3 {
 		t.Fatalf("after a good run: last success %v, success %v, archives %v", last, m.Value("pbsdirect_drill_success", store), m.Value("pbsdirect_drill_archives", store))
 	}
@@ -356,24 +359,37 @@ func checkDrillDamage(t *testing.T, f *fleet, snap string, own []crypto.Digest) 
 	}
 }
 
-// TestDrillMetricsNotDelivered: metrics that cannot be pushed fail a
-// drill that passed with exit 3, after its report; a drill that failed
-// keeps exit 1 and says both.
+// TestDrillMetricsNotDelivered: a Pushgateway that cannot be reached
+// fails a drill (one archive, or a fleet) with exit 3 before anything is
+// restored, whether or not the archive is damaged; a push URL with a
+// query or fragment, or an empty --scratch, is a usage error.
 func TestDrillMetricsNotDelivered(t *testing.T) {
 	f := newFleet(t)
 	snap := f.snaps[4].String()
+	dir := t.TempDir()
 	args := func(target string) []string {
 		return []string{"drill", "--store", f.store, "--output-format", "json", "--metrics-push", "http://127.0.0.1:1", snap, "drive-scsi0", target}
 	}
-	r := pbs(t, args(t.TempDir()+"/a.raw")...)
-	if r.code != 3 || !strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
-		t.Errorf("passing drill, metrics not pushed: %v", r)
+	for _, damaged := range []bool{false, true} {
+		if damaged {
+			remove(t, fixture.ChunkPath(f.store, f.digests[snap][5]))
+		}
+		r := pbs(t, args(filepath.Join(dir, "a.raw"))...)
+		if r.code != 3 || strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
+			t.Errorf("drill (damaged %v), Pushgateway unreachable: %v", damaged, r)
+		}
+		r = pbs(t, "drill", "--store", f.store, "--scratch", dir, "--ns", "prod", "--metrics-push", "http://127.0.0.1:1")
+		if r.code != 3 || strings.Contains(r.out, "drill ") || !strings.Contains(r.err, "--metrics-push") {
+			t.Errorf("fleet drill (damaged %v), Pushgateway unreachable: %v", damaged, r)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("restored with the Pushgateway unreachable: %v", left)
+		}
 	}
-	remove(t, fixture.ChunkPath(f.store, f.digests[snap][5]))
-	r = pbs(t, args(t.TempDir()+"/b.raw")...)
-	if r.code != 1 || !strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
-		t.Errorf("failed drill, metrics not pushed: %v", r)
+	for _, u := range []string{"http://127.0.0.1:9091?x=1", "http://127.0.0.1:9091/#a"} {
+		mustFail(t, 2, []string{"--metrics-push", "query or fragment"}, "drill", "--store", f.store, "--scratch", dir, "--metrics-push", u)
 	}
+	mustFail(t, 2, []string{"--scratch wants the directory"}, "drill", "--store", f.store, "--scratch", "")
 }
 
 // TestMetricsTextfileInBucket: --metrics-textfile s3://bucket/key writes
