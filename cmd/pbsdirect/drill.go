@@ -159,8 +159,11 @@ A fleet drill (--scratch DIR) drills the newest snapshot of every group in
 scope, each disk image restored into DIR and removed after it passes: --ns
 (--max-depth N: and the namespaces N levels below it; --all-namespaces: the
 whole store), one GROUP (TYPE/ID) or SNAPSHOT, or the SNAPSHOT ARCHIVE pairs
-of --list FILE; --parallel K at once. It prints a line per archive and a
-table, or one JSON value with every drill's report.
+of --list FILE; --parallel K at once; with --boot, each snapshot's boot
+disk is booted. It prints a line per archive (a failed one's damaged
+chunks under it) and a table, or one JSON value with every drill's report.
+A scope that exists and holds no snapshot passes with a note. Interrupted,
+it delivers no metrics.
 
 A damaged archive's drill reads every chunk and reports every damaged or
 missing one. --metrics-textfile and --metrics-push deliver Prometheus

@@ -451,6 +451,14 @@ func TestDrillInterruptedKeepsMetrics(t *testing.T) {
 	}{{syscall.SIGINT, 130, false}, {syscall.SIGTERM, 143, true}} {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cancel(&cli.InterruptedError{Sig: c.sig})
+		// One archive: the metrics stay as they were too.
+		one := []string{"drill", "--store", f.store, "--metrics-textfile", prom, f.snaps[1].String(), "drive-scsi0", filepath.Join(t.TempDir(), "d.raw")}
+		if code := run(ctx, one, io.Discard, io.Discard); code != c.code {
+			t.Errorf("drill of one archive after %v: exit %d, want %d", c.sig, code, c.code)
+		}
+		if after, _ := os.ReadFile(prom); !bytes.Equal(after, before) {
+			t.Errorf("after %v the drill of one archive rewrote the metrics textfile:\n%s", c.sig, after)
+		}
 		args := []string{"drill", "--store", f.store, "--scratch", t.TempDir(), "--list", list, "--metrics-textfile", prom}
 		if c.json {
 			args = append(args, "--output-format", "json")
