@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -480,5 +481,46 @@ func TestDrillInterruptedKeepsMetrics(t *testing.T) {
 		} else if strings.Count(r.out, "not run") < 2 || !strings.Contains(r.out, "0 failed") {
 			t.Errorf("text of an interrupted fleet drill: %v", r)
 		}
+	}
+}
+
+// TestDrillInterruptedMidway: a fleet drill interrupted while restoring
+// its first archive (a slow bucket) exits 130, keeps the previous
+// metrics textfile byte for byte, and reports that archive as
+// interrupted and the next as not run, none failed.
+func TestDrillInterruptedMidway(t *testing.T) {
+	fixture.SkipIfShort(t)
+	storeArgs, chunkGETs := slowBucket(t, fixture.Mixed(4<<20, 23))
+	list := fixture.WriteFile(t, t.TempDir(), "list", []byte(snap0+" drive-scsi0\n"+snap0+" drive-scsi0\n"))
+	prom := fixture.WriteFile(t, t.TempDir(), "drill.prom", []byte("pbsdirect_drill_last_success_timestamp_seconds{store=\"s3://bkt/ds\"} 5\n"))
+	before, _ := os.ReadFile(prom)
+	scratch := t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	args := append([]string{"drill", "--output-format", "json", "--scratch", scratch, "--list", list, "--metrics-textfile", prom}, storeArgs...)
+	done := make(chan struct{})
+	var out, errb bytes.Buffer
+	var code int
+	go func() { defer close(done); code = run(ctx, args, &out, &errb) }()
+	waitRestoring(t, scratch, chunkGETs, done)
+	cancel(&cli.InterruptedError{Sig: syscall.SIGINT})
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("still running 60 s after the interrupt")
+	}
+	r := result{code: code, out: out.String(), err: errb.String(), args: args}
+	if code != 130 {
+		t.Fatalf("want exit 130: %v", r)
+	}
+	if after, _ := os.ReadFile(prom); !bytes.Equal(after, before) {
+		t.Errorf("the interrupted drill rewrote the metrics textfile:\n%s", after)
+	}
+	var rep drill.FleetReport
+	if err := json.NewDecoder(strings.NewReader(r.out)).Decode(&rep); err != nil || len(rep.Drills) != 2 {
+		t.Fatalf("JSON (%v): %v", err, r)
+	}
+	if rep.Failed != 0 || rep.Interrupted != 1 || rep.NotRun != 1 || !rep.Drills[1].NotRun || rep.Drills[0].ExitCode != 130 {
+		t.Errorf("totals %+v; drills %+v", rep.Totals, rep.Drills)
 	}
 }
