@@ -63,7 +63,15 @@ type Report struct {
 	Damaged      []verify.DamagedChunk `json:"damaged-chunks,omitempty"`
 	DamagedCount int                   `json:"damaged-count,omitempty"`
 	ExitCode     int                   `json:"exit-code"` // the process exit code
+	// NotRun marks an archive of a fleet drill that was interrupted
+	// before its drill started: not drilled, neither passed nor failed.
+	NotRun bool `json:"not-run,omitempty"`
 }
+
+// Interrupted reports whether the drill r was cut off by SIGINT or
+// SIGTERM (its exit code 128+signal) or never started (NotRun): neither
+// passed nor failed.
+func (r *Report) Interrupted() bool { return r.NotRun || r.ExitCode > 128 }
 
 // SalvageWarning returns the Warning of a drill that recovered n chunks
 // (n > 0) from .bad copies: the drill passes, since pbsdirect can restore
@@ -183,7 +191,7 @@ func Latest(ctx context.Context, store chunkstore.Store, sc verify.Scope, warn f
 		return nil, err
 	}
 	if len(sel.Snapshots) == 0 {
-		return nil, fmt.Errorf("%w: nothing to drill: %s", snapshot.ErrNoSnapshot, sel.Note)
+		return nil, &EmptyScopeError{Note: sel.Note}
 	}
 	var out []Item
 	for _, s := range sel.Snapshots {
@@ -202,14 +210,29 @@ func Latest(ctx context.Context, store chunkstore.Store, sc verify.Scope, warn f
 	return out, nil
 }
 
+// EmptyScopeError is Latest's error for a scope that exists and holds no
+// snapshot: nothing to drill, as verify.Select's Note says. It wraps
+// snapshot.ErrNoSnapshot; a fleet drill of such a scope passes with the
+// note, as verify does.
+type EmptyScopeError struct{ Note string }
+
+// Error returns "nothing to drill: " and the note.
+func (e *EmptyScopeError) Error() string { return "nothing to drill: " + e.Note }
+
+// Unwrap returns snapshot.ErrNoSnapshot.
+func (e *EmptyScopeError) Unwrap() error { return snapshot.ErrNoSnapshot }
+
 // Fleet drills items into the directory scratch, parallel at a time: for
 // the i-th item it calls drill with the item and its copy's path there
 // (a name made of i, the snapshot and the archive), and done with each
 // report as it ends, one call at a time. Once ctx is done no further
 // drill starts. It returns the reports in the order of items; an item
-// not drilled has a zero Report.
+// not drilled has a Report with its snapshot and archive, and NotRun.
 func Fleet(ctx context.Context, items []Item, scratch string, parallel int, drill func(it Item, target string) Report, done func(Report)) []Report {
 	reps := make([]Report, len(items))
+	for i, it := range items {
+		reps[i] = Report{Snapshot: it.Ref, Archive: it.Archive, NotRun: true}
+	}
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(max(parallel, 1)) // Go waits while parallel drills run
@@ -238,6 +261,9 @@ func Fleet(ctx context.Context, items []Item, scratch string, parallel int, dril
 // every drill's report, in the order of the items.
 type FleetReport struct {
 	Totals
+	// Note says why nothing was drilled although that is no failure (an
+	// EmptyScopeError's note).
+	Note   string   `json:"note,omitempty"`
 	Drills []Report `json:"drills"`
 }
 
@@ -248,9 +274,14 @@ type Totals struct {
 	// Salvaged counts the archives that passed only with chunks
 	// recovered from .bad copies (Report.Warning), SalvagedChunks those
 	// chunks, summed.
-	Salvaged       int     `json:"archives-recovered-from-bad-copies,omitempty"`
-	Bytes          uint64  `json:"bytes"` // image bytes restored
-	Failed         int     `json:"failed"`
+	Salvaged int    `json:"archives-recovered-from-bad-copies,omitempty"`
+	Bytes    uint64 `json:"bytes"` // image bytes restored
+	Failed   int    `json:"failed"`
+	// Interrupted counts the archives whose drill SIGINT or SIGTERM cut
+	// off, NotRun those whose drill it kept from starting: neither passed
+	// nor failed (Report.Interrupted).
+	Interrupted    int     `json:"interrupted,omitempty"`
+	NotRun         int     `json:"not-run,omitempty"`
 	SalvagedChunks int     `json:"recovered-from-bad-copies-count,omitempty"`
 	RestoreSeconds float64 `json:"restore-seconds"`   // the drills' times to restore, summed
 	Slowest        string  `json:"slowest,omitempty"` // SNAPSHOT/ARCHIVE of the longest time to restore among the restores that completed
@@ -267,7 +298,13 @@ func Sum(reps []Report) Totals {
 	t := Totals{Archives: len(reps), SlowestAt: -1, FirstFailed: -1, FirstSalvaged: -1}
 	for i, r := range reps {
 		t.Order = append(t.Order, i)
-		if !r.OK {
+		switch {
+		case r.NotRun:
+			t.NotRun++
+		case r.Interrupted():
+			t.Interrupted++
+		}
+		if !r.OK && !r.Interrupted() {
 			t.Failed++
 			if t.FirstFailed < 0 {
 				t.FirstFailed = i

@@ -11,6 +11,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -150,8 +151,12 @@ func Verify(rep verify.Report, retries int64, now time.Time, prev Previous) *pro
 		if len(s.Archives) == 0 {
 			arch.add(keyOf(s.Snapshot, ManifestArchive), s.OK, 0)
 		}
+		// Each archive passed or failed on its own; a snapshot that failed
+		// with none of its archives failing failed as a whole (its
+		// manifest, its key), and so did every archive of it.
+		whole := !s.OK && !slices.ContainsFunc(s.Archives, func(a verify.ArchiveResult) bool { return !a.OK })
 		for _, a := range s.Archives {
-			arch.add(keyOf(s.Snapshot, a.Archive), s.OK && a.OK, float64(a.DamagedCount))
+			arch.add(keyOf(s.Snapshot, a.Archive), a.OK && !whole, float64(a.DamagedCount))
 		}
 	}
 	arch.register(reg, l, "pbsdirect_verify", "verify", end, prev,
@@ -173,11 +178,11 @@ type Drill struct {
 }
 
 // Drills returns the metrics of a drill run of store (one archive or a
-// fleet), ended at now: pbsdirect_drill_* gauges labelled with the store,
-// and per archive (namespace, group, archive) whether it passed, when it
-// last passed and its time to restore. The last-success times of what
-// failed are prev's.
-func Drills(store string, runs []Drill, now time.Time, prev Previous) *prometheus.Registry {
+// fleet) that took seconds and ended at now: pbsdirect_drill_* gauges
+// labelled with the store, and per archive (namespace, group, archive)
+// whether it passed, when it last passed and its time to restore. The
+// last-success times of what failed are prev's.
+func Drills(store string, runs []Drill, seconds float64, now time.Time, prev Previous) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	l := prometheus.Labels{"store": store}
 	end := float64(now.Unix())
@@ -209,6 +214,7 @@ func Drills(store string, runs []Drill, now time.Time, prev Previous) *prometheu
 	gauge(reg, l, "pbsdirect_drill_last_run_timestamp_seconds", "When the last drill run ended, Unix seconds.", end)
 	gauge(reg, l, lastName, "When the last drill run in which every archive passed ended, Unix seconds (0: none yet).", last)
 	gauge(reg, l, "pbsdirect_drill_success", "1 if every archive of the last drill run passed, else 0.", boolFloat(ok))
+	gauge(reg, l, "pbsdirect_drill_duration_seconds", "Duration of the last drill run, every archive of it.", seconds)
 	gauge(reg, l, "pbsdirect_drill_archives", "Archives drilled in the last run.", float64(len(runs)))
 	gauge(reg, l, "pbsdirect_drill_failed_archives", "Archives whose drill failed in the last run.", failed)
 	gauge(reg, l, "pbsdirect_drill_bytes", "Image bytes restored in the last drill run.", bytes)

@@ -29,7 +29,7 @@ func TestLastSuccessCarried(t *testing.T) {
 		{Snapshot: "ns/prod/ns/db/vm/100/2026-01-01T00:00:00Z", Archive: "drive-scsi0.img.fidx", OK: true, Restored: true, RestoreSeconds: 2},
 		{Snapshot: "ct/200/2026-01-01T00:00:00Z", Archive: "root.img.fidx", OK: true, Restored: true, RestoreSeconds: 1},
 	}
-	b, err := Text(Drills("/ds", good, time.Unix(1000, 0), nil))
+	b, err := Text(Drills("/ds", good, 7, time.Unix(1000, 0), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,7 @@ func TestLastSuccessCarried(t *testing.T) {
 		`pbsdirect_drill_archive_last_success_timestamp_seconds{archive="drive-scsi0.img.fidx",group="vm/100",namespace="prod/db",store="/ds"} 1000`,
 		`pbsdirect_drill_time_to_restore_seconds{archive="root.img.fidx",group="ct/200",namespace="",store="/ds"} 1`,
 		`pbsdirect_drill_last_success_timestamp_seconds{store="/ds"} 1000`,
+		`pbsdirect_drill_duration_seconds{store="/ds"} 7`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %s:\n%s", want, b)
@@ -51,7 +52,7 @@ func TestLastSuccessCarried(t *testing.T) {
 		{Snapshot: "ns/prod/ns/db/vm/100/2026-01-02T00:00:00Z", Archive: "drive-scsi0.img.fidx"},
 		{Snapshot: "ct/200/2026-01-02T00:00:00Z", Archive: "root.img.fidx", OK: true, Restored: true, RestoreSeconds: 1},
 	}
-	b, err = Text(Drills("/ds", bad, time.Unix(2000, 0), prev))
+	b, err = Text(Drills("/ds", bad, 7, time.Unix(2000, 0), prev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,5 +123,44 @@ func TestVerifyWithoutKey(t *testing.T) {
 	}
 	if got := prev.Value("pbsdirect_verify_damaged_chunks", nil); got != 0 {
 		t.Errorf("damaged chunks: %v, want 0", got)
+	}
+}
+
+// TestVerifyArchiveOwnResult: a clean disk of a snapshot whose other disk
+// is damaged passed (success 1, last success now); a snapshot that failed
+// as a whole with no archive failing fails every archive of it.
+func TestVerifyArchiveOwnResult(t *testing.T) {
+	rep := verify.Report{Store: "/ds", Snapshots: []verify.SnapshotResult{
+		{Snapshot: "vm/100/2026-01-01T00:00:00Z", Archives: []verify.ArchiveResult{
+			{Archive: "drive-scsi0.img.fidx", DamagedCount: 2},
+			{Archive: "drive-scsi1.img.fidx", OK: true},
+		}},
+		{Snapshot: "vm/101/2026-01-01T00:00:00Z", Error: "manifest signature", Archives: []verify.ArchiveResult{
+			{Archive: "drive-scsi0.img.fidx", OK: true},
+		}},
+	}}
+	prev := Previous{}
+	b, err := Text(Verify(rep, 0, time.Unix(4000, 0), prev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := reparse(t, b)
+	lab := func(group, archive string) map[string]string {
+		return map[string]string{"store": "/ds", "namespace": "", "group": group, "archive": archive}
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"pbsdirect_verify_archive_success", lab("vm/100", "drive-scsi0.img.fidx"), 0},
+		{"pbsdirect_verify_archive_success", lab("vm/100", "drive-scsi1.img.fidx"), 1},
+		{"pbsdirect_verify_archive_last_success_timestamp_seconds", lab("vm/100", "drive-scsi1.img.fidx"), 4000},
+		{"pbsdirect_verify_archive_last_success_timestamp_seconds", lab("vm/100", "drive-scsi0.img.fidx"), 0},
+		{"pbsdirect_verify_archive_success", lab("vm/101", "drive-scsi0.img.fidx"), 0},
+	} {
+		if v := got.Value(c.name, c.labels); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
+		}
 	}
 }

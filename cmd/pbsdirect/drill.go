@@ -44,6 +44,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		if (*dry.dryRun || rc.delta.active()) && (*scratch != "" || *list != "") {
 			return usagef("--dry-run, --base and --in-place are for one SNAPSHOT ARCHIVE TARGET, not a fleet drill")
 		}
+		if fs.Changed("scratch") && *scratch == "" {
+			return usagef("--scratch wants the directory the fleet drill restores its copies into, not an empty name")
+		}
 		if *scratch != "" || *list != "" {
 			bf.bootDiskOnly = true
 			return drillFleet(ctx, fs, rc, fleetOptions{scratch: *scratch, list: *list, parallel: *parallel, scope: scope, metrics: &metrics, boot: bootWith}, stdout, stderr)
@@ -60,6 +63,9 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		if handled, err := rc.dryRun(ctx, fs, dry, "drill", stdout, stderr); handled {
 			return err
 		}
+		if err := metrics.reach(ctx, &rc.sf, rc.sf.store); err != nil {
+			return err
+		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
 		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, bootWith, stdout, stderr)
 		if err != nil && codeFor(ctx, err) == exitUsage {
@@ -69,9 +75,10 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 		}
 		rep.ExitCode = codeFor(ctx, err)
 		// Metrics that could not be delivered fail the run after the
-		// report is printed (exit 3), unless the drill failed.
+		// report is printed (exit 3), unless the drill failed. An
+		// interrupted drill leaves the metrics as they were.
 		var merr error
-		if metrics.set() {
+		if metrics.set() && ctx.Err() == nil {
 			if merr = metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, []drill.Report{rep}); merr != nil && err == nil {
 				rep.ExitCode = codeFor(ctx, merr)
 			}
@@ -163,8 +170,11 @@ A fleet drill (--scratch DIR) drills the newest snapshot of every group in
 scope, each disk image restored into DIR and removed after it passes: --ns
 (--max-depth N: and the namespaces N levels below it; --all-namespaces: the
 whole store), one GROUP (TYPE/ID) or SNAPSHOT, or the SNAPSHOT ARCHIVE pairs
-of --list FILE; --parallel K at once. It prints a line per archive and a
-table, or one JSON value with every drill's report.
+of --list FILE; --parallel K at once; with --boot, each snapshot's boot
+disk is booted. It prints a line per archive (a failed one's damaged
+chunks under it) and a table, or one JSON value with every drill's report.
+A scope that exists and holds no snapshot passes with a note. Interrupted,
+it delivers no metrics.
 
 A damaged archive's drill reads every chunk and reports every damaged or
 missing one. --metrics-textfile and --metrics-push deliver Prometheus

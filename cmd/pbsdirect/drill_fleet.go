@@ -7,16 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
+	"github.com/pbsdirect/pbsdirect/restore/filetarget"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 	"github.com/pbsdirect/pbsdirect/verify"
 )
@@ -71,6 +70,12 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	if fi, err := os.Stat(o.scratch); err != nil || !fi.IsDir() {
 		return usagef("--scratch %s: not a directory", o.scratch)
 	}
+	if err := checkScratchNotInStore(rc.sf.stores, o.scratch); err != nil {
+		return err
+	}
+	if err := o.metrics.reach(ctx, &rc.sf, rc.sf.store); err != nil {
+		return err
+	}
 	var items []drill.Item
 	var err error
 	if o.list != "" {
@@ -81,11 +86,24 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		// with --max-depth): resolved from the root, not again in --ns.
 		rc.sf.ns = ""
 	}
+	if es := (*drill.EmptyScopeError)(nil); errors.As(err, &es) {
+		return drillNothing(ctx, rc, o, es.Note, stdout, stderr)
+	}
 	if err != nil {
 		return err
 	}
 	if len(items) == 0 {
 		return fmt.Errorf("%w: nothing to drill", snapshot.ErrNoSnapshot)
+	}
+	// Partial copies a killed drill left, which no run holds, would
+	// fill the scratch directory: removed first.
+	removed, err := drill.CleanScratch(o.scratch)
+	if len(removed) > 0 {
+		fmt.Fprintf(stderr, "pbsdirect drill: note: removed %d partial output(s) or journal(s) an earlier drill left in --scratch %s: %s\n",
+			len(removed), index.DisplayText(o.scratch), index.DisplayText(strings.Join(removed, ", ")))
+	}
+	if err != nil {
+		return fmt.Errorf("--scratch %s: removing what an earlier drill left: %w", o.scratch, err)
 	}
 	quiet := stderr
 	if o.parallel > 1 {
@@ -101,6 +119,15 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 			printDrillLine(stdout, rep) // as it ends; JSON is one value, at the end
 		}
 	})
+	if ctx.Err() != nil {
+		// Interrupted: the metrics are left as the previous run delivered
+		// them (a partial run's would drop the series, and the carried
+		// last-success times, of the archives it did not reach).
+		printDrillTable(stdout, reps, asJSON)
+		t := drill.Sum(reps)
+		return fmt.Errorf("drill interrupted: %d of %d archive(s) cut off or not run, %d failed; metrics not delivered: %w",
+			t.Interrupted+t.NotRun, len(reps), t.Failed, ctx.Err())
+	}
 	var merr error
 	if o.metrics.set() {
 		merr = o.metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, reps)
@@ -111,9 +138,16 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		if merr != nil {
 			err = fmt.Errorf("%w; and %v", err, merr)
 		}
-		if !slices.ContainsFunc(reps, func(r drill.Report) bool { return !r.OK && r.ExitCode != exitOutside }) {
-			// Every failure lies outside the data: retrying may help (exit 3).
-			return fmt.Errorf("%w: %w", chunkstore.ErrUnavailable, err)
+		switch fleetExitCode(reps) {
+		case exitUsage:
+			// Every failure is the command line's (a target refused as
+			// named): nothing was drilled.
+			return usageOf(err)
+		case exitOutside:
+			// Every failure lies outside the data (the store, a busy
+			// target, the machine: each drill's error says which):
+			// retrying may help (exit 3).
+			return &outsideError{err}
 		}
 		return &dataError{err}
 	}
@@ -132,11 +166,40 @@ func printDrillLine(w io.Writer, r drill.Report) {
 		fmt.Fprintf(w, "drill %s: ok, restored in %.2fs%s, total %.2fs\n", what, r.RestoreSeconds, booted, r.TotalSeconds)
 		return
 	}
+	if r.Interrupted() {
+		fmt.Fprintf(w, "drill %s: %s\n", what, fleetResult(r))
+		return
+	}
 	msg, _, _ := strings.Cut(r.Error, "\n")
 	if r.DamagedCount > 0 {
 		msg = fmt.Sprintf("%d damaged or missing chunk(s)", r.DamagedCount)
 	}
 	fmt.Fprintf(w, "drill %s: FAILED: %s\n", what, index.DisplayText(msg))
+	printDamagedChunks(w, "  ", r.Damaged, r.DamagedCount)
+}
+
+// printDamagedChunks prints a line per damaged or missing chunk of ds
+// (those listed: restore.MaxDamagedListed at most), with its digest, byte
+// ranges, where it was read from and why it failed, each after indent,
+// and how many of count were not listed.
+func printDamagedChunks(w io.Writer, indent string, ds []verify.DamagedChunk, count int) {
+	for _, d := range ds {
+		kind := "damaged"
+		if d.Missing {
+			kind = "missing"
+		}
+		var offs []string
+		for _, o := range d.Offsets {
+			offs = append(offs, fmt.Sprintf("[%d,%d)", o, o+uint64(d.Length)))
+		}
+		if d.OffsetCount > len(d.Offsets) {
+			offs = append(offs, fmt.Sprintf("… (%d offsets)", d.OffsetCount))
+		}
+		fmt.Fprintf(w, "%s%s chunk %s at %s: %s\n", indent, kind, d.Digest, strings.Join(offs, " "), index.DisplayText(d.Error))
+	}
+	if n := count - len(ds); n > 0 {
+		fmt.Fprintf(w, "%s%d more damaged or missing chunk(s) not listed\n", indent, n)
+	}
 }
 
 // readDrillList reads the "SNAPSHOT ARCHIVE" pairs of --list
@@ -204,10 +267,13 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 			if r.ReadBack != nil {
 				rb = fmt.Sprintf("%.2fs", r.ReadBackSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), okWord(r.OK), ttr, size, rate, rb)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), fleetResult(r), ttr, size, rate, rb)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "%d archive(s), %s restored in %.2fs of restore time, %d failed", len(reps), humanBytes(t.Bytes), t.RestoreSeconds, t.Failed)
+		if t.Interrupted+t.NotRun > 0 {
+			fmt.Fprintf(w, ", %d interrupted, %d not run", t.Interrupted, t.NotRun)
+		}
 		if s := t.SlowestAt; s >= 0 {
 			fmt.Fprintf(w, "; slowest: %s/%s (%.2fs)", index.DisplayText(reps[s].Snapshot), index.DisplayText(reps[s].Archive), reps[s].RestoreSeconds)
 		}
@@ -221,4 +287,69 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 		note = fmt.Sprintf(" (first: %s/%s: %s)", reps[f].Snapshot, reps[f].Archive, reps[f].Error)
 	}
 	return t.Failed, note
+}
+
+// checkScratchNotInStore refuses (a usage error, before any work) a
+// scratch directory that is a local store of stores or lies below it
+// (filetarget.CheckDirNotInStore): every drill's copy would be refused.
+func checkScratchNotInStore(stores []string, scratch string) error {
+	for _, st := range stores {
+		if isRemote(st) {
+			continue
+		}
+		if err := filetarget.CheckDirNotInStore(st, scratch); err != nil {
+			return usageOf(fmt.Errorf("--scratch: %w", err))
+		}
+	}
+	return nil
+}
+
+// fleetExitCode is the exit code of a fleet drill whose reports reps
+// include a failure: 1 when any failed drill's own code is neither a
+// usage error nor outside the data, else 3 when any lies outside, else 2
+// (every failure a usage error).
+func fleetExitCode(reps []drill.Report) int {
+	code := exitUsage
+	for _, r := range reps {
+		switch {
+		case r.OK || r.Interrupted():
+		case r.ExitCode == exitUsage:
+		case r.ExitCode == exitOutside:
+			code = exitOutside
+		default:
+			return exitData
+		}
+	}
+	return code
+}
+
+// fleetResult is the result of a fleet drill's archive r as its line and
+// the table say it: ok, FAILED, interrupted (cut off by a signal) or not
+// run (the fleet drill was interrupted before it started).
+func fleetResult(r drill.Report) string {
+	switch {
+	case r.NotRun:
+		return "not run"
+	case r.Interrupted():
+		return "interrupted"
+	}
+	return okWord(r.OK)
+}
+
+// drillNothing ends a fleet drill of a scope that exists and holds no
+// snapshot as verify does: a note (stderr), an empty report with it
+// (JSON) and the metrics of a run of no archives; it passes.
+func drillNothing(ctx context.Context, rc *restoreCmd, o fleetOptions, note string, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "pbsdirect drill: note: nothing to drill: %s\n", index.DisplayText(note))
+	if rc.sf.json() {
+		if err := writeJSON(stdout, drill.FleetReport{Totals: drill.Sum(nil), Drills: []drill.Report{}, Note: note}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "0 archive(s) drilled: %s\n", index.DisplayText(note))
+	}
+	if o.metrics.set() {
+		return o.metrics.drillMetrics(ctx, &rc.sf, rc.sf.store, nil)
+	}
+	return nil
 }

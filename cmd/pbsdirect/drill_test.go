@@ -211,3 +211,24 @@ func TestDrillSalvage(t *testing.T) {
 		t.Errorf("fleet drill table: no warning:\n%s", r.out)
 	}
 }
+
+// TestFleetExitCode: a fleet drill fails with 1 when any drill found
+// damage, else 3 when any failure lies outside the data, else 2 (every
+// failure a usage error); drills not run count for nothing.
+func TestFleetExitCode(t *testing.T) {
+	ok := drill.Report{OK: true, Archive: "a"}
+	fail := func(code int) drill.Report { return drill.Report{Archive: "a", ExitCode: code} }
+	for _, c := range []struct {
+		reps []drill.Report
+		want int
+	}{
+		{[]drill.Report{ok, fail(exitUsage), fail(exitUsage)}, exitUsage},
+		{[]drill.Report{fail(exitUsage), fail(exitOutside)}, exitOutside},
+		{[]drill.Report{fail(exitOutside), fail(exitData), fail(exitUsage)}, exitData},
+		{[]drill.Report{fail(exitOutside), {Archive: "b", NotRun: true}, fail(130)}, exitOutside},
+	} {
+		if got := fleetExitCode(c.reps); got != c.want {
+			t.Errorf("fleetExitCode(%+v) = %d, want %d", c.reps, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +12,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -111,9 +116,37 @@ func TestDrillNamespaceTree(t *testing.T) {
 	} {
 		mustFail(t, 2, nil, append([]string{"drill", "--store", f.store, "--scratch", scratch}, args...)...)
 	}
-	// A namespace whose snapshots are all below it: nothing drilled is a
-	// failure, which says how to include its children.
-	mustFail(t, 1, []string{"nothing to drill", "no snapshots in namespace dr", "--max-depth"}, "drill", "--store", f.store, "--scratch", scratch, "--ns", "dr")
+	// A scratch directory inside the datastore is refused up front, for
+	// the whole fleet drill (exit 2, nothing drilled), in text and JSON.
+	inStore := filepath.Join(f.store, ".chunks")
+	r := mustFail(t, 2, []string{"--scratch", "part of the datastore"}, "drill", "--store", f.store, "--ns", "prod", "--scratch", inStore)
+	if strings.Contains(r.out, "drill ") {
+		t.Errorf("drilled with a scratch directory in the datastore:\n%s", r.out)
+	}
+	if r := pbs(t, "drill", "--store", f.store, "--ns", "prod", "--scratch", inStore, "--output-format", "json"); r.code != 2 || strings.Contains(r.out, `"drills"`) {
+		t.Errorf("JSON fleet drill into the datastore: %v", r)
+	}
+	// A namespace whose snapshots are all below it, or an empty one:
+	// nothing to drill passes with a note (which says how to include its
+	// children), as verify does, and writes the metrics of no archives;
+	// a namespace that does not exist fails.
+	prom := filepath.Join(t.TempDir(), "e.prom")
+	r = mustOK(t, "drill", "--store", f.store, "--scratch", scratch, "--ns", "dr", "--metrics-textfile", prom)
+	for _, w := range []string{"nothing to drill", "no snapshots in namespace dr", "--max-depth"} {
+		if !strings.Contains(r.err, w) {
+			t.Errorf("stderr lacks %q: %v", w, r)
+		}
+	}
+	if b, err := os.ReadFile(prom); err != nil || !regexp.MustCompile(`\npbsdirect_drill_archives\{[^}]*\} 0\n`).Match(b) {
+		t.Errorf("metrics of a drill of nothing (%v):\n%s", err, b)
+	}
+	if err := os.MkdirAll(filepath.Join(f.store, "ns", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if rep := fleetJSON(t, 0, "--store", f.store, "--scratch", scratch, "--ns", "empty", "--max-depth", "3"); rep.Archives != 0 || !strings.Contains(rep.Note, "no snapshots in namespace empty") {
+		t.Errorf("JSON of a drill of an empty namespace: %+v", rep)
+	}
+	mustFail(t, 1, []string{"namespace"}, "drill", "--store", f.store, "--scratch", scratch, "--ns", "nosuch")
 	// Not a fleet drill: the tree flags are refused.
 	mustFail(t, 2, []string{"--max-depth"}, "drill", "--store", f.store, "--max-depth", "1", f.snaps[0].String(), "drive-scsi0", scratch+"/x.raw")
 }
@@ -158,6 +191,9 @@ func TestDrillMetricsPush(t *testing.T) {
 	}
 	store := map[string]string{"store": f.store}
 	last := m.Value("pbsdirect_drill_last_success_timestamp_seconds", store)
+	if m.Value("pbsdirect_drill_duration_seconds", store) <= 0 {
+		t.Errorf("no drill duration pushed")
+	}
 	if last == 0 || m.Value("pbsdirect_drill_success", store) != 1 || m.Value("pbsdirect_drill_archives", store) != 3 {
 		t.Fatalf("after a good run: last success %v, success %v, archives %v", last, m.Value("pbsdirect_drill_success", store), m.Value("pbsdirect_drill_archives", store))
 	}
@@ -309,26 +345,52 @@ func checkDrillDamage(t *testing.T, f *fleet, snap string, own []crypto.Digest) 
 	if got := list(fl.Drills); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("fleet drill reports\n%v\nverify reports\n%v", got, want)
 	}
+	// The fleet drill's text names every damaged chunk too, with its
+	// first offset, as verify's does.
+	text := pbs(t, "drill", "--store", f.store, "--scratch", t.TempDir(), "--ns", "prod/db")
+	for _, d := range rep.Snapshots[0].Archives[0].Damaged {
+		kind := "damaged"
+		if d.Missing {
+			kind = "missing"
+		}
+		if line := fmt.Sprintf("%s chunk %s at [%d,", kind, d.Digest, d.Offsets[0]); !strings.Contains(text.out, line) {
+			t.Errorf("fleet drill text lacks %q:\n%s", line, text.out)
+			break
+		}
+	}
 }
 
-// TestDrillMetricsNotDelivered: metrics that cannot be pushed fail a
-// drill that passed with exit 3, after its report; a drill that failed
-// keeps exit 1 and says both.
+// TestDrillMetricsNotDelivered: a Pushgateway that cannot be reached
+// fails a drill (one archive, or a fleet) with exit 3 before anything is
+// restored, whether or not the archive is damaged; a push URL with a
+// query or fragment, or an empty --scratch, is a usage error.
 func TestDrillMetricsNotDelivered(t *testing.T) {
 	f := newFleet(t)
 	snap := f.snaps[4].String()
+	dir := t.TempDir()
 	args := func(target string) []string {
 		return []string{"drill", "--store", f.store, "--output-format", "json", "--metrics-push", "http://127.0.0.1:1", snap, "drive-scsi0", target}
 	}
-	r := pbs(t, args(t.TempDir()+"/a.raw")...)
-	if r.code != 3 || !strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
-		t.Errorf("passing drill, metrics not pushed: %v", r)
+	for _, damaged := range []bool{false, true} {
+		if damaged {
+			remove(t, fixture.ChunkPath(f.store, f.digests[snap][5]))
+		}
+		r := pbs(t, args(filepath.Join(dir, "a.raw"))...)
+		if r.code != 3 || strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
+			t.Errorf("drill (damaged %v), Pushgateway unreachable: %v", damaged, r)
+		}
+		r = pbs(t, "drill", "--store", f.store, "--scratch", dir, "--ns", "prod", "--metrics-push", "http://127.0.0.1:1")
+		if r.code != 3 || strings.Contains(r.out, "drill ") || !strings.Contains(r.err, "--metrics-push") {
+			t.Errorf("fleet drill (damaged %v), Pushgateway unreachable: %v", damaged, r)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("restored with the Pushgateway unreachable: %v", left)
+		}
 	}
-	remove(t, fixture.ChunkPath(f.store, f.digests[snap][5]))
-	r = pbs(t, args(t.TempDir()+"/b.raw")...)
-	if r.code != 1 || !strings.Contains(r.out, `"snapshot":"`+snap) || !strings.Contains(r.err, "--metrics-push") {
-		t.Errorf("failed drill, metrics not pushed: %v", r)
+	for _, u := range []string{"http://127.0.0.1:9091?x=1", "http://127.0.0.1:9091/#a"} {
+		mustFail(t, 2, []string{"--metrics-push", "query or fragment"}, "drill", "--store", f.store, "--scratch", dir, "--metrics-push", u)
 	}
+	mustFail(t, 2, []string{"--scratch wants the directory"}, "drill", "--store", f.store, "--scratch", "")
 }
 
 // TestMetricsTextfileInBucket: --metrics-textfile s3://bucket/key writes
@@ -367,5 +429,98 @@ func TestMetricsTextfileInBucket(t *testing.T) {
 	m = read()
 	if m.Value("pbsdirect_drill_success", store) != 0 || m.Value("pbsdirect_drill_last_success_timestamp_seconds", store) != last {
 		t.Errorf("metrics object after a failed run: last success %v, want %v kept; success %v", m.Value("pbsdirect_drill_last_success_timestamp_seconds", store), last, m.Value("pbsdirect_drill_success", store))
+	}
+}
+
+// TestDrillInterruptedKeepsMetrics: a drill interrupted by SIGINT or
+// SIGTERM (exit 130, 143) leaves the metrics textfile as the previous run
+// wrote it, and its report counts the archives it did not start as not
+// run, not failed, in text and JSON.
+func TestDrillInterruptedKeepsMetrics(t *testing.T) {
+	f := newFleet(t)
+	list := fixture.WriteFile(t, t.TempDir(), "list", []byte(f.snaps[1].String()+" drive-scsi0\n"+f.snaps[2].String()+" drive-scsi0\n"))
+	prom := filepath.Join(t.TempDir(), "drill.prom")
+	mustOK(t, "drill", "--store", f.store, "--scratch", t.TempDir(), "--list", list, "--metrics-textfile", prom)
+	before, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+		json bool
+	}{{syscall.SIGINT, 130, false}, {syscall.SIGTERM, 143, true}} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(&cli.InterruptedError{Sig: c.sig})
+		// One archive: the metrics stay as they were too.
+		one := []string{"drill", "--store", f.store, "--metrics-textfile", prom, f.snaps[1].String(), "drive-scsi0", filepath.Join(t.TempDir(), "d.raw")}
+		if code := run(ctx, one, io.Discard, io.Discard); code != c.code {
+			t.Errorf("drill of one archive after %v: exit %d, want %d", c.sig, code, c.code)
+		}
+		if after, _ := os.ReadFile(prom); !bytes.Equal(after, before) {
+			t.Errorf("after %v the drill of one archive rewrote the metrics textfile:\n%s", c.sig, after)
+		}
+		args := []string{"drill", "--store", f.store, "--scratch", t.TempDir(), "--list", list, "--metrics-textfile", prom}
+		if c.json {
+			args = append(args, "--output-format", "json")
+		}
+		var out, errb bytes.Buffer
+		code := run(ctx, args, &out, &errb)
+		r := result{code: code, out: out.String(), err: errb.String(), args: args}
+		if code != c.code {
+			t.Errorf("want exit %d: %v", c.code, r)
+		}
+		if after, _ := os.ReadFile(prom); !bytes.Equal(after, before) {
+			t.Errorf("after %v the metrics textfile was rewritten:\n%s", c.sig, after)
+		}
+		if c.json {
+			var rep drill.FleetReport
+			if err := json.NewDecoder(strings.NewReader(r.out)).Decode(&rep); err != nil || rep.Failed != 0 || rep.NotRun != 2 || !rep.Drills[0].NotRun {
+				t.Errorf("JSON of an interrupted fleet drill (%v): %+v", err, rep)
+			}
+		} else if strings.Count(r.out, "not run") < 2 || !strings.Contains(r.out, "0 failed") {
+			t.Errorf("text of an interrupted fleet drill: %v", r)
+		}
+	}
+}
+
+// TestDrillInterruptedMidway: a fleet drill interrupted while restoring
+// its first archive (a slow bucket) exits 130, keeps the previous
+// metrics textfile byte for byte, and reports that archive as
+// interrupted and the next as not run, none failed.
+func TestDrillInterruptedMidway(t *testing.T) {
+	fixture.SkipIfShort(t)
+	storeArgs, chunkGETs := slowBucket(t, fixture.Mixed(4<<20, 23))
+	list := fixture.WriteFile(t, t.TempDir(), "list", []byte(snap0+" drive-scsi0\n"+snap0+" drive-scsi0\n"))
+	prom := fixture.WriteFile(t, t.TempDir(), "drill.prom", []byte("pbsdirect_drill_last_success_timestamp_seconds{store=\"s3://bkt/ds\"} 5\n"))
+	before, _ := os.ReadFile(prom)
+	scratch := t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	args := append([]string{"drill", "--output-format", "json", "--scratch", scratch, "--list", list, "--metrics-textfile", prom}, storeArgs...)
+	done := make(chan struct{})
+	var out, errb bytes.Buffer
+	var code int
+	go func() { defer close(done); code = run(ctx, args, &out, &errb) }()
+	waitRestoring(t, scratch, chunkGETs, done)
+	cancel(&cli.InterruptedError{Sig: syscall.SIGINT})
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("still running 60 s after the interrupt")
+	}
+	r := result{code: code, out: out.String(), err: errb.String(), args: args}
+	if code != 130 {
+		t.Fatalf("want exit 130: %v", r)
+	}
+	if after, _ := os.ReadFile(prom); !bytes.Equal(after, before) {
+		t.Errorf("the interrupted drill rewrote the metrics textfile:\n%s", after)
+	}
+	var rep drill.FleetReport
+	if err := json.NewDecoder(strings.NewReader(r.out)).Decode(&rep); err != nil || len(rep.Drills) != 2 {
+		t.Fatalf("JSON (%v): %v", err, r)
+	}
+	if rep.Failed != 0 || rep.Interrupted != 1 || rep.NotRun != 1 || !rep.Drills[1].NotRun || rep.Drills[0].ExitCode != 130 {
+		t.Errorf("totals %+v; drills %+v", rep.Totals, rep.Drills)
 	}
 }

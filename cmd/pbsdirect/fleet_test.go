@@ -439,6 +439,55 @@ func TestDrillFleet(t *testing.T) {
 		t.Errorf("metrics: %v %v", err, fams)
 	}
 
+	// A killed drill's partial copy and journal (another scope: other
+	// names) are removed with a note; one a running restore holds (its
+	// flock) is kept, and so is a file that is not a drill's.
+	stale := []string{".007-vm_100_2026-01-01T000000Z-drive-scsi0.img.pbsdirect-partial", ".007-vm_100_2026-01-01T000000Z-drive-scsi0.img.pbsdirect-journal"}
+	for _, n := range append(stale, ".001-ct_9-root.img.pbsdirect-partial", "keep.txt") {
+		fixture.WriteFile(t, scratch, n, []byte("x"))
+	}
+	lk, err := os.Open(filepath.Join(scratch, ".001-ct_9-root.img.pbsdirect-partial"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	r = mustOK(t, "drill", "--store", f.store, "--scratch", scratch)
+	lk.Close()
+	if !strings.Contains(r.err, "removed 2 partial output(s) or journal(s)") {
+		t.Errorf("no note of the stale files removed: %v", r)
+	}
+	var left []string
+	entries, _ := os.ReadDir(scratch)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if fmt.Sprint(left) != "[.001-ct_9-root.img.pbsdirect-partial keep.txt]" {
+		t.Errorf("scratch holds %v", left)
+	}
+	for _, n := range []string{".001-ct_9-root.img.pbsdirect-partial", "keep.txt"} {
+		remove(t, filepath.Join(scratch, n))
+	}
+
+	// A copy's name another run holds: the target is busy (exit 3), not
+	// the store unavailable.
+	one := fixture.WriteFile(t, t.TempDir(), "one", []byte(f.snaps[3].String()+" drive-scsi0\n"))
+	busy := filepath.Join(scratch, "."+strings.NewReplacer("/", "_", ":", "").Replace("000-"+f.snaps[3].String())+"-drive-scsi0.img.pbsdirect-partial")
+	fixture.WriteFile(t, scratch, filepath.Base(busy), []byte("x"))
+	if lk, err = os.Open(busy); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	r = pbs(t, "drill", "--store", f.store, "--scratch", scratch, "--list", one)
+	lk.Close()
+	remove(t, busy)
+	if r.code != 3 || strings.Contains(r.err, "store unavailable") || !strings.Contains(r.err, "target is in use") {
+		t.Errorf("drill into a busy copy: %v", r)
+	}
+
 	// From a list, with one damaged archive.
 	remove(t, fixture.ChunkPath(f.store, f.digests[f.snaps[4].String()][5]))
 	list := fixture.WriteFile(t, t.TempDir(), "list", []byte("# drills\n"+

@@ -28,6 +28,14 @@ const metricsPushTimeout = 30 * time.Second
 // (a local path or a bucket object) and a Prometheus Pushgateway.
 type metricsFlags struct {
 	textfile, push, job, instance string
+	// started is when check ran, the start of the run (for its
+	// duration).
+	started time.Time
+	// pushed is the Pushgateway group's series read back by reach
+	// before the work (pushRead set), used in place of a read back at
+	// the end.
+	pushed   metrics.Previous
+	pushRead bool
 }
 
 // register adds the metrics flags; what is the command ("verify",
@@ -40,9 +48,11 @@ func (m *metricsFlags) register(fs *flag.FlagSet, what string) {
 }
 
 // check refuses, before any work, a textfile that cannot be written
-// where it is named and a push URL that is not http(s); -job and
-// -instance need --metrics-push.
+// where it is named and a push URL that is not http(s) or has a query or
+// fragment (the Pushgateway's API paths are added to it); -job and
+// -instance need --metrics-push. It is called first: the run starts.
 func (m *metricsFlags) check(fs *flag.FlagSet) error {
+	m.started = time.Now()
 	if err := checkOutputPath("--metrics-textfile", m.textfile); err != nil {
 		return err
 	}
@@ -54,6 +64,8 @@ func (m *metricsFlags) check(fs *flag.FlagSet) error {
 	}
 	if u, err := url.Parse(m.push); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--metrics-push %s: want an http:// or https:// URL of a Pushgateway", m.push)
+	} else if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return usagef("--metrics-push %s: want the Pushgateway's URL without a query or fragment (?, #)", u.Redacted())
 	}
 	if m.job == "" {
 		return usagef("--metrics-job must not be empty")
@@ -89,7 +101,10 @@ func (m *metricsFlags) deliver(ctx context.Context, sf *storeFlags, store, shard
 	}
 	if m.push != "" {
 		g := m.group(store, shard)
-		prev, err := g.Pushed(ctx)
+		prev, err := m.pushed, error(nil)
+		if !m.pushRead {
+			prev, err = g.Pushed(ctx)
+		}
 		if err == nil {
 			err = g.Push(ctx, build(prev))
 		} else {
@@ -126,6 +141,27 @@ func (m *metricsFlags) writeTextfile(ctx context.Context, sf *storeFlags, build 
 	return writeLocation(ctx, sf, m.textfile, text)
 }
 
+// reach reads back, before the work, what the metrics of a run on store
+// are delivered from: the Pushgateway group's series (kept for deliver)
+// and the textfile (a bucket object or a file; missing is fine), so that
+// a Pushgateway or bucket that cannot be reached fails the run before it
+// starts: an *outsideError naming the flag (exit 3).
+func (m *metricsFlags) reach(ctx context.Context, sf *storeFlags, store string) error {
+	if m.textfile != "" {
+		if _, err := readLocation(ctx, sf, m.textfile, metrics.MaxPrevious); err != nil && !errors.Is(err, chunkstore.ErrNotFound) {
+			return &outsideError{fmt.Errorf("--metrics-textfile: reading the previous run's metrics (nothing drilled): %w", err)}
+		}
+	}
+	if m.push != "" {
+		prev, err := m.group(store, "").Pushed(ctx)
+		if err != nil {
+			return &outsideError{fmt.Errorf("--metrics-push: reading back the metrics pushed before (nothing drilled): %w", err)}
+		}
+		m.pushed, m.pushRead = prev, true
+	}
+	return nil
+}
+
 // set reports whether any metrics are asked for.
 func (m *metricsFlags) set() bool { return m.textfile != "" || m.push != "" }
 
@@ -144,11 +180,11 @@ func (m *metricsFlags) verifyMetrics(ctx context.Context, sf *storeFlags, rep ve
 
 // drillMetrics delivers the metrics of a drill run of store (one archive
 // or a fleet; metrics.Drills); an item an interrupted fleet drill did not
-// drill (a zero report) is left out.
+// drill (Report.NotRun) is left out.
 func (m *metricsFlags) drillMetrics(ctx context.Context, sf *storeFlags, store string, reps []drill.Report) error {
 	var runs []metrics.Drill
 	for _, r := range reps {
-		if r.Archive == "" {
+		if r.NotRun {
 			continue
 		}
 		d := metrics.Drill{Snapshot: r.Snapshot, Archive: r.Archive, OK: r.OK}
@@ -160,6 +196,6 @@ func (m *metricsFlags) drillMetrics(ctx context.Context, sf *storeFlags, store s
 	}
 	now := time.Now()
 	return m.deliver(ctx, sf, store, "", func(prev metrics.Previous) *prometheus.Registry {
-		return metrics.Drills(store, runs, now, prev)
+		return metrics.Drills(store, runs, now.Sub(m.started).Seconds(), now, prev)
 	})
 }

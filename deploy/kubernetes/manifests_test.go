@@ -220,6 +220,20 @@ func checkDrill(t *testing.T, c *batchv1.CronJob) {
 	if err != nil || !bytes.Contains(b, []byte("# - --boot")) {
 		t.Errorf("drill-cronjob.yaml: no commented --boot variant (%v)", err)
 	}
+	// What --boot does in a fleet drill (each snapshot's boot disk, not
+	// every disk) and what the image needs for it, in both places.
+	readme, _ := os.ReadFile("README.md")
+	for name, text := range map[string][]byte{"drill-cronjob.yaml": b, "README.md": readme} {
+		flat := strings.Join(strings.Fields(strings.ReplaceAll(string(text), "#", "")), " ")
+		for _, want := range []string{"boot disk", "qemu-system-x86", "qemu-utils", "ovmf"} {
+			if !strings.Contains(flat, want) {
+				t.Errorf("%s: the boot check's notes lack %q", name, want)
+			}
+		}
+		if strings.Contains(flat, "each restored disk is also started") {
+			t.Errorf("%s: says every restored disk is booted", name)
+		}
+	}
 }
 
 func checkPod(t *testing.T, f string, p *corev1.PodSpec, command string) {
