@@ -66,6 +66,11 @@ type Limiter struct {
 	waiting   int           // waits in progress
 	waitStart time.Time     // when waiting went from 0 to 1
 	waited    time.Duration // wall time with some wait in progress, before waitStart
+	// demandWaiting counts the waits for byte tokens in progress of
+	// demanded (not Background) reads; demandLast is when the last one
+	// ended. Background reads yield to them.
+	demandWaiting int
+	demandLast    time.Time
 }
 
 // New returns the limiter for l, or nil when l limits nothing. Its buckets
@@ -119,9 +124,16 @@ func (l *Limiter) WaitBytes(ctx context.Context, n int) error {
 	if l.bytes == nil {
 		return nil
 	}
+	bg := IsBackground(ctx)
 	for n > 0 {
 		k := min(n, l.bytes.Burst())
-		if err := l.wait(ctx, l.bytes, k); err != nil {
+		if bg {
+			if err := l.yield(ctx); err != nil {
+				return err
+			}
+			k = min(k, l.piece())
+		}
+		if err := l.wait(ctx, l.bytes, k, !bg); err != nil {
 			return err
 		}
 		n -= k
@@ -139,11 +151,13 @@ func (l *Limiter) WaitRequest(ctx context.Context) error {
 	if l.reqs == nil {
 		return nil
 	}
-	return l.wait(ctx, l.reqs, 1)
+	return l.wait(ctx, l.reqs, 1, false)
 }
 
-// wait takes n tokens of b (n at most its burst), waiting for them.
-func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int) error {
+// wait takes n tokens of b (n at most its burst), waiting for them; demand
+// marks a demanded read's wait for byte tokens, which Background reads
+// yield to.
+func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int, demand bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -152,8 +166,8 @@ func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int) error {
 	if d <= 0 {
 		return nil
 	}
-	l.startWait()
-	defer l.endWait()
+	l.startWait(demand)
+	defer l.endWait(demand)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -165,20 +179,29 @@ func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int) error {
 	}
 }
 
-func (l *Limiter) startWait() {
+// startWait and endWait bracket a wait, for Waited; demand marks a
+// demanded read's wait for byte tokens.
+func (l *Limiter) startWait(demand bool) {
 	l.mu.Lock()
 	if l.waiting == 0 {
 		l.waitStart = time.Now()
 	}
 	l.waiting++
+	if demand {
+		l.demandWaiting++
+	}
 	l.mu.Unlock()
 }
 
-func (l *Limiter) endWait() {
+func (l *Limiter) endWait(demand bool) {
 	l.mu.Lock()
 	l.waiting--
 	if l.waiting == 0 {
 		l.waited += time.Since(l.waitStart)
+	}
+	if demand {
+		l.demandWaiting--
+		l.demandLast = time.Now()
 	}
 	l.mu.Unlock()
 }
