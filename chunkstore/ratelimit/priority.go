@@ -5,22 +5,31 @@ import (
 	"time"
 )
 
-// yieldAfter is how long after a demanded read last waited for the byte
-// rate a background read (Background) still leaves the tokens to demanded
-// reads: long enough to span the gap between the pieces of one transfer and
-// between one chunk's request and the next.
-const yieldAfter = 200 * time.Millisecond
+// The byte rate goes to one transfer at a time, in order: demanded reads
+// before background ones (Background), and among each the oldest first
+// (the Reader opened, or the WaitBytes call begun, first). So under a low
+// rate chunks complete one after another, instead of all of them together
+// at the end, and a read-ahead does not slow the reads asked for. A
+// transfer yields only to earlier ones that are held back by the rate (they
+// wait for it, or did within yieldAfter): when the store, not the rate,
+// sets the pace, every transfer takes what is left. A transfer that yielded
+// for keepAlive takes one piece (see piece), so that each limited reader
+// still moves well inside a bucket's --io-timeout.
+const (
+	// yieldAfter spans the gap between the pieces of one transfer, and
+	// between one chunk's request and the next.
+	yieldAfter = 200 * time.Millisecond
+	// keepAlive is the longest a transfer yields before it takes a piece.
+	keepAlive = time.Second
+)
 
 type backgroundKey struct{}
 
 // Background returns ctx marked as background work (read-ahead): the bytes
 // read under it (WaitBytes, Reader, Transport) take the byte rate only when
-// no demanded read (one under an unmarked context) waits for it or waited
-// within the last 200 ms, and then in pieces of about 1/16 s of the rate,
-// so that a demanded read arriving meanwhile waits little. Demanded reads
-// are thus served first whatever the number of background reads; a
-// background read may wait for as long as demanded reads keep the rate
-// busy, or until ctx ends. The request rate is not affected.
+// no demanded read (one under an unmarked context) is held back by it, but
+// for a piece every second (see the order above). The request rate is not
+// affected.
 func Background(ctx context.Context) context.Context {
 	return context.WithValue(ctx, backgroundKey{}, true)
 }
@@ -31,36 +40,106 @@ func IsBackground(ctx context.Context) bool {
 	return b
 }
 
-// yield waits until a background read may take byte tokens: no demanded
-// read waits for them and none did within yieldAfter. It returns ctx's
-// error when ctx ends first. The time it waits counts as waited.
-func (l *Limiter) yield(ctx context.Context) error {
-	started := false
+// transfer is one reader's or WaitBytes call's place in the order. Its
+// fields other than bg and seq are guarded by Limiter.mu.
+type transfer struct {
+	bg      bool      // background work: after every demanded transfer
+	seq     int64     // opening order
+	waiting bool      // waiting for byte tokens the rate holds back
+	held    time.Time // when its last wait for held-back tokens ended
+	moved   time.Time // when it last took tokens (or opened)
+}
+
+// before reports whether t goes before u.
+func (t *transfer) before(u *transfer) bool {
+	if t.bg != u.bg {
+		return u.bg
+	}
+	return t.seq < u.seq
+}
+
+// open registers a transfer under ctx.
+func (l *Limiter) open(ctx context.Context) *transfer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	t := &transfer{bg: IsBackground(ctx), seq: l.seq, moved: time.Now()}
+	if l.transfers == nil {
+		l.transfers = map[*transfer]struct{}{}
+	}
+	l.transfers[t] = struct{}{}
+	return t
+}
+
+// close removes t from the order.
+func (l *Limiter) close(t *transfer) {
+	l.mu.Lock()
+	delete(l.transfers, t)
+	l.changedLocked()
+	l.mu.Unlock()
+}
+
+// changedLocked wakes the transfers yielding (turn). l.mu is held.
+func (l *Limiter) changedLocked() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// turn waits until t may take byte tokens, and returns how many it may
+// take now: k, or at most a piece when it takes its keepAlive piece. It
+// returns ctx's error when ctx ends first. The time it yields counts as
+// waited.
+func (l *Limiter) turn(ctx context.Context, t *transfer, k int) (int, error) {
+	yielding := false
 	defer func() {
-		if started {
-			l.endWait(false)
+		if yielding {
+			l.endWait(nil)
 		}
 	}()
 	for {
 		l.mu.Lock()
-		d := yieldAfter
-		if l.demandWaiting == 0 {
-			d = yieldAfter - time.Since(l.demandLast)
+		now := time.Now()
+		lapse := time.Duration(0) // until the earliest hold before t lapses
+		for u := range l.transfers {
+			if u == t || !u.before(t) {
+				continue
+			}
+			d := yieldAfter
+			if !u.waiting {
+				d = u.held.Add(yieldAfter).Sub(now)
+			}
+			if d > 0 && (lapse == 0 || d < lapse) {
+				lapse = d
+			}
 		}
+		if lapse == 0 {
+			l.mu.Unlock()
+			return k, nil
+		}
+		alive := t.moved.Add(keepAlive).Sub(now)
+		if alive <= 0 {
+			l.mu.Unlock()
+			return min(k, l.piece()), nil
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
 		l.mu.Unlock()
-		if d <= 0 {
-			return nil
+		if !yielding {
+			yielding = true
+			l.startWait(nil)
 		}
-		if !started {
-			started = true
-			l.startWait(false)
-		}
-		t := time.NewTimer(d)
+		tm := time.NewTimer(min(lapse, alive))
 		select {
-		case <-t.C:
+		case <-tm.C:
+		case <-ch:
+			tm.Stop()
 		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+			tm.Stop()
+			return 0, ctx.Err()
 		}
 	}
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,5 +47,56 @@ func TestBackgroundYields(t *testing.T) {
 	defer cancel2()
 	if err := lim.WaitBytes(ctx2, 64<<10); err != nil {
 		t.Errorf("background read without demand: %v", err)
+	}
+}
+
+// countingBody is an endless body counting the bytes read from it.
+type countingBody struct{ n *atomic.Int64 }
+
+func (b countingBody) Read(p []byte) (int, error) { b.n.Add(int64(len(p))); return len(p), nil }
+func (countingBody) Close() error                 { return nil }
+
+// TestOldestFirst: under a byte rate, concurrent transfers do not share it
+// evenly (all finishing together at the end): the oldest takes it, so they
+// complete one after another, in the order they opened.
+func TestOldestFirst(t *testing.T) {
+	const readers, size = 8, 64 << 10
+	lim, err := New(Limits{BytesPerSecond: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var read [readers]atomic.Int64
+	rcs := make([]io.ReadCloser, readers)
+	for i := range rcs {
+		rcs[i] = lim.Reader(ctx, countingBody{&read[i]})
+	}
+	done := make(chan int, readers)
+	for i, rc := range rcs {
+		go func() {
+			defer rc.Close()
+			if _, err := io.CopyN(io.Discard, rc, size); err != nil {
+				t.Error(err)
+			}
+			done <- i
+		}()
+	}
+	first := <-done
+	var others int64
+	for i := range read {
+		if i != first {
+			others += min(read[i].Load(), size)
+		}
+	}
+	order := []int{first}
+	for range readers - 1 {
+		order = append(order, <-done)
+	}
+	t.Logf("completion order %v; others had read %d bytes when the first completed", order, others)
+	if first != 0 {
+		t.Errorf("reader %d completed first, want 0 (the oldest)", first)
+	}
+	if others > 2*size {
+		t.Errorf("when the first transfer completed the others had read %d bytes (of %d): want the rate given to one at a time", others, (readers-1)*size)
 	}
 }

@@ -66,11 +66,13 @@ type Limiter struct {
 	waiting   int           // waits in progress
 	waitStart time.Time     // when waiting went from 0 to 1
 	waited    time.Duration // wall time with some wait in progress, before waitStart
-	// demandWaiting counts the waits for byte tokens in progress of
-	// demanded (not Background) reads; demandLast is when the last one
-	// ended. Background reads yield to them.
-	demandWaiting int
-	demandLast    time.Time
+	// transfers are the readers open and WaitBytes calls in progress,
+	// taking the byte rate in their order (priority.go); seq numbers
+	// them; changed, when not nil, is closed when one of them stops
+	// waiting or ends.
+	transfers map[*transfer]struct{}
+	seq       int64
+	changed   chan struct{}
 }
 
 // New returns the limiter for l, or nil when l limits nothing. Its buckets
@@ -114,26 +116,30 @@ func (l *Limiter) Limits() Limits {
 }
 
 // WaitBytes waits until n more bytes may be read, in pieces of at most the
-// burst. It returns ctx's error, having counted the bytes, when ctx ends
-// first.
+// burst, in its turn (see Background). It returns ctx's error, having
+// counted the bytes, when ctx ends first.
 func (l *Limiter) WaitBytes(ctx context.Context, n int) error {
 	if l == nil || n <= 0 {
 		return nil
 	}
-	l.nBytes.Add(int64(n))
 	if l.bytes == nil {
+		l.nBytes.Add(int64(n))
 		return nil
 	}
-	bg := IsBackground(ctx)
+	t := l.open(ctx)
+	defer l.close(t)
+	return l.waitBytes(ctx, t, n)
+}
+
+// waitBytes waits until n more bytes may be read by t, counting them.
+func (l *Limiter) waitBytes(ctx context.Context, t *transfer, n int) error {
+	l.nBytes.Add(int64(n))
 	for n > 0 {
-		k := min(n, l.bytes.Burst())
-		if bg {
-			if err := l.yield(ctx); err != nil {
-				return err
-			}
-			k = min(k, l.piece())
+		k, err := l.turn(ctx, t, min(n, l.bytes.Burst()))
+		if err != nil {
+			return err
 		}
-		if err := l.wait(ctx, l.bytes, k, !bg); err != nil {
+		if err := l.wait(ctx, l.bytes, k, t); err != nil {
 			return err
 		}
 		n -= k
@@ -151,27 +157,31 @@ func (l *Limiter) WaitRequest(ctx context.Context) error {
 	if l.reqs == nil {
 		return nil
 	}
-	return l.wait(ctx, l.reqs, 1, false)
+	return l.wait(ctx, l.reqs, 1, nil)
 }
 
-// wait takes n tokens of b (n at most its burst), waiting for them; demand
-// marks a demanded read's wait for byte tokens, which Background reads
-// yield to.
-func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int, demand bool) error {
+// wait takes n tokens of b (n at most its burst), waiting for them; t is
+// the transfer taking byte tokens, nil for requests.
+func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int, t *transfer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := b.ReserveN(time.Now(), n)
 	d := r.Delay()
 	if d <= 0 {
+		if t != nil {
+			l.mu.Lock()
+			t.moved = time.Now()
+			l.mu.Unlock()
+		}
 		return nil
 	}
-	l.startWait(demand)
-	defer l.endWait(demand)
-	t := time.NewTimer(d)
-	defer t.Stop()
+	l.startWait(t)
+	defer l.endWait(t)
+	tm := time.NewTimer(d)
+	defer tm.Stop()
 	select {
-	case <-t.C:
+	case <-tm.C:
 		return nil
 	case <-ctx.Done():
 		r.Cancel()
@@ -179,29 +189,31 @@ func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int, demand bool)
 	}
 }
 
-// startWait and endWait bracket a wait, for Waited; demand marks a
-// demanded read's wait for byte tokens.
-func (l *Limiter) startWait(demand bool) {
+// startWait and endWait bracket a wait, for Waited; t, when not nil, is
+// the transfer waiting for byte tokens the rate holds back.
+func (l *Limiter) startWait(t *transfer) {
 	l.mu.Lock()
 	if l.waiting == 0 {
 		l.waitStart = time.Now()
 	}
 	l.waiting++
-	if demand {
-		l.demandWaiting++
+	if t != nil {
+		t.waiting = true
 	}
 	l.mu.Unlock()
 }
 
-func (l *Limiter) endWait(demand bool) {
+func (l *Limiter) endWait(t *transfer) {
 	l.mu.Lock()
 	l.waiting--
+	now := time.Now()
 	if l.waiting == 0 {
-		l.waited += time.Since(l.waitStart)
+		l.waited += now.Sub(l.waitStart)
 	}
-	if demand {
-		l.demandWaiting--
-		l.demandLast = time.Now()
+	if t != nil {
+		t.waiting = false
+		t.held, t.moved = now, now
+		l.changedLocked()
 	}
 	l.mu.Unlock()
 }
@@ -232,13 +244,18 @@ func (l *Limiter) Reader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
 		return rc
 	}
 	l.readers.Add(1)
-	return &reader{ctx: ctx, rc: rc, l: l}
+	r := &reader{ctx: ctx, rc: rc, l: l}
+	if l.bytes != nil {
+		r.t = l.open(ctx)
+	}
+	return r
 }
 
 type reader struct {
 	ctx    context.Context
 	rc     io.ReadCloser
 	l      *Limiter
+	t      *transfer // nil without a byte rate
 	closed atomic.Bool
 }
 
@@ -249,8 +266,14 @@ func (r *reader) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := r.rc.Read(p)
-	if werr := r.l.WaitBytes(r.ctx, n); werr != nil {
-		return n, werr
+	if r.t == nil {
+		r.l.nBytes.Add(int64(n))
+		return n, err
+	}
+	if n > 0 {
+		if werr := r.l.waitBytes(r.ctx, r.t, n); werr != nil {
+			return n, werr
+		}
 	}
 	return n, err
 }
@@ -258,6 +281,9 @@ func (r *reader) Read(p []byte) (int, error) {
 func (r *reader) Close() error {
 	if !r.closed.Swap(true) {
 		r.l.readers.Add(-1)
+		if r.t != nil {
+			r.l.close(r.t)
+		}
 	}
 	return r.rc.Close()
 }
