@@ -23,13 +23,23 @@ type Limits struct {
 	BytesPerSecond int64
 	// Burst is the most bytes read at once after a pause, in bytes; 0:
 	// DefaultBurst(BytesPerSecond). A read larger than Burst waits in
-	// pieces of at most Burst.
+	// pieces of at most Burst. New raises it to MinBurst and lowers it to
+	// MaxBurst: the Limits of a Limiter hold the burst in force.
 	Burst int64
 	// RequestsPerSecond is the most requests (GET, HEAD, LIST; a chunk or
 	// file opened in a directory) started per second; 0: no request
 	// limit. It may be below 1 (0.5: one every 2 s).
 	RequestsPerSecond float64
 }
+
+// MinBurst and MaxBurst bound the burst in bytes: below MinBurst the
+// pieces read and waited for would be so small that the waits, not the
+// rate, set the pace (a burst of 1 byte read byte by byte); MaxBurst is
+// the most the token bucket holds.
+const (
+	MinBurst = 32 << 10
+	MaxBurst = math.MaxInt32
+)
 
 // DefaultBurst is the burst in bytes for a rate of bytesPerSecond when
 // none is given: one second's worth, as proxmox-backup-client's --burst.
@@ -94,7 +104,8 @@ func New(l Limits) (*Limiter, error) {
 		if l.Burst == 0 {
 			lim.limits.Burst = DefaultBurst(l.BytesPerSecond)
 		}
-		burst := int(min(lim.limits.Burst, math.MaxInt32))
+		lim.limits.Burst = min(max(lim.limits.Burst, MinBurst), MaxBurst)
+		burst := int(lim.limits.Burst)
 		lim.bytes = rate.NewLimiter(rate.Limit(l.BytesPerSecond), burst)
 		lim.bytes.AllowN(now, burst)
 	}

@@ -108,8 +108,45 @@ func TestBurstSmallerThanRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := l.Report()
-	if rep.Bytes != 100_000+int64(len(data)) || rep.Requests != 1 || rep.WaitSeconds <= 0 || rep.Burst != 1000 {
+	if rep.Bytes != 100_000+int64(len(data)) || rep.Requests != 1 || rep.WaitSeconds <= 0 || rep.Burst != MinBurst {
 		t.Errorf("report %+v", *rep)
+	}
+}
+
+// callCounter is an endless body counting the Read calls made on it.
+type callCounter struct{ calls *int }
+
+func (c callCounter) Read(p []byte) (int, error) { *c.calls++; return len(p), nil }
+func (callCounter) Close() error                 { return nil }
+
+// TestTinyBurst: a burst below MinBurst (or above MaxBurst) is raised (or
+// lowered) to it, and reported so; reads under a tiny burst still move in
+// pieces of kilobytes, not byte by byte, so the rate, not the waits, sets
+// the pace.
+func TestTinyBurst(t *testing.T) {
+	for _, c := range []struct{ burst, want int64 }{{1, MinBurst}, {MinBurst - 1, MinBurst}, {1 << 40, MaxBurst}, {1 << 20, 1 << 20}} {
+		l, err := New(Limits{BytesPerSecond: 16 << 20, Burst: c.burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Limits().Burst; got != c.want {
+			t.Errorf("burst %d: in force %d, want %d", c.burst, got, c.want)
+		}
+		if got := l.Report().Burst; got != c.want {
+			t.Errorf("burst %d: reported %d, want %d", c.burst, got, c.want)
+		}
+	}
+	l, err := New(Limits{BytesPerSecond: 16 << 20, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	const size = 512 << 10
+	if _, err := io.CopyN(io.Discard, l.Reader(context.Background(), callCounter{&calls}), size); err != nil {
+		t.Fatal(err)
+	}
+	if calls > size/(4<<10) {
+		t.Errorf("%d reads for %d bytes under --burst 1: want pieces of at least 4 KiB", calls, size)
 	}
 }
 

@@ -28,7 +28,7 @@ type rateFlags struct {
 func (r *rateFlags) register(fs *flag.FlagSet) {
 	r.registered = true
 	fs.StringVar(&r.rate, "rate", "", "limit the bytes read from the stores to this rate, shared by every store and fetcher, e.g. 200MiB/s or 50M (as proxmox-backup-client's --rate: K, M, G, T are powers of 1000; KiB, MiB, GiB, TiB powers of 1024, which is what rclone's --bwlimit means by M; \"/s\" is optional) (default: no limit)")
-	fs.StringVar(&r.burst, "burst", "", "bytes that may be read at once above --rate after a pause, e.g. 16MiB; a read larger than that waits in pieces (default: one second of --rate, as proxmox-backup-client)")
+	fs.StringVar(&r.burst, "burst", "", "bytes that may be read at once above --rate after a pause, e.g. 16MiB; a read larger than that waits in pieces; at least 32KiB, at most 2GiB (default: one second of --rate, as proxmox-backup-client)")
 	fs.StringVar(&r.requests, "rate-requests", "", "limit the requests to the stores (GETs, HEADs and listings of a bucket; chunks and files opened in a directory) to N per second, e.g. 100 or 0.5/s, as rclone's --tpslimit (default: no limit)")
 }
 
