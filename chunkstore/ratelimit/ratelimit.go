@@ -41,6 +41,10 @@ const (
 	MaxBurst = math.MaxInt32
 )
 
+// MaxBytesPerSecond is the highest byte rate New takes: 1 PiB/s, far above
+// any link, and well inside what the token bucket counts exactly.
+const MaxBytesPerSecond = 1 << 50
+
 // DefaultBurst is the burst in bytes for a rate of bytesPerSecond when
 // none is given: one second's worth, as proxmox-backup-client's --burst.
 func DefaultBurst(bytesPerSecond int64) int64 { return bytesPerSecond }
@@ -86,11 +90,15 @@ type Limiter struct {
 }
 
 // New returns the limiter for l, or nil when l limits nothing. Its buckets
-// start empty, so the rate holds from the first byte. A negative field, or
-// a burst without a byte rate, is an error.
+// start empty, so the rate holds from the first byte. A negative field, a
+// byte rate above MaxBytesPerSecond, or a burst without a byte rate, is an
+// error.
 func New(l Limits) (*Limiter, error) {
 	if l.BytesPerSecond < 0 || l.Burst < 0 || l.RequestsPerSecond < 0 || math.IsNaN(l.RequestsPerSecond) || math.IsInf(l.RequestsPerSecond, 0) {
 		return nil, fmt.Errorf("rate limits must not be negative: %+v", l)
+	}
+	if l.BytesPerSecond > MaxBytesPerSecond {
+		return nil, fmt.Errorf("a byte rate of %d bytes/s is above the most taken, 1PiB/s: leave the limit out for none", l.BytesPerSecond)
 	}
 	if l.Burst > 0 && l.BytesPerSecond == 0 {
 		return nil, fmt.Errorf("a burst needs a byte rate")

@@ -39,6 +39,8 @@ func TestParseSize(t *testing.T) {
 		{"0.1", true, 0, "at least 1 byte"},
 		{"1.2.3M", true, 0, "want a number"},
 		{"99999999PiB", true, 0, "too large"},
+		{"1e3", true, 0, "without an exponent"},
+		{"2E+6", false, 0, "without an exponent"},
 	} {
 		got, err := ParseSize(c.in, c.perSecond)
 		switch {
@@ -56,7 +58,7 @@ func TestParseRequestRate(t *testing.T) {
 		want float64 // 0: an error
 	}{
 		{"10", 10}, {"10/s", 10}, {"0.5/s", 0.5}, {" 100 ", 100},
-		{"0", 0}, {"-1", 0}, {"abc", 0}, {"", 0}, {"1e3", 0}, {"Inf", 0}, {"NaN", 0}, {"10/min", 0}, {"0x10", 0},
+		{"0", 0}, {"-1", 0}, {"abc", 0}, {"", 0}, {"1e3", 0}, {"5E-1", 0}, {"Inf", 0}, {"NaN", 0}, {"10/min", 0}, {"0x10", 0},
 	} {
 		got, err := ParseRequestRate(c.in)
 		if (c.want == 0) != (err != nil) || got != c.want {
@@ -71,6 +73,12 @@ func TestNew(t *testing.T) {
 	}
 	if _, err := New(Limits{Burst: 1 << 20}); err == nil {
 		t.Error("a burst without a rate was taken")
+	}
+	if _, err := New(Limits{BytesPerSecond: MaxBytesPerSecond + 1}); err == nil || !strings.Contains(err.Error(), "1PiB/s") {
+		t.Errorf("a rate above MaxBytesPerSecond: %v, want refused", err)
+	}
+	if _, err := New(Limits{BytesPerSecond: MaxBytesPerSecond}); err != nil {
+		t.Errorf("a rate of MaxBytesPerSecond: %v", err)
 	}
 	if _, err := New(Limits{BytesPerSecond: -1}); err == nil {
 		t.Error("a negative rate was taken")

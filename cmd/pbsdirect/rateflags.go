@@ -17,6 +17,7 @@ import (
 // the limiter every store of the run shares.
 type rateFlags struct {
 	registered bool
+	fs         *flag.FlagSet // where they are registered, for Changed
 	rate       string
 	burst      string
 	requests   string
@@ -27,6 +28,7 @@ type rateFlags struct {
 // register adds --rate, --burst and --rate-requests to fs.
 func (r *rateFlags) register(fs *flag.FlagSet) {
 	r.registered = true
+	r.fs = fs
 	fs.StringVar(&r.rate, "rate", "", "limit the bytes read from the stores to this rate, shared by every store and fetcher, e.g. 200MiB/s or 50M (as proxmox-backup-client's --rate: K, M, G, T are powers of 1000; KiB, MiB, GiB, TiB powers of 1024, which is what rclone's --bwlimit means by M; \"/s\" is optional) (default: no limit)")
 	fs.StringVar(&r.burst, "burst", "", "bytes that may be read at once above --rate after a pause, e.g. 16MiB; a read larger than that waits in pieces; at least 32KiB, at most 2GiB (default: one second of --rate, as proxmox-backup-client)")
 	fs.StringVar(&r.requests, "rate-requests", "", "limit the requests to the stores (GETs, HEADs and listings of a bucket; chunks and files opened in a directory) to N per second, e.g. 100 or 0.5/s, as rclone's --tpslimit (default: no limit)")
@@ -37,6 +39,11 @@ func (r *rateFlags) register(fs *flag.FlagSet) {
 func (r *rateFlags) check() error {
 	if !r.registered {
 		return nil
+	}
+	for _, name := range []string{"rate", "burst", "rate-requests"} {
+		if f := r.fs.Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+			return usagef("--%s is empty: give a value, or leave the flag out for no limit", name)
+		}
 	}
 	var l ratelimit.Limits
 	var err error
@@ -59,7 +66,7 @@ func (r *rateFlags) check() error {
 		}
 	}
 	if r.limiter, err = ratelimit.New(l); err != nil {
-		return usageOf(err)
+		return usagef("--rate %q: %v", r.rate, err) // the flags are checked above but for the rate's ceiling
 	}
 	return nil
 }

@@ -201,6 +201,11 @@ func TestRateFlagsUsage(t *testing.T) {
 		{[]string{"--burst", "1M"}, []string{"--burst", "give --rate too"}},
 		{[]string{"--rate-requests", "-3"}, []string{"--rate-requests", "more than 0"}},
 		{[]string{"--rate-requests", "10/min"}, []string{"--rate-requests", "want a number"}},
+		{[]string{"--rate", ""}, []string{"--rate is empty"}},
+		{[]string{"--rate=", "--burst", "1M"}, []string{"--rate is empty"}},
+		{[]string{"--rate-requests", " "}, []string{"--rate-requests is empty"}},
+		{[]string{"--rate", "1000000TiB"}, []string{"--rate", "1PiB/s"}},
+		{[]string{"--rate", "1e3"}, []string{"--rate", "without an exponent"}},
 	} {
 		for name, args := range cmds {
 			t.Run(name+strings.Join(c.flags, "_"), func(t *testing.T) {
