@@ -9,6 +9,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
 	"github.com/pbsdirect/pbsdirect/progress"
 )
 
@@ -119,4 +120,18 @@ func limitsText(l ratelimit.Limits) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// limitOnFailure gives a failed or interrupted run's JSON result (stdout
+// through cli.Run in a JSON format) the "rate-limit" object of lim, as a
+// successful run's report has it; it does nothing in text, for no limit,
+// or when the command already gave its result. It returns the encoding
+// error.
+func limitOnFailure(stdout io.Writer, lim *ratelimit.Limiter) error {
+	if lim == nil || !cli.IsJSON(stdout) || cli.HasJSONResult(stdout) {
+		return nil
+	}
+	return cli.WriteJSON(stdout, struct {
+		RateLimit *ratelimit.Report `json:"rate-limit"`
+	}{lim.Report()})
 }

@@ -4,7 +4,8 @@ package main
 // over a transfer from the test S3 server (bytes counted by the restore
 // and requests by a proxy in front of the server, against the wall clock
 // of the run), they hold for a datastore directory too and show in the
-// progress and the reports, an interrupt ends a run waiting on them, and
+// progress and the reports (an interrupted run's JSON too), an interrupt
+// ends a run waiting on them, and
 // a value that does not parse is a usage error naming its flag.
 
 import (
@@ -148,11 +149,11 @@ func TestRateLimitInterrupt(t *testing.T) {
 	for name, storeArgs := range map[string][]string{"directory": {"--store", local}, "bucket": bucketArgs} {
 		t.Run(name, func(t *testing.T) {
 			// 4 MiB at 64 KiB/s: a minute.
-			args := append(append([]string{"restore", "--rate", "64KiB"}, storeArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
+			args := append(append([]string{"restore", "--rate", "64KiB", "--output-format", "json"}, storeArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
 			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), runAsCLI+"=1")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -167,6 +168,16 @@ func TestRateLimitInterrupt(t *testing.T) {
 				var ee *exec.ExitError
 				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 					t.Errorf("after SIGINT: %v, want exit 130; stderr: %s", err, stderr.String())
+				}
+				// The interrupted run's JSON says the limit too.
+				var rep struct {
+					ExitCode  int `json:"exit-code"`
+					RateLimit *struct {
+						BytesPerSecond int64 `json:"bytes-per-second"`
+					} `json:"rate-limit"`
+				}
+				if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.ExitCode != 130 || rep.RateLimit == nil || rep.RateLimit.BytesPerSecond != 64<<10 {
+					t.Errorf("JSON of the interrupted run %q (%v): want exit-code 130 and the rate-limit object", stdout.String(), err)
 				}
 			case <-time.After(20 * time.Second):
 				cmd.Process.Kill()
