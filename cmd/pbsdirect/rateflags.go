@@ -24,7 +24,13 @@ type rateFlags struct {
 	requests   string
 	// limiter is what the flags set (check); nil: no limit.
 	limiter *ratelimit.Limiter
+	// warning, when not empty, is what check found suspect in the flags,
+	// for warn.
+	warning string
 }
+
+// lowRate is the byte rate below which --rate is likely a unit left out.
+const lowRate = 64 << 10
 
 // register adds --rate, --burst and --rate-requests to fs.
 func (r *rateFlags) register(fs *flag.FlagSet) {
@@ -52,6 +58,11 @@ func (r *rateFlags) check() error {
 		if l.BytesPerSecond, err = ratelimit.ParseSize(r.rate, true); err != nil {
 			return usagef("--rate %v", err)
 		}
+		if l.BytesPerSecond < lowRate {
+			num := strings.TrimRight(strings.TrimSpace(r.rate), "/sSbBiIkKmMgGtTpP ")
+			r.warning = fmt.Sprintf("pbsdirect: warning: --rate %s is %d bytes/s (%s/s; a number without a unit is bytes): did you mean %sMiB?",
+				strconv.Quote(r.rate), l.BytesPerSecond, progress.IECSize(float64(l.BytesPerSecond)), num)
+		}
 	}
 	if r.burst != "" {
 		if r.rate == "" {
@@ -70,6 +81,14 @@ func (r *rateFlags) check() error {
 		return usagef("--rate %q: %v", r.rate, err) // the flags are checked above but for the rate's ceiling
 	}
 	return nil
+}
+
+// warn writes on stderr what check found suspect in the flags, if
+// anything (a --rate below 64 KiB/s).
+func (r *rateFlags) warn(stderr io.Writer) {
+	if r.warning != "" {
+		fmt.Fprintln(stderr, r.warning)
+	}
 }
 
 // limitNote returns what lim held back so far for a progress line: "rate

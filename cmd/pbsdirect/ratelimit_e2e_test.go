@@ -226,3 +226,29 @@ func TestRateFlagsUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLowWarns: a --rate below 64 KiB/s (most likely a unit left out:
+// a plain number is bytes) runs, with a warning on stderr saying the rate
+// in force and the likely meaning; a usual rate has no warning.
+func TestRateLowWarns(t *testing.T) {
+	data := fixture.Build(95, fixture.Region{Kind: fixture.Random, Len: 8 << 10})
+	local := fixture.NewStore(t)
+	backupImage(t, local, data)
+	for _, c := range []struct {
+		rate, warning string // "": none
+	}{
+		{"60000", `--rate "60000" is 60000 bytes/s (58.6 KiB/s; a number without a unit is bytes): did you mean 60000MiB?`},
+		{"50K/s", `--rate "50K/s" is 50000 bytes/s`},
+		{"1MiB", ""},
+		{"65536", ""},
+	} {
+		t.Run(c.rate, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "disk.raw")
+			r := mustOK(t, "restore", "--store", local, "--rate", c.rate, snap0, "drive-scsi0", target)
+			fixture.Equal(t, target, data)
+			if got := strings.Contains(r.err, "warning: --rate"); got != (c.warning != "") || !strings.Contains(r.err, c.warning) {
+				t.Errorf("stderr %q; want the warning %q", r.err, c.warning)
+			}
+		})
+	}
+}
