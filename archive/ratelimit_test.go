@@ -1,6 +1,7 @@
 package archive_test
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 	"testing"
@@ -55,5 +56,65 @@ func TestReadAheadIsBackground(t *testing.T) {
 	}
 	if got := s.background.Load(); got != 3 || r.Stats().ReadAhead.Load() != 3 {
 		t.Errorf("%d chunk reads as background work, %d read ahead; want 3 and 3", got, r.Stats().ReadAhead.Load())
+	}
+}
+
+// promoteStore holds each chunk read made as background work until its
+// context is promoted (ratelimit.Background), release is closed or 10 s
+// pass, and counts the reads that were promoted.
+type promoteStore struct {
+	chunkstore.Store
+	release        chan struct{}
+	promoted, held atomic.Int64
+}
+
+func (s *promoteStore) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limit int) ([]byte, error) {
+	if ratelimit.IsBackground(ctx) {
+		s.held.Add(1)
+		for end := time.Now().Add(10 * time.Second); ratelimit.IsBackground(ctx) && time.Now().Before(end); {
+			select {
+			case <-s.release:
+				return s.Store.ReadChunk(ctx, d, buf, limit)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		if !ratelimit.IsBackground(ctx) {
+			s.promoted.Add(1)
+		}
+	}
+	return s.Store.ReadChunk(ctx, d, buf, limit)
+}
+
+// TestReadAheadPromoted: a read that needs a chunk still being read ahead
+// promotes that read to a demanded one (under a rate limit it then goes
+// before the other read-ahead), and gets the right bytes.
+func TestReadAheadPromoted(t *testing.T) {
+	b := newBase(t, nil)
+	s := &promoteStore{Store: fixture.OpenStore(t, b.dir), release: make(chan struct{})}
+	r, err := b.open(t, s, nil, archive.Options{Fetchers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close(s.release) // before the Reader closes (t.Cleanup)
+	p := make([]byte, 4096)
+	for _, off := range []int64{0, 40 << 10, 70 << 10} {
+		if _, err := r.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Chunk 2 is being read ahead, held by the store: reading it promotes
+	// it.
+	for end := time.Now().Add(10 * time.Second); s.held.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	off := int64(2*chunk64K + 100)
+	if _, err := r.ReadAt(p, off); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p, b.data[off:off+int64(len(p))]) {
+		t.Error("wrong bytes read from a promoted read-ahead")
+	}
+	if s.promoted.Load() != 1 {
+		t.Errorf("%d read-ahead loads promoted, want 1 (chunk 2)", s.promoted.Load())
 	}
 }

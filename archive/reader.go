@@ -428,6 +428,7 @@ func (r *Reader) readAhead(pos int) {
 			r.aheadBusy.Add(-1)
 			return
 		}
+		bctx, promote := ratelimit.Background(r.ctx) // marked in order of position
 		r.bg.Go(func() {
 			defer r.aheadBusy.Add(-1)
 			if r.ctx.Err() != nil {
@@ -437,14 +438,16 @@ func (r *Reader) readAhead(pos int) {
 			// A failure here is not logged or counted: no reader asked for
 			// these bytes yet. The entry is not kept, so the first read
 			// that does fetches the chunk again, fails and logs it. Under
-			// a rate limit, demanded reads take the rate first.
+			// a rate limit, demanded reads take the rate first, and
+			// read-ahead goes in order of position, the load a reader
+			// waits for promoted to a demanded read.
 			r.cache.prefetch(d, func(buf []byte) ([]byte, error) {
-				data, err := r.fetch(ratelimit.Background(r.ctx), ci, buf)
+				data, err := r.fetch(bctx, ci, buf)
 				if err == nil {
 					r.stats.ReadAhead.Add(1)
 				}
 				return data, err
-			})
+			}, promote)
 		})
 	}
 }

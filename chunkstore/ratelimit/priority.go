@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,35 +26,53 @@ const (
 
 type backgroundKey struct{}
 
+// background is the mark Background puts on a context.
+type background struct {
+	since    time.Time   // when marked: its place among background work
+	promoted atomic.Bool // set by the promote function: demanded now
+}
+
 // Background returns ctx marked as background work (read-ahead): the bytes
 // read under it (WaitBytes, Reader, Transport) take the byte rate only when
 // no demanded read (one under an unmarked context) is held back by it, but
-// for a piece every second (see the order above). The request rate is not
-// affected.
-func Background(ctx context.Context) context.Context {
-	return context.WithValue(ctx, backgroundKey{}, true)
+// for a piece every second (see the order above); background transfers go
+// in the order they were marked. Calling promote (any number of times,
+// from any goroutine) makes the work demanded from then on, in its place
+// by the time it was marked: for a read-ahead a reader now waits for. The
+// request rate is not affected.
+func Background(ctx context.Context) (bctx context.Context, promote func()) {
+	b := &background{since: time.Now()}
+	return context.WithValue(ctx, backgroundKey{}, b), func() { b.promoted.Store(true) }
 }
 
-// IsBackground reports whether ctx is marked by Background.
+// IsBackground reports whether ctx is marked by Background and not
+// promoted since.
 func IsBackground(ctx context.Context) bool {
-	b, _ := ctx.Value(backgroundKey{}).(bool)
-	return b
+	b, _ := ctx.Value(backgroundKey{}).(*background)
+	return b != nil && !b.promoted.Load()
 }
 
 // transfer is one reader's or WaitBytes call's place in the order. Its
 // fields other than bg and seq are guarded by Limiter.mu.
 type transfer struct {
-	bg      bool      // background work: after every demanded transfer
-	seq     int64     // opening order
-	waiting bool      // waiting for byte tokens the rate holds back
-	held    time.Time // when its last wait for held-back tokens ended
-	moved   time.Time // when it last took tokens (or opened)
+	bg      *background // the Background mark of its context; nil: demanded
+	since   time.Time   // when marked Background, or else opened
+	seq     int64       // opening order
+	waiting bool        // waiting for byte tokens the rate holds back
+	held    time.Time   // when its last wait for held-back tokens ended
+	moved   time.Time   // when it last took tokens (or opened)
 }
+
+// background reports whether t is background work (not promoted).
+func (t *transfer) background() bool { return t.bg != nil && !t.bg.promoted.Load() }
 
 // before reports whether t goes before u.
 func (t *transfer) before(u *transfer) bool {
-	if t.bg != u.bg {
-		return u.bg
+	if tb, ub := t.background(), u.background(); tb != ub {
+		return ub
+	}
+	if !t.since.Equal(u.since) {
+		return t.since.Before(u.since)
 	}
 	return t.seq < u.seq
 }
@@ -63,7 +82,11 @@ func (l *Limiter) open(ctx context.Context) *transfer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	t := &transfer{bg: IsBackground(ctx), seq: l.seq, moved: time.Now()}
+	now := time.Now()
+	t := &transfer{seq: l.seq, since: now, moved: now}
+	if b, _ := ctx.Value(backgroundKey{}).(*background); b != nil {
+		t.bg, t.since = b, b.since
+	}
 	if l.transfers == nil {
 		l.transfers = map[*transfer]struct{}{}
 	}

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,8 @@ func TestBackgroundYields(t *testing.T) {
 	}
 	for range 4 {
 		wg.Add(1)
-		go pump(Background(ctx), &background)
+		bctx, _ := Background(ctx)
+		go pump(bctx, &background)
 	}
 	wg.Add(1)
 	go pump(ctx, &demand)
@@ -43,7 +45,8 @@ func TestBackgroundYields(t *testing.T) {
 	}
 
 	// Without demand, background reads move.
-	ctx2, cancel2 := context.WithTimeout(Background(context.Background()), 5*time.Second)
+	bctx, _ := Background(context.Background())
+	ctx2, cancel2 := context.WithTimeout(bctx, 5*time.Second)
 	defer cancel2()
 	if err := lim.WaitBytes(ctx2, 64<<10); err != nil {
 		t.Errorf("background read without demand: %v", err)
@@ -98,5 +101,49 @@ func TestOldestFirst(t *testing.T) {
 	}
 	if others > 2*size {
 		t.Errorf("when the first transfer completed the others had read %d bytes (of %d): want the rate given to one at a time", others, (readers-1)*size)
+	}
+}
+
+// TestBackgroundOrderAndPromote: background transfers take the rate in the
+// order they were marked, whatever order they open in; a promoted one goes
+// before every background one.
+func TestBackgroundOrderAndPromote(t *testing.T) {
+	for _, promote := range []bool{false, true} {
+		lim, err := New(Limits{BytesPerSecond: 256 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n, size = 4, 64 << 10
+		ctxs := make([]context.Context, n)
+		promotes := make([]func(), n)
+		for i := range ctxs {
+			ctxs[i], promotes[i] = Background(context.Background())
+		}
+		if promote {
+			promotes[n-1]()
+			if IsBackground(ctxs[n-1]) {
+				t.Fatal("promoted context still background")
+			}
+		}
+		done := make(chan int, n)
+		for i := n - 1; i >= 0; i-- { // opened last to first
+			rc := lim.Reader(ctxs[i], countingBody{new(atomic.Int64)})
+			go func() {
+				defer rc.Close()
+				io.CopyN(io.Discard, rc, size)
+				done <- i
+			}()
+		}
+		var order []int
+		for range n {
+			order = append(order, <-done)
+		}
+		want := []int{0, 1, 2, 3}
+		if promote {
+			want = []int{3, 0, 1, 2}
+		}
+		if fmt.Sprint(order) != fmt.Sprint(want) {
+			t.Errorf("promote %v: completion order %v, want %v", promote, order, want)
+		}
 	}
 }
