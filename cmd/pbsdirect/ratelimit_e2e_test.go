@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,5 +251,46 @@ func TestRateLowWarns(t *testing.T) {
 				t.Errorf("stderr %q; want the warning %q", r.err, c.warning)
 			}
 		})
+	}
+}
+
+// TestRateLimitChunksInTurn: under --rate, a restore from a bucket with
+// its 32 fetchers completes chunks one after another rather than all of
+// them together at the end, so that SIGINT part-way keeps the chunks done
+// (durable, for --resume). 8 chunks of 256 KiB at 512 KiB/s: interrupted
+// after 3 s (6 chunks' time), when shared evenly none would be done.
+func TestRateLimitChunksInTurn(t *testing.T) {
+	fixture.SkipIfShort(t)
+	data := fixture.Build(96, fixture.Region{Kind: fixture.Random, Len: 2 << 20})
+	bucketArgs, _ := rateBucket(t, data, "256")
+	args := append(append([]string{"restore", "--rate", "512KiB", "--output-format", "json"}, bucketArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	var rep struct {
+		ExitCode int    `json:"exit-code"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.ExitCode != 130 {
+		t.Fatalf("JSON %q (%v), want exit-code 130; stderr %s", stdout.String(), err, stderr.String())
+	}
+	var kept, all int
+	if i := strings.Index(rep.Error, " chunks are durable"); i < 0 {
+		if !strings.Contains(rep.Error, "before any chunk was made durable") {
+			t.Fatalf("error %q does not say the chunks kept", rep.Error)
+		}
+	} else if _, err := fmt.Sscanf(rep.Error[strings.LastIndex(rep.Error[:i], ": ")+2:], "%d of %d", &kept, &all); err != nil {
+		t.Fatalf("error %q: %v", rep.Error, err)
+	}
+	t.Logf("interrupted after 3 s: %d of %d chunks durable", kept, all)
+	if kept < 2 {
+		t.Errorf("%d of %d chunks durable after 3 s at 512 KiB/s (chunks of 256 KiB): want them done one after another", kept, all)
 	}
 }
