@@ -38,8 +38,11 @@ type entry struct {
 	pins   int   // readers copying from data; a pinned entry is never evicted
 	unread bool  // loaded by prefetch and not yet asked for by get
 	gen    int64 // cache.misses when prefetch started it
-	buf    []byte
-	elem   *list.Element
+	// demanded, when not nil, is called when get finds the entry still
+	// loading for prefetch: a reader now waits for it (see prefetch).
+	demanded func()
+	buf      []byte
+	elem     *list.Element
 }
 
 // newCache returns a cache of slots buffers of slot bytes each.
@@ -61,8 +64,16 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 		if e.elem != nil {
 			c.lru.MoveToFront(e.elem)
 		}
+		demanded := e.demanded
 		c.mu.Unlock()
-		<-e.done
+		select {
+		case <-e.done:
+		default:
+			if demanded != nil {
+				demanded()
+			}
+			<-e.done
+		}
 		if e.err != nil {
 			c.release(e)
 			return nil, e.err
@@ -88,14 +99,18 @@ func (c *cache) get(d crypto.Digest, load func(buf []byte) ([]byte, error)) (*en
 // or loading, or no buffer is free without waiting and without evicting
 // another prefetched entry not yet read, or half the buffers already hold
 // prefetched entries not yet read (the other half is left to the reads).
-// It reports whether it loaded (successfully or not).
-func (c *cache) prefetch(d crypto.Digest, load func(buf []byte) ([]byte, error)) bool {
+// It reports whether it loaded (successfully or not). demanded, when not
+// nil, is called (from get's goroutine) when a get finds the load still in
+// progress: the load is then waited for, and may go faster (under a rate
+// limit, a read-ahead goes after the reads asked for).
+func (c *cache) prefetch(d crypto.Digest, load func(buf []byte) ([]byte, error), demanded func()) bool {
 	c.mu.Lock()
 	if _, ok := c.entries[d]; ok || c.unread >= max(c.slots/2, 1) || !c.reserve(false) {
 		c.mu.Unlock()
 		return false
 	}
 	e := c.start(d)
+	e.demanded = demanded
 	e.unread = true
 	e.gen = c.misses
 	c.unread++

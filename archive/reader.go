@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
@@ -308,7 +309,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		if ci := r.refs[pos]; ci < 0 {
 			clear(p[n : n+int(k)])
 		} else {
-			e, err := r.cache.get(r.chunks[ci].digest, func(buf []byte) ([]byte, error) { return r.fetch(ci, buf) })
+			e, err := r.cache.get(r.chunks[ci].digest, func(buf []byte) ([]byte, error) { return r.fetch(r.ctx, ci, buf) })
 			if err != nil {
 				return n, r.failed(ci, start, err)
 			}
@@ -325,9 +326,10 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // fetch reads chunk ci from the store into a worker's buffer and decodes
-// and checks it into buf. It returns the store's or the check's error, or
-// ErrClosed.
-func (r *Reader) fetch(ci int32, buf []byte) ([]byte, error) {
+// and checks it into buf, the store's reads bound by ctx (r.ctx, or r.ctx
+// marked as background work for read-ahead). It returns the store's or the
+// check's error, or ErrClosed.
+func (r *Reader) fetch(ctx context.Context, ci int32, buf []byte) ([]byte, error) {
 	c := r.chunks[ci]
 	var w *worker
 	select {
@@ -340,7 +342,7 @@ func (r *Reader) fetch(ci int32, buf []byte) ([]byte, error) {
 		// Made once, for the largest chunk encrypted: no regrowth.
 		w.raw = make([]byte, 0, r.cache.slot+chunkstore.EncryptedHeaderSize+crypto.TagSize)
 	}
-	raw, err := r.store.ReadChunk(r.ctx, c.digest, w.raw[:0], chunkstore.ChunkLimit(c.length))
+	raw, err := r.store.ReadChunk(ctx, c.digest, w.raw[:0], chunkstore.ChunkLimit(c.length))
 	if err == nil {
 		var data []byte
 		// Decrypted in place in the worker's buffer, read again for every
@@ -358,7 +360,7 @@ func (r *Reader) fetch(ci int32, buf []byte) ([]byte, error) {
 	if chunkstore.Proven(err) && r.ctx.Err() == nil {
 		// Missing or damaged: a copy kept aside that passes the check.
 		var data []byte
-		raw, copy, serr := chunkstore.Salvage(r.ctx, r.store, c.digest, err, w.raw[:0], chunkstore.ChunkLimit(c.length), func(raw []byte) error {
+		raw, copy, serr := chunkstore.Salvage(ctx, r.store, c.digest, err, w.raw[:0], chunkstore.ChunkLimit(c.length), func(raw []byte) error {
 			var derr error
 			data, derr = w.dec.DecodeChunk(buf, raw, c.digest, c.length, r.encrypted, r.key)
 			return derr
@@ -426,6 +428,7 @@ func (r *Reader) readAhead(pos int) {
 			r.aheadBusy.Add(-1)
 			return
 		}
+		bctx, promote := ratelimit.Background(r.ctx) // marked in order of position
 		r.bg.Go(func() {
 			defer r.aheadBusy.Add(-1)
 			if r.ctx.Err() != nil {
@@ -434,14 +437,17 @@ func (r *Reader) readAhead(pos int) {
 			d := r.chunks[ci].digest
 			// A failure here is not logged or counted: no reader asked for
 			// these bytes yet. The entry is not kept, so the first read
-			// that does fetches the chunk again, fails and logs it.
+			// that does fetches the chunk again, fails and logs it. Under
+			// a rate limit, demanded reads take the rate first, and
+			// read-ahead goes in order of position, the load a reader
+			// waits for promoted to a demanded read.
 			r.cache.prefetch(d, func(buf []byte) ([]byte, error) {
-				data, err := r.fetch(ci, buf)
+				data, err := r.fetch(bctx, ci, buf)
 				if err == nil {
 					r.stats.ReadAhead.Add(1)
 				}
 				return data, err
-			})
+			}, promote)
 		})
 	}
 }

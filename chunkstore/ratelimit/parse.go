@@ -39,6 +39,9 @@ func ParseSize(s string, perSecond bool) (int64, error) {
 		return 0, fmt.Errorf("%q: want a number and a unit, e.g. 200MiB or 1.5G", s)
 	}
 	f, ok := units[unit]
+	if !ok && len(unit) > 1 && unit[0] == 'E' && (unit[1] >= '0' && unit[1] <= '9' || unit[1] == '+' || unit[1] == '-') {
+		return 0, fmt.Errorf("%q: write the number without an exponent, e.g. 1000 or 1K", s)
+	}
 	if !ok {
 		return 0, fmt.Errorf("%q: unknown unit %q (want B, K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024))", s, t[i:])
 	}
@@ -56,6 +59,9 @@ func ParseSize(s string, perSecond bool) (int64, error) {
 // requests per second, with an optional "/s" ("10", "10/s", "0.5/s").
 func ParseRequestRate(s string) (float64, error) {
 	t := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
+	if i := strings.IndexAny(t, "eE"); i > 0 && t[i-1] >= '0' && t[i-1] <= '9' {
+		return 0, fmt.Errorf("%q: write the number without an exponent, e.g. 1000", s)
+	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(t, "eEnNxXpP_") {
 		return 0, fmt.Errorf("%q: want a number of requests per second, e.g. 10 or 0.5/s", s)

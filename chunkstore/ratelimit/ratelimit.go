@@ -23,13 +23,27 @@ type Limits struct {
 	BytesPerSecond int64
 	// Burst is the most bytes read at once after a pause, in bytes; 0:
 	// DefaultBurst(BytesPerSecond). A read larger than Burst waits in
-	// pieces of at most Burst.
+	// pieces of at most Burst. New raises it to MinBurst and lowers it to
+	// MaxBurst: the Limits of a Limiter hold the burst in force.
 	Burst int64
 	// RequestsPerSecond is the most requests (GET, HEAD, LIST; a chunk or
 	// file opened in a directory) started per second; 0: no request
 	// limit. It may be below 1 (0.5: one every 2 s).
 	RequestsPerSecond float64
 }
+
+// MinBurst and MaxBurst bound the burst in bytes: below MinBurst the
+// pieces read and waited for would be so small that the waits, not the
+// rate, set the pace (a burst of 1 byte read byte by byte); MaxBurst is
+// the most the token bucket holds.
+const (
+	MinBurst = 32 << 10
+	MaxBurst = math.MaxInt32
+)
+
+// MaxBytesPerSecond is the highest byte rate New takes: 1 PiB/s, far above
+// any link, and well inside what the token bucket counts exactly.
+const MaxBytesPerSecond = 1 << 50
 
 // DefaultBurst is the burst in bytes for a rate of bytesPerSecond when
 // none is given: one second's worth, as proxmox-backup-client's --burst.
@@ -66,14 +80,25 @@ type Limiter struct {
 	waiting   int           // waits in progress
 	waitStart time.Time     // when waiting went from 0 to 1
 	waited    time.Duration // wall time with some wait in progress, before waitStart
+	// transfers are the readers open and WaitBytes calls in progress,
+	// taking the byte rate in their order (priority.go); seq numbers
+	// them; changed, when not nil, is closed when one of them stops
+	// waiting or ends.
+	transfers map[*transfer]struct{}
+	seq       int64
+	changed   chan struct{}
 }
 
 // New returns the limiter for l, or nil when l limits nothing. Its buckets
-// start empty, so the rate holds from the first byte. A negative field, or
-// a burst without a byte rate, is an error.
+// start empty, so the rate holds from the first byte. A negative field, a
+// byte rate above MaxBytesPerSecond, or a burst without a byte rate, is an
+// error.
 func New(l Limits) (*Limiter, error) {
 	if l.BytesPerSecond < 0 || l.Burst < 0 || l.RequestsPerSecond < 0 || math.IsNaN(l.RequestsPerSecond) || math.IsInf(l.RequestsPerSecond, 0) {
 		return nil, fmt.Errorf("rate limits must not be negative: %+v", l)
+	}
+	if l.BytesPerSecond > MaxBytesPerSecond {
+		return nil, fmt.Errorf("a byte rate of %d bytes/s is above the most taken, 1PiB/s: leave the limit out for none", l.BytesPerSecond)
 	}
 	if l.Burst > 0 && l.BytesPerSecond == 0 {
 		return nil, fmt.Errorf("a burst needs a byte rate")
@@ -87,7 +112,8 @@ func New(l Limits) (*Limiter, error) {
 		if l.Burst == 0 {
 			lim.limits.Burst = DefaultBurst(l.BytesPerSecond)
 		}
-		burst := int(min(lim.limits.Burst, math.MaxInt32))
+		lim.limits.Burst = min(max(lim.limits.Burst, MinBurst), MaxBurst)
+		burst := int(lim.limits.Burst)
 		lim.bytes = rate.NewLimiter(rate.Limit(l.BytesPerSecond), burst)
 		lim.bytes.AllowN(now, burst)
 	}
@@ -109,19 +135,30 @@ func (l *Limiter) Limits() Limits {
 }
 
 // WaitBytes waits until n more bytes may be read, in pieces of at most the
-// burst. It returns ctx's error, having counted the bytes, when ctx ends
-// first.
+// burst, in its turn (see Background). It returns ctx's error, having
+// counted the bytes, when ctx ends first.
 func (l *Limiter) WaitBytes(ctx context.Context, n int) error {
 	if l == nil || n <= 0 {
 		return nil
 	}
-	l.nBytes.Add(int64(n))
 	if l.bytes == nil {
+		l.nBytes.Add(int64(n))
 		return nil
 	}
+	t := l.open(ctx)
+	defer l.close(t)
+	return l.waitBytes(ctx, t, n)
+}
+
+// waitBytes waits until n more bytes may be read by t, counting them.
+func (l *Limiter) waitBytes(ctx context.Context, t *transfer, n int) error {
+	l.nBytes.Add(int64(n))
 	for n > 0 {
-		k := min(n, l.bytes.Burst())
-		if err := l.wait(ctx, l.bytes, k); err != nil {
+		k, err := l.turn(ctx, t, min(n, l.bytes.Burst()))
+		if err != nil {
+			return err
+		}
+		if err := l.wait(ctx, l.bytes, k, t); err != nil {
 			return err
 		}
 		n -= k
@@ -139,25 +176,31 @@ func (l *Limiter) WaitRequest(ctx context.Context) error {
 	if l.reqs == nil {
 		return nil
 	}
-	return l.wait(ctx, l.reqs, 1)
+	return l.wait(ctx, l.reqs, 1, nil)
 }
 
-// wait takes n tokens of b (n at most its burst), waiting for them.
-func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int) error {
+// wait takes n tokens of b (n at most its burst), waiting for them; t is
+// the transfer taking byte tokens, nil for requests.
+func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int, t *transfer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := b.ReserveN(time.Now(), n)
 	d := r.Delay()
 	if d <= 0 {
+		if t != nil {
+			l.mu.Lock()
+			t.moved = time.Now()
+			l.mu.Unlock()
+		}
 		return nil
 	}
-	l.startWait()
-	defer l.endWait()
-	t := time.NewTimer(d)
-	defer t.Stop()
+	l.startWait(t)
+	defer l.endWait(t)
+	tm := time.NewTimer(d)
+	defer tm.Stop()
 	select {
-	case <-t.C:
+	case <-tm.C:
 		return nil
 	case <-ctx.Done():
 		r.Cancel()
@@ -165,20 +208,31 @@ func (l *Limiter) wait(ctx context.Context, b *rate.Limiter, n int) error {
 	}
 }
 
-func (l *Limiter) startWait() {
+// startWait and endWait bracket a wait, for Waited; t, when not nil, is
+// the transfer waiting for byte tokens the rate holds back.
+func (l *Limiter) startWait(t *transfer) {
 	l.mu.Lock()
 	if l.waiting == 0 {
 		l.waitStart = time.Now()
 	}
 	l.waiting++
+	if t != nil {
+		t.waiting = true
+	}
 	l.mu.Unlock()
 }
 
-func (l *Limiter) endWait() {
+func (l *Limiter) endWait(t *transfer) {
 	l.mu.Lock()
 	l.waiting--
+	now := time.Now()
 	if l.waiting == 0 {
-		l.waited += time.Since(l.waitStart)
+		l.waited += now.Sub(l.waitStart)
+	}
+	if t != nil {
+		t.waiting = false
+		t.held, t.moved = now, now
+		l.changedLocked()
 	}
 	l.mu.Unlock()
 }
@@ -209,13 +263,18 @@ func (l *Limiter) Reader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
 		return rc
 	}
 	l.readers.Add(1)
-	return &reader{ctx: ctx, rc: rc, l: l}
+	r := &reader{ctx: ctx, rc: rc, l: l}
+	if l.bytes != nil {
+		r.t = l.open(ctx)
+	}
+	return r
 }
 
 type reader struct {
 	ctx    context.Context
 	rc     io.ReadCloser
 	l      *Limiter
+	t      *transfer // nil without a byte rate
 	closed atomic.Bool
 }
 
@@ -226,8 +285,14 @@ func (r *reader) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := r.rc.Read(p)
-	if werr := r.l.WaitBytes(r.ctx, n); werr != nil {
-		return n, werr
+	if r.t == nil {
+		r.l.nBytes.Add(int64(n))
+		return n, err
+	}
+	if n > 0 {
+		if werr := r.l.waitBytes(r.ctx, r.t, n); werr != nil {
+			return n, werr
+		}
 	}
 	return n, err
 }
@@ -235,6 +300,9 @@ func (r *reader) Read(p []byte) (int, error) {
 func (r *reader) Close() error {
 	if !r.closed.Swap(true) {
 		r.l.readers.Add(-1)
+		if r.t != nil {
+			r.l.close(r.t)
+		}
 	}
 	return r.rc.Close()
 }

@@ -39,6 +39,8 @@ func TestParseSize(t *testing.T) {
 		{"0.1", true, 0, "at least 1 byte"},
 		{"1.2.3M", true, 0, "want a number"},
 		{"99999999PiB", true, 0, "too large"},
+		{"1e3", true, 0, "without an exponent"},
+		{"2E+6", false, 0, "without an exponent"},
 	} {
 		got, err := ParseSize(c.in, c.perSecond)
 		switch {
@@ -56,7 +58,7 @@ func TestParseRequestRate(t *testing.T) {
 		want float64 // 0: an error
 	}{
 		{"10", 10}, {"10/s", 10}, {"0.5/s", 0.5}, {" 100 ", 100},
-		{"0", 0}, {"-1", 0}, {"abc", 0}, {"", 0}, {"1e3", 0}, {"Inf", 0}, {"NaN", 0}, {"10/min", 0}, {"0x10", 0},
+		{"0", 0}, {"-1", 0}, {"abc", 0}, {"", 0}, {"1e3", 0}, {"5E-1", 0}, {"Inf", 0}, {"NaN", 0}, {"10/min", 0}, {"0x10", 0},
 	} {
 		got, err := ParseRequestRate(c.in)
 		if (c.want == 0) != (err != nil) || got != c.want {
@@ -71,6 +73,12 @@ func TestNew(t *testing.T) {
 	}
 	if _, err := New(Limits{Burst: 1 << 20}); err == nil {
 		t.Error("a burst without a rate was taken")
+	}
+	if _, err := New(Limits{BytesPerSecond: MaxBytesPerSecond + 1}); err == nil || !strings.Contains(err.Error(), "1PiB/s") {
+		t.Errorf("a rate above MaxBytesPerSecond: %v, want refused", err)
+	}
+	if _, err := New(Limits{BytesPerSecond: MaxBytesPerSecond}); err != nil {
+		t.Errorf("a rate of MaxBytesPerSecond: %v", err)
 	}
 	if _, err := New(Limits{BytesPerSecond: -1}); err == nil {
 		t.Error("a negative rate was taken")
@@ -108,8 +116,45 @@ func TestBurstSmallerThanRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := l.Report()
-	if rep.Bytes != 100_000+int64(len(data)) || rep.Requests != 1 || rep.WaitSeconds <= 0 || rep.Burst != 1000 {
+	if rep.Bytes != 100_000+int64(len(data)) || rep.Requests != 1 || rep.WaitSeconds <= 0 || rep.Burst != MinBurst {
 		t.Errorf("report %+v", *rep)
+	}
+}
+
+// callCounter is an endless body counting the Read calls made on it.
+type callCounter struct{ calls *int }
+
+func (c callCounter) Read(p []byte) (int, error) { *c.calls++; return len(p), nil }
+func (callCounter) Close() error                 { return nil }
+
+// TestTinyBurst: a burst below MinBurst (or above MaxBurst) is raised (or
+// lowered) to it, and reported so; reads under a tiny burst still move in
+// pieces of kilobytes, not byte by byte, so the rate, not the waits, sets
+// the pace.
+func TestTinyBurst(t *testing.T) {
+	for _, c := range []struct{ burst, want int64 }{{1, MinBurst}, {MinBurst - 1, MinBurst}, {1 << 40, MaxBurst}, {1 << 20, 1 << 20}} {
+		l, err := New(Limits{BytesPerSecond: 16 << 20, Burst: c.burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Limits().Burst; got != c.want {
+			t.Errorf("burst %d: in force %d, want %d", c.burst, got, c.want)
+		}
+		if got := l.Report().Burst; got != c.want {
+			t.Errorf("burst %d: reported %d, want %d", c.burst, got, c.want)
+		}
+	}
+	l, err := New(Limits{BytesPerSecond: 16 << 20, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	const size = 512 << 10
+	if _, err := io.CopyN(io.Discard, l.Reader(context.Background(), callCounter{&calls}), size); err != nil {
+		t.Fatal(err)
+	}
+	if calls > size/(4<<10) {
+		t.Errorf("%d reads for %d bytes under --burst 1: want pieces of at least 4 KiB", calls, size)
 	}
 }
 

@@ -4,13 +4,15 @@ package main
 // over a transfer from the test S3 server (bytes counted by the restore
 // and requests by a proxy in front of the server, against the wall clock
 // of the run), they hold for a datastore directory too and show in the
-// progress and the reports, an interrupt ends a run waiting on them, and
+// progress and the reports (an interrupted run's JSON too), an interrupt
+// ends a run waiting on them, and
 // a value that does not parse is a usage error naming its flag.
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,11 +150,11 @@ func TestRateLimitInterrupt(t *testing.T) {
 	for name, storeArgs := range map[string][]string{"directory": {"--store", local}, "bucket": bucketArgs} {
 		t.Run(name, func(t *testing.T) {
 			// 4 MiB at 64 KiB/s: a minute.
-			args := append(append([]string{"restore", "--rate", "64KiB"}, storeArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
+			args := append(append([]string{"restore", "--rate", "64KiB", "--output-format", "json"}, storeArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
 			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), runAsCLI+"=1")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -167,6 +169,16 @@ func TestRateLimitInterrupt(t *testing.T) {
 				var ee *exec.ExitError
 				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 					t.Errorf("after SIGINT: %v, want exit 130; stderr: %s", err, stderr.String())
+				}
+				// The interrupted run's JSON says the limit too.
+				var rep struct {
+					ExitCode  int `json:"exit-code"`
+					RateLimit *struct {
+						BytesPerSecond int64 `json:"bytes-per-second"`
+					} `json:"rate-limit"`
+				}
+				if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.ExitCode != 130 || rep.RateLimit == nil || rep.RateLimit.BytesPerSecond != 64<<10 {
+					t.Errorf("JSON of the interrupted run %q (%v): want exit-code 130 and the rate-limit object", stdout.String(), err)
 				}
 			case <-time.After(20 * time.Second):
 				cmd.Process.Kill()
@@ -201,6 +213,11 @@ func TestRateFlagsUsage(t *testing.T) {
 		{[]string{"--burst", "1M"}, []string{"--burst", "give --rate too"}},
 		{[]string{"--rate-requests", "-3"}, []string{"--rate-requests", "more than 0"}},
 		{[]string{"--rate-requests", "10/min"}, []string{"--rate-requests", "want a number"}},
+		{[]string{"--rate", ""}, []string{"--rate is empty"}},
+		{[]string{"--rate=", "--burst", "1M"}, []string{"--rate is empty"}},
+		{[]string{"--rate-requests", " "}, []string{"--rate-requests is empty"}},
+		{[]string{"--rate", "1000000TiB"}, []string{"--rate", "1PiB/s"}},
+		{[]string{"--rate", "1e3"}, []string{"--rate", "without an exponent"}},
 	} {
 		for name, args := range cmds {
 			t.Run(name+strings.Join(c.flags, "_"), func(t *testing.T) {
@@ -208,5 +225,72 @@ func TestRateFlagsUsage(t *testing.T) {
 				mustFail(t, exitUsage, c.want, append(full, args[1:]...)...)
 			})
 		}
+	}
+}
+
+// TestRateLowWarns: a --rate below 64 KiB/s (most likely a unit left out:
+// a plain number is bytes) runs, with a warning on stderr saying the rate
+// in force and the likely meaning; a usual rate has no warning.
+func TestRateLowWarns(t *testing.T) {
+	data := fixture.Build(95, fixture.Region{Kind: fixture.Random, Len: 8 << 10})
+	local := fixture.NewStore(t)
+	backupImage(t, local, data)
+	for _, c := range []struct {
+		rate, warning string // "": none
+	}{
+		{"60000", `--rate "60000" is 60000 bytes/s (58.6 KiB/s; a number without a unit is bytes): did you mean 60000MiB?`},
+		{"50K/s", `--rate "50K/s" is 50000 bytes/s`},
+		{"1MiB", ""},
+		{"65536", ""},
+	} {
+		t.Run(c.rate, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "disk.raw")
+			r := mustOK(t, "restore", "--store", local, "--rate", c.rate, snap0, "drive-scsi0", target)
+			fixture.Equal(t, target, data)
+			if got := strings.Contains(r.err, "warning: --rate"); got != (c.warning != "") || !strings.Contains(r.err, c.warning) {
+				t.Errorf("stderr %q; want the warning %q", r.err, c.warning)
+			}
+		})
+	}
+}
+
+// TestRateLimitChunksInTurn: under --rate, a restore from a bucket with
+// its 32 fetchers completes chunks one after another rather than all of
+// them together at the end, so that SIGINT part-way keeps the chunks done
+// (durable, for --resume). 8 chunks of 256 KiB at 512 KiB/s: interrupted
+// after 3 s (6 chunks' time), when shared evenly none would be done.
+func TestRateLimitChunksInTurn(t *testing.T) {
+	fixture.SkipIfShort(t)
+	data := fixture.Build(96, fixture.Region{Kind: fixture.Random, Len: 2 << 20})
+	bucketArgs, _ := rateBucket(t, data, "256")
+	args := append(append([]string{"restore", "--rate", "512KiB", "--output-format", "json"}, bucketArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	var rep struct {
+		ExitCode int    `json:"exit-code"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.ExitCode != 130 {
+		t.Fatalf("JSON %q (%v), want exit-code 130; stderr %s", stdout.String(), err, stderr.String())
+	}
+	var kept, all int
+	if i := strings.Index(rep.Error, " chunks are durable"); i < 0 {
+		if !strings.Contains(rep.Error, "before any chunk was made durable") {
+			t.Fatalf("error %q does not say the chunks kept", rep.Error)
+		}
+	} else if _, err := fmt.Sscanf(rep.Error[strings.LastIndex(rep.Error[:i], ": ")+2:], "%d of %d", &kept, &all); err != nil {
+		t.Fatalf("error %q: %v", rep.Error, err)
+	}
+	t.Logf("interrupted after 3 s: %d of %d chunks durable", kept, all)
+	if kept < 2 {
+		t.Errorf("%d of %d chunks durable after 3 s at 512 KiB/s (chunks of 256 KiB): want them done one after another", kept, all)
 	}
 }

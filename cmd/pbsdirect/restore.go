@@ -174,8 +174,14 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			return rc.restoreToStdout(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), stdout, stderr)
 		}
 		r, err := rc.run(ctx, fs.Arg(0), index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2), nil, stdout, stderr)
-		if err != nil || r.res == nil {
+		if err != nil {
+			if jerr := limitOnFailure(stdout, rc.sf.rate.limiter); jerr != nil {
+				return errors.Join(err, jerr)
+			}
 			return err
+		}
+		if r.res == nil {
+			return nil
 		}
 		if err := r.res.Target.Close(false); err != nil {
 			return err

@@ -32,6 +32,7 @@ func (sf *storeFlags) openAll(ctx context.Context, stderr io.Writer, kp keyPolic
 	for _, w := range sf.skipped {
 		fmt.Fprintln(stderr, index.DisplayText(w))
 	}
+	sf.rate.warn(stderr)
 	noteFollowed(stderr, store)
 	warnDisagreement(stderr, store)
 	ns, err := nsa.resolve(ctx, store, false)

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Exit codes of a run (see the package doc).
@@ -52,17 +53,41 @@ func (e *InterruptedError) Error() string {
 	return "interrupted (" + name + ")"
 }
 
+// RepeatWindow is how long after the signal that stopped a run the same
+// signal again counts as a repeat of it (SignalContext).
+const RepeatWindow = time.Second
+
 // SignalContext returns a context that SIGINT or SIGTERM cancels with an
-// InterruptedError as its cause; a second signal ends the process at once.
+// InterruptedError as its cause. The same signal again within RepeatWindow
+// is taken as the same one (coreutils timeout, and a terminal's Ctrl-C,
+// signal the process and then its process group, so one interruption
+// often arrives twice), and the run still ends as it reports; a later one,
+// or another signal, ends the process at once (killed by that signal).
 func SignalContext() (context.Context, context.CancelCauseFunc) {
+	return signalContext(RepeatWindow)
+}
+
+// signalContext is SignalContext with the repeat window given.
+func signalContext(window time.Duration) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 1)
+	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		sig := <-sigs
-		// A second signal ends the process at once.
-		signal.Stop(sigs)
-		cancel(&InterruptedError{Sig: sig.(syscall.Signal)})
+		first := <-sigs
+		at := time.Now()
+		cancel(&InterruptedError{Sig: first.(syscall.Signal)})
+		for sig := range sigs {
+			if sig == first && time.Since(at) < window {
+				continue // the same interruption, delivered twice
+			}
+			// A second interruption ends the process at once: the signal
+			// again, with its default action restored.
+			signal.Stop(sigs)
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				p.Signal(sig)
+			}
+			return
+		}
 	}()
 	return ctx, cancel
 }

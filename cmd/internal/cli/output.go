@@ -99,6 +99,13 @@ func IsJSON(w io.Writer) bool {
 	return ok && o.format != FormatText
 }
 
+// HasJSONResult reports whether w is Run's stdout in a JSON format holding
+// a result given by WriteJSON.
+func HasJSONResult(w io.Writer) bool {
+	o, ok := w.(*Output)
+	return ok && o.format != FormatText && o.result != nil
+}
+
 // WriteJSON gives v as the command's JSON result. Through Run's Output in
 // a JSON format it is held for Finish; elsewhere it is printed indented.
 // It returns v's encoding error or w's write error.
