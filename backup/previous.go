@@ -40,12 +40,20 @@ type previous struct {
 // the archives named (manifest file names: "drive-scsi0.img.fidx", …),
 // written with crypt mode crypt and key signer (nil: none), or nil when
 // there is none that can be trusted. A previous snapshot that cannot be
-// read is not used (the backup then asks the store per chunk); only the
-// context's end is an error.
-func loadPrevious(ctx context.Context, store chunkstore.Store, snap index.Snapshot, names map[string]bool, crypt index.CryptMode, signer *crypto.Config) (*previous, error) {
+// read is not used (the backup then asks the store per chunk); notes says
+// why (the snapshot, and what about it could not be used: the manifest,
+// a failed verify state, the signature, an index), one line each, also
+// for an index left out of a snapshot that is used; a snapshot of other
+// crypt mode or key is passed over without a note. Notes hold no text read
+// from the store but the snapshot's and index's names. Only the context's
+// end is an error.
+func loadPrevious(ctx context.Context, store chunkstore.Store, snap index.Snapshot, names map[string]bool, crypt index.CryptMode, signer *crypto.Config) (p *previous, notes []string, err error) {
 	infos, err := snapshot.ListGroup(ctx, store, snap.NS, snap.Type, snap.ID)
 	if err != nil {
-		return nil, ctx.Err()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, []string{"the group's snapshots could not be listed"}, nil
 	}
 	var last *index.Snapshot
 	for i := range infos {
@@ -55,40 +63,63 @@ func loadPrevious(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 		}
 	}
 	if last == nil {
-		return nil, nil
+		return nil, nil, nil
+	}
+	note := func(why string) []string {
+		return []string{"previous snapshot " + last.String() + " not used: " + why}
 	}
 	m, err := snapshot.ReadManifest(ctx, store, *last)
-	if err != nil || snapshot.VerifyState(m) == "failed" || m.Check(signer) != nil {
-		return nil, ctx.Err()
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil, ctx.Err()
+	case err != nil:
+		return nil, note("its manifest could not be read or is damaged"), nil
+	case snapshot.VerifyState(m) == "failed":
+		return nil, note("a verify marked it failed"), nil
+	case m.Check(signer) != nil:
+		return nil, note("its manifest's signature or contents do not check"), nil
 	}
 	fp, hasFP, err := m.KeyFingerprint()
 	if err != nil || hasFP != (signer != nil) || (signer != nil && fp != signer.Fingerprint()) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	p := &previous{snap: *last, known: map[crypto.Digest]struct{}{}}
+	p = &previous{snap: *last, known: map[crypto.Digest]struct{}{}}
 	if mt, ok := store.(chunkstore.ModTimer); ok {
 		if p.written, err = mt.FileModTime(ctx, path.Join(last.Dir(), snapshot.ManifestName)); err != nil {
-			return nil, ctx.Err()
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			return nil, note("the write time of its manifest could not be read"), nil
 		}
 		p.mt = mt
 	}
 	used := false
+	var bad []string
 	for _, fi := range m.Files {
 		if !names[fi.Filename] || fi.CryptMode != crypt {
 			continue
 		}
 		if err := p.loadIndex(ctx, store, m, fi); err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
-			continue // a damaged or missing index: its chunks are asked for
+			bad = append(bad, fi.Filename) // its chunks are asked for
+			continue
 		}
 		used = true
 	}
-	if !used {
-		return nil, nil
+	if len(bad) > 0 {
+		why := "index " + strings.Join(bad, ", ") + " missing or damaged"
+		if used {
+			notes = []string{"previous snapshot " + last.String() + ": " + why + " (its chunks are asked for)"}
+		} else {
+			notes = note(why)
+		}
 	}
-	return p, nil
+	if !used {
+		return nil, notes, nil
+	}
+	return p, notes, nil
 }
 
 // loadIndex adds the digests of the index fi of the previous snapshot to
