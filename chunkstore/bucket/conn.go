@@ -47,15 +47,16 @@ func (v HTTPVersion) String() string {
 	return "auto"
 }
 
-// ParseHTTPVersion parses a --bucket-http value: "auto" (or ""), "1.1"
-// (also "1", "http/1.1") or "2" (also "h2", "http/2").
+// ParseHTTPVersion parses a --bucket-http value, exactly as documented:
+// "auto", "1.1" or "2" ("" is a setting not given: HTTPAuto). Any other
+// spelling is an error naming the value.
 func ParseHTTPVersion(s string) (HTTPVersion, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch s {
 	case "", "auto":
 		return HTTPAuto, nil
-	case "1.1", "1", "http/1.1", "http1.1":
+	case "1.1":
 		return HTTP1, nil
-	case "2", "h2", "http/2", "http2":
+	case "2":
 		return HTTP2, nil
 	}
 	return HTTPAuto, fmt.Errorf("invalid HTTP version %q (want auto, 1.1 or 2)", s)
