@@ -160,6 +160,13 @@ type Result struct {
 	// newest finished snapshot of the group with the same crypt mode and
 	// key, as proxmox-backup-client takes it.
 	Previous string
+	// PreviousNotes says, one line each, why the previous snapshot (or an
+	// index of it) could not be counted on: "previous snapshot
+	// vm/100/2026-… not used: its manifest could not be read or is
+	// damaged". Empty when it was used whole, or when there was none of
+	// the backup's crypt mode and key. Snapshot and archive names come from
+	// the store: escape them to print (index.DisplayText).
+	PreviousNotes []string
 }
 
 // ErrSnapshotExists is returned when the target snapshot already has a manifest.
@@ -239,8 +246,9 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	}
 	m := &index.Manifest{BackupType: snap.Type, BackupID: snap.ID, BackupTime: snap.Time}
 	var prev *previous
+	var prevNotes []string
 	if !opts.NoPrevious {
-		if prev, err = loadPrevious(ctx, store, snap, archiveIndexNames(sources, opts.PxarLegacy), crypt, signer); err != nil {
+		if prev, prevNotes, err = loadPrevious(ctx, store, snap, archiveIndexNames(sources, opts.PxarLegacy), crypt, signer); err != nil {
 			return nil, err
 		}
 	}
@@ -320,7 +328,7 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	if err := store.WriteFile(ctx, path.Join(dir, "index.json.blob"), blob); err != nil {
 		return nil, err
 	}
-	res = &Result{Snapshot: snap, Manifest: m, Replaced: w.replaced, Meta: w.meta}
+	res = &Result{Snapshot: snap, Manifest: m, Replaced: w.replaced, Meta: w.meta, PreviousNotes: prevNotes}
 	if prev != nil {
 		res.Previous = prev.snap.String()
 	}

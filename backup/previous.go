@@ -2,10 +2,12 @@ package backup
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +18,8 @@ import (
 )
 
 // previous is what a backup takes from the newest finished snapshot of its
-// group, as proxmox-backup-client takes it: the chunks of the archives it
+// group with its crypt mode and key (loadPrevious), as
+// proxmox-backup-client takes the newest: the chunks of the archives it
 // writes again, which it counts on without compressing, asking or
 // uploading them. Only a snapshot the backup can trust is taken: same
 // crypt mode and key fingerprint (its signature checked with the key),
@@ -38,57 +41,120 @@ type previous struct {
 
 // loadPrevious returns the previous snapshot of snap's group in store for
 // the archives named (manifest file names: "drive-scsi0.img.fidx", …),
-// written with crypt mode crypt and key signer (nil: none), or nil when
-// there is none that can be trusted. A previous snapshot that cannot be
-// read is not used (the backup then asks the store per chunk); only the
-// context's end is an error.
-func loadPrevious(ctx context.Context, store chunkstore.Store, snap index.Snapshot, names map[string]bool, crypt index.CryptMode, signer *crypto.Config) (*previous, error) {
+// written with crypt mode crypt and key signer (nil: none): the newest
+// earlier finished snapshot of that crypt mode and key among the group's
+// previousSearch newest, or nil when there is none that can be trusted. A previous snapshot that cannot be
+// read is not used (the backup then asks the store per chunk); notes says
+// why (the snapshot, and what about it could not be used: the manifest,
+// a failed verify state, the signature, an index), one line each, also
+// for an index left out of a snapshot that is used; a snapshot of other
+// crypt mode or key is passed over without a note. Notes hold no text read
+// from the store but the snapshot's and index's names. Only the context's
+// end is an error.
+func loadPrevious(ctx context.Context, store chunkstore.Store, snap index.Snapshot, names map[string]bool, crypt index.CryptMode, signer *crypto.Config) (p *previous, notes []string, err error) {
 	infos, err := snapshot.ListGroup(ctx, store, snap.NS, snap.Type, snap.ID)
 	if err != nil {
-		return nil, ctx.Err()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, []string{"the group's snapshots could not be listed"}, nil
 	}
-	var last *index.Snapshot
-	for i := range infos {
-		s := &infos[i].Snapshot
-		if s.Time < snap.Time && (last == nil || s.Time > last.Time) {
-			last = s
+	var older []index.Snapshot
+	for _, info := range infos {
+		if info.Snapshot.Time < snap.Time {
+			older = append(older, info.Snapshot)
 		}
 	}
+	slices.SortFunc(older, func(a, b index.Snapshot) int { return cmp.Compare(b.Time, a.Time) })
+	// The newest of the backup's crypt mode and key, among the newest
+	// previousSearch snapshots: a plain backup after an encrypted one
+	// still counts on the plain one before it.
+	var last *index.Snapshot
+	var m *index.Manifest
+	for i := range older[:min(len(older), previousSearch)] {
+		s := &older[i]
+		note := func(why string) []string {
+			return []string{"previous snapshot " + s.String() + " not used: " + why}
+		}
+		mi, err := snapshot.ReadManifest(ctx, store, *s)
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil, ctx.Err()
+		case err != nil:
+			return nil, note("its manifest could not be read or is damaged"), nil
+		}
+		if fp, hasFP, err := mi.KeyFingerprint(); err != nil {
+			return nil, note("its manifest's key fingerprint does not parse"), nil
+		} else if hasFP != (signer != nil) || (signer != nil && fp != signer.Fingerprint()) || !hasCryptMode(mi, names, crypt) {
+			continue // another crypt mode or key: an older one may match
+		}
+		switch {
+		case snapshot.VerifyState(mi) == "failed":
+			return nil, note("a verify marked it failed"), nil
+		case mi.Check(signer) != nil:
+			return nil, note("its manifest's signature or contents do not check"), nil
+		}
+		last, m = s, mi
+		break
+	}
 	if last == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	m, err := snapshot.ReadManifest(ctx, store, *last)
-	if err != nil || snapshot.VerifyState(m) == "failed" || m.Check(signer) != nil {
-		return nil, ctx.Err()
+	note := func(why string) []string {
+		return []string{"previous snapshot " + last.String() + " not used: " + why}
 	}
-	fp, hasFP, err := m.KeyFingerprint()
-	if err != nil || hasFP != (signer != nil) || (signer != nil && fp != signer.Fingerprint()) {
-		return nil, nil
-	}
-	p := &previous{snap: *last, known: map[crypto.Digest]struct{}{}}
+	p = &previous{snap: *last, known: map[crypto.Digest]struct{}{}}
 	if mt, ok := store.(chunkstore.ModTimer); ok {
 		if p.written, err = mt.FileModTime(ctx, path.Join(last.Dir(), snapshot.ManifestName)); err != nil {
-			return nil, ctx.Err()
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			return nil, note("the write time of its manifest could not be read"), nil
 		}
 		p.mt = mt
 	}
 	used := false
+	var bad []string
 	for _, fi := range m.Files {
 		if !names[fi.Filename] || fi.CryptMode != crypt {
 			continue
 		}
 		if err := p.loadIndex(ctx, store, m, fi); err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
-			continue // a damaged or missing index: its chunks are asked for
+			bad = append(bad, fi.Filename) // its chunks are asked for
+			continue
 		}
 		used = true
 	}
-	if !used {
-		return nil, nil
+	if len(bad) > 0 {
+		why := "index " + strings.Join(bad, ", ") + " missing or damaged"
+		if used {
+			notes = []string{"previous snapshot " + last.String() + ": " + why + " (its chunks are asked for)"}
+		} else {
+			notes = note(why)
+		}
 	}
-	return p, nil
+	if !used {
+		return nil, notes, nil
+	}
+	return p, notes, nil
+}
+
+// previousSearch is how many of a group's snapshots, newest first, a backup
+// reads the manifests of in search of one of its crypt mode and key.
+const previousSearch = 10
+
+// hasCryptMode reports whether manifest m lists one of the archives named
+// with crypt mode crypt.
+func hasCryptMode(m *index.Manifest, names map[string]bool, crypt index.CryptMode) bool {
+	for _, fi := range m.Files {
+		if names[fi.Filename] && fi.CryptMode == crypt {
+			return true
+		}
+	}
+	return false
 }
 
 // loadIndex adds the digests of the index fi of the previous snapshot to

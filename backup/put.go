@@ -110,12 +110,31 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		w.countExisting(zero)
 		return nil
 	}
+	// One of outBufs is held from the read-back of a stored chunk (or from
+	// the encoding) until put returns: read-backs count in the same
+	// budget as uploads, whatever Jobs is. Existence checks hold none.
+	var buf []byte
+	held := false
+	take := func() {
+		if !held {
+			buf, held = <-w.outBufs, true
+		}
+	}
+	defer func() {
+		if held {
+			w.outBufs <- buf[:0]
+		}
+	}()
 	var old []byte
 	var damage error
 	if has, asked, herr := chunkstore.HasChunk(ctx, w.store, d); herr != nil {
 		return herr
 	} else if asked && has {
-		old, damage, err = w.vouch(ctx, d, length, nil)
+		take()
+		old, damage, err = w.vouch(ctx, d, length, nil, buf)
+		if damage == nil && cap(old) > cap(buf) {
+			buf = old // grown by the read: kept for the next chunk
+		}
 		switch {
 		case err == nil && damage == nil:
 			if !zero {
@@ -129,9 +148,15 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 			return err
 		}
 	}
-	buf := <-w.outBufs
-	blob, err := w.encode(buf, data)
-	defer func() { w.outBufs <- blob[:0] }()
+	take()
+	into := buf
+	if damage != nil {
+		into = nil // buf holds the damaged copy (old) until healed
+	}
+	blob, err := w.encode(into, data)
+	if damage == nil && cap(blob) >= cap(buf) {
+		buf = blob
+	}
 	if err != nil {
 		return err
 	}
@@ -141,7 +166,7 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		err = w.heal(ctx, d, old, blob, damage)
 	} else if existed, err = w.store.WriteChunk(ctx, d, blob); err == nil && existed {
 		// Never count on a stored chunk unchecked: bit rot keeps its size.
-		old, damage, err = w.vouch(ctx, d, length, blob)
+		old, damage, err = w.vouch(ctx, d, length, blob, nil)
 		switch {
 		case errors.Is(err, chunkstore.ErrNotFound):
 			// Gone meanwhile (garbage collection): write it.

@@ -26,9 +26,10 @@ var ErrCannotReplace = errors.New("the store cannot replace a damaged chunk")
 // returns the stored bytes and why they are damaged (nil when good); err is
 // set when the chunk could not be read for a cause that says nothing about
 // it (store unreachable, denied), and ErrNotFound when it is gone
-// meanwhile.
-func (w *writer) vouch(ctx context.Context, d crypto.Digest, length int, blob []byte) (old []byte, damage, err error) {
-	old, err = w.store.ReadChunk(ctx, d, nil, chunkstore.ChunkLimit(length))
+// meanwhile. The stored bytes are read into buf (one of the writer's
+// outBufs, or nil) when it is large enough.
+func (w *writer) vouch(ctx context.Context, d crypto.Digest, length int, blob, buf []byte) (old []byte, damage, err error) {
+	old, err = w.store.ReadChunk(ctx, d, buf[:0], chunkstore.ChunkLimit(length))
 	switch {
 	case errors.Is(err, chunkstore.ErrEmpty), errors.Is(err, chunkstore.ErrTooLarge):
 		return nil, err, nil

@@ -183,6 +183,10 @@ type Report struct {
 	// Note says why a run checked nothing although that is no failure: a
 	// namespace that exists and holds no snapshot (Selection.Note).
 	Note string `json:"note,omitempty"`
+	// Advice, for a run that found damaged or missing chunks, says how to
+	// keep the next backup from reusing them (BackupAdvice); set by the
+	// command.
+	Advice string `json:"advice,omitempty"`
 }
 
 // LeaveOut records stores that could not be read during the run; any at

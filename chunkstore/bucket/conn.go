@@ -47,15 +47,16 @@ func (v HTTPVersion) String() string {
 	return "auto"
 }
 
-// ParseHTTPVersion parses a --bucket-http value: "auto" (or ""), "1.1"
-// (also "1", "http/1.1") or "2" (also "h2", "http/2").
+// ParseHTTPVersion parses a --bucket-http value, exactly as documented:
+// "auto", "1.1" or "2" ("" is a setting not given: HTTPAuto). Any other
+// spelling is an error naming the value.
 func ParseHTTPVersion(s string) (HTTPVersion, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch s {
 	case "", "auto":
 		return HTTPAuto, nil
-	case "1.1", "1", "http/1.1", "http1.1":
+	case "1.1":
 		return HTTP1, nil
-	case "2", "h2", "http/2", "http2":
+	case "2":
 		return HTTP2, nil
 	}
 	return HTTPAuto, fmt.Errorf("invalid HTTP version %q (want auto, 1.1 or 2)", s)
@@ -240,6 +241,56 @@ func rootsFromEnv(tr *http.Transport) {
 	}
 }
 
+// CheckTrustEnv reports, before any request, a trust setting of the
+// environment that the store's TLS connections could not use: an
+// SSL_CERT_FILE that cannot be read or holds no PEM certificate. The error
+// names the variable and the file; it is a configuration error, not worth
+// retrying. Nil when SSL_CERT_FILE is unset or usable.
+func CheckTrustEnv() error {
+	file := os.Getenv("SSL_CERT_FILE")
+	if file == "" {
+		return nil
+	}
+	_, err := readPEMFile("SSL_CERT_FILE", file)
+	return err
+}
+
+// RootsWithBundle returns the system roots (as Go reads them, honouring
+// SSL_CERT_FILE and SSL_CERT_DIR) with the PEM certificates of the file
+// named by the environment variable name added, as the AWS SDK and CLI
+// apply AWS_CA_BUNDLE: nil, nil when the variable is unset or empty. A
+// file that cannot be read or holds no PEM certificate is an error naming
+// the variable and the file.
+func RootsWithBundle(name string) (*x509.CertPool, error) {
+	file := os.Getenv(name)
+	if file == "" {
+		return nil, nil
+	}
+	pem, err := readPEMFile(name, file)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	pool.AppendCertsFromPEM(pem)
+	return pool, nil
+}
+
+// readPEMFile reads file, named by the environment variable name, and
+// checks that it holds at least one PEM certificate.
+func readPEMFile(name, file string) ([]byte, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s %s: no PEM certificate in it", name, file)
+	}
+	return pem, nil
+}
+
 // loadRoots reads the PEM certificates of file and of the files in the
 // directories of dir (colon separated); nil when there are none. A file
 // that cannot be read or holds no certificate is an error.
@@ -247,13 +298,11 @@ func loadRoots(file, dir string) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	found := false
 	if file != "" {
-		pem, err := os.ReadFile(file)
+		pem, err := readPEMFile("SSL_CERT_FILE", file)
 		if err != nil {
-			return nil, fmt.Errorf("SSL_CERT_FILE: %w", err)
+			return nil, err
 		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("SSL_CERT_FILE %s: no PEM certificate in it", file)
-		}
+		pool.AppendCertsFromPEM(pem)
 		found = true
 	}
 	for _, d := range strings.Split(dir, ":") {

@@ -20,8 +20,11 @@ func TestParseHTTPVersion(t *testing.T) {
 		want HTTPVersion
 		bad  bool
 	}{
-		{"", HTTPAuto, false}, {"auto", HTTPAuto, false}, {"1.1", HTTP1, false}, {"HTTP/1.1", HTTP1, false},
-		{"2", HTTP2, false}, {"h2", HTTP2, false}, {"3", HTTPAuto, true}, {"1.0", HTTPAuto, true},
+		{"", HTTPAuto, false}, {"auto", HTTPAuto, false}, {"1.1", HTTP1, false}, {"2", HTTP2, false},
+		{"3", HTTPAuto, true}, {"1.0", HTTPAuto, true},
+		// Only the documented spellings.
+		{"HTTP/1.1", HTTPAuto, true}, {"h2", HTTPAuto, true}, {"HTTP/2", HTTPAuto, true}, {"1", HTTPAuto, true},
+		{"AUTO", HTTPAuto, true}, {" 2", HTTPAuto, true}, {"http2", HTTPAuto, true},
 	} {
 		got, err := ParseHTTPVersion(c.in)
 		if (err != nil) != c.bad || got != c.want {

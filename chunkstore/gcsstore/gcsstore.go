@@ -161,6 +161,10 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 	}
 	s.pol = bucket.NewPolicy(po)
 
+	if err := bucket.CheckTrustEnv(); err != nil {
+		// A configuration error: reported at once, not retried.
+		return nil, fmt.Errorf("%s: %w", s.url, err)
+	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	bucket.ConfigureTransport(base, po.HTTP, conc, s.pol.Conns())
 	// The stall watchdog judges transfers by progress; no total timeout.

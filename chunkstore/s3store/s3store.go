@@ -279,7 +279,23 @@ func Open(ctx context.Context, bkt, prefix string, opts Options) (*Store, error)
 		}
 		pin = &fp
 	}
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc, pin, opts.DialContext) })
+	// Trust from the environment is read here, once: a file that cannot
+	// be used is a configuration error, reported at once rather than
+	// retried at every request. AWS_CA_BUNDLE is applied by the store's
+	// own transport, on top of the system roots (the SDK's own handling
+	// loses to SSL_CERT_FILE's roots in that transport).
+	var roots *x509.CertPool
+	if pin == nil {
+		if err := bucket.CheckTrustEnv(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.url, err)
+		}
+		r, err := bucket.RootsWithBundle("AWS_CA_BUNDLE")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.url, err)
+		}
+		roots = r
+	}
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { s.tuneTransport(tr, conc, pin, roots, opts.DialContext) })
 	lo := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -483,11 +499,18 @@ func bucketRegion(err error) string {
 // tuneTransport sizes the connection pool for conc requests in flight and
 // sets the HTTP version (bucket.ConfigureTransport: connections counted in
 // the policy's stats), pins the certificate, and tracks connections so
-// that Close can close them.
-func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) {
+// that Close can close them. roots, when non-nil (and no pin), are the
+// certificates trusted (AWS_CA_BUNDLE on top of the system's).
+func (s *Store) tuneTransport(tr *http.Transport, conc int, pin *[sha256.Size]byte, roots *x509.CertPool, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	dial := tr.DialContext
 	if dialer != nil {
 		dial = dialer
+	}
+	if pin == nil && roots != nil {
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		tr.TLSClientConfig.RootCAs = roots
 	}
 	if pin != nil {
 		if tr.TLSClientConfig == nil {

@@ -149,6 +149,9 @@ func cmdBackup(fs *flag.FlagSet) commandFunc {
 		if err != nil {
 			return fmt.Errorf("backup failed, no snapshot written: %w", err)
 		}
+		for _, n := range res.PreviousNotes {
+			fmt.Fprintf(stderr, "pbsdirect backup: note: %s\n", index.DisplayText(n))
+		}
 		for _, r := range res.Replaced {
 			aside := "not kept"
 			if r.Aside != "" {

@@ -129,6 +129,10 @@ func missingStore(err error) error {
 // (backends.Settings.Options); a setting that does not parse is a usage
 // error.
 func (sf *storeFlags) backendOptions(create bool, concurrency int) (backends.Options, error) {
+	if sf.bucketHTTP == "" {
+		// Given empty: not the default "auto" (an empty setting means "not given").
+		return backends.Options{}, usageOf(&backends.SettingError{Setting: "--bucket-http", Err: errors.New(`invalid HTTP version "" (want auto, 1.1 or 2)`)})
+	}
 	opts, err := sf.settings().Options(create, concurrency)
 	if err != nil {
 		return opts, usageOf(err)

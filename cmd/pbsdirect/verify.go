@@ -264,6 +264,7 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		}
 	}
 	rep.ExitCode = codeFor(ctx, verr)
+	rep.Advice = rep.BackupAdvice()
 	// A report, state or metrics file that could not be written fails the
 	// run, after the result is printed: the checking was done.
 	saveErr := save()
@@ -297,6 +298,9 @@ func printVerifyReport(ctx context.Context, stdout io.Writer, rep *verify.Report
 		printVerifyGaps(stdout, rep)
 		if rep.DamagedUnlisted > 0 {
 			fmt.Fprintf(stdout, "%d damaged chunk(s), %d of them not listed above (--max-damaged; --damaged-list FILE writes them all)\n", rep.DamagedChunks, rep.DamagedUnlisted)
+		}
+		if rep.Advice != "" {
+			fmt.Fprintf(stdout, "advice: %s\n", rep.Advice)
 		}
 		if len(rep.Skipped) > 0 {
 			fmt.Fprintf(stdout, "skipped %d snapshot(s) removed while running: %s\n", len(rep.Skipped), index.DisplayText(strings.Join(rep.Skipped, " ")))
