@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
-	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/chunkstore/bucket"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 )
 
 // ReportVersion is the version of the Report JSON schema.
