@@ -106,8 +106,9 @@ var deadEnds = []deadEnd{
 
 // Run boots o.Machine and waits until it shows it is up (see the package
 // doc). The Report is filled whatever happens. Errors: ErrDidNotBoot
-// (Report.Reason says why); ErrNoQEMU; ErrQEMU; ctx's error when ctx
-// ended first. QEMU is stopped and the overlays removed before Run
+// (Report.Reason says why); ErrNoQEMU; ErrQEMU; when ctx ended first,
+// its cause (context.Cause: e.g. the error a disk's source failed a read
+// with, when the caller cancels ctx with it). QEMU is stopped and the overlays removed before Run
 // returns.
 func Run(ctx context.Context, o Options) (rep Report, err error) {
 	m := o.Machine
@@ -200,7 +201,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 		// guest land in ov only.
 		if out, err := exec.CommandContext(ctx, qemuImg, "create", "-q", "-f", "qcow2", "-F", "raw", "-b", d.Source, ov).CombinedOutput(); err != nil {
 			if ctx.Err() != nil {
-				return rep, ctx.Err()
+				return rep, context.Cause(ctx)
 			}
 			return rep, fmt.Errorf("%w: qemu-img create (overlay of %s): %v: %s", ErrQEMU, d.Name, err, bytes.TrimSpace(out))
 		}
@@ -244,7 +245,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 	qcancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return rep, ctx.Err()
+			return rep, context.Cause(ctx)
 		}
 		// QEMU dying closes the socket first: wait for its exit status.
 		select {
@@ -320,7 +321,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 	for len(rep.Passed) < len(rep.Checks) {
 		select {
 		case <-ctx.Done():
-			return rep, ctx.Err()
+			return rep, context.Cause(ctx)
 		case <-exited:
 			con.poll()
 			if o.Pattern != nil && !has(CheckConsole) && o.Pattern.Match(con.buf) {

@@ -269,7 +269,17 @@ func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf
 	if err != nil {
 		return nil, err
 	}
-	srv := &nbd.Server{Exports: nbdExports(sa), Log: func(msg string) {
+	// A read the export fails (the store unavailable, a damaged or
+	// missing chunk) ends the boot at once with that error: the guest
+	// would only show an I/O error, or hang, and the boot check would
+	// blame the disk.
+	bctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	exports := nbdExports(sa)
+	for i := range exports {
+		exports[i].Data = &readWatch{ReaderAt: exports[i].Data, name: sa.Names[i], ctx: bctx, fail: fail}
+	}
+	srv := &nbd.Server{Exports: exports, Log: func(msg string) {
 		fmt.Fprintf(stderr, "pbsdirect boot-check: %s\n", index.DisplayText(msg))
 	}}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -281,7 +291,31 @@ func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf
 		sources[bootcheck.DiskName(e.Name)] = "nbd+unix:///" + url.PathEscape(e.Name) + "?socket=" + sock
 	}
 	base := fmt.Sprintf("boot-%s-%s-%s", sa.snap.Type, sa.snap.ID, time.Unix(sa.snap.Time, 0).UTC().Format("2006-01-02T15-04-05Z"))
-	return bf.boot(ctx, conf, sources, ".", base, dir, stderr)
+	rep, err := bf.boot(bctx, conf, sources, ".", base, dir, stderr)
+	if cause := context.Cause(bctx); ctx.Err() == nil && bctx.Err() != nil && rep != nil {
+		// The export's read error, whatever the guest did meanwhile.
+		rep.OK, rep.Passed, rep.SecondsToBoot, rep.Reason, err = false, nil, 0, cause.Error(), cause
+	}
+	return rep, err
+}
+
+// readWatch is an export's data that, on the first read that fails while
+// ctx lasts, calls fail with the error (naming the archive and offset;
+// the archive reader's error names the chunk).
+type readWatch struct {
+	io.ReaderAt
+	name string
+	ctx  context.Context
+	fail context.CancelCauseFunc
+}
+
+// ReadAt reads as the wrapped ReaderAt does and reports its error.
+func (w *readWatch) ReadAt(p []byte, off int64) (int, error) {
+	n, err := w.ReaderAt.ReadAt(p, off)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(p)) && w.ctx.Err() == nil {
+		w.fail(fmt.Errorf("boot check: the NBD export failed to read %s at offset %d: %w", w.name, off+int64(n), err))
+	}
+	return n, err
 }
 
 // printBoot prints a boot check's report as text.

@@ -255,3 +255,35 @@ func TestBootCheckInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// TestBootCheckExportReadError: every chunk of the backed-up disk damaged,
+// boot-check stops at the export's first failed read with exit 1 naming
+// the damage (not "did not boot" after the guest hung on an I/O error).
+func TestBootCheckExportReadError(t *testing.T) {
+	needBootTools(t)
+	work := t.TempDir()
+	im := bootimage.Build(t, work)
+	store := fixture.NewStore(t)
+	mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "drive-scsi0.img:"+im.Path)
+	chunks, _ := filepath.Glob(filepath.Join(store, ".chunks", "*", "*"))
+	if len(chunks) == 0 {
+		t.Fatal("no chunk files")
+	}
+	for _, c := range chunks {
+		if err := os.WriteFile(c, bytes.Repeat([]byte{0x5a}, 64), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	r := pbs(t, "boot-check", "--store", store, "--boot-timeout", "3m", "--boot-output", t.TempDir(), "--output-format", "json", "vm/100")
+	var got bootJSON
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+		t.Fatalf("JSON: %v\n%v", err, r)
+	}
+	if r.code != 1 || strings.Contains(got.Error, "did not boot") || !strings.Contains(got.Error, "NBD export failed to read drive-scsi0.img.fidx") ||
+		got.Boot == nil || got.Boot.OK || got.Boot.Reason != got.Error {
+		t.Fatalf("want exit 1 naming the failed read: %v\nreport %+v", r, got.Boot)
+	}
+	noBootLeftovers(t, tmp)
+}
