@@ -128,17 +128,9 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	if len(rep.Checks) == 0 || o.Timeout <= 0 || o.ConsoleLog == "" || len(m.Disks) == 0 {
 		return rep, errors.New("bootcheck: want a pattern or the agent, a timeout, a console log and a disk")
 	}
-	look := o.LookPath
-	if look == nil {
-		look = exec.LookPath
-	}
-	qemu, err := look("qemu-system-x86_64")
+	qemu, qemuImg, err := findQEMU(o.LookPath)
 	if err != nil {
-		return rep, fmt.Errorf("%w: qemu-system-x86_64 is not on PATH: install qemu-system-x86 (Debian)", ErrNoQEMU)
-	}
-	qemuImg, err := look("qemu-img")
-	if err != nil {
-		return rep, fmt.Errorf("%w: qemu-img is not on PATH: install qemu-utils (Debian)", ErrNoQEMU)
+		return rep, err
 	}
 	dir := o.Dir
 	if dir == "" {
@@ -173,6 +165,37 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		rep.KVMError = err.Error()
 	}
 	return boot(ctx, o, rep, qemu, qemuImg, dir, fwArgs, false)
+}
+
+// CheckTools checks, before a boot check's long preparation (a restore),
+// that it can run: qemu-system-x86_64 and qemu-img on PATH (look finds
+// them; exec.LookPath when nil) and, with ovmf, OVMF's firmware files in
+// ovmfDir (/usr/share/OVMF when empty). The error is ErrNoQEMU naming the
+// Debian package to install.
+func CheckTools(look func(string) (string, error), ovmf bool, ovmfDir string) error {
+	if _, _, err := findQEMU(look); err != nil {
+		return err
+	}
+	if ovmf {
+		if _, _, err := findOVMF(ovmfDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findQEMU returns the paths of qemu-system-x86_64 and qemu-img.
+func findQEMU(look func(string) (string, error)) (qemu, qemuImg string, err error) {
+	if look == nil {
+		look = exec.LookPath
+	}
+	if qemu, err = look("qemu-system-x86_64"); err != nil {
+		return "", "", fmt.Errorf("%w: qemu-system-x86_64 is not on PATH: install qemu-system-x86 (Debian)", ErrNoQEMU)
+	}
+	if qemuImg, err = look("qemu-img"); err != nil {
+		return "", "", fmt.Errorf("%w: qemu-img is not on PATH: install qemu-utils (Debian)", ErrNoQEMU)
+	}
+	return qemu, qemuImg, nil
 }
 
 // errKVMFailed: QEMU with KVM exited before the guest wrote anything.
@@ -444,22 +467,38 @@ func ovmfArgs(dir, vars string) ([]string, error) {
 	if dir == "" {
 		dir = "/usr/share/OVMF"
 	}
+	code, varsSrc, err := findOVMF(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(varsSrc)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(vars, b, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + optEscape(code),
+		"-drive", "if=pflash,format=raw,unit=1,file=" + optEscape(vars)}, nil
+}
+
+// findOVMF returns OVMF's code and variables files in dir (default
+// /usr/share/OVMF).
+func findOVMF(dir string) (code, vars string, err error) {
+	if dir == "" {
+		dir = "/usr/share/OVMF"
+	}
 	for _, pair := range [][2]string{{"OVMF_CODE_4M.fd", "OVMF_VARS_4M.fd"}, {"OVMF_CODE.fd", "OVMF_VARS.fd"}} {
-		code := filepath.Join(dir, pair[0])
-		b, err := os.ReadFile(filepath.Join(dir, pair[1]))
-		if err != nil {
+		code, vars := filepath.Join(dir, pair[0]), filepath.Join(dir, pair[1])
+		if st, err := os.Stat(vars); err != nil || !st.Mode().IsRegular() {
 			continue
 		}
 		if _, err := os.Stat(code); err != nil {
 			continue
 		}
-		if err := os.WriteFile(vars, b, 0o600); err != nil {
-			return nil, err
-		}
-		return []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + optEscape(code),
-			"-drive", "if=pflash,format=raw,unit=1,file=" + optEscape(vars)}, nil
+		return code, vars, nil
 	}
-	return nil, fmt.Errorf("%w: no OVMF firmware (OVMF_CODE*.fd, OVMF_VARS*.fd) in %s: install ovmf (Debian)", ErrNoQEMU, dir)
+	return "", "", fmt.Errorf("%w: no OVMF firmware (OVMF_CODE*.fd, OVMF_VARS*.fd) in %s: install ovmf (Debian)", ErrNoQEMU, dir)
 }
 
 // qemuArgs is QEMU's command line for m: no network, no default devices,

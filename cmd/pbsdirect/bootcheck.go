@@ -15,6 +15,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/nbd"
@@ -65,10 +66,17 @@ func (b *bootFlags) check(fs *flag.FlagSet) error {
 		if err != nil {
 			return usagef("--boot-pattern: %v", err)
 		}
+		if re.MatchString("") {
+			// It would pass on an empty console: no check at all.
+			return usagef("--boot-pattern %q matches the empty string, so any guest would pass: give text the console must show", b.pattern)
+		}
 		b.re = re
 	}
-	if b.memory < 0 || b.cores < 0 || b.cores > 1024 {
-		return usagef("--boot-memory and --boot-cores: want positive numbers (cores at most 1024)")
+	if fs.Changed("boot-memory") && (b.memory < 16 || b.memory > 1<<22) {
+		return usagef("--boot-memory %d: want MiB, 16..4194304", b.memory)
+	}
+	if fs.Changed("boot-cores") && (b.cores < 1 || b.cores > 1024) {
+		return usagef("--boot-cores %d: want 1..1024", b.cores)
 	}
 	if b.firmware != "" && b.firmware != "seabios" && b.firmware != "ovmf" {
 		return usagef("--boot-firmware %q: want seabios or ovmf", b.firmware)
@@ -83,11 +91,24 @@ func (b *bootFlags) check(fs *flag.FlagSet) error {
 		return usagef("--boot-accel %q: want auto, kvm or tcg", b.accel)
 	}
 	if b.output != "" {
-		if st, err := os.Stat(b.output); err != nil || !st.IsDir() {
+		st, err := os.Stat(b.output)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return usagef("--boot-output %s: does not exist", b.output)
+		case err != nil:
+			return usagef("--boot-output %s: %v", b.output, err)
+		case !st.IsDir():
 			return usagef("--boot-output %s: not a directory", b.output)
 		}
 	}
 	return nil
+}
+
+// checkTools checks that a boot check can run (bootcheck.CheckTools),
+// before what precedes it (a restore): exit 3 with the package to
+// install.
+func (b *bootFlags) checkTools() error {
+	return bootcheck.CheckTools(nil, b.firmware == "ovmf", "")
 }
 
 // changed names a --boot-* flag given on the command line, or "".
@@ -226,13 +247,19 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
 			return err
 		}
+		if err := bf.checkTools(); err != nil {
+			return err
+		}
 		sa, err := af.open(ctx, fs.Arg(0), true, true, stderr, "boot-check")
+		if errors.Is(err, archive.ErrNoArchive) {
+			return usagef("no disk image (.img.fidx) to boot in %s", index.DisplayText(fs.Arg(0)))
+		}
 		if err != nil {
 			return err
 		}
 		defer sa.Close()
 		if len(sa.Readers) == 0 {
-			return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to boot", sa.snap)
+			return usagef("no disk image (.img.fidx) to boot in %s", sa.snap)
 		}
 		var conf []byte
 		for _, b := range sa.Blobs {
