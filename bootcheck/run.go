@@ -41,8 +41,9 @@ type Options struct {
 	// Pattern and Agent is required.
 	Agent bool
 	// ConsoleLog is the file the serial console is written to (created
-	// or truncated; it stays). Screenshot, when set, is the PNG file the
-	// screen is saved to at the end.
+	// or truncated; it stays; Report.ConsoleLog names it only once Run
+	// opened it). Screenshot, when set, is the PNG file the screen is
+	// saved to at the end.
 	ConsoleLog, Screenshot string
 	// Accel is "kvm", "tcg" or "" (auto: KVM when /dev/kvm opens and
 	// QEMU starts with it, else TCG).
@@ -113,7 +114,7 @@ var deadEnds = []deadEnd{
 func Run(ctx context.Context, o Options) (rep Report, err error) {
 	m := o.Machine
 	rep = Report{Firmware: m.Firmware, MachineType: m.Type, MemoryMiB: m.MemoryMiB, Cores: m.Cores, Disks: m.Disks,
-		TimeoutSeconds: o.Timeout.Seconds(), ConsoleLog: o.ConsoleLog}
+		TimeoutSeconds: o.Timeout.Seconds()}
 	if o.Pattern != nil {
 		rep.Checks = append(rep.Checks, CheckConsole)
 	}
@@ -234,6 +235,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 		return rep, err
 	}
 	defer console.Close()
+	rep.ConsoleLog = o.ConsoleLog // this run's, once it is there
 	fwLog := filepath.Join(dir, "firmware.log")
 	qmpSock, agentSock := filepath.Join(dir, "qmp.sock"), filepath.Join(dir, "qga.sock")
 	made = append(made, fwLog, qmpSock, agentSock)

@@ -17,8 +17,11 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/bootcheck"
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/nbd"
+	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -148,12 +151,49 @@ func (b *bootFlags) boot(ctx context.Context, conf []byte, sources map[string]st
 	if out, err = filepath.Abs(out); err != nil {
 		return nil, err
 	}
+	consoleLog, shot, err := reserveBootOutput(out, base)
+	if err != nil {
+		return nil, err
+	}
 	rep, err := bootcheck.Run(ctx, bootcheck.Options{Machine: m, Timeout: b.timeout, Pattern: b.re, Agent: b.agent, Accel: strings.TrimPrefix(b.accel, "auto"),
-		ConsoleLog: filepath.Join(out, base+"-console.log"), Screenshot: filepath.Join(out, base+"-screen.png"), Dir: dir})
+		ConsoleLog: consoleLog, Screenshot: shot, Dir: dir})
+	if rep.ConsoleLog == "" {
+		os.Remove(consoleLog) // reserved, never written
+	}
 	if errors.Is(err, bootcheck.ErrDidNotBoot) {
 		err = &dataError{fmt.Errorf("%w (console log: %s)", err, rep.ConsoleLog)}
 	}
 	return &rep, err
+}
+
+// reserveBootOutput creates (O_EXCL) this run's console log in dir,
+// base+"-console.log", else base+"-2-console.log" and so on, so that a
+// rerun or a concurrent run never overwrites another's; it returns it and
+// the screenshot's name with the same stem. An unwritable dir is an
+// outfile.ErrWrite (exit 3).
+func reserveBootOutput(dir, base string) (consoleLog, screenshot string, err error) {
+	for i := 1; i <= 1000; i++ {
+		stem := base
+		if i > 1 {
+			stem = fmt.Sprintf("%s-%d", base, i)
+		}
+		consoleLog = filepath.Join(dir, stem+"-console.log")
+		screenshot = filepath.Join(dir, stem+"-screen.png")
+		f, err := os.OpenFile(consoleLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("boot check: %w: console log: %v", outfile.ErrWrite, err)
+		}
+		f.Close()
+		if _, err := os.Lstat(screenshot); err == nil {
+			os.Remove(consoleLog) // that stem's screenshot is another run's
+			continue
+		}
+		return consoleLog, screenshot, nil
+	}
+	return "", "", fmt.Errorf("boot check: %w: %s: 1000 console logs named %s-*console.log already", outfile.ErrWrite, dir, base)
 }
 
 // bootRestored is drill --boot's step after the read-back (restore.
@@ -275,7 +315,7 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 					return werr
 				}
 			} else {
-				printBoot(stdout, sa.snap.String(), res.Boot)
+				printBoot(stdout, sa.snap.String(), res.Boot, interrupted(ctx, err))
 			}
 		}
 		return err
@@ -345,10 +385,14 @@ func (w *readWatch) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// printBoot prints a boot check's report as text.
-func printBoot(w io.Writer, what string, r *bootcheck.Report) {
-	fmt.Fprintf(w, "boot check %s: %s\n", index.DisplayText(what), bootWord(r.OK))
-	fmt.Fprintf(w, "  machine: %s, %s, %d MiB, %d core(s), %s", r.MachineType, r.Firmware, r.MemoryMiB, r.Cores, r.Accelerator)
+// printBoot prints a boot check's report as text; err is the check's
+// error (nil when it passed).
+func printBoot(w io.Writer, what string, r *bootcheck.Report, err error) {
+	fmt.Fprintf(w, "boot check %s: %s\n", index.DisplayText(what), bootHeading(r, err))
+	fmt.Fprintf(w, "  machine: %s, %s, %d MiB, %d core(s)", r.MachineType, r.Firmware, r.MemoryMiB, r.Cores)
+	if r.Accelerator != "" {
+		fmt.Fprintf(w, ", %s", r.Accelerator)
+	}
 	for _, d := range r.Disks {
 		fmt.Fprintf(w, "; %s on %s", index.DisplayText(d.Name), d.Bus)
 	}
@@ -366,11 +410,23 @@ func printBoot(w io.Writer, what string, r *bootcheck.Report) {
 	}
 }
 
-func bootWord(ok bool) string {
-	if ok {
+// bootHeading says how a boot check with report r and error err ended:
+// "booted"; "did not boot" only for a guest that had its chance (exit 1,
+// bootcheck.ErrDidNotBoot); "interrupted"; "stopped: ..." for a disk
+// whose data failed a read; else "could not run".
+func bootHeading(r *bootcheck.Report, err error) string {
+	var ie *cli.InterruptedError
+	switch {
+	case r.OK && err == nil:
 		return "booted"
+	case errors.Is(err, bootcheck.ErrDidNotBoot):
+		return "did not boot"
+	case errors.As(err, &ie), errors.Is(err, context.Canceled):
+		return "interrupted"
+	case restore.Proven(err):
+		return "stopped: the disk's data is damaged or missing"
 	}
-	return "did not boot"
+	return "could not run"
 }
 
 // bootCheckCommand is 'pbsdirect boot-check'.

@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
+	"github.com/pbsdirect/pbsdirect/restore"
 )
 
 // failingReader fails every read at or past off with err.
@@ -62,3 +68,55 @@ func TestReadWatch(t *testing.T) {
 type eofReader struct{}
 
 func (eofReader) ReadAt(p []byte, off int64) (int, error) { return len(p), io.EOF }
+
+// TestPrintBootHeading: "did not boot" heads only a guest that had its
+// chance; a check that could not run, an interrupt and a damaged disk
+// say so; an accelerator never chosen leaves no blank.
+func TestPrintBootHeading(t *testing.T) {
+	ran := &bootcheck.Report{Firmware: "seabios", MachineType: "pc", MemoryMiB: 256, Cores: 1, Accelerator: "tcg", Reason: "timeout after 20s"}
+	never := &bootcheck.Report{Firmware: "seabios", MachineType: "pc", MemoryMiB: 256, Cores: 1, Reason: "x"}
+	for _, c := range []struct {
+		name string
+		r    *bootcheck.Report
+		err  error
+		want string
+		not  string
+	}{
+		{"booted", &bootcheck.Report{OK: true, Accelerator: "kvm"}, nil, ": booted\n", "did not boot"},
+		{"did not boot", ran, fmt.Errorf("%w: timeout after 20s", bootcheck.ErrDidNotBoot), ": did not boot\n", ""},
+		{"no QEMU", never, fmt.Errorf("%w: install qemu-system-x86", bootcheck.ErrNoQEMU), ": could not run\n", "did not boot"},
+		{"unwritable output", never, fmt.Errorf("boot check: %w: permission denied", outfile.ErrWrite), ": could not run\n", "did not boot"},
+		{"SIGTERM", ran, &cli.InterruptedError{Sig: syscall.SIGTERM}, ": interrupted\n", "did not boot"},
+		{"canceled", ran, context.Canceled, ": interrupted\n", "did not boot"},
+		{"store down", ran, fmt.Errorf("read: %w", chunkstore.ErrUnavailable), ": could not run\n", "did not boot"},
+		{"damaged", ran, &restore.DamagedError{}, ": stopped: the disk's data is damaged or missing\n", "did not boot"},
+	} {
+		var b strings.Builder
+		printBoot(&b, "vm/100", c.r, c.err)
+		out := b.String()
+		if !strings.Contains(out, c.want) || c.not != "" && strings.Contains(out, c.not) || strings.Contains(out, "core(s), ;") || strings.Contains(out, "core(s), \n") {
+			t.Errorf("%s: %q", c.name, out)
+		}
+	}
+}
+
+// TestReserveBootOutput: each run gets console log and screenshot names
+// of its own; an unwritable directory is exit 3.
+func TestReserveBootOutput(t *testing.T) {
+	dir := t.TempDir()
+	seen := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		con, shot, err := reserveBootOutput(dir, "boot-vm-100")
+		if err != nil || seen[con] || seen[shot] || strings.TrimSuffix(con, "-console.log") != strings.TrimSuffix(shot, "-screen.png") {
+			t.Fatalf("run %d: %q %q %v", i, con, shot, err)
+		}
+		seen[con], seen[shot] = true, true
+	}
+	if !seen[filepath.Join(dir, "boot-vm-100-console.log")] {
+		t.Errorf("first run's name: %v", seen)
+	}
+	_, _, err := reserveBootOutput(filepath.Join(dir, "boot-vm-100-console.log"), "x")
+	if exitCode(err) != exitOutside {
+		t.Errorf("not a directory: %v (exit %d)", err, exitCode(err))
+	}
+}
