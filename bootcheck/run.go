@@ -135,10 +135,11 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	}
 	dir := o.Dir
 	if dir == "" {
-		if dir, err = os.MkdirTemp("", "pbsdirect-boot-"); err != nil {
+		var done func()
+		if dir, done, err = MakeDir(""); err != nil {
 			return rep, err
 		}
-		defer os.RemoveAll(dir)
+		defer done()
 	}
 	var made []string // files made in dir, removed at the end
 	defer func() {

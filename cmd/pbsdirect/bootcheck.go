@@ -212,11 +212,11 @@ func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr 
 		if err != nil {
 			return err
 		}
-		dir, err := os.MkdirTemp("", "pbsdirect-boot-")
+		dir, done, err := bootcheck.MakeDir("")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer done()
 		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), filepath.Base(abs)+".boot", dir, stderr)
 		return err
 	}
@@ -326,11 +326,11 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 // private directory and boots them there (bootFlags.boot); the server
 // stops and the directory is removed before it returns.
 func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf []byte, stderr io.Writer) (*bootcheck.Report, error) {
-	dir, err := os.MkdirTemp("", "pbsdirect-boot-")
+	dir, done, err := bootcheck.MakeDir("")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer done()
 	sock := filepath.Join(dir, "nbd.sock")
 	l, err := listenUnix(sock)
 	if err != nil {
