@@ -353,6 +353,16 @@ func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, l) }()
 	defer func() { stop(); <-served }()
+	// On an interrupt, the export's reads that wait on the store (a retry
+	// lasts up to --retry-for) end at once: the readers are closed, so
+	// QEMU can stop and the server drain (sa.Close closes them again).
+	closed := make(chan struct{})
+	stopClose := context.AfterFunc(ctx, func() { defer close(closed); sa.Set.Close() })
+	defer func() {
+		if !stopClose() {
+			<-closed
+		}
+	}()
 	sources := map[string]string{}
 	for _, e := range srv.Exports {
 		sources[bootcheck.DiskName(e.Name)] = "nbd+unix:///" + url.PathEscape(e.Name) + "?socket=" + sock
