@@ -13,6 +13,7 @@ import (
 	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
+	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/restore"
 )
@@ -118,5 +119,25 @@ func TestReserveBootOutput(t *testing.T) {
 	_, _, err := reserveBootOutput(filepath.Join(dir, "boot-vm-100-console.log"), "x")
 	if exitCode(err) != exitOutside {
 		t.Errorf("not a directory: %v (exit %d)", err, exitCode(err))
+	}
+}
+
+// TestDrillTableBootColumn: a fleet drill with boots has a boot column
+// (up, did not boot, not booted); without boots the table is as before.
+func TestDrillTableBootColumn(t *testing.T) {
+	up := drill.Report{Snapshot: "vm/100/2026-11-29T10:00:00Z", Archive: "drive-scsi0.img.fidx", OK: true, Boot: &bootcheck.Report{OK: true, SecondsToBoot: 12.34}}
+	down := drill.Report{Snapshot: "vm/101/2026-11-29T10:00:00Z", Archive: "drive-scsi0.img.fidx", Error: "x", Boot: &bootcheck.Report{Reason: "did not boot: timeout after 20s"}}
+	data := drill.Report{Snapshot: "vm/101/2026-11-29T10:00:00Z", Archive: "drive-scsi1.img.fidx", OK: true}
+	var b strings.Builder
+	printDrillTable(&b, []drill.Report{up, down, data}, false)
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) < 5 || !strings.HasSuffix(strings.TrimSpace(lines[1]), "boot") || !strings.HasSuffix(lines[2], "up 12.3s") ||
+		!strings.HasSuffix(lines[3], "did not boot") || !strings.HasSuffix(lines[4], " -") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	b.Reset()
+	printDrillTable(&b, []drill.Report{data}, false)
+	if strings.Contains(b.String(), "boot") {
+		t.Fatalf("a table without boots has a boot column:\n%s", b.String())
 	}
 }
