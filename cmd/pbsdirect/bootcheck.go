@@ -461,9 +461,15 @@ it. The console log and a screenshot (PNG) are saved in --boot-output
 (default: the current directory) as boot-TYPE-ID-TIME-console.log and
 -screen.png.
 
+A read the export fails stops the check at once with that error (not "did
+not boot"). The console log and screenshot names get -2, -3… when taken by
+another run.
+
 Exit status: 0 the guest came up; 1 it did not boot (no bootable device, a
 bootloader or kernel failure, a kernel panic, the timeout), or its data is
-damaged or missing; 3 QEMU is not installed or failed, or another reason
+damaged or missing; 2 a usage error (no disk image in the snapshot, a
+--boot-pattern matching the empty string, a value out of range); 3 QEMU is
+not installed or failed, the store is unavailable, or another reason
 outside the data; 130/143 interrupted (QEMU is stopped).`,
 		example: `  pbsdirect boot-check --store /mnt/ds vm/100
   pbsdirect boot-check --store s3://backups/pbs --boot-timeout 10m --boot-agent --output-format json vm/100`,
