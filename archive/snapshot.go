@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,10 @@ type Set struct {
 	Names   []string // archive names of Readers ("drive-scsi0.img.fidx")
 	Blobs   []Blob
 }
+
+// ErrNoArchive is OpenSet's error for a snapshot with nothing it was asked
+// to serve.
+var ErrNoArchive = errors.New("no archive to serve")
 
 // OpenSet opens every chunk index archive of the snapshot src (only the
 // fixed ones, .fidx, with imagesOnly) and, with blobs, reads and decodes
@@ -46,7 +51,7 @@ func OpenSet(ctx context.Context, src *snapshot.Reader, imagesOnly, blobs bool, 
 		}
 	}
 	if len(indexes) == 0 && len(set.Blobs) == 0 {
-		return nil, fmt.Errorf("snapshot %s has no archive to serve", src.Snapshot())
+		return nil, fmt.Errorf("snapshot %s has %w", src.Snapshot(), ErrNoArchive)
 	}
 	if len(indexes) > 0 {
 		opts.CacheSize /= int64(len(indexes))

@@ -41,8 +41,9 @@ type Options struct {
 	// Pattern and Agent is required.
 	Agent bool
 	// ConsoleLog is the file the serial console is written to (created
-	// or truncated; it stays). Screenshot, when set, is the PNG file the
-	// screen is saved to at the end.
+	// or truncated; it stays; Report.ConsoleLog names it only once Run
+	// opened it). Screenshot, when set, is the PNG file the screen is
+	// saved to at the end.
 	ConsoleLog, Screenshot string
 	// Accel is "kvm", "tcg" or "" (auto: KVM when /dev/kvm opens and
 	// QEMU starts with it, else TCG).
@@ -106,13 +107,14 @@ var deadEnds = []deadEnd{
 
 // Run boots o.Machine and waits until it shows it is up (see the package
 // doc). The Report is filled whatever happens. Errors: ErrDidNotBoot
-// (Report.Reason says why); ErrNoQEMU; ErrQEMU; ctx's error when ctx
-// ended first. QEMU is stopped and the overlays removed before Run
+// (Report.Reason says why); ErrNoQEMU; ErrQEMU; when ctx ended first,
+// its cause (context.Cause: e.g. the error a disk's source failed a read
+// with, when the caller cancels ctx with it). QEMU is stopped and the overlays removed before Run
 // returns.
 func Run(ctx context.Context, o Options) (rep Report, err error) {
 	m := o.Machine
 	rep = Report{Firmware: m.Firmware, MachineType: m.Type, MemoryMiB: m.MemoryMiB, Cores: m.Cores, Disks: m.Disks,
-		TimeoutSeconds: o.Timeout.Seconds(), ConsoleLog: o.ConsoleLog}
+		TimeoutSeconds: o.Timeout.Seconds()}
 	if o.Pattern != nil {
 		rep.Checks = append(rep.Checks, CheckConsole)
 	}
@@ -127,24 +129,17 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	if len(rep.Checks) == 0 || o.Timeout <= 0 || o.ConsoleLog == "" || len(m.Disks) == 0 {
 		return rep, errors.New("bootcheck: want a pattern or the agent, a timeout, a console log and a disk")
 	}
-	look := o.LookPath
-	if look == nil {
-		look = exec.LookPath
-	}
-	qemu, err := look("qemu-system-x86_64")
+	qemu, qemuImg, err := findQEMU(o.LookPath)
 	if err != nil {
-		return rep, fmt.Errorf("%w: qemu-system-x86_64 is not on PATH: install qemu-system-x86 (Debian)", ErrNoQEMU)
-	}
-	qemuImg, err := look("qemu-img")
-	if err != nil {
-		return rep, fmt.Errorf("%w: qemu-img is not on PATH: install qemu-utils (Debian)", ErrNoQEMU)
+		return rep, err
 	}
 	dir := o.Dir
 	if dir == "" {
-		if dir, err = os.MkdirTemp("", "pbsdirect-boot-"); err != nil {
+		var done func()
+		if dir, done, err = MakeDir(""); err != nil {
 			return rep, err
 		}
-		defer os.RemoveAll(dir)
+		defer done()
 	}
 	var made []string // files made in dir, removed at the end
 	defer func() {
@@ -174,6 +169,37 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	return boot(ctx, o, rep, qemu, qemuImg, dir, fwArgs, false)
 }
 
+// CheckTools checks, before a boot check's long preparation (a restore),
+// that it can run: qemu-system-x86_64 and qemu-img on PATH (look finds
+// them; exec.LookPath when nil) and, with ovmf, OVMF's firmware files in
+// ovmfDir (/usr/share/OVMF when empty). The error is ErrNoQEMU naming the
+// Debian package to install.
+func CheckTools(look func(string) (string, error), ovmf bool, ovmfDir string) error {
+	if _, _, err := findQEMU(look); err != nil {
+		return err
+	}
+	if ovmf {
+		if _, _, err := findOVMF(ovmfDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findQEMU returns the paths of qemu-system-x86_64 and qemu-img.
+func findQEMU(look func(string) (string, error)) (qemu, qemuImg string, err error) {
+	if look == nil {
+		look = exec.LookPath
+	}
+	if qemu, err = look("qemu-system-x86_64"); err != nil {
+		return "", "", fmt.Errorf("%w: qemu-system-x86_64 is not on PATH: install qemu-system-x86 (Debian)", ErrNoQEMU)
+	}
+	if qemuImg, err = look("qemu-img"); err != nil {
+		return "", "", fmt.Errorf("%w: qemu-img is not on PATH: install qemu-utils (Debian)", ErrNoQEMU)
+	}
+	return qemu, qemuImg, nil
+}
+
 // errKVMFailed: QEMU with KVM exited before the guest wrote anything.
 var errKVMFailed = errors.New("QEMU with KVM exited at once")
 
@@ -200,7 +226,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 		// guest land in ov only.
 		if out, err := exec.CommandContext(ctx, qemuImg, "create", "-q", "-f", "qcow2", "-F", "raw", "-b", d.Source, ov).CombinedOutput(); err != nil {
 			if ctx.Err() != nil {
-				return rep, ctx.Err()
+				return rep, context.Cause(ctx)
 			}
 			return rep, fmt.Errorf("%w: qemu-img create (overlay of %s): %v: %s", ErrQEMU, d.Name, err, bytes.TrimSpace(out))
 		}
@@ -210,6 +236,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 		return rep, err
 	}
 	defer console.Close()
+	rep.ConsoleLog = o.ConsoleLog // this run's, once it is there
 	fwLog := filepath.Join(dir, "firmware.log")
 	qmpSock, agentSock := filepath.Join(dir, "qmp.sock"), filepath.Join(dir, "qga.sock")
 	made = append(made, fwLog, qmpSock, agentSock)
@@ -244,7 +271,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 	qcancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return rep, ctx.Err()
+			return rep, context.Cause(ctx)
 		}
 		// QEMU dying closes the socket first: wait for its exit status.
 		select {
@@ -320,7 +347,7 @@ func boot(ctx context.Context, o Options, base Report, qemu, qemuImg, dir string
 	for len(rep.Passed) < len(rep.Checks) {
 		select {
 		case <-ctx.Done():
-			return rep, ctx.Err()
+			return rep, context.Cause(ctx)
 		case <-exited:
 			con.poll()
 			if o.Pattern != nil && !has(CheckConsole) && o.Pattern.Match(con.buf) {
@@ -443,22 +470,38 @@ func ovmfArgs(dir, vars string) ([]string, error) {
 	if dir == "" {
 		dir = "/usr/share/OVMF"
 	}
+	code, varsSrc, err := findOVMF(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(varsSrc)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(vars, b, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + optEscape(code),
+		"-drive", "if=pflash,format=raw,unit=1,file=" + optEscape(vars)}, nil
+}
+
+// findOVMF returns OVMF's code and variables files in dir (default
+// /usr/share/OVMF).
+func findOVMF(dir string) (code, vars string, err error) {
+	if dir == "" {
+		dir = "/usr/share/OVMF"
+	}
 	for _, pair := range [][2]string{{"OVMF_CODE_4M.fd", "OVMF_VARS_4M.fd"}, {"OVMF_CODE.fd", "OVMF_VARS.fd"}} {
-		code := filepath.Join(dir, pair[0])
-		b, err := os.ReadFile(filepath.Join(dir, pair[1]))
-		if err != nil {
+		code, vars := filepath.Join(dir, pair[0]), filepath.Join(dir, pair[1])
+		if st, err := os.Stat(vars); err != nil || !st.Mode().IsRegular() {
 			continue
 		}
 		if _, err := os.Stat(code); err != nil {
 			continue
 		}
-		if err := os.WriteFile(vars, b, 0o600); err != nil {
-			return nil, err
-		}
-		return []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + optEscape(code),
-			"-drive", "if=pflash,format=raw,unit=1,file=" + optEscape(vars)}, nil
+		return code, vars, nil
 	}
-	return nil, fmt.Errorf("%w: no OVMF firmware (OVMF_CODE*.fd, OVMF_VARS*.fd) in %s: install ovmf (Debian)", ErrNoQEMU, dir)
+	return "", "", fmt.Errorf("%w: no OVMF firmware (OVMF_CODE*.fd, OVMF_VARS*.fd) in %s: install ovmf (Debian)", ErrNoQEMU, dir)
 }
 
 // qemuArgs is QEMU's command line for m: no network, no default devices,

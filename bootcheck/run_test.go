@@ -119,12 +119,22 @@ func TestRunTimeout(t *testing.T) {
 // TestRunNoQEMU: without QEMU on PATH, ErrNoQEMU with the Debian package.
 func TestRunNoQEMU(t *testing.T) {
 	dir := t.TempDir()
-	_, err := bootcheck.Run(context.Background(), bootcheck.Options{
+	rep, err := bootcheck.Run(context.Background(), bootcheck.Options{
 		Machine: machine(t, filepath.Join(dir, "x.img")), Timeout: time.Second, Pattern: regexp.MustCompile(`x`),
 		ConsoleLog: filepath.Join(dir, "console.log"), LookPath: func(string) (string, error) { return "", exec.ErrNotFound },
 	})
 	if !errors.Is(err, bootcheck.ErrNoQEMU) || !strings.Contains(err.Error(), "qemu-system-x86") {
 		t.Fatalf("Run: %v", err)
+	}
+	// No console log was written: the report names none.
+	if rep.ConsoleLog != "" || rep.Accelerator != "" {
+		t.Fatalf("report names %q, accelerator %q", rep.ConsoleLog, rep.Accelerator)
+	}
+	if err := bootcheck.CheckTools(func(string) (string, error) { return "", exec.ErrNotFound }, false, ""); !errors.Is(err, bootcheck.ErrNoQEMU) {
+		t.Fatalf("CheckTools: %v", err)
+	}
+	if err := bootcheck.CheckTools(func(p string) (string, error) { return "/usr/bin/" + p, nil }, true, dir); !errors.Is(err, bootcheck.ErrNoQEMU) || !strings.Contains(err.Error(), "install ovmf") {
+		t.Fatalf("CheckTools without OVMF: %v", err)
 	}
 }
 

@@ -15,9 +15,13 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/bootcheck"
+	"github.com/pbsdirect/pbsdirect/cmd/internal/cli"
+	"github.com/pbsdirect/pbsdirect/fsutil/outfile"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/nbd"
+	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
 )
 
@@ -65,10 +69,17 @@ func (b *bootFlags) check(fs *flag.FlagSet) error {
 		if err != nil {
 			return usagef("--boot-pattern: %v", err)
 		}
+		if re.MatchString("") {
+			// It would pass on an empty console: no check at all.
+			return usagef("--boot-pattern %q matches the empty string, so any guest would pass: give text the console must show", b.pattern)
+		}
 		b.re = re
 	}
-	if b.memory < 0 || b.cores < 0 || b.cores > 1024 {
-		return usagef("--boot-memory and --boot-cores: want positive numbers (cores at most 1024)")
+	if fs.Changed("boot-memory") && (b.memory < 16 || b.memory > 1<<22) {
+		return usagef("--boot-memory %d: want MiB, 16..4194304", b.memory)
+	}
+	if fs.Changed("boot-cores") && (b.cores < 1 || b.cores > 1024) {
+		return usagef("--boot-cores %d: want 1..1024", b.cores)
 	}
 	if b.firmware != "" && b.firmware != "seabios" && b.firmware != "ovmf" {
 		return usagef("--boot-firmware %q: want seabios or ovmf", b.firmware)
@@ -83,11 +94,24 @@ func (b *bootFlags) check(fs *flag.FlagSet) error {
 		return usagef("--boot-accel %q: want auto, kvm or tcg", b.accel)
 	}
 	if b.output != "" {
-		if st, err := os.Stat(b.output); err != nil || !st.IsDir() {
+		st, err := os.Stat(b.output)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return usagef("--boot-output %s: does not exist", b.output)
+		case err != nil:
+			return usagef("--boot-output %s: %v", b.output, err)
+		case !st.IsDir():
 			return usagef("--boot-output %s: not a directory", b.output)
 		}
 	}
 	return nil
+}
+
+// checkTools checks that a boot check can run (bootcheck.CheckTools),
+// before what precedes it (a restore): exit 3 with the package to
+// install.
+func (b *bootFlags) checkTools() error {
+	return bootcheck.CheckTools(nil, b.firmware == "ovmf", "")
 }
 
 // changed names a --boot-* flag given on the command line, or "".
@@ -127,12 +151,49 @@ func (b *bootFlags) boot(ctx context.Context, conf []byte, sources map[string]st
 	if out, err = filepath.Abs(out); err != nil {
 		return nil, err
 	}
+	consoleLog, shot, err := reserveBootOutput(out, base)
+	if err != nil {
+		return nil, err
+	}
 	rep, err := bootcheck.Run(ctx, bootcheck.Options{Machine: m, Timeout: b.timeout, Pattern: b.re, Agent: b.agent, Accel: strings.TrimPrefix(b.accel, "auto"),
-		ConsoleLog: filepath.Join(out, base+"-console.log"), Screenshot: filepath.Join(out, base+"-screen.png"), Dir: dir})
+		ConsoleLog: consoleLog, Screenshot: shot, Dir: dir})
+	if rep.ConsoleLog == "" {
+		os.Remove(consoleLog) // reserved, never written
+	}
 	if errors.Is(err, bootcheck.ErrDidNotBoot) {
 		err = &dataError{fmt.Errorf("%w (console log: %s)", err, rep.ConsoleLog)}
 	}
 	return &rep, err
+}
+
+// reserveBootOutput creates (O_EXCL) this run's console log in dir,
+// base+"-console.log", else base+"-2-console.log" and so on, so that a
+// rerun or a concurrent run never overwrites another's; it returns it and
+// the screenshot's name with the same stem. An unwritable dir is an
+// outfile.ErrWrite (exit 3).
+func reserveBootOutput(dir, base string) (consoleLog, screenshot string, err error) {
+	for i := 1; i <= 1000; i++ {
+		stem := base
+		if i > 1 {
+			stem = fmt.Sprintf("%s-%d", base, i)
+		}
+		consoleLog = filepath.Join(dir, stem+"-console.log")
+		screenshot = filepath.Join(dir, stem+"-screen.png")
+		f, err := os.OpenFile(consoleLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("boot check: %w: console log: %v", outfile.ErrWrite, err)
+		}
+		f.Close()
+		if _, err := os.Lstat(screenshot); err == nil {
+			os.Remove(consoleLog) // that stem's screenshot is another run's
+			continue
+		}
+		return consoleLog, screenshot, nil
+	}
+	return "", "", fmt.Errorf("boot check: %w: %s: 1000 console logs named %s-*console.log already", outfile.ErrWrite, dir, base)
 }
 
 // bootRestored is drill --boot's step after the read-back (restore.
@@ -151,11 +212,11 @@ func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr 
 		if err != nil {
 			return err
 		}
-		dir, err := os.MkdirTemp("", "pbsdirect-boot-")
+		dir, done, err := bootcheck.MakeDir("")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer done()
 		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), filepath.Base(abs)+".boot", dir, stderr)
 		return err
 	}
@@ -226,13 +287,19 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 		if err := checkSnapshotRef(fs.Arg(0)); err != nil {
 			return err
 		}
+		if err := bf.checkTools(); err != nil {
+			return err
+		}
 		sa, err := af.open(ctx, fs.Arg(0), true, true, stderr, "boot-check")
+		if errors.Is(err, archive.ErrNoArchive) {
+			return usagef("no disk image (.img.fidx) to boot in %s", index.DisplayText(fs.Arg(0)))
+		}
 		if err != nil {
 			return err
 		}
 		defer sa.Close()
 		if len(sa.Readers) == 0 {
-			return fmt.Errorf("snapshot %s has no disk image (.img.fidx) to boot", sa.snap)
+			return usagef("no disk image (.img.fidx) to boot in %s", sa.snap)
 		}
 		var conf []byte
 		for _, b := range sa.Blobs {
@@ -248,7 +315,7 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 					return werr
 				}
 			} else {
-				printBoot(stdout, sa.snap.String(), res.Boot)
+				printBoot(stdout, sa.snap.String(), res.Boot, interrupted(ctx, err))
 			}
 		}
 		return err
@@ -259,35 +326,83 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 // private directory and boots them there (bootFlags.boot); the server
 // stops and the directory is removed before it returns.
 func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf []byte, stderr io.Writer) (*bootcheck.Report, error) {
-	dir, err := os.MkdirTemp("", "pbsdirect-boot-")
+	dir, done, err := bootcheck.MakeDir("")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer done()
 	sock := filepath.Join(dir, "nbd.sock")
 	l, err := listenUnix(sock)
 	if err != nil {
 		return nil, err
 	}
-	srv := &nbd.Server{Exports: nbdExports(sa), Log: func(msg string) {
+	// A read the export fails (the store unavailable, a damaged or
+	// missing chunk) ends the boot at once with that error: the guest
+	// would only show an I/O error, or hang, and the boot check would
+	// blame the disk.
+	bctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	exports := nbdExports(sa)
+	for i := range exports {
+		exports[i].Data = &readWatch{ReaderAt: exports[i].Data, name: sa.Names[i], ctx: bctx, fail: fail}
+	}
+	srv := &nbd.Server{Exports: exports, Log: func(msg string) {
 		fmt.Fprintf(stderr, "pbsdirect boot-check: %s\n", index.DisplayText(msg))
 	}}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, l) }()
 	defer func() { stop(); <-served }()
+	// On an interrupt, the export's reads that wait on the store (a retry
+	// lasts up to --retry-for) end at once: the readers are closed, so
+	// QEMU can stop and the server drain (sa.Close closes them again).
+	closed := make(chan struct{})
+	stopClose := context.AfterFunc(ctx, func() { defer close(closed); sa.Set.Close() })
+	defer func() {
+		if !stopClose() {
+			<-closed
+		}
+	}()
 	sources := map[string]string{}
 	for _, e := range srv.Exports {
 		sources[bootcheck.DiskName(e.Name)] = "nbd+unix:///" + url.PathEscape(e.Name) + "?socket=" + sock
 	}
 	base := fmt.Sprintf("boot-%s-%s-%s", sa.snap.Type, sa.snap.ID, time.Unix(sa.snap.Time, 0).UTC().Format("2006-01-02T15-04-05Z"))
-	return bf.boot(ctx, conf, sources, ".", base, dir, stderr)
+	rep, err := bf.boot(bctx, conf, sources, ".", base, dir, stderr)
+	if cause := context.Cause(bctx); ctx.Err() == nil && bctx.Err() != nil && rep != nil {
+		// The export's read error, whatever the guest did meanwhile.
+		rep.OK, rep.Passed, rep.SecondsToBoot, rep.Reason, err = false, nil, 0, cause.Error(), cause
+	}
+	return rep, err
 }
 
-// printBoot prints a boot check's report as text.
-func printBoot(w io.Writer, what string, r *bootcheck.Report) {
-	fmt.Fprintf(w, "boot check %s: %s\n", index.DisplayText(what), bootWord(r.OK))
-	fmt.Fprintf(w, "  machine: %s, %s, %d MiB, %d core(s), %s", r.MachineType, r.Firmware, r.MemoryMiB, r.Cores, r.Accelerator)
+// readWatch is an export's data that, on the first read that fails while
+// ctx lasts, calls fail with the error (naming the archive and offset;
+// the archive reader's error names the chunk).
+type readWatch struct {
+	io.ReaderAt
+	name string
+	ctx  context.Context
+	fail context.CancelCauseFunc
+}
+
+// ReadAt reads as the wrapped ReaderAt does and reports its error.
+func (w *readWatch) ReadAt(p []byte, off int64) (int, error) {
+	n, err := w.ReaderAt.ReadAt(p, off)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(p)) && w.ctx.Err() == nil {
+		w.fail(fmt.Errorf("boot check: the NBD export failed to read %s at offset %d: %w", w.name, off+int64(n), err))
+	}
+	return n, err
+}
+
+// printBoot prints a boot check's report as text; err is the check's
+// error (nil when it passed).
+func printBoot(w io.Writer, what string, r *bootcheck.Report, err error) {
+	fmt.Fprintf(w, "boot check %s: %s\n", index.DisplayText(what), bootHeading(r, err))
+	fmt.Fprintf(w, "  machine: %s, %s, %d MiB, %d core(s)", r.MachineType, r.Firmware, r.MemoryMiB, r.Cores)
+	if r.Accelerator != "" {
+		fmt.Fprintf(w, ", %s", r.Accelerator)
+	}
 	for _, d := range r.Disks {
 		fmt.Fprintf(w, "; %s on %s", index.DisplayText(d.Name), d.Bus)
 	}
@@ -305,11 +420,23 @@ func printBoot(w io.Writer, what string, r *bootcheck.Report) {
 	}
 }
 
-func bootWord(ok bool) string {
-	if ok {
+// bootHeading says how a boot check with report r and error err ended:
+// "booted"; "did not boot" only for a guest that had its chance (exit 1,
+// bootcheck.ErrDidNotBoot); "interrupted"; "stopped: ..." for a disk
+// whose data failed a read; else "could not run".
+func bootHeading(r *bootcheck.Report, err error) string {
+	var ie *cli.InterruptedError
+	switch {
+	case r.OK && err == nil:
 		return "booted"
+	case errors.Is(err, bootcheck.ErrDidNotBoot):
+		return "did not boot"
+	case errors.As(err, &ie), errors.Is(err, context.Canceled):
+		return "interrupted"
+	case restore.Proven(err):
+		return "stopped: the disk's data is damaged or missing"
 	}
-	return "did not boot"
+	return "could not run"
 }
 
 // bootCheckCommand is 'pbsdirect boot-check'.
@@ -334,9 +461,15 @@ it. The console log and a screenshot (PNG) are saved in --boot-output
 (default: the current directory) as boot-TYPE-ID-TIME-console.log and
 -screen.png.
 
+A read the export fails stops the check at once with that error (not "did
+not boot"). The console log and screenshot names get -2, -3… when taken by
+another run.
+
 Exit status: 0 the guest came up; 1 it did not boot (no bootable device, a
 bootloader or kernel failure, a kernel panic, the timeout), or its data is
-damaged or missing; 3 QEMU is not installed or failed, or another reason
+damaged or missing; 2 a usage error (no disk image in the snapshot, a
+--boot-pattern matching the empty string, a value out of range); 3 QEMU is
+not installed or failed, the store is unavailable, or another reason
 outside the data; 130/143 interrupted (QEMU is stopped).`,
 		example: `  pbsdirect boot-check --store /mnt/ds vm/100
   pbsdirect boot-check --store s3://backups/pbs --boot-timeout 10m --boot-agent --output-format json vm/100`,

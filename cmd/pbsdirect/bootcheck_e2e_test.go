@@ -14,6 +14,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/drill"
+	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/fixture/bootimage"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
@@ -254,4 +255,119 @@ func TestBootCheckInterrupted(t *testing.T) {
 			noBootLeftovers(t, tmp)
 		})
 	}
+}
+
+// TestBootCheckExportReadError: every chunk of the backed-up disk damaged,
+// boot-check stops at the export's first failed read with exit 1 naming
+// the damage (not "did not boot" after the guest hung on an I/O error).
+func TestBootCheckExportReadError(t *testing.T) {
+	needBootTools(t)
+	work := t.TempDir()
+	im := bootimage.Build(t, work)
+	store := fixture.NewStore(t)
+	mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "drive-scsi0.img:"+im.Path)
+	chunks, _ := filepath.Glob(filepath.Join(store, ".chunks", "*", "*"))
+	if len(chunks) == 0 {
+		t.Fatal("no chunk files")
+	}
+	for _, c := range chunks {
+		if err := os.WriteFile(c, bytes.Repeat([]byte{0x5a}, 64), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	r := pbs(t, "boot-check", "--store", store, "--boot-timeout", "3m", "--boot-output", t.TempDir(), "--output-format", "json", "vm/100")
+	var got bootJSON
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+		t.Fatalf("JSON: %v\n%v", err, r)
+	}
+	if r.code != 1 || strings.Contains(got.Error, "did not boot") || !strings.Contains(got.Error, "NBD export failed to read drive-scsi0.img.fidx") ||
+		got.Boot == nil || got.Boot.OK || got.Boot.Reason != got.Error {
+		t.Fatalf("want exit 1 naming the failed read: %v\nreport %+v", r, got.Boot)
+	}
+	noBootLeftovers(t, tmp)
+}
+
+// TestBootCheckStoreOutage: the store (S3 behind a proxy) answers every
+// chunk read with 503 while the guest boots. Within --retry-for the
+// export's read fails and boot-check stops at once with exit 3 (store
+// unavailable), not "did not boot" after --boot-timeout. With a long
+// --retry-for, SIGTERM while the export waits on the store ends the run
+// at once (exit 143, the report says "interrupted") and leaves no private
+// directory.
+func TestBootCheckStoreOutage(t *testing.T) {
+	needBootTools(t)
+	work := t.TempDir()
+	im := bootimage.Build(t, work)
+	local := fixture.NewStore(t)
+	mustOK(t, "backup", "--store", local, "--backup-type", "vm", "--backup-id", "100", "--backup-time", t0str, "drive-scsi0.img:"+im.Path)
+	root := t.TempDir()
+	fixture.CopyDir(t, local, filepath.Join(root, "bkt", "ds"))
+	s3 := testenv.StartS3Dir(t, root)
+	s3.AdoptFiles(t)
+	p, err := faultproxy.Start("127.0.0.1:0", s3.Endpoint, 0, faultproxy.Rule{Method: "GET", PathContains: "/.chunks/", Status: 503})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	bktSetEnv(t, "")
+	store := []string{"--store", "s3://bkt/ds", "--s3-endpoint", p.URL}
+
+	t.Run("outage", func(t *testing.T) {
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		r := pbs(t, append(append([]string{"boot-check"}, store...), "--retry-for", "2s", "--boot-timeout", "3m", "--boot-output", t.TempDir(), "--output-format", "json", "vm/100")...)
+		var got bootJSON
+		if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+			t.Fatalf("JSON: %v\n%v", err, r)
+		}
+		if r.code != 3 || strings.Contains(got.Error, "did not boot") || !strings.Contains(got.Error, "NBD export failed to read") || got.Boot == nil || got.Boot.OK {
+			t.Fatalf("want exit 3, the failed read: %v\nreport %+v", r, got.Boot)
+		}
+		noBootLeftovers(t, tmp)
+	})
+
+	t.Run("SIGTERM", func(t *testing.T) {
+		tmp := t.TempDir()
+		before := p.Matched()[0]
+		cmd := exec.Command(os.Args[0], append([]string{"boot-check"}, append(store, "--retry-for", "10m", "--boot-timeout", "5m", "--boot-output", t.TempDir(), "vm/100")...)...)
+		cmd.Env = append(os.Environ(), runAsCLI+"=1", "TMPDIR="+tmp)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var werr error
+		go func() { werr = cmd.Wait(); close(done) }()
+		// Under way: the guest's reads wait on the store.
+		deadline := time.Now().Add(60 * time.Second)
+		for p.Matched()[0] < before+3 {
+			select {
+			case <-done:
+				t.Fatalf("boot-check ended before the outage: %v\n%s", werr, stderr.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("no chunk read within 60 s")
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("still running 60 s after SIGTERM\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+		}
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) || ee.ExitCode() != 143 || !strings.Contains(stdout.String(), ": interrupted") {
+			t.Errorf("after SIGTERM: %v, want exit 143 and the report\nstdout: %s\nstderr: %s", werr, stdout.String(), stderr.String())
+		}
+		noBootLeftovers(t, tmp)
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/drill"
@@ -48,6 +49,11 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return usagef("--scratch wants the directory the fleet drill restores its copies into, not an empty name")
 		}
 		if *scratch != "" || *list != "" {
+			if *boot {
+				if err := bf.checkTools(); err != nil {
+					return err
+				}
+			}
 			bf.bootDiskOnly = true
 			return drillFleet(ctx, fs, rc, fleetOptions{scratch: *scratch, list: *list, parallel: *parallel, scope: scope, metrics: &metrics, boot: bootWith}, stdout, stderr)
 		}
@@ -67,6 +73,15 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		archive, targetPath := index.NormalizeArchiveName(fs.Arg(1)), fs.Arg(2)
+		if *boot && !strings.HasSuffix(archive, ".fidx") {
+			return usagef("--boot boots a disk image (.img.fidx); %s is not one", index.DisplayText(archive))
+		}
+		if *boot {
+			// Before the restore, not after it.
+			if err := bf.checkTools(); err != nil {
+				return err
+			}
+		}
 		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, bootWith, stdout, stderr)
 		if err != nil && codeFor(ctx, err) == exitUsage {
 			// Refused as given (a usage error, a TARGET that exists…):

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore/filetarget"
@@ -247,6 +249,22 @@ func latestImages(ctx context.Context, rc *restoreCmd, sc verify.Scope, stderr i
 	})
 }
 
+// bootCell is the boot column of a fleet drill's table: "up 12.3s", "did
+// not boot" (the guest had its chance), "not run" (interrupted, QEMU
+// failed), or "-" (no boot: not its snapshot's boot disk, or the drill
+// failed before).
+func bootCell(b *bootcheck.Report) string {
+	switch {
+	case b == nil:
+		return "-"
+	case b.OK:
+		return fmt.Sprintf("up %.1fs", b.SecondsToBoot)
+	case strings.HasPrefix(b.Reason, bootcheck.ErrDidNotBoot.Error()):
+		return "did not boot"
+	}
+	return "not run"
+}
+
 // printDrillTable prints the final table (text) or the one JSON value of
 // the fleet drill (drill.FleetReport) and returns the failures and a note
 // naming the first failure.
@@ -256,7 +274,12 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 		writeJSON(w, drill.FleetReport{Totals: t, Drills: reps})
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "\nsnapshot\tarchive\tresult\ttime to restore\tsize\tMiB/s\tread back")
+		booted := slices.ContainsFunc(reps, func(r drill.Report) bool { return r.Boot != nil })
+		head := "\nsnapshot\tarchive\tresult\ttime to restore\tsize\tMiB/s\tread back"
+		if booted {
+			head += "\tboot"
+		}
+		fmt.Fprintln(tw, head)
 		for _, i := range t.Order {
 			r := reps[i]
 			ttr, size, rate := "-", "-", "-" // no restore completed: no time to restore
@@ -267,7 +290,11 @@ func printDrillTable(w io.Writer, reps []drill.Report, asJSON bool) (failed int,
 			if r.ReadBack != nil {
 				rb = fmt.Sprintf("%.2fs", r.ReadBackSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), fleetResult(r), ttr, size, rate, rb)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), fleetResult(r), ttr, size, rate, rb)
+			if booted {
+				fmt.Fprintf(tw, "\t%s", bootCell(r.Boot))
+			}
+			fmt.Fprintln(tw)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "%d archive(s), %s restored in %.2fs of restore time, %d failed", len(reps), humanBytes(t.Bytes), t.RestoreSeconds, t.Failed)
