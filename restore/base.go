@@ -62,6 +62,8 @@ func (d *disk) trustBase(base JournalHeader) error {
 		why = "no record of a restore into it (pbsdirect records each restore and drill into a target; another program wrote it, or it was copied)"
 	case err != nil:
 		why = err.Error()
+	case !rec.Complete && rec.Failed != "":
+		why = fmt.Sprintf("a drill of %s %s into it found it does not hold what was restored (%s)", rs, ra, index.DisplayText(rec.Failed))
 	case !rec.Complete:
 		why = fmt.Sprintf("the restore of %s %s into it started at %s did not complete", rs, ra, rec.Started.Format(time.RFC3339))
 	case rec.Snapshot != base.Snapshot || rec.Archive != base.Archive:

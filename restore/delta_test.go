@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -435,5 +436,49 @@ func TestRestoreBaseDevice(t *testing.T) {
 	}
 	if _, err := p.restoreTo(t, p.newRef, dev, nil, &restore.Delta{Base: p.reader(t, p.newRef, nil)}); !errors.Is(err, restore.ErrRefused) {
 		t.Fatalf("a record of another device: %v, want ErrRefused", err)
+	}
+}
+
+// TestDrillFailedReadBackDistrusts: a drill with Base onto a device whose
+// record vouches for N-1 but one of whose unchanged chunk ranges was
+// written since (nothing a device's identity shows) fails its read-back;
+// the record is then marked incomplete, naming the failed read-back, so
+// the next drill with Base is refused (ErrRefused) instead of trusting
+// the target again and failing the same way every night. Before, the
+// record stayed complete and the next drill failed the read-back again.
+func TestDrillFailedReadBackDistrusts(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	p := newDeltaPair(t, 0, nil)
+	dev, _ := fixture.LoopDevice(t, int64((len(p.new)/cs+4)*cs), []byte{0xa5})
+	drill := func(ref string, delta *restore.Delta) error {
+		t.Helper()
+		sink := &filetarget.Sink{Path: dev, Options: filetarget.Options{Force: true}}
+		_, err := restore.Drill(context.Background(), p.reader(t, ref, nil), "drive-scsi0.img.fidx", sink,
+			restore.DrillOptions{Jobs: 2, Restore: restore.RestoreOptions{Delta: delta}})
+		return err
+	}
+	if err := drill(p.oldRef, nil); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, dev, 60) // the same chunk in both snapshots
+	err := drill(p.newRef, &restore.Delta{Base: p.reader(t, p.oldRef, nil)})
+	if !errors.Is(err, restore.ErrReadBackMismatch) {
+		t.Fatalf("drill onto a spoilt unchanged range: %v, want a read-back mismatch", err)
+	}
+	jpath, err := filetarget.JournalPath(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := restore.ReadRecord(restore.RecordPath(jpath))
+	if err != nil || rec.Complete || rec.Failed == "" || rec.Snapshot != p.newRef {
+		t.Fatalf("record after the failed read-back %+v, %v: want %s incomplete, naming the failure", rec, err, p.newRef)
+	}
+	err = drill(p.newRef, &restore.Delta{Base: p.reader(t, p.newRef, nil)})
+	if !errors.Is(err, restore.ErrRefused) || !strings.Contains(err.Error(), "does not hold what was restored") {
+		t.Fatalf("the next drill with Base: %v, want refused naming the failed drill", err)
+	}
+	// --in-place heals it.
+	if err := drill(p.newRef, &restore.Delta{InPlace: true}); err != nil {
+		t.Fatalf("in place: %v", err)
 	}
 }
