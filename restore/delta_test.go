@@ -209,6 +209,18 @@ func TestRestoreBaseUntrusted(t *testing.T) {
 	}{
 		{"changed", nil, func(t *testing.T, p *deltaPair, target string) { damage(t, target, 60, 120) }, []int{60}},
 		{"changed-encrypted", key, func(t *testing.T, p *deltaPair, target string) { damage(t, target, 60, 120) }, []int{60}},
+		{"changed-mtime-kept", nil, func(t *testing.T, p *deltaPair, target string) {
+			// Edited, its modification time set back: only the change
+			// time (kept in the record's stamp) shows it.
+			st, err := os.Stat(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			damage(t, target, 60, 120)
+			if err := os.Chtimes(target, st.ModTime(), st.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}, []int{60}},
 		{"no-record", nil, func(t *testing.T, p *deltaPair, target string) {
 			b, _ := os.ReadFile(target)
 			os.Remove(target)

@@ -38,10 +38,12 @@ type Record struct {
 	Failed   string    `json:"failed,omitempty"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
-	// Target is the target's identity when it finished (Finished
-	// unused): a file's device, inode, size and modification time (not
-	// its change time, which setting the record changes), a block
-	// device's number and size.
+	// Target is the target's identity when it finished (its Finished
+	// is the record's): a file's device, inode, size, modification time
+	// and change time (taken after the record was set and kept, for a
+	// file with the extended attribute, in a record file among the
+	// journal directories, the attribute's stamp), a block device's
+	// number and size.
 	Target Completion `json:"target"`
 }
 
