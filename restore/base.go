@@ -35,6 +35,9 @@ func (d *disk) prepareDelta(ctx context.Context, dl *Delta) error {
 		return errors.New("a differential restore needs a base snapshot (or in place)")
 	}
 	base, fi, err := PlanOf(ctx, dl.Base, d.name)
+	if errors.Is(err, index.ErrNotInManifest) {
+		return d.refuseBaseWithout(dl.Base.Snapshot().String())
+	}
 	if err != nil {
 		return fmt.Errorf("base snapshot %s: %w", dl.Base.Snapshot(), err)
 	}
@@ -44,6 +47,18 @@ func (d *disk) prepareDelta(ctx context.Context, dl *Delta) error {
 		return nil
 	}
 	return d.trustBase(JournalHeader{Snapshot: dl.Base.Snapshot().String(), Archive: d.name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: base.Size})
+}
+
+// refuseBaseWithout returns the refusal (ErrRefused) of a base snapshot
+// that has no archive of the disk's name: the target cannot hold it. The
+// refusal names what the target's record says it holds, when it says.
+func (d *disk) refuseBaseWithout(base string) error {
+	why := fmt.Sprintf("the base snapshot has no archive %s", index.DisplayText(d.name))
+	if rec, err := TargetRecord(d.sink); err == nil {
+		why = fmt.Sprintf("its record says it holds %s %s, and %s", index.DisplayText(rec.Snapshot), index.DisplayText(rec.Archive), why)
+	}
+	return refusedf("--base %s refused for %s: %s; give --base with a snapshot of the archive it holds, or --in-place to read it and write what differs",
+		base, d.sink, why)
 }
 
 // trustBase checks that the record of the disk's target says it holds

@@ -184,13 +184,17 @@ func (s *Sink) CurrentIdentity() (restore.Completion, error) {
 }
 
 // openExisting opens what is at Path for reading: a regular file (a
-// symbolic link only with FollowSymlinks) or a block device.
+// symbolic link only with FollowSymlinks: otherwise an error wrapping
+// restore.ErrTargetSymlink) or a block device.
 func (s *Sink) openExisting() (*os.File, error) {
 	flags := os.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK
 	if !s.Options.FollowSymlinks && !IsDevice(s.Path) {
 		flags |= unix.O_NOFOLLOW
 	}
 	f, err := os.OpenFile(s.Path, flags, 0)
+	if errors.Is(err, unix.ELOOP) && flags&unix.O_NOFOLLOW != 0 {
+		return nil, fmt.Errorf("%s: %w: refusing to read through it (name the file itself, or give --follow-symlinks)", s.Path, restore.ErrTargetSymlink)
+	}
 	if err != nil {
 		return nil, err
 	}
