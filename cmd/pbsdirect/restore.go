@@ -105,6 +105,11 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	if fs.Arg(2) == "-" && !rc.stdoutOK {
 		return usagef("a drill restores to a file or block device, not to standard output")
 	}
+	if dry := fs.Lookup("dry-run"); dry != nil && dry.Value.String() == "true" {
+		// A dry run writes no archive: standard output carries its
+		// report alone.
+		return checkSnapshotRef(fs.Arg(0))
+	}
 	if fs.Arg(2) == "-" && rc.sf.json() {
 		if fs.Changed("output-format") {
 			return usagef("--output-format %s writes to standard output: not with TARGET -", rc.sf.outputFormat)
