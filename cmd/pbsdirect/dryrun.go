@@ -143,9 +143,9 @@ type dryRunReport struct {
 	Seconds    float64 `json:"estimated-seconds"`
 	// ReadBackBytes, for a drill, are the bytes of the target it reads
 	// back against the index after the restore (the whole image).
-	ReadBackBytes uint64 `json:"read-back-bytes,omitempty"`
-	Cost       dryCost `json:"cost"`
-	ExitCode   int     `json:"exit-code"`
+	ReadBackBytes uint64  `json:"read-back-bytes,omitempty"`
+	Cost          dryCost `json:"cost"`
+	ExitCode      int     `json:"exit-code"`
 }
 
 // dryCost is a dry run's estimated cost in USD.
