@@ -439,8 +439,8 @@ func TestRestoreBaseDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, err := restore.ReadRecord(restore.RecordPath(jpath))
-	if err != nil || !rec.Complete || rec.Snapshot != p.newRef {
-		t.Fatalf("device record %+v, %v: want %s complete", rec, err, p.newRef)
+	if err != nil || !rec.Complete || rec.Snapshot != p.newRef || rec.Target.Finished.IsZero() {
+		t.Fatalf("device record %+v, %v: want %s complete, its target's finish time set", rec, err, p.newRef)
 	}
 	rec.Target.Rdev++
 	if err := restore.WriteRecord(restore.RecordPath(jpath), rec); err != nil {

@@ -239,7 +239,11 @@ func printDryRun(w io.Writer, rep *dryRunReport) {
 			fmt.Fprintf(w, "    %s: %d of %d chunk positions skipped (%s), %d to write; %d read back, %s of zero ranges to zero\n",
 				d.Mode, d.Skipped, d.Positions, humanBytes(d.SkippedBytes), d.Written, d.Checked, humanBytes(d.ZeroedBytes))
 		}
-		fmt.Fprintf(w, "    to fetch: %d unique chunks, %s encoded (%s), %s written\n", a.Chunks, humanBytes(a.EncodedBytes), a.EncodedSizes, humanBytes(a.WriteBytes))
+		written := ", " + humanBytes(a.WriteBytes) + " written"
+		if rep.Command == "verify" {
+			written = "" // verify writes nothing
+		}
+		fmt.Fprintf(w, "    to fetch: %d unique chunks, %s encoded (%s)%s\n", a.Chunks, humanBytes(a.EncodedBytes), a.EncodedSizes, written)
 		for _, m := range a.MissingChunks {
 			fmt.Fprintf(w, "    MISSING from the store: chunk %s\n", index.DisplayText(m))
 		}
@@ -350,6 +354,7 @@ func dryRunVerify(ctx context.Context, f *dryRunFlags, sf *storeFlags, pf *pipel
 			if err != nil {
 				return err
 			}
+			res.WriteBytes = 0 // verify writes nothing
 			rep.Archives = append(rep.Archives, res)
 		}
 	}

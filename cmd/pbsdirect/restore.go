@@ -208,7 +208,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			fmt.Fprintf(stdout, "  resumed: %d chunks already on the target (made durable by the stopped restore, not fetched again)\n", sum.ResumedChunks)
 		}
 		fmt.Fprintf(stdout, "  %s, zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
-			fetchedWords(sum), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
+			fetchedWords(sum), sum.ZeroChunks, zeroBytesWords(&sum), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
 		if sum.Layout != "" {
 			fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 		}
