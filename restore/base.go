@@ -20,6 +20,28 @@ type diskDelta struct {
 	base *Plan
 	res  *DeltaResult
 	work *Plan
+	// held and heldKnown: the size of what the target held before it was
+	// opened (heldSize).
+	held      uint64
+	heldKnown bool
+}
+
+// heldSize returns the size of what is at sink's target now, before a
+// restore opens it (RecordReader.CurrentIdentity; 0 when nothing is
+// there); known is false when the sink cannot say.
+func heldSize(sink Sink) (size uint64, known bool) {
+	rr, ok := sink.(RecordReader)
+	if !ok {
+		return 0, false
+	}
+	id, err := rr.CurrentIdentity()
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, true
+	case err != nil || id.Size < 0:
+		return 0, false
+	}
+	return uint64(id.Size), true
 }
 
 // prepareDelta, before the disk's target is opened (a refusal changes
@@ -28,6 +50,9 @@ type diskDelta struct {
 // (trustBase). Refusals wrap ErrRefused.
 func (d *disk) prepareDelta(ctx context.Context, dl *Delta) error {
 	d.delta = &diskDelta{res: &DeltaResult{Mode: dl.Mode()}}
+	if dl.InPlace || dl.VerifyBase {
+		d.delta.held, d.delta.heldKnown = heldSize(d.sink)
+	}
 	if dl.InPlace {
 		return nil
 	}
@@ -108,7 +133,7 @@ func (d *disk) planWork(ctx context.Context, dl *Delta) error {
 	if d.encrypted {
 		cc = d.res.Key
 	}
-	in := deltaInput{plan: d.plan, base: d.delta.base, cc: cc, readers: dl.Readers, res: d.delta.res}
+	in := deltaInput{plan: d.plan, base: d.delta.base, cc: cc, readers: dl.Readers, res: d.delta.res, held: d.delta.held, heldKnown: d.delta.heldKnown}
 	if dl.VerifyBase || dl.InPlace {
 		rb, ok := d.target.(ReadBacker)
 		if !ok {

@@ -494,3 +494,37 @@ func TestDrillFailedReadBackDistrusts(t *testing.T) {
 		t.Fatalf("in place: %v", err)
 	}
 }
+
+// TestDeltaReadBackCountsRead: what a differential restore says it read
+// back is what the target held: --in-place onto a file half the image's
+// size reads at most that half, and --verify-base onto a target that is
+// not there reads nothing; both leave the image whole. Before, every
+// position was counted as read (the file is first extended to the image's
+// size, sparse).
+func TestDeltaReadBackCountsRead(t *testing.T) {
+	p := newDeltaPair(t, cs, nil)
+	half := filepath.Join(t.TempDir(), "half.raw")
+	if _, err := p.restoreTo(t, p.oldRef, half, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(half, int64(len(p.old)/2)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.restoreTo(t, p.newRef, half, nil, &restore.Delta{InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture.Equal(t, half, p.new)
+	if got := res.Delta.ReadBytes; got == 0 || got > uint64(len(p.old)/2) {
+		t.Errorf("--in-place onto a file of %d bytes read back %d bytes", len(p.old)/2, got)
+	}
+	none := filepath.Join(t.TempDir(), "none.raw")
+	res, err = p.restoreTo(t, p.newRef, none, nil, &restore.Delta{Base: p.reader(t, p.oldRef, nil), VerifyBase: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture.Equal(t, none, p.new)
+	if res.Delta.ReadBytes != 0 || res.Delta.Checked != 0 {
+		t.Errorf("--verify-base onto a new file read back %d bytes, %d positions; want none", res.Delta.ReadBytes, res.Delta.Checked)
+	}
+}
