@@ -20,6 +20,28 @@ type diskDelta struct {
 	base *Plan
 	res  *DeltaResult
 	work *Plan
+	// held and heldKnown: the size of what the target held before it was
+	// opened (heldSize).
+	held      uint64
+	heldKnown bool
+}
+
+// heldSize returns the size of what is at sink's target now, before a
+// restore opens it (RecordReader.CurrentIdentity; 0 when nothing is
+// there); known is false when the sink cannot say.
+func heldSize(sink Sink) (size uint64, known bool) {
+	rr, ok := sink.(RecordReader)
+	if !ok {
+		return 0, false
+	}
+	id, err := rr.CurrentIdentity()
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, true
+	case err != nil || id.Size < 0:
+		return 0, false
+	}
+	return uint64(id.Size), true
 }
 
 // prepareDelta, before the disk's target is opened (a refusal changes
@@ -28,6 +50,9 @@ type diskDelta struct {
 // (trustBase). Refusals wrap ErrRefused.
 func (d *disk) prepareDelta(ctx context.Context, dl *Delta) error {
 	d.delta = &diskDelta{res: &DeltaResult{Mode: dl.Mode()}}
+	if dl.InPlace || dl.VerifyBase {
+		d.delta.held, d.delta.heldKnown = heldSize(d.sink)
+	}
 	if dl.InPlace {
 		return nil
 	}
@@ -35,6 +60,9 @@ func (d *disk) prepareDelta(ctx context.Context, dl *Delta) error {
 		return errors.New("a differential restore needs a base snapshot (or in place)")
 	}
 	base, fi, err := PlanOf(ctx, dl.Base, d.name)
+	if errors.Is(err, index.ErrNotInManifest) {
+		return d.refuseBaseWithout(dl.Base.Snapshot().String())
+	}
 	if err != nil {
 		return fmt.Errorf("base snapshot %s: %w", dl.Base.Snapshot(), err)
 	}
@@ -44,6 +72,18 @@ func (d *disk) prepareDelta(ctx context.Context, dl *Delta) error {
 		return nil
 	}
 	return d.trustBase(JournalHeader{Snapshot: dl.Base.Snapshot().String(), Archive: d.name, IndexCsum: hex.EncodeToString(fi.Csum[:]), Size: base.Size})
+}
+
+// refuseBaseWithout returns the refusal (ErrRefused) of a base snapshot
+// that has no archive of the disk's name: the target cannot hold it. The
+// refusal names what the target's record says it holds, when it says.
+func (d *disk) refuseBaseWithout(base string) error {
+	why := fmt.Sprintf("the base snapshot has no archive %s", index.DisplayText(d.name))
+	if rec, err := TargetRecord(d.sink); err == nil {
+		why = fmt.Sprintf("its record says it holds %s %s, and %s", index.DisplayText(rec.Snapshot), index.DisplayText(rec.Archive), why)
+	}
+	return refusedf("--base %s refused for %s: %s; give --base with a snapshot of the archive it holds, or --in-place to read it and write what differs",
+		base, d.sink, why)
 }
 
 // trustBase checks that the record of the disk's target says it holds
@@ -62,6 +102,8 @@ func (d *disk) trustBase(base JournalHeader) error {
 		why = "no record of a restore into it (pbsdirect records each restore and drill into a target; another program wrote it, or it was copied)"
 	case err != nil:
 		why = err.Error()
+	case !rec.Complete && rec.Failed != "":
+		why = fmt.Sprintf("a drill of %s %s into it found it does not hold what was restored (%s)", rs, ra, index.DisplayText(rec.Failed))
 	case !rec.Complete:
 		why = fmt.Sprintf("the restore of %s %s into it started at %s did not complete", rs, ra, rec.Started.Format(time.RFC3339))
 	case rec.Snapshot != base.Snapshot || rec.Archive != base.Archive:
@@ -91,7 +133,7 @@ func (d *disk) planWork(ctx context.Context, dl *Delta) error {
 	if d.encrypted {
 		cc = d.res.Key
 	}
-	in := deltaInput{plan: d.plan, base: d.delta.base, cc: cc, readers: dl.Readers, res: d.delta.res}
+	in := deltaInput{plan: d.plan, base: d.delta.base, cc: cc, readers: dl.Readers, res: d.delta.res, held: d.delta.held, heldKnown: d.delta.heldKnown}
 	if dl.VerifyBase || dl.InPlace {
 		rb, ok := d.target.(ReadBacker)
 		if !ok {

@@ -70,7 +70,9 @@ type DeltaResult struct {
 	SkippedBytes uint64 `json:"skipped-bytes"`
 	Written      uint64 `json:"written-positions"`
 	// Checked counts the positions read back from the target and hashed,
-	// ReadBytes every byte read back (zero ranges included).
+	// ReadBytes every byte read back (zero ranges included); what lies
+	// past the end of what the target held before the restore (a smaller
+	// file, none) is known to be zeros: neither read nor counted.
 	Checked   uint64 `json:"checked-positions"`
 	ReadBytes uint64 `json:"read-bytes"`
 	// ZeroedBytes are the bytes of zero ranges zeroed (they were not zero
@@ -107,9 +109,14 @@ func (p *Plan) entries() []posEntry {
 type deltaInput struct {
 	plan, base *Plan
 	r          BackReader // nil: nothing is read (a trusted base)
-	cc         *crypto.Config
-	readers    int
-	res        *DeltaResult
+	// held, when heldKnown, is the size of what the target held before
+	// the restore opened it (0: it was not there): past it the target
+	// reads as zeros, which are not read back.
+	held      uint64
+	heldKnown bool
+	cc        *crypto.Config
+	readers   int
+	res       *DeltaResult
 }
 
 // planDelta returns the plan of what must be written to the target so that
@@ -272,7 +279,9 @@ func splitByBase(z Range, b *Plan, be []posEntry) []baseRange {
 
 // checkTarget reads back, with in.readers readers at once through in.r,
 // every position items yields, hashing it (keyed with
-// in.cc) and calling its held function when the digest matches, and the
+// in.cc) and calling its held function when the digest matches (a
+// position past in.held is hashed as zeros without being read or counted
+// in ReadBytes and Checked), and the
 // zero ranges zero (only what the reader says may hold data), returning
 // the pieces of them (up to the plan's chunk size, 4 MiB for a dynamic
 // index) that do not read as zeros.
@@ -299,6 +308,7 @@ func checkTarget(ctx context.Context, in deltaInput, items func(yield func(off u
 		digest crypto.Digest
 		held   func()
 		zero   bool
+		hole   bool // a position past what the target held: zeros, not read
 	}
 	var (
 		mu      sync.Mutex
@@ -316,7 +326,9 @@ func checkTarget(ctx context.Context, in deltaInput, items func(yield func(off u
 					continue
 				}
 				data := buf[:j.length]
-				if _, err := in.r.ReadAt(data, int64(j.off)); err != nil {
+				if j.hole {
+					data = zeroes[:j.length]
+				} else if _, err := in.r.ReadAt(data, int64(j.off)); err != nil {
 					mu.Lock()
 					if ioErr == nil {
 						ioErr = fmt.Errorf("read back %d bytes at offset %d: %w", j.length, j.off, err)
@@ -326,7 +338,9 @@ func checkTarget(ctx context.Context, in deltaInput, items func(yield func(off u
 					pool.put(buf)
 					continue
 				}
-				atomic.AddUint64(&in.res.ReadBytes, uint64(j.length))
+				if !j.hole {
+					atomic.AddUint64(&in.res.ReadBytes, uint64(j.length))
+				}
 				if j.zero {
 					if !bytes.Equal(data, zeroes[:j.length]) {
 						mu.Lock()
@@ -334,7 +348,9 @@ func checkTarget(ctx context.Context, in deltaInput, items func(yield func(off u
 						mu.Unlock()
 					}
 				} else {
-					atomic.AddUint64(&in.res.Checked, 1)
+					if !j.hole {
+						atomic.AddUint64(&in.res.Checked, 1)
+					}
 					h := sha256.New()
 					h.Write(data)
 					h.Write(in.cc.DigestSuffix())
@@ -360,7 +376,11 @@ func checkTarget(ctx context.Context, in deltaInput, items func(yield func(off u
 		defer close(work)
 		stop := false
 		items(func(off uint64, length int, d crypto.Digest, held func()) {
-			if !stop && !send(job{off: off, length: length, digest: d, held: held}) {
+			// Past what the target held before it was opened (a file
+			// extended for the image, one just created): zeros, hashed
+			// as such, not read, nor counted as read back.
+			hole := in.heldKnown && uint64(off) >= in.held
+			if !stop && !send(job{off: off, length: length, digest: d, held: held, hole: hole}) {
 				stop = true
 			}
 		})
@@ -368,6 +388,13 @@ func checkTarget(ctx context.Context, in deltaInput, items func(yield func(off u
 			return
 		}
 		for _, z := range zero {
+			if in.heldKnown {
+				// Past what the target held, a zero range is zero.
+				if z.Offset >= in.held {
+					continue
+				}
+				z.Length = min(z.Length, in.held-z.Offset)
+			}
 			for _, seg := range in.r.Data(z.Offset, z.Length) {
 				// Pieces aligned to the chunk grid, so that a damaged
 				// piece is exactly a chunk position.

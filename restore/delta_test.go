@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/backup"
@@ -208,6 +209,18 @@ func TestRestoreBaseUntrusted(t *testing.T) {
 	}{
 		{"changed", nil, func(t *testing.T, p *deltaPair, target string) { damage(t, target, 60, 120) }, []int{60}},
 		{"changed-encrypted", key, func(t *testing.T, p *deltaPair, target string) { damage(t, target, 60, 120) }, []int{60}},
+		{"changed-mtime-kept", nil, func(t *testing.T, p *deltaPair, target string) {
+			// Edited, its modification time set back: only the change
+			// time (kept in the record's stamp) shows it.
+			st, err := os.Stat(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			damage(t, target, 60, 120)
+			if err := os.Chtimes(target, st.ModTime(), st.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}, []int{60}},
 		{"no-record", nil, func(t *testing.T, p *deltaPair, target string) {
 			b, _ := os.ReadFile(target)
 			os.Remove(target)
@@ -426,8 +439,8 @@ func TestRestoreBaseDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, err := restore.ReadRecord(restore.RecordPath(jpath))
-	if err != nil || !rec.Complete || rec.Snapshot != p.newRef {
-		t.Fatalf("device record %+v, %v: want %s complete", rec, err, p.newRef)
+	if err != nil || !rec.Complete || rec.Snapshot != p.newRef || rec.Target.Finished.IsZero() {
+		t.Fatalf("device record %+v, %v: want %s complete, its target's finish time set", rec, err, p.newRef)
 	}
 	rec.Target.Rdev++
 	if err := restore.WriteRecord(restore.RecordPath(jpath), rec); err != nil {
@@ -435,5 +448,83 @@ func TestRestoreBaseDevice(t *testing.T) {
 	}
 	if _, err := p.restoreTo(t, p.newRef, dev, nil, &restore.Delta{Base: p.reader(t, p.newRef, nil)}); !errors.Is(err, restore.ErrRefused) {
 		t.Fatalf("a record of another device: %v, want ErrRefused", err)
+	}
+}
+
+// TestDrillFailedReadBackDistrusts: a drill with Base onto a device whose
+// record vouches for N-1 but one of whose unchanged chunk ranges was
+// written since (nothing a device's identity shows) fails its read-back;
+// the record is then marked incomplete, naming the failed read-back, so
+// the next drill with Base is refused (ErrRefused) instead of trusting
+// the target again and failing the same way every night. Before, the
+// record stayed complete and the next drill failed the read-back again.
+func TestDrillFailedReadBackDistrusts(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	p := newDeltaPair(t, 0, nil)
+	dev, _ := fixture.LoopDevice(t, int64((len(p.new)/cs+4)*cs), []byte{0xa5})
+	drill := func(ref string, delta *restore.Delta) error {
+		t.Helper()
+		sink := &filetarget.Sink{Path: dev, Options: filetarget.Options{Force: true}}
+		_, err := restore.Drill(context.Background(), p.reader(t, ref, nil), "drive-scsi0.img.fidx", sink,
+			restore.DrillOptions{Jobs: 2, Restore: restore.RestoreOptions{Delta: delta}})
+		return err
+	}
+	if err := drill(p.oldRef, nil); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, dev, 60) // the same chunk in both snapshots
+	err := drill(p.newRef, &restore.Delta{Base: p.reader(t, p.oldRef, nil)})
+	if !errors.Is(err, restore.ErrReadBackMismatch) {
+		t.Fatalf("drill onto a spoilt unchanged range: %v, want a read-back mismatch", err)
+	}
+	jpath, err := filetarget.JournalPath(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := restore.ReadRecord(restore.RecordPath(jpath))
+	if err != nil || rec.Complete || rec.Failed == "" || rec.Snapshot != p.newRef {
+		t.Fatalf("record after the failed read-back %+v, %v: want %s incomplete, naming the failure", rec, err, p.newRef)
+	}
+	err = drill(p.newRef, &restore.Delta{Base: p.reader(t, p.newRef, nil)})
+	if !errors.Is(err, restore.ErrRefused) || !strings.Contains(err.Error(), "does not hold what was restored") {
+		t.Fatalf("the next drill with Base: %v, want refused naming the failed drill", err)
+	}
+	// --in-place heals it.
+	if err := drill(p.newRef, &restore.Delta{InPlace: true}); err != nil {
+		t.Fatalf("in place: %v", err)
+	}
+}
+
+// TestDeltaReadBackCountsRead: what a differential restore says it read
+// back is what the target held: --in-place onto a file half the image's
+// size reads at most that half, and --verify-base onto a target that is
+// not there reads nothing; both leave the image whole. Before, every
+// position was counted as read (the file is first extended to the image's
+// size, sparse).
+func TestDeltaReadBackCountsRead(t *testing.T) {
+	p := newDeltaPair(t, cs, nil)
+	half := filepath.Join(t.TempDir(), "half.raw")
+	if _, err := p.restoreTo(t, p.oldRef, half, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(half, int64(len(p.old)/2)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.restoreTo(t, p.newRef, half, nil, &restore.Delta{InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture.Equal(t, half, p.new)
+	if got := res.Delta.ReadBytes; got == 0 || got > uint64(len(p.old)/2) {
+		t.Errorf("--in-place onto a file of %d bytes read back %d bytes", len(p.old)/2, got)
+	}
+	none := filepath.Join(t.TempDir(), "none.raw")
+	res, err = p.restoreTo(t, p.newRef, none, nil, &restore.Delta{Base: p.reader(t, p.oldRef, nil), VerifyBase: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture.Equal(t, none, p.new)
+	if res.Delta.ReadBytes != 0 || res.Delta.Checked != 0 {
+		t.Errorf("--verify-base onto a new file read back %d bytes, %d positions; want none", res.Delta.ReadBytes, res.Delta.Checked)
 	}
 }

@@ -3,6 +3,8 @@ package restore
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -92,6 +94,18 @@ func Drill(ctx context.Context, src *snapshot.Reader, name string, sink Sink, o 
 	dr.ReadBackTime = time.Since(dr.Restored)
 	if err == nil && o.AfterReadBack != nil {
 		err = o.AfterReadBack(ctx, src, sink.String())
+	}
+	if err != nil {
+		// What the target holds is not what was restored: the next
+		// --base must not trust it (it is refused, and --in-place or
+		// --verify-base find what is there).
+		why := "its read-back did not match the index"
+		if !errors.Is(err, ErrReadBackMismatch) {
+			why = "the drill failed after the restore"
+		}
+		if rerr := distrustRecord(res, why); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("the target's record could not be marked untrusted: %w", rerr))
+		}
 	}
 	if rm, ok := res.Target.(Remover); ok && err == nil && o.Remove && res.Created {
 		if err = rm.Remove(); err == nil {

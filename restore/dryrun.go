@@ -105,7 +105,7 @@ func DryRun(ctx context.Context, src *snapshot.Reader, name string, o DryRunOpti
 		if d.encrypted {
 			cc = d.res.Key
 		}
-		in := deltaInput{plan: plan, base: d.delta.base, cc: cc, readers: o.Delta.Readers, res: d.delta.res}
+		in := deltaInput{plan: plan, base: d.delta.base, cc: cc, readers: o.Delta.Readers, res: d.delta.res, held: d.delta.held, heldKnown: d.delta.heldKnown}
 		if o.Delta.VerifyBase || o.Delta.InPlace {
 			var r BackReader = zeroReader{}
 			if ro, ok := o.Sink.(ReadBackOpener); ok {

@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,13 +30,20 @@ type Record struct {
 	Size      uint64 `json:"size"`       // image bytes
 	// Complete says that the restore finished and the target held the
 	// image whole, synced, when Target was taken.
-	Complete bool      `json:"complete"`
+	Complete bool `json:"complete"`
+	// Failed, on an incomplete record, says why a drill found the
+	// target not holding what it restored (its read-back, or the check
+	// after it, failed): the restore completed but the target cannot be
+	// trusted. Empty otherwise.
+	Failed   string    `json:"failed,omitempty"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
-	// Target is the target's identity when it finished (Finished
-	// unused): a file's device, inode, size and modification time (not
-	// its change time, which setting the record changes), a block
-	// device's number and size.
+	// Target is the target's identity when it finished (its Finished
+	// is the record's): a file's device, inode, size, modification time
+	// and change time (taken after the record was set and kept, for a
+	// file with the extended attribute, in a record file among the
+	// journal directories, the attribute's stamp), a block device's
+	// number and size.
 	Target Completion `json:"target"`
 }
 
@@ -77,6 +85,19 @@ func ReadRecord(path string) (Record, error) {
 		return r, fmt.Errorf("target record %s: unreadable: %w", path, err)
 	}
 	return r, nil
+}
+
+// distrustRecord replaces the record of res's committed target (a
+// RecordKeeper) by an incomplete one naming why (Record.Failed): a drill
+// whose read-back or later check failed, so that no later --base trusts
+// what the target holds. A failure is returned.
+func distrustRecord(res *Result, why string) error {
+	rk, ok := res.Target.(RecordKeeper)
+	if !ok {
+		return nil
+	}
+	return rk.KeepRecord(&Record{Snapshot: res.Snapshot.String(), Archive: res.Archive, IndexCsum: hex.EncodeToString(res.File.Csum[:]),
+		Size: res.Plan.Size, Started: time.Now().UTC(), Failed: why})
 }
 
 // RemoveRecord removes the record at path; a missing one is no error.

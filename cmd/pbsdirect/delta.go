@@ -109,3 +109,14 @@ func printDelta(w io.Writer, d *restore.DeltaResult) {
 	fmt.Fprintf(w, "  differential (%s): %d of %d chunk positions skipped (%s), %d written; %d read back (%s), %s of zero ranges zeroed, %s left zero\n",
 		how, d.Skipped, d.Positions, humanBytes(d.SkippedBytes), d.Written, d.Checked, humanBytes(d.ReadBytes), humanBytes(d.ZeroedBytes), humanBytes(d.ZeroKeptBytes))
 }
+
+// zeroBytesWords says the bytes of sum's zero chunks: a differential
+// restore's are those of the whole image's zero ranges and, of them, the
+// bytes it zeroed (sum.ZeroBytes: the rest was zero already).
+func zeroBytesWords(sum *restore.Summary) string {
+	d := sum.Delta
+	if d == nil {
+		return humanBytes(sum.ZeroBytes)
+	}
+	return fmt.Sprintf("%s, of which %s", humanBytes(d.ZeroedBytes+d.ZeroKeptBytes), humanBytes(sum.ZeroBytes))
+}

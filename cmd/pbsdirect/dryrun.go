@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
@@ -36,7 +36,7 @@ func registerDryRunFlags(fs *flag.FlagSet) *dryRunFlags {
 	return &dryRunFlags{
 		dryRun:       fs.Bool("dry-run", false, "fetch no chunk: say what the run would fetch (unique chunks, encoded bytes, GET requests), the zero share, the positions a --base or --in-place skips, the estimated time and the request and egress cost; exit 1 when --check-present finds chunks missing"),
 		checkPresent: fs.Bool("check-present", false, "with --dry-run: check that each chunk to fetch is in the store (a stat each for a directory, a HEAD request each for a bucket, counted in the report) and take its stored size from the answer"),
-		assumeRate:   fs.String("assume-rate", "", "with --dry-run: estimate the time at this many bytes a second (e.g. 200MiB, 1G); default: the rate measured reading the index"),
+		assumeRate:   fs.String("assume-rate", "", "with --dry-run: estimate the time at this many bytes a second (e.g. 200MiB, 1G); without it no time is estimated (reading the index says nothing of the rate chunks come at)"),
 		priceTable:   fs.String("price-table", "", "with --dry-run: a JSON file of prices per provider ({\"NAME\": {\"get-per-1000\": USD, \"head-per-1000\": USD, \"egress-per-gib\": USD}}) replacing or adding to the built-in table"),
 		provider:     fs.String("price-provider", "", "with --dry-run: the price table's entry to use (built in: aws-s3, gcs, r2, b2, wasabi, local); default: from --store and --s3-endpoint"),
 	}
@@ -75,7 +75,8 @@ type price struct {
 var builtinPrices []byte
 
 // prices returns the built-in price table with --price-table's entries over
-// it.
+// it. A table with keys other than a price's, or a negative price, is an
+// error naming the file.
 func (f *dryRunFlags) prices() (map[string]price, error) {
 	table := map[string]price{}
 	if err := json.Unmarshal(builtinPrices, &table); err != nil {
@@ -89,10 +90,15 @@ func (f *dryRunFlags) prices() (map[string]price, error) {
 		return nil, fmt.Errorf("--price-table: %w", err)
 	}
 	var user map[string]price
-	if err := json.Unmarshal(b, &user); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a mistyped key would price at $0
+	if err := dec.Decode(&user); err != nil {
 		return nil, fmt.Errorf("--price-table %s: want {\"NAME\": {\"get-per-1000\": USD, \"head-per-1000\": USD, \"egress-per-gib\": USD}}: %v", index.DisplayText(*f.priceTable), err)
 	}
 	for k, v := range user {
+		if v.GetPer1000 < 0 || v.HeadPer1000 < 0 || v.EgressPerGB < 0 {
+			return nil, fmt.Errorf("--price-table %s: entry %s: a price is negative", index.DisplayText(*f.priceTable), index.DisplayText(k))
+		}
 		table[k] = v
 	}
 	return table, nil
@@ -130,13 +136,16 @@ type dryRunReport struct {
 	HeadRequests int    `json:"head-requests"`
 	Missing      int    `json:"missing"`
 	// Rate is the transfer rate the time is estimated at, in bytes a
-	// second, RateSource where it comes from ("assumed", "measured
-	// reading the index").
+	// second, RateSource where it comes from ("assumed (--assume-rate)");
+	// without --assume-rate both are zero and no time is estimated.
 	Rate       float64 `json:"rate-bytes-per-second"`
 	RateSource string  `json:"rate-source"`
 	Seconds    float64 `json:"estimated-seconds"`
-	Cost       dryCost `json:"cost"`
-	ExitCode   int     `json:"exit-code"`
+	// ReadBackBytes, for a drill, are the bytes of the target it reads
+	// back against the index after the restore (the whole image).
+	ReadBackBytes uint64  `json:"read-back-bytes,omitempty"`
+	Cost          dryCost `json:"cost"`
+	ExitCode      int     `json:"exit-code"`
 }
 
 // dryCost is a dry run's estimated cost in USD.
@@ -153,10 +162,10 @@ func (f *dryRunFlags) options(sf *storeFlags, pf *pipelineFlags) restore.DryRunO
 	return restore.DryRunOptions{Stat: true, CheckPresent: *f.checkPresent, Bucket: sf.remote, Jobs: pf.fetchersFor(sf.fetchSpec())}
 }
 
-// finish totals the archives' plans (took: the time they took to plan,
-// for a measured rate; indexBytes: the index bytes read meanwhile),
-// prices them and writes the report; chunks missing are exit 1.
-func (f *dryRunFlags) finish(rep *dryRunReport, sf *storeFlags, took time.Duration, indexBytes uint64, stdout io.Writer) error {
+// finish totals the archives' plans, estimates the time at --assume-rate
+// (none without it), prices them and writes the report; chunks missing
+// are exit 1.
+func (f *dryRunFlags) finish(rep *dryRunReport, sf *storeFlags, stdout io.Writer) error {
 	rep.DryRun = true
 	sizes := map[string]bool{}
 	for _, a := range rep.Archives {
@@ -177,9 +186,6 @@ func (f *dryRunFlags) finish(rep *dryRunReport, sf *storeFlags, took time.Durati
 	if *f.assumeRate != "" {
 		n, _ := parseSize(strings.TrimSuffix(*f.assumeRate, "/s"))
 		rep.Rate, rep.RateSource = float64(n), "assumed (--assume-rate)"
-	} else if took > 0 && indexBytes > 0 {
-		rep.Rate = float64(indexBytes) / took.Seconds()
-		rep.RateSource = fmt.Sprintf("measured reading the index (%s in %.3fs; a small read: give --assume-rate for a better estimate)", humanBytes(indexBytes), took.Seconds())
 	}
 	if rep.Rate > 0 {
 		rep.Seconds = float64(rep.EncodedBytes) / rep.Rate
@@ -233,7 +239,11 @@ func printDryRun(w io.Writer, rep *dryRunReport) {
 			fmt.Fprintf(w, "    %s: %d of %d chunk positions skipped (%s), %d to write; %d read back, %s of zero ranges to zero\n",
 				d.Mode, d.Skipped, d.Positions, humanBytes(d.SkippedBytes), d.Written, d.Checked, humanBytes(d.ZeroedBytes))
 		}
-		fmt.Fprintf(w, "    to fetch: %d unique chunks, %s encoded (%s), %s written\n", a.Chunks, humanBytes(a.EncodedBytes), a.EncodedSizes, humanBytes(a.WriteBytes))
+		written := ", " + humanBytes(a.WriteBytes) + " written"
+		if rep.Command == "verify" {
+			written = "" // verify writes nothing
+		}
+		fmt.Fprintf(w, "    to fetch: %d unique chunks, %s encoded (%s)%s\n", a.Chunks, humanBytes(a.EncodedBytes), a.EncodedSizes, written)
 		for _, m := range a.MissingChunks {
 			fmt.Fprintf(w, "    MISSING from the store: chunk %s\n", index.DisplayText(m))
 		}
@@ -246,8 +256,13 @@ func printDryRun(w io.Writer, rep *dryRunReport) {
 	if rep.Missing > 0 {
 		fmt.Fprintf(w, "  MISSING: %d chunk(s) to fetch are not in the store\n", rep.Missing)
 	}
+	if rep.ReadBackBytes > 0 {
+		fmt.Fprintf(w, "  then read back: the whole target, %s, against the index\n", humanBytes(rep.ReadBackBytes))
+	}
 	if rep.Rate > 0 {
 		fmt.Fprintf(w, "  estimated time: %.1fs at %s/s, %s\n", rep.Seconds, humanBytes(uint64(rep.Rate)), rep.RateSource)
+	} else {
+		fmt.Fprintf(w, "  estimated time: give --assume-rate RATE (e.g. 100MiB, the store's measured rate) for one\n")
 	}
 	fmt.Fprintf(w, "  estimated cost (%s): $%.4f requests + $%.4f egress = $%.4f", rep.Cost.Provider, rep.Cost.Requests, rep.Cost.Egress, rep.Cost.Total)
 	if rep.Cost.Checks > 0 {
@@ -258,7 +273,9 @@ func printDryRun(w io.Writer, rep *dryRunReport) {
 
 // dryRunRestore is restore's and drill's --dry-run: the plan of archive of
 // snapshot ref into targetPath (a differential one with --base or
-// --in-place), fetching no chunk.
+// --in-place), fetching no chunk; a file target is checked as the run
+// checks it before writing (refusals exit 2); "-" (standard output) is
+// the plan of the fetches alone.
 func (rc *restoreCmd) dryRunRestore(ctx context.Context, f *dryRunFlags, command, ref, archive, targetPath string, stdout, stderr io.Writer) error {
 	sf, pf := &rc.sf, rc.pf
 	ns, keys, store, err := sf.openAll(ctx, stderr, keyPolicy{cryptMode: *rc.cryptMode, requireSig: *rc.requireSig}, pf.fetchersFor(sf.fetchSpec()))
@@ -274,13 +291,21 @@ func (rc *restoreCmd) dryRunRestore(ctx context.Context, f *dryRunFlags, command
 	if err != nil {
 		return err
 	}
-	sink := &filetarget.Sink{Path: targetPath, Options: rc.targetOptions(0)}
 	o := f.options(sf, pf)
-	o.Sink = sink
-	if o.Delta, err = rc.delta.options(ctx, store, ns, keys, []restore.Sink{sink}, stderr); err != nil {
-		return err
+	if targetPath != "-" {
+		sink := &filetarget.Sink{Path: targetPath, Options: rc.targetOptions(0)}
+		o.Sink = sink
+		if o.Delta, err = rc.delta.options(ctx, store, ns, keys, []restore.Sink{sink}, stderr); err != nil {
+			return err
+		}
+		if !filetarget.IsDevice(targetPath) {
+			// The checks the run makes of a file target before it
+			// writes: refused here as there (exit 2).
+			if err := filetarget.CheckWriteFile(targetPath, rc.targetOptions(0)); err != nil {
+				return err
+			}
+		}
 	}
-	start := time.Now()
 	res, err := restore.DryRun(ctx, src, archive, o)
 	if errors.Is(err, restore.ErrRefused) {
 		return usagef("%s", err.Error())
@@ -289,12 +314,11 @@ func (rc *restoreCmd) dryRunRestore(ctx context.Context, f *dryRunFlags, command
 		return err
 	}
 	rep := &dryRunReport{Command: command, Target: targetPath, Archives: []*restore.DryRunResult{res}}
-	return f.finish(rep, sf, time.Since(start), indexBytes(res.Positions), stdout)
+	if command == "drill" {
+		rep.ReadBackBytes = res.Size
+	}
+	return f.finish(rep, sf, stdout)
 }
-
-// indexBytes returns the size of a fixed index of positions entries: its
-// 4 KiB header and a digest each.
-func indexBytes(positions uint64) uint64 { return 4096 + 32*positions }
 
 // dryRun runs restore's or drill's --dry-run when it was given (handled
 // true): SNAPSHOT ARCHIVE TARGET as the run would take them, an image
@@ -304,8 +328,8 @@ func (rc *restoreCmd) dryRun(ctx context.Context, fs *flag.FlagSet, f *dryRunFla
 		return err != nil, err
 	}
 	archive := index.NormalizeArchiveName(fs.Arg(1))
-	if fs.Arg(2) == "-" || !strings.HasSuffix(archive, ".fidx") {
-		return true, usagef("--dry-run plans the restore of a disk image (.img.fidx) into a file or block device")
+	if !strings.HasSuffix(archive, ".fidx") {
+		return true, usagef("--dry-run plans the restore of a disk image (.img.fidx) into a file, block device or standard output")
 	}
 	return true, rc.dryRunRestore(ctx, f, command, fs.Arg(0), archive, fs.Arg(2), stdout, stderr)
 }
@@ -317,8 +341,6 @@ func dryRunVerify(ctx context.Context, f *dryRunFlags, sf *storeFlags, pf *pipel
 	o := f.options(sf, pf)
 	o.Seen, o.ZeroChunk = map[crypto.Digest]bool{}, true
 	rep := &dryRunReport{Command: "verify", Archives: []*restore.DryRunResult{}}
-	start := time.Now()
-	var positions uint64
 	for _, snap := range snaps {
 		src, err := snapshot.OpenSnapshot(ctx, store, snap, keys)
 		if err != nil {
@@ -332,9 +354,9 @@ func dryRunVerify(ctx context.Context, f *dryRunFlags, sf *storeFlags, pf *pipel
 			if err != nil {
 				return err
 			}
-			positions += res.Positions
+			res.WriteBytes = 0 // verify writes nothing
 			rep.Archives = append(rep.Archives, res)
 		}
 	}
-	return f.finish(rep, sf, time.Since(start), indexBytes(positions), stdout)
+	return f.finish(rep, sf, stdout)
 }

@@ -105,6 +105,11 @@ func (rc *restoreCmd) check(fs *flag.FlagSet) error {
 	if fs.Arg(2) == "-" && !rc.stdoutOK {
 		return usagef("a drill restores to a file or block device, not to standard output")
 	}
+	if dry := fs.Lookup("dry-run"); dry != nil && dry.Value.String() == "true" {
+		// A dry run writes no archive: standard output carries its
+		// report alone.
+		return checkSnapshotRef(fs.Arg(0))
+	}
 	if fs.Arg(2) == "-" && rc.sf.json() {
 		if fs.Changed("output-format") {
 			return usagef("--output-format %s writes to standard output: not with TARGET -", rc.sf.outputFormat)
@@ -209,7 +214,7 @@ func cmdRestore(fs *flag.FlagSet) commandFunc {
 			fmt.Fprintf(stdout, "  resumed: %d chunks already on the target (made durable by the stopped restore, not fetched again)\n", sum.ResumedChunks)
 		}
 		fmt.Fprintf(stdout, "  %s, zero chunks not fetched: %d (%s, %s), dedup hits: %d, O_DIRECT: %v, verified and synced\n",
-			fetchedWords(sum), sum.ZeroChunks, humanBytes(sum.ZeroBytes), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
+			fetchedWords(sum), sum.ZeroChunks, zeroBytesWords(&sum), zeroWords[sum.ZeroRanges], sum.DedupHits, sum.Direct)
 		if sum.Layout != "" {
 			fmt.Fprintf(stdout, "  bucket layout: %s, %d fetchers, %d retries\n", sum.Layout, sum.Fetchers, sum.Retries)
 		}

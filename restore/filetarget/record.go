@@ -19,28 +19,25 @@ const recordXattr = "user.pbsdirect.record"
 // maxRecord bounds the record read back, in bytes.
 const maxRecord = 4096
 
-// recordIdentity is TargetIdentity of f without a file's change time,
-// which setting the record changes.
-func recordIdentity(f *os.File) (restore.Completion, error) {
-	id, err := TargetIdentity(f)
-	id.CtimeNs = 0
-	return id, err
-}
-
 // KeepRecord replaces the target's record by r (restore.RecordKeeper):
 // the extended attribute of a regular file (on a file system without user
 // extended attributes, a record file among JournalDirs named by a hash of
 // its path), the record file beside a block device's journal. A complete
-// record gets the target's identity now. A nil r removes the record.
+// record gets the target's identity now (r.Target, Finished set). A
+// regular file's change time, which setting the extended attribute
+// changes, is taken after it is set and kept in the record file among
+// JournalDirs (its stamp, see TargetRecord); writing that changes nothing
+// of the target. A nil r removes the record (and the stamp).
 func (t *Target) KeepRecord(r *restore.Record) error {
 	if t.buffered == nil {
 		return errors.New("target closed")
 	}
 	if r != nil && r.Complete {
-		id, err := recordIdentity(t.buffered)
+		id, err := TargetIdentity(t.buffered)
 		if err != nil {
 			return err
 		}
+		id.Finished = r.Finished
 		r.Target = id
 	}
 	if t.device {
@@ -55,33 +52,47 @@ func (t *Target) KeepRecord(r *restore.Record) error {
 		return restore.WriteRecord(p, *r)
 	}
 	fd := int(t.buffered.Fd())
+	if r == nil || !r.Complete {
+		// No stamp vouches for the file any longer.
+		if p, perr := fileRecordPath(t.path); perr == nil {
+			if err := restore.RemoveRecord(p); err != nil {
+				return err
+			}
+		}
+	}
 	if r == nil {
 		err := unix.Fremovexattr(fd, recordXattr)
-		switch {
-		case err != nil && noXattr(err):
-			if p, perr := fileRecordPath(t.path); perr == nil {
-				return restore.RemoveRecord(p)
-			}
-		case err != nil && !errors.Is(err, unix.ENODATA):
+		if err != nil && !noXattr(err) && !errors.Is(err, unix.ENODATA) {
 			return fmt.Errorf("%s: remove the restore record: %w", t.path, err)
 		}
 		return nil
 	}
-	b, err := json.Marshal(r)
+	x := *r
+	x.Target.CtimeNs = 0 // setting it changes it: kept in the stamp
+	b, err := json.Marshal(x)
 	if err != nil {
 		return err
 	}
 	err = unix.Fsetxattr(fd, recordXattr, b, 0)
-	switch {
-	case err != nil && noXattr(err):
-		// No user extended attributes here: a record file of its own.
+	if err != nil && !noXattr(err) {
+		return fmt.Errorf("%s: set the restore record: %w", t.path, err)
+	}
+	if err != nil || r.Complete {
+		// No user extended attributes here: the record file is the
+		// record; otherwise it is the complete record's stamp, with
+		// the change time the extended attribute left.
 		p, perr := fileRecordPath(t.path)
 		if perr != nil {
 			return perr
 		}
+		if err == nil {
+			id, ierr := TargetIdentity(t.buffered)
+			if ierr != nil {
+				return ierr
+			}
+			r.Target.CtimeNs = id.CtimeNs
+		}
 		return restore.WriteRecord(p, *r)
-	case err != nil:
-		return fmt.Errorf("%s: set the restore record: %w", t.path, err)
 	}
 	return nil
 }
@@ -107,7 +118,10 @@ func noXattr(err error) bool {
 }
 
 // TargetRecord returns the record of the last restore into the target at
-// Path (restore.RecordReader); none: an error wrapping os.ErrNotExist.
+// Path (restore.RecordReader); none: an error wrapping os.ErrNotExist. A
+// regular file's complete record gets its change time from its stamp
+// among JournalDirs (KeepRecord); with no stamp of the same record it is
+// 0, which no file's identity matches.
 func (s *Sink) TargetRecord() (restore.Record, error) {
 	var r restore.Record
 	if IsDevice(s.Path) {
@@ -139,6 +153,22 @@ func (s *Sink) TargetRecord() (restore.Record, error) {
 	if err := json.Unmarshal(buf[:n], &r); err != nil {
 		return r, fmt.Errorf("%s: unreadable restore record: %w", s.Path, err)
 	}
+	if r.Complete {
+		// The file's change time after the record was set: from the
+		// stamp of this same record. Without one it stays unknown (0),
+		// and the target is taken as changed.
+		r.Target.CtimeNs = 0
+		if p, err := fileRecordPath(s.Path); err == nil {
+			if st, err := restore.ReadRecord(p); err == nil && st.Complete && st.Snapshot == r.Snapshot && st.Archive == r.Archive &&
+				st.IndexCsum == r.IndexCsum && st.Started.Equal(r.Started) {
+				c := st.Target
+				c.CtimeNs = 0
+				if c.Same(r.Target) {
+					r.Target.CtimeNs = st.Target.CtimeNs
+				}
+			}
+		}
+	}
 	return r, nil
 }
 
@@ -150,17 +180,21 @@ func (s *Sink) CurrentIdentity() (restore.Completion, error) {
 		return restore.Completion{}, err
 	}
 	defer f.Close()
-	return recordIdentity(f)
+	return TargetIdentity(f)
 }
 
 // openExisting opens what is at Path for reading: a regular file (a
-// symbolic link only with FollowSymlinks) or a block device.
+// symbolic link only with FollowSymlinks: otherwise an error wrapping
+// restore.ErrTargetSymlink) or a block device.
 func (s *Sink) openExisting() (*os.File, error) {
 	flags := os.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK
 	if !s.Options.FollowSymlinks && !IsDevice(s.Path) {
 		flags |= unix.O_NOFOLLOW
 	}
 	f, err := os.OpenFile(s.Path, flags, 0)
+	if errors.Is(err, unix.ELOOP) && flags&unix.O_NOFOLLOW != 0 {
+		return nil, fmt.Errorf("%s: %w: refusing to read through it (name the file itself, or give --follow-symlinks)", s.Path, restore.ErrTargetSymlink)
+	}
 	if err != nil {
 		return nil, err
 	}
