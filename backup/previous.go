@@ -233,14 +233,28 @@ func (p *previous) vouches(ctx context.Context, d crypto.Digest) bool {
 		return true
 	}
 	size, mtime, err := p.mt.ChunkModTime(ctx, d)
-	// Strictly before: file times are coarse (a clock tick of some
-	// milliseconds), so a chunk rewritten in the tick the manifest was
-	// written in has its time; the last chunks of the previous backup may
-	// share it too and are then asked for and read back.
-	if err != nil || size == 0 || !mtime.Before(p.written) {
+	if err != nil || size == 0 || !writtenBefore(mtime, p.written, p.mt.ModTimeResolution()) {
 		return false
 	}
 	return p.mt.TouchChunk(ctx, d) == nil
+}
+
+// writtenBefore reports whether a chunk stamped chunk was written before a
+// manifest stamped manifest, by times of a store whose resolution is res:
+// strictly before, and on a store that stamps whole seconds or coarser
+// (S3's Last-Modified) by whole steps on both sides, so that a chunk
+// written, or rewritten, in the step the manifest was written in is never
+// taken as older. A backup writes its manifest right after its last chunk,
+// so its last chunks may share the manifest's step: the next backup asks
+// for those and reads them back. Finer times (a directory's nanoseconds, a
+// clock tick apart; GCS's milliseconds) are compared as they are: a chunk
+// rewritten in the tick the manifest was written in has its time, so is
+// not before it either.
+func writtenBefore(chunk, manifest time.Time, res time.Duration) bool {
+	if res >= time.Second {
+		chunk, manifest = chunk.Truncate(res), manifest.Truncate(res)
+	}
+	return chunk.Before(manifest)
 }
 
 // archiveIndexNames returns the manifest file names of the indexes a
