@@ -322,6 +322,9 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	} else if err := store.WriteFile(ctx, path.Join(groupDir, "owner"), []byte(opts.Owner+"\n")); err != nil {
 		return nil, err
 	}
+	if err := w.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := store.WriteFile(ctx, path.Join(dir, "index.json.blob"), blob); err != nil {
 		return nil, err
 	}
@@ -339,6 +342,8 @@ type writer struct {
 	mu    sync.Mutex
 	done  map[crypto.Digest]bool // digests written or found in this run
 	prev  *previous              // chunks counted on without asking; nil: none
+	// lastWrite is when the last chunk write ended (Unix ns; 0: none).
+	lastWrite atomic.Int64
 	// encoders holds Options.Encoders slots, each a reused encoder (nil
 	// until first used); outBufs the buffers encoded chunks are built in,
 	// one per upload in flight.

@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore"
 	"github.com/pbsdirect/pbsdirect/crypto"
@@ -181,6 +182,7 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		w.countExisting(zero)
 		return nil
 	}
+	w.lastWrite.Store(time.Now().UnixNano())
 	if zero {
 		w.stats.ZeroUploaded.Add(1)
 	} else {
@@ -199,3 +201,45 @@ func (w *writer) countExisting(zero bool) {
 		w.stats.Existing.Add(1)
 	}
 }
+
+// settle waits, on a store that tells when chunks were written
+// (chunkstore.ModTimer) in steps finer than a second (a directory's
+// coarse-clock file times, GCS's milliseconds), until the times it gives
+// can tell the chunks this backup wrote from its manifest, written next: a
+// step of the store's time resolution after the last chunk write, by this
+// machine's clock (and settleMargin), at most some tens of milliseconds.
+// The next backup then vouches for them without reading them back
+// (previous.vouches: written strictly before the manifest). On a store
+// stamping whole seconds (S3) it does not wait (half a second on average):
+// the next backup reads back and checks the chunks stamped in the
+// manifest's second instead (writtenBefore). It returns early, with ctx's
+// error, when ctx ends.
+func (w *writer) settle(ctx context.Context) error {
+	mt, ok := w.store.(chunkstore.ModTimer)
+	last := w.lastWrite.Load()
+	if !ok || last == 0 {
+		return nil
+	}
+	r := mt.ModTimeResolution()
+	if r >= time.Second {
+		return nil
+	}
+	// File times come from a coarse clock that lags this one by up to a
+	// tick: a margin past the step.
+	wait := time.Until(time.Unix(0, last).Truncate(r).Add(r + settleMargin))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// settleMargin is added to settle's wait: a file system's time stamps lag
+// the system clock by up to a timer tick (1 to 10 ms).
+const settleMargin = 20 * time.Millisecond
