@@ -44,17 +44,72 @@ func (w *writer) close() {
 // encoders, into buf (a buffer from outBufs, grown when needed).
 func (w *writer) encode(buf, data []byte) ([]byte, error) {
 	enc := <-w.encoders
-	defer func() { w.encoders <- enc }()
+	enc, blob, err := w.encodeOn(enc, buf, data)
+	w.encoders <- enc
+	return blob, err
+}
+
+// encodeOn encodes data as the blob of a chunk on enc (taken from
+// encoders; nil: a new one is made), into buf, grown when needed. It
+// returns the encoder to hand back to encoders (nil when none could be
+// made).
+func (w *writer) encodeOn(enc *chunkstore.Encoder, buf, data []byte) (*chunkstore.Encoder, []byte, error) {
 	if enc == nil {
 		var err error
 		if enc, err = chunkstore.NewEncoder(); err != nil {
-			return buf, err
+			return nil, buf, err
 		}
 	}
 	if cap(buf) < len(data)+chunkstore.EncodeSlack {
 		buf = make([]byte, 0, len(data)+chunkstore.EncodeSlack)
 	}
-	return enc.EncodeTo(buf, data, w.opts.Key, true)
+	blob, err := enc.EncodeTo(buf, data, w.opts.Key, true)
+	return enc, blob, err
+}
+
+// existence is the answer of an existence check (ask): has is set when
+// the store said it has the chunk, err when it could not be asked.
+type existence struct {
+	has bool
+	err error
+}
+
+// ask starts the existence check of the chunk for d (chunkstore.HasChunk:
+// a stat, a HEAD; a store that cannot tell answers "not there") and
+// returns where its one answer will be sent. The channel holds it, so the
+// check never waits on its reader.
+func (w *writer) ask(ctx context.Context, d crypto.Digest) <-chan existence {
+	answer := make(chan existence, 1)
+	go func() {
+		has, asked, err := chunkstore.HasChunk(ctx, w.store, d)
+		answer <- existence{has: asked && has, err: err}
+	}()
+	return answer
+}
+
+// encodeAhead encodes data into buf (as encode) unless the existence check
+// answer (nil: answered already, the chunk is not there) says first that
+// the store has the chunk or could not be asked; an encoder free before
+// the answer encodes ahead of it, and the answer is then waited for. It
+// returns the blob (nil when not encoded; buf on an error of the
+// encoder) and the answer (zero when answered before).
+func (w *writer) encodeAhead(buf, data []byte, answer <-chan existence) (blob []byte, ex existence, err error) {
+	var enc *chunkstore.Encoder
+	select {
+	case ex = <-answer:
+		answer = nil
+		if ex.err != nil || ex.has {
+			return nil, ex, nil
+		}
+		enc = <-w.encoders
+	case enc = <-w.encoders:
+	}
+	enc, blob, err = w.encodeOn(enc, buf, data)
+	w.encoders <- enc
+	if answer != nil {
+		ex = <-answer
+	}
+	return blob, ex, err
 }
 
 // put stores the chunk d, whose plaintext is data, unless this run already
@@ -64,10 +119,12 @@ func (w *writer) encode(buf, data []byte) ([]byte, error) {
 //     (previous.vouches) is counted (KnownPrevious): nothing compressed,
 //     asked or written;
 //   - else the store is asked (chunkstore.HasChunk: a stat, a HEAD)
-//     before anything is compressed; a chunk it has is read back and
-//     decoded (crypt mode, CRC, decryption, digest, length) before it is
-//     counted (FoundPresent), and one found damaged is encoded and
-//     replaced (heal);
+//     while the chunk waits for a buffer and an encoder: a chunk it has
+//     is not compressed when the answer comes first (when an encoder is
+//     free first, the chunk is encoded while the answer is awaited, and
+//     the blob dropped); it is read back and decoded (crypt mode, CRC,
+//     decryption, digest, length) before it is counted (FoundPresent),
+//     and one found damaged is encoded and replaced (heal);
 //   - else it is encoded on one of the writer's encoders into one of its
 //     buffers, data is released (release, when not nil, is called once data
 //     is no longer read) and the blob written, only the encoded chunk held
@@ -125,11 +182,37 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 			w.outBufs <- buf[:0]
 		}
 	}()
+	// The existence check runs while the chunk waits for a buffer and an
+	// encoder, and while it is encoded when an encoder is free first:
+	// behind latency, the encoders never wait on a round trip.
+	answer := w.ask(ctx, d)
+	var ex existence
+	select {
+	case buf = <-w.outBufs:
+		held = true
+	case ex = <-answer:
+		answer = nil
+	}
+	var blob []byte
+	if ex.err == nil && !ex.has {
+		take()
+		blob, ex, err = w.encodeAhead(buf, data, answer)
+		if cap(blob) >= cap(buf) {
+			buf = blob
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if ex.err != nil {
+		return ex.err
+	}
 	var old []byte
 	var damage error
-	if has, asked, herr := chunkstore.HasChunk(ctx, w.store, d); herr != nil {
-		return herr
-	} else if asked && has {
+	if ex.has {
+		// Encoded ahead of the answer, or not: the stored chunk is read
+		// back into buf, over the blob (the budget holds one buffer per
+		// chunk in flight), and decoded.
 		take()
 		old, damage, err = w.vouch(ctx, d, length, nil, buf)
 		if damage == nil && cap(old) > cap(buf) {
@@ -147,18 +230,17 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		case err != nil:
 			return err
 		}
-	}
-	take()
-	into := buf
-	if damage != nil {
-		into = nil // buf holds the damaged copy (old) until healed
-	}
-	blob, err := w.encode(into, data)
-	if damage == nil && cap(blob) >= cap(buf) {
-		buf = blob
-	}
-	if err != nil {
-		return err
+		into := buf
+		if damage != nil {
+			into = nil // buf holds the damaged copy (old) until healed
+		}
+		blob, err = w.encode(into, data)
+		if damage == nil && cap(blob) >= cap(buf) {
+			buf = blob
+		}
+		if err != nil {
+			return err
+		}
 	}
 	free()
 	existed := false
