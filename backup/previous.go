@@ -219,24 +219,29 @@ func (p *previous) loadIndex(ctx context.Context, store chunkstore.Store, m *ind
 // vouches reports whether the backup may count on the stored chunk for d
 // without asking the store for it: d is in the previous snapshot's indexes
 // and, on a store that can tell (ModTimer), its chunk is there, not empty,
-// and written before the previous snapshot's manifest; it is then
-// marked used (TouchChunk). A chunk it does not vouch for is asked for and
-// checked as any other.
-func (p *previous) vouches(ctx context.Context, d crypto.Digest) bool {
+// and written before the previous snapshot's manifest (writtenBefore); it
+// is then marked used (TouchChunk). A chunk it does not vouch for is
+// checked as any other; stored says the store, asked for its time, said it
+// has the chunk, not empty (written in or after the manifest's time step),
+// so that it need not be asked again before it is read back and checked.
+func (p *previous) vouches(ctx context.Context, d crypto.Digest) (vouched, stored bool) {
 	if p == nil {
-		return false
+		return false, false
 	}
 	if _, ok := p.known[d]; !ok {
-		return false
+		return false, false
 	}
 	if p.mt == nil {
-		return true
+		return true, false
 	}
 	size, mtime, err := p.mt.ChunkModTime(ctx, d)
-	if err != nil || size == 0 || !writtenBefore(mtime, p.written, p.mt.ModTimeResolution()) {
-		return false
+	if err != nil || size == 0 {
+		return false, false
 	}
-	return p.mt.TouchChunk(ctx, d) == nil
+	if !writtenBefore(mtime, p.written, p.mt.ModTimeResolution()) {
+		return false, true
+	}
+	return p.mt.TouchChunk(ctx, d) == nil, false
 }
 
 // writtenBefore reports whether a chunk stamped chunk was written before a

@@ -118,6 +118,9 @@ func (w *writer) encodeAhead(buf, data []byte, answer <-chan existence) (blob []
 //   - a chunk the previous snapshot lists and the writer vouches for
 //     (previous.vouches) is counted (KnownPrevious): nothing compressed,
 //     asked or written;
+//   - a chunk the previous snapshot lists that the store has but that was
+//     stamped too late to vouch for (previous.vouches: stored) is read back
+//     and checked as below, not asked again, nothing compressed first;
 //   - else the store is asked (chunkstore.HasChunk: a stat, a HEAD)
 //     while the chunk waits for a buffer and an encoder: a chunk it has
 //     is not compressed when the answer comes first (when an encoder is
@@ -160,7 +163,8 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		}
 	}()
 	length := len(data)
-	if w.prev.vouches(ctx, d) {
+	vouched, stored := w.prev.vouches(ctx, d)
+	if vouched {
 		if !zero {
 			w.stats.KnownPrevious.Add(1)
 		}
@@ -182,26 +186,32 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 			w.outBufs <- buf[:0]
 		}
 	}()
-	// The existence check runs while the chunk waits for a buffer and an
-	// encoder, and while it is encoded when an encoder is free first:
-	// behind latency, the encoders never wait on a round trip.
-	answer := w.ask(ctx, d)
 	var ex existence
-	select {
-	case buf = <-w.outBufs:
-		held = true
-	case ex = <-answer:
-		answer = nil
-	}
 	var blob []byte
-	if ex.err == nil && !ex.has {
-		take()
-		blob, ex, err = w.encodeAhead(buf, data, answer)
-		if cap(blob) >= cap(buf) {
-			buf = blob
+	if stored {
+		// Known from the previous snapshot and there, but stamped too
+		// late to vouch for: read back and checked, not asked again.
+		ex.has = true
+	} else {
+		// The existence check runs while the chunk waits for a buffer and
+		// an encoder, and while it is encoded when an encoder is free
+		// first: behind latency, the encoders never wait on a round trip.
+		answer := w.ask(ctx, d)
+		select {
+		case buf = <-w.outBufs:
+			held = true
+		case ex = <-answer:
+			answer = nil
 		}
-		if err != nil {
-			return err
+		if ex.err == nil && !ex.has {
+			take()
+			blob, ex, err = w.encodeAhead(buf, data, answer)
+			if cap(blob) >= cap(buf) {
+				buf = blob
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if ex.err != nil {
