@@ -131,7 +131,8 @@ type Stats struct {
 	// Of Existing: chunks the previous snapshot of the group lists, counted
 	// on without compressing or asking the store (KnownPrevious), and
 	// chunks an existence check (stat, HEAD) found, read back and checked
-	// before anything was compressed (FoundPresent). The rest of Existing
+	// (FoundPresent; compressed only when an encoder was free before the
+	// answer). The rest of Existing
 	// were found at the write (a conditional write that found the chunk).
 	KnownPrevious atomic.Uint64
 	FoundPresent  atomic.Uint64

@@ -37,7 +37,7 @@ func (w *writer) close() {
 	for _, d := range w.decoders.free {
 		d.Close()
 	}
-	w.decoders.free = nil
+	w.decoders.free, w.decoders.outs = nil, nil
 }
 
 // encode encodes data as the blob of a chunk on one of the writer's
@@ -90,10 +90,12 @@ func (w *writer) ask(ctx context.Context, d crypto.Digest) <-chan existence {
 // encodeAhead encodes data into buf (as encode) unless the existence check
 // answer (nil: answered already, the chunk is not there) says first that
 // the store has the chunk or could not be asked; an encoder free before
-// the answer encodes ahead of it, and the answer is then waited for. It
+// the answer encodes ahead of it, and the answer is then waited for once
+// data is released (release: data is no longer read, the blob stands for
+// it). It
 // returns the blob (nil when not encoded; buf on an error of the
 // encoder) and the answer (zero when answered before).
-func (w *writer) encodeAhead(buf, data []byte, answer <-chan existence) (blob []byte, ex existence, err error) {
+func (w *writer) encodeAhead(buf, data []byte, answer <-chan existence, release func()) (blob []byte, ex existence, err error) {
 	var enc *chunkstore.Encoder
 	select {
 	case ex = <-answer:
@@ -106,6 +108,9 @@ func (w *writer) encodeAhead(buf, data []byte, answer <-chan existence) (blob []
 	}
 	enc, blob, err = w.encodeOn(enc, buf, data)
 	w.encoders <- enc
+	if err == nil {
+		release()
+	}
 	if answer != nil {
 		ex = <-answer
 	}
@@ -123,11 +128,12 @@ func (w *writer) encodeAhead(buf, data []byte, answer <-chan existence) (blob []
 //     and checked as below, not asked again, nothing compressed first;
 //   - else the store is asked (chunkstore.HasChunk: a stat, a HEAD)
 //     while the chunk waits for a buffer and an encoder: a chunk it has
-//     is not compressed when the answer comes first (when an encoder is
-//     free first, the chunk is encoded while the answer is awaited, and
-//     the blob dropped); it is read back and decoded (crypt mode, CRC,
-//     decryption, digest, length) before it is counted (FoundPresent),
-//     and one found damaged is encoded and replaced (heal);
+//     is not compressed when the answer comes first, and is read back
+//     and decoded (crypt mode, CRC, decryption, digest, length) before
+//     it is counted (FoundPresent); when an encoder is free first, the
+//     chunk is encoded (and data released) while the answer is awaited,
+//     and a chunk the store has is then checked against its blob as
+//     below (vouch). One found damaged is replaced (heal);
 //   - else it is encoded on one of the writer's encoders into one of its
 //     buffers, data is released (release, when not nil, is called once data
 //     is no longer read) and the blob written, only the encoded chunk held
@@ -205,7 +211,7 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		}
 		if ex.err == nil && !ex.has {
 			take()
-			blob, ex, err = w.encodeAhead(buf, data, answer)
+			blob, ex, err = w.encodeAhead(buf, data, answer, free)
 			if cap(blob) >= cap(buf) {
 				buf = blob
 			}
@@ -219,10 +225,12 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 	}
 	var old []byte
 	var damage error
-	if ex.has {
-		// Encoded ahead of the answer, or not: the stored chunk is read
-		// back into buf, over the blob (the budget holds one buffer per
-		// chunk in flight), and decoded.
+	// Encoded ahead of an answer that the store has the chunk: the blob
+	// is checked against the stored copy as at a write that found it.
+	found := ex.has && blob != nil
+	if ex.has && blob == nil {
+		// Answered before it was encoded: the stored chunk is read back
+		// into buf and decoded.
 		take()
 		old, damage, err = w.vouch(ctx, d, length, nil, buf)
 		if damage == nil && cap(old) > cap(buf) {
@@ -253,10 +261,13 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		}
 	}
 	free()
-	existed := false
+	existed := found
 	if damage != nil {
 		err = w.heal(ctx, d, old, blob, damage)
-	} else if existed, err = w.store.WriteChunk(ctx, d, blob); err == nil && existed {
+	} else if !found {
+		existed, err = w.store.WriteChunk(ctx, d, blob)
+	}
+	if damage == nil && err == nil && existed {
 		// Never count on a stored chunk unchecked: bit rot keeps its size.
 		old, damage, err = w.vouch(ctx, d, length, blob, nil)
 		switch {
@@ -271,6 +282,9 @@ func (w *writer) put(ctx context.Context, d crypto.Digest, data []byte, zero boo
 		return err
 	}
 	if existed {
+		if found && !zero {
+			w.stats.FoundPresent.Add(1)
+		}
 		w.countExisting(zero)
 		return nil
 	}
