@@ -131,7 +131,8 @@ type Stats struct {
 	// Of Existing: chunks the previous snapshot of the group lists, counted
 	// on without compressing or asking the store (KnownPrevious), and
 	// chunks an existence check (stat, HEAD) found, read back and checked
-	// before anything was compressed (FoundPresent). The rest of Existing
+	// (FoundPresent; compressed only when an encoder was free before the
+	// answer). The rest of Existing
 	// were found at the write (a conditional write that found the chunk).
 	KnownPrevious atomic.Uint64
 	FoundPresent  atomic.Uint64
@@ -473,6 +474,20 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 		}
 		return next
 	}
+	// PBS uploads the zero chunk of every disk (§7.1); readers never need
+	// it. It is stored alongside the chunks with data, from the first
+	// zero chunk on, not after them.
+	useZero := func() {
+		if zeroUsed {
+			return
+		}
+		zeroUsed = true
+		wg.Go(func() {
+			if err := w.put(ctx, zeroDigest, zeros, true, nil); err != nil {
+				fail(fmt.Errorf("%s: zero chunk: %w", src.Path, err))
+			}
+		})
+	}
 	nextData := int64(-1)
 	for pos := uint64(0); pos < n && ctx.Err() == nil; pos++ {
 		off := pos * cs
@@ -485,7 +500,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 			}
 			if nextData >= int64(off+cs) {
 				digests[pos] = zeroDigest
-				zeroUsed = true
+				useZero()
 				w.stats.ZeroChunks.Add(1)
 				w.stats.ZeroBytes.Add(cs)
 				continue
@@ -507,7 +522,7 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 		}
 		if length == cs && bytes.Equal(data, zeros) {
 			digests[pos] = zeroDigest
-			zeroUsed = true
+			useZero()
 			w.stats.ZeroChunks.Add(1)
 			w.stats.ZeroBytes.Add(cs)
 			bufs <- buf
@@ -522,12 +537,6 @@ func (w *writer) image(ctx context.Context, dir string, src Source) (index.FileI
 	}
 	if err := ctx.Err(); err != nil {
 		return index.FileInfo{}, err
-	}
-	if zeroUsed {
-		// PBS uploads the zero chunk of every disk (§7.1); readers never need it.
-		if err := w.put(ctx, zeroDigest, zeros, true, nil); err != nil {
-			return index.FileInfo{}, fmt.Errorf("%s: zero chunk: %w", src.Path, err)
-		}
 	}
 	name := src.Name + ".fidx"
 	idx, csum, err := encodeFixedIndex(size, cs, digests)

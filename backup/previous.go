@@ -219,28 +219,47 @@ func (p *previous) loadIndex(ctx context.Context, store chunkstore.Store, m *ind
 // vouches reports whether the backup may count on the stored chunk for d
 // without asking the store for it: d is in the previous snapshot's indexes
 // and, on a store that can tell (ModTimer), its chunk is there, not empty,
-// and written before the previous snapshot's manifest; it is then
-// marked used (TouchChunk). A chunk it does not vouch for is asked for and
-// checked as any other.
-func (p *previous) vouches(ctx context.Context, d crypto.Digest) bool {
+// and written before the previous snapshot's manifest (writtenBefore); it
+// is then marked used (TouchChunk). A chunk it does not vouch for is
+// checked as any other; stored says the store, asked for its time, said it
+// has the chunk, not empty (written in or after the manifest's time step),
+// so that it need not be asked again before it is read back and checked.
+func (p *previous) vouches(ctx context.Context, d crypto.Digest) (vouched, stored bool) {
 	if p == nil {
-		return false
+		return false, false
 	}
 	if _, ok := p.known[d]; !ok {
-		return false
+		return false, false
 	}
 	if p.mt == nil {
-		return true
+		return true, false
 	}
 	size, mtime, err := p.mt.ChunkModTime(ctx, d)
-	// Strictly before: file times are coarse (a clock tick of some
-	// milliseconds), so a chunk rewritten in the tick the manifest was
-	// written in has its time; the last chunks of the previous backup may
-	// share it too and are then asked for and read back.
-	if err != nil || size == 0 || !mtime.Before(p.written) {
-		return false
+	if err != nil || size == 0 {
+		return false, false
 	}
-	return p.mt.TouchChunk(ctx, d) == nil
+	if !writtenBefore(mtime, p.written, p.mt.ModTimeResolution()) {
+		return false, true
+	}
+	return p.mt.TouchChunk(ctx, d) == nil, false
+}
+
+// writtenBefore reports whether a chunk stamped chunk was written before a
+// manifest stamped manifest, by times of a store whose resolution is res:
+// strictly before, and on a store that stamps whole seconds or coarser
+// (S3's Last-Modified) by whole steps on both sides, so that a chunk
+// written, or rewritten, in the step the manifest was written in is never
+// taken as older. A backup writes its manifest right after its last chunk,
+// so its last chunks may share the manifest's step: the next backup asks
+// for those and reads them back. Finer times (a directory's nanoseconds, a
+// clock tick apart; GCS's milliseconds) are compared as they are: a chunk
+// rewritten in the tick the manifest was written in has its time, so is
+// not before it either.
+func writtenBefore(chunk, manifest time.Time, res time.Duration) bool {
+	if res >= time.Second {
+		chunk, manifest = chunk.Truncate(res), manifest.Truncate(res)
+	}
+	return chunk.Before(manifest)
 }
 
 // archiveIndexNames returns the manifest file names of the indexes a

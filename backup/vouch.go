@@ -38,12 +38,15 @@ func (w *writer) vouch(ctx context.Context, d crypto.Digest, length int, blob, b
 	case blob != nil && bytes.Equal(old, blob):
 		return old, nil, nil
 	}
-	dec, err := w.decoders.get()
+	dec, out, err := w.decoders.get()
 	if err != nil {
 		return nil, nil, err
 	}
-	defer w.decoders.put(dec)
-	_, damage = dec.DecodeChunk(nil, old, d, length, w.opts.Key != nil, w.opts.Key)
+	plain, damage := dec.DecodeChunk(out[:0], old, d, length, w.opts.Key != nil, w.opts.Key)
+	if cap(plain) > cap(out) {
+		out = plain
+	}
+	w.decoders.put(dec, out)
 	if damage != nil && blob != nil && len(old) != len(blob) {
 		damage = fmt.Errorf("%w (stored %d bytes, the new chunk is %d)", damage, len(old), len(blob))
 	}
@@ -77,28 +80,34 @@ type Replaced struct {
 	Damage   string // what was wrong with it
 }
 
-// decoderPool keeps chunk decoders for reuse by concurrent writers.
+// decoderPool keeps chunk decoders for reuse by concurrent writers, each
+// with the buffer it decodes into (as many as decodes ran at once, at most
+// one per job).
 type decoderPool struct {
 	mu   sync.Mutex
 	free []*chunkstore.Decoder
+	outs [][]byte
 }
 
-// get returns a free decoder, or a new one.
-func (p *decoderPool) get() (*chunkstore.Decoder, error) {
+// get returns a free decoder, or a new one, and its plaintext buffer (nil
+// with a new one).
+func (p *decoderPool) get() (*chunkstore.Decoder, []byte, error) {
 	p.mu.Lock()
 	if n := len(p.free); n > 0 {
-		d := p.free[n-1]
-		p.free = p.free[:n-1]
+		d, out := p.free[n-1], p.outs[n-1]
+		p.free, p.outs = p.free[:n-1], p.outs[:n-1]
 		p.mu.Unlock()
-		return d, nil
+		return d, out, nil
 	}
 	p.mu.Unlock()
-	return chunkstore.NewDecoder()
+	d, err := chunkstore.NewDecoder()
+	return d, nil, err
 }
 
-// put hands d back for reuse.
-func (p *decoderPool) put(d *chunkstore.Decoder) {
+// put hands d back for reuse, with the buffer out it decoded into.
+func (p *decoderPool) put(d *chunkstore.Decoder, out []byte) {
 	p.mu.Lock()
 	p.free = append(p.free, d)
+	p.outs = append(p.outs, out)
 	p.mu.Unlock()
 }

@@ -96,7 +96,7 @@ backup() {
   printf '%s\t%.3f\t%.2f\t%.0f\t%s\n' "$row" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print (b-a)/1e9}')" \
     "$(awk -v u="$u" -v s="$s" 'BEGIN{print u+s}')" "$(awk -v m="$m" 'BEGIN{print m/1024}')" \
     "$(jq -r '."chunks-uploaded"' "$BK/out.json")" >> "$RESULTS"
-  log "$(tail -n 1 "$RESULTS")"
+  log "$(tail -n 1 "$RESULTS") (found present, read back: $(jq -r '."chunks-found-present" // "-"' "$BK/out.json"))"
 }
 
 for run in $(seq "$RUNS"); do

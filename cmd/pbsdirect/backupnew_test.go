@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/faultproxy"
@@ -15,8 +16,9 @@ import (
 // TestBackupOnlyNewWorkS3: backed up again unchanged into a bucket, an
 // image uploads no chunk and reads none back (no PUT, no GET of a chunk,
 // counted at a proxy), its chunks known from the previous snapshot of the
-// group and vouched for by one HEAD each (written before that snapshot's
-// manifest); with one chunk changed, that chunk alone is asked for (a
+// group and vouched for by one HEAD each (stamped in a second before that
+// snapshot's manifest; right after the first backup, the chunks stamped
+// in its manifest's second are read back and checked instead); with one chunk changed, that chunk alone is asked for (a
 // HEAD, before it is compressed) and uploaded (one PUT), and the snapshot
 // restores byte-exact. Plain and encrypted; a backup with another key
 // (or none) does not count on an encrypted previous snapshot.
@@ -67,10 +69,22 @@ func TestBackupOnlyNewWorkS3(t *testing.T) {
 				t.Fatalf("first backup: %d chunks uploaded, previous %q; want %d, none", first.Uploaded, first.Previous, withData)
 			}
 
+			// The first backup wrote its manifest at once, in the second of
+			// its last chunks (S3 stamps whole seconds): the next backup reads
+			// back and checks the chunks stamped in that second, and
+			// uploads none. Past that second, its manifest is stamped later.
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+			settled, reqs := backupAt("2026-11-01T12:00:00Z")
+			if reqs[0] != 0 || settled.Uploaded != 0 || settled.KnownPrevious+settled.FoundPresent != withData ||
+				reqs[2] < int(settled.FoundPresent) || reqs[2] > int(settled.FoundPresent)+1 {
+				t.Errorf("unchanged image backed up right after: chunk PUT/HEAD/GET %v, uploaded %d, known %d, found %d; want no PUT, %d known or found, a GET per found (and the zero chunk's)",
+					reqs, settled.Uploaded, settled.KnownPrevious, settled.FoundPresent, withData)
+			}
+
 			again, reqs := backupAt("2026-11-02T00:00:00Z")
 			if reqs != [3]int{0, withData + 1, 0} || again.Uploaded != 0 || again.UploadedBytes != 0 || again.KnownPrevious != withData || again.Existing != withData ||
-				again.FoundPresent != 0 || again.Previous != "vm/100/2026-11-01T00:00:00Z" || !again.ZeroExisting {
-				t.Errorf("unchanged image backed up again: chunk PUT/HEAD/GET %v, uploaded %d (%d bytes), known %d, found %d, existing %d, previous %q; want [0 %d 0] (a HEAD each, the zero chunk's too), %d known from vm/100/2026-11-01T00:00:00Z",
+				again.FoundPresent != 0 || again.Previous != "vm/100/2026-11-01T12:00:00Z" || !again.ZeroExisting {
+				t.Errorf("unchanged image backed up again: chunk PUT/HEAD/GET %v, uploaded %d (%d bytes), known %d, found %d, existing %d, previous %q; want [0 %d 0] (a HEAD each, the zero chunk's too), %d known from vm/100/2026-11-01T12:00:00Z",
 					reqs, again.Uploaded, again.UploadedBytes, again.KnownPrevious, again.FoundPresent, again.Existing, again.Previous, withData+1, withData)
 			}
 
