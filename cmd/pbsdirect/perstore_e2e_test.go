@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
@@ -190,6 +191,12 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	sum := restoreJSON(t, append([]string{"--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
 	if len(sum.StoresLeftOut) != 1 || sum.StoresLeftOut[0] != badB {
 		t.Errorf("restore JSON stores-left-out = %q, want [%s]", sum.StoresLeftOut, badB)
+	}
+	// drill's JSON too.
+	r = mustOK(t, append([]string{"drill", "--output-format", "json", "--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
+	var dr drill.Report
+	if err := json.Unmarshal([]byte(r.out), &dr); err != nil || len(dr.StoresLeftOut) != 1 || dr.StoresLeftOut[0] != badB {
+		t.Errorf("drill JSON stores-left-out = %q (%v), want [%s]", dr.StoresLeftOut, err, badB)
 	}
 }
 
