@@ -265,9 +265,10 @@ func TestRateFlagsUsage(t *testing.T) {
 	}
 }
 
-// TestRateLowWarns: a --rate below 64 KiB/s (most likely a unit left out:
-// a plain number is bytes) runs, with a warning on stderr saying the rate
-// in force and the likely meaning; a usual rate has no warning.
+// TestRateLowWarns: a --rate below 64 KiB/s runs, with a warning on
+// stderr saying the rate in force, and, for a number without a unit (most
+// likely a unit left out: a plain number is bytes), the likely meaning; a
+// usual rate has no warning.
 func TestRateLowWarns(t *testing.T) {
 	data := fixture.Build(95, fixture.Region{Kind: fixture.Random, Len: 8 << 10})
 	local := fixture.NewStore(t)
@@ -276,7 +277,9 @@ func TestRateLowWarns(t *testing.T) {
 		rate, warning string // "": none
 	}{
 		{"60000", `--rate "60000" is 60000 bytes/s (58.6 KiB/s; a number without a unit is bytes): did you mean 60000MiB?`},
-		{"50K/s", `--rate "50K/s" is 50000 bytes/s`},
+		{"50K/s", `--rate "50K/s" is only 48.8 KiB/s (50000 bytes/s)`},
+		{"60KiB", `--rate "60KiB" is only 60 KiB/s (61440 bytes/s)`},
+		{"60000/s", `--rate "60000/s" is 60000 bytes/s (58.6 KiB/s; a number without a unit is bytes): did you mean 60000MiB?`},
 		{"1MiB", ""},
 		{"65536", ""},
 	} {
@@ -286,6 +289,10 @@ func TestRateLowWarns(t *testing.T) {
 			fixture.Equal(t, target, data)
 			if got := strings.Contains(r.err, "warning: --rate"); got != (c.warning != "") || !strings.Contains(r.err, c.warning) {
 				t.Errorf("stderr %q; want the warning %q", r.err, c.warning)
+			}
+			// The advice on units only where none was given.
+			if unit := strings.ContainsAny(strings.TrimSuffix(c.rate, "/s"), "KMGTBiK"); unit && strings.Contains(r.err, "did you mean") {
+				t.Errorf("stderr %q: a unit was given, want no advice on units", r.err)
 			}
 		})
 	}
