@@ -180,6 +180,10 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	if !strings.Contains(r.err, "--store "+badB+" left out") || strings.Contains(r.err, "not-the-secret") {
 		t.Errorf("the store with refused credentials is not named (or its secret shown): %v", r)
 	}
+	// Named once: the warning does not repeat the store before its cause.
+	if line, _, _ := strings.Cut(r.err[strings.Index(r.err, "--store "+badB+" left out"):], "\n"); strings.Count(line, "s3://pbsb/ds") != 1 {
+		t.Errorf("the warning names the store more than once: %q", line)
+	}
 	// A store whose endpoint takes no bucket of its name (400
 	// InvalidBucketName) is left out as well.
 	badName := "s3://192.168.1.1/ds?endpoint=" + e.s3a.Endpoint + "&env=PBSA&path-style"
