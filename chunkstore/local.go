@@ -358,7 +358,7 @@ func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 		f.Close()
 		return nil, 0, err
 	}
-	return l.limit.Reader(ctx, f), st.Size(), nil
+	return l.limit.FileReader(ctx, f), st.Size(), nil
 }
 
 // openRegular opens rel below dir (see openBeneath) for reading without

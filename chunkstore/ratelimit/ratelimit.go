@@ -318,11 +318,25 @@ func (l *Limiter) Reader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
 	return r
 }
 
+// FileReader returns rc limited as Reader does, but each piece waits for
+// its bytes before it is read, so no byte is read from rc (a file on a
+// disk or NFS mount) before the rate grants it; only the bytes read count
+// in Report. A wait cut by ctx returns 0 bytes with ctx's error. A nil
+// Limiter or one without a byte rate returns rc counting its bytes only.
+func (l *Limiter) FileReader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
+	r := l.Reader(ctx, rc)
+	if lr, ok := r.(*reader); ok {
+		lr.first = true
+	}
+	return r
+}
+
 type reader struct {
 	ctx    context.Context
 	rc     io.ReadCloser
 	l      *Limiter
 	t      *transfer // nil without a byte rate
+	first  bool      // wait before reading (FileReader), not after
 	closed atomic.Bool
 }
 
@@ -331,6 +345,21 @@ func (r *reader) Read(p []byte) (int, error) {
 		if k := r.l.piece(); len(p) > k {
 			p = p[:k]
 		}
+	}
+	if r.first && r.t != nil {
+		if len(p) == 0 {
+			return r.rc.Read(p)
+		}
+		k, err := r.l.turn(r.ctx, r.t, len(p))
+		if err != nil {
+			return 0, err
+		}
+		if err := r.l.wait(r.ctx, r.l.bytes, k, r.t); err != nil {
+			return 0, err
+		}
+		n, err := r.rc.Read(p[:k])
+		r.l.nBytes.Add(int64(n))
+		return n, err
 	}
 	n, err := r.rc.Read(p)
 	if r.t == nil {

@@ -223,3 +223,24 @@ func TestCountsOnlyGranted(t *testing.T) {
 		t.Errorf("ReadFull read %d bytes, more than the %d granted", got, rep.Bytes)
 	}
 }
+
+// TestFileReaderWaitsFirst reads an endless file through FileReader until
+// the run stops: no byte was read from it that the rate had not granted
+// (Reader, for a network body, reads a piece and then waits for it).
+func TestFileReaderWaitsFirst(t *testing.T) {
+	l, err := New(Limits{BytesPerSecond: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var read atomic.Int64
+	rc := l.FileReader(ctx, countingBody{&read})
+	if _, err := io.ReadAll(rc); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read until the deadline: %v", err)
+	}
+	rc.Close()
+	if got, granted := read.Load(), l.Report().Bytes; got > granted || got == 0 {
+		t.Errorf("read %d bytes from the file, %d granted: want some, none beyond the grant", got, granted)
+	}
+}
