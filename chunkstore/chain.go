@@ -27,6 +27,7 @@ type Chain struct {
 	counts  []memberCounts
 	union   unionState // listings over every member, snapshot pins, warnings
 	falls   fallLog    // the chunks members could not serve, and why
+	flags   []string   // the flag each member was given with (NameFlags); nil: --store
 }
 
 type memberCounts struct {
@@ -86,6 +87,20 @@ func NewPartialChain(members []Store, leftOut []error) (*Chain, error) {
 // LeftOut returns the errors of the stores left out when the chain was
 // opened (see NewPartialChain), nil for none.
 func (c *Chain) LeftOut() []error { return c.leftOut }
+
+// NameFlags sets the command-line flag each member was given with, in the
+// members' order ("--store", "--from"), for the warnings that name
+// members; without it, or past its end, a member is named "--store".
+// Call it before the chain is used.
+func (c *Chain) NameFlags(flags ...string) { c.flags = flags }
+
+// flagOf returns the flag member m was given with (NameFlags).
+func (c *Chain) flagOf(m int) string {
+	if m < len(c.flags) && c.flags[m] != "" {
+		return c.flags[m]
+	}
+	return "--store"
+}
 
 // Members returns the member stores, in order of preference.
 func (c *Chain) Members() []Store { return c.members }

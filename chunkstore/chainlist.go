@@ -42,7 +42,7 @@ func (c *Chain) listFailed(m int, err error) {
 		c.union.unlisted = append(c.union.unlisted, name)
 	}
 	c.union.mu.Unlock()
-	c.say("list-failed\x00"+name, fmt.Sprintf("pbsdirect: warning: --store %s could not be listed (%v): listings come from the other stores", name, err))
+	c.say("list-failed\x00"+name, fmt.Sprintf("pbsdirect: warning: %s %s could not be listed (%v): listings come from the other stores", c.flagOf(m), name, err))
 }
 
 // WarnTo sets where the chain says that its members disagree: a snapshot
@@ -186,7 +186,7 @@ func (c *Chain) ListFiles(ctx context.Context, dir string) ([]FileInfo, error) {
 	}
 	for i, l := range lacks {
 		if len(l.dirs) > 0 {
-			c.say("lacks\x00"+c.members[i].String(), l.message(c.members[i].String(), c.members))
+			c.say("lacks\x00"+c.members[i].String(), l.message(c, i))
 		}
 	}
 	return out, nil
@@ -209,24 +209,25 @@ func (l *lacking) add(dir string, from int) {
 	}
 }
 
-// message is the one warning for member name: how many snapshots it
-// lacks, the first lackShown of them, and which stores hold them.
-func (l *lacking) message(name string, members []Store) string {
+// message is the one warning for member m of c: how many snapshots it
+// lacks, the first lackShown of them, and which stores hold them, each
+// named with its flag (NameFlags).
+func (l *lacking) message(c *Chain, m int) string {
 	shown := l.dirs[:min(len(l.dirs), lackShown)]
 	list := strings.Join(shown, ", ")
 	if len(l.dirs) > len(shown) {
 		list += fmt.Sprintf(", and %d more", len(l.dirs)-len(shown))
 	}
 	holders := make([]string, len(l.from))
-	for i, m := range l.from {
-		holders[i] = "--store " + members[m].String()
+	for i, h := range l.from {
+		holders[i] = c.flagOf(h) + " " + c.members[h].String()
 	}
 	verb := "holds"
 	if len(holders) > 1 {
 		verb = "hold"
 	}
-	return fmt.Sprintf("pbsdirect: warning: the stores disagree: --store %s lacks %d snapshot(s) that %s %s (%s); listings are the union of the stores, each snapshot read from the first store that has it",
-		name, len(l.dirs), strings.Join(holders, " and "), verb, list)
+	return fmt.Sprintf("pbsdirect: warning: the stores disagree: %s %s lacks %d snapshot(s) that %s %s (%s); listings are the union of the stores, each snapshot read from the first store that has it",
+		c.flagOf(m), c.members[m].String(), len(l.dirs), strings.Join(holders, " and "), verb, list)
 }
 
 // ListDirs returns the union of the directories its members that are

@@ -283,20 +283,21 @@ func (l *Local) ReadChunk(ctx context.Context, d crypto.Digest, buf []byte, limi
 		return nil, err
 	}
 	h := d.String()
-	buf, err := l.readChunkFile(h[:4]+"/"+h, buf, limit)
+	buf, err := l.readChunkFile(ctx, h[:4]+"/"+h, buf, limit)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("chunk %s: %w", d, err)
-	}
-	if err := l.limit.WaitBytes(ctx, len(buf)); err != nil {
-		return nil, err
 	}
 	return buf, nil
 }
 
 // readChunkFile reads the file rel below .chunks into buf, at most limit
-// bytes (see Store.ReadChunk), following no symbolic link; errors name
-// the file.
-func (l *Local) readChunkFile(rel string, buf []byte, limit int) ([]byte, error) {
+// bytes (see Store.ReadChunk), following no symbolic link, each piece
+// waiting for the byte rate before it is read (LimitReads); errors name
+// the file, but for ctx's error, returned as it is.
+func (l *Local) readChunkFile(ctx context.Context, rel string, buf []byte, limit int) ([]byte, error) {
 	p := filepath.Join(l.chunks.Name(), filepath.FromSlash(rel))
 	f, err := openRegular(l.chunks, l.chunks.Name(), rel)
 	if err != nil {
@@ -319,7 +320,10 @@ func (l *Local) readChunkFile(rel string, buf []byte, limit int) ([]byte, error)
 	}
 	buf = buf[:size]
 	// The file may change while read: never more than size bytes.
-	if _, err := io.ReadFull(f, buf); err != nil {
+	if _, err := l.limit.ReadFull(ctx, f, buf); err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return nil, err
+		}
 		// The cause is kept (an EIO is a failure outside the data).
 		return nil, &LocatedError{Location: p, Err: unwrapPath(err)}
 	}
@@ -354,7 +358,7 @@ func (l *Local) OpenFile(ctx context.Context, rel string) (io.ReadCloser, int64,
 		f.Close()
 		return nil, 0, err
 	}
-	return l.limit.Reader(ctx, f), st.Size(), nil
+	return l.limit.FileReader(ctx, f), st.Size(), nil
 }
 
 // openRegular opens rel below dir (see openBeneath) for reading without

@@ -53,9 +53,15 @@ func (l *Local) ReadBadCopy(ctx context.Context, name string, buf []byte, limit 
 	if !ok {
 		return nil, NotBadName(name)
 	}
+	if err := l.limit.WaitRequest(ctx); err != nil {
+		return nil, err
+	}
 	h := d.String()
-	buf, err := l.readChunkFile(h[:4]+"/"+name, buf, limit)
+	buf, err := l.readChunkFile(ctx, h[:4]+"/"+name, buf, limit)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("chunk %s: %w", d, err)
 	}
 	return buf, nil

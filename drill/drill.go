@@ -28,6 +28,7 @@ import (
 
 	"github.com/pbsdirect/pbsdirect/bootcheck"
 	"github.com/pbsdirect/pbsdirect/chunkstore"
+	"github.com/pbsdirect/pbsdirect/chunkstore/ratelimit"
 	"github.com/pbsdirect/pbsdirect/index"
 	"github.com/pbsdirect/pbsdirect/restore"
 	"github.com/pbsdirect/pbsdirect/snapshot"
@@ -48,6 +49,14 @@ type Report struct {
 	Restore         *restore.Summary `json:"restore,omitempty"`
 	ReadBack        *ReadBackReport  `json:"read-back,omitempty"`
 	Removed         bool             `json:"target-removed,omitempty"`
+	// RateLimit is what the rate limits were (--rate, --burst,
+	// --rate-requests) and what went through them, also for a drill that
+	// failed or was interrupted; absent without limits, and in a fleet
+	// drill's archives (the fleet report has it).
+	RateLimit *ratelimit.Report `json:"rate-limit,omitempty"`
+	// StoresLeftOut names the stores of a chain (several --store) that
+	// could not be read, as a restore's summary does.
+	StoresLeftOut []string `json:"stores-left-out,omitempty"`
 	// Boot is the boot check of the restored disk (drill --boot).
 	Boot *bootcheck.Report `json:"boot,omitempty"`
 	// Salvaged lists the chunks missing or damaged in every store that

@@ -122,8 +122,16 @@ func containsSlash(s string) bool {
 func (m *Mount) Wait() { m.server.Wait() }
 
 // Unmount unmounts the file system; it fails while files of it are open
-// (EBUSY), as umount does.
-func (m *Mount) Unmount() error { return m.server.Unmount() }
+// (EBUSY), as umount does. It returns nil when the directory is no longer
+// a FUSE mount point though the unmount reported a failure (fusermount3
+// killed after it unmounted, by a signal sent to the process group).
+func (m *Mount) Unmount() error {
+	err := m.server.Unmount()
+	if err != nil && m.gone() {
+		return nil
+	}
+	return err
+}
 
 // root is the mount's directory: one persistent inode per file.
 type root struct {

@@ -6,6 +6,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -135,8 +136,9 @@ func (l *Limiter) Limits() Limits {
 }
 
 // WaitBytes waits until n more bytes may be read, in pieces of at most the
-// burst, in its turn (see Background). It returns ctx's error, having
-// counted the bytes, when ctx ends first.
+// burst, in its turn (see Background), counting each piece as it is
+// granted. It returns ctx's error when ctx ends first, the bytes not
+// granted uncounted.
 func (l *Limiter) WaitBytes(ctx context.Context, n int) error {
 	if l == nil || n <= 0 {
 		return nil
@@ -150,9 +152,9 @@ func (l *Limiter) WaitBytes(ctx context.Context, n int) error {
 	return l.waitBytes(ctx, t, n)
 }
 
-// waitBytes waits until n more bytes may be read by t, counting them.
+// waitBytes waits until n more bytes may be read by t, counting them as
+// they are granted (a wait cut by ctx leaves the rest uncounted).
 func (l *Limiter) waitBytes(ctx context.Context, t *transfer, n int) error {
-	l.nBytes.Add(int64(n))
 	for n > 0 {
 		k, err := l.turn(ctx, t, min(n, l.bytes.Burst()))
 		if err != nil {
@@ -161,22 +163,68 @@ func (l *Limiter) waitBytes(ctx context.Context, t *transfer, n int) error {
 		if err := l.wait(ctx, l.bytes, k, t); err != nil {
 			return err
 		}
+		l.nBytes.Add(int64(k))
 		n -= k
 	}
 	return nil
 }
 
-// WaitRequest waits until one more request may start; it returns ctx's
-// error when ctx ends first.
+// ReadFull reads len(buf) bytes of r into buf as io.ReadFull does, but in
+// pieces (see piece), each waiting for its byte tokens, in its turn (see
+// Background), before it is read: no byte is read from r before the rate
+// grants it, so a file is taken from its disk or NFS mount at the rate.
+// It returns the bytes read, and io.ErrUnexpectedEOF or io.EOF as
+// io.ReadFull, r's error, or ctx's error when a wait is cut by ctx. Only
+// the bytes read count in Report. A nil Limiter, or one without a byte
+// rate, reads at once.
+func (l *Limiter) ReadFull(ctx context.Context, r io.Reader, buf []byte) (int, error) {
+	if l == nil {
+		return io.ReadFull(r, buf)
+	}
+	if l.bytes == nil {
+		n, err := io.ReadFull(r, buf)
+		l.nBytes.Add(int64(n))
+		return n, err
+	}
+	l.readers.Add(1)
+	defer l.readers.Add(-1)
+	t := l.open(ctx)
+	defer l.close(t)
+	done := 0
+	for done < len(buf) {
+		k, err := l.turn(ctx, t, min(len(buf)-done, l.piece()))
+		if err != nil {
+			return done, err
+		}
+		if err := l.wait(ctx, l.bytes, k, t); err != nil {
+			return done, err
+		}
+		n, err := io.ReadFull(r, buf[done:done+k])
+		l.nBytes.Add(int64(n))
+		done += n
+		if err != nil {
+			if errors.Is(err, io.EOF) && done > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// WaitRequest waits until one more request may start, counting it then;
+// it returns ctx's error, the request uncounted, when ctx ends first.
 func (l *Limiter) WaitRequest(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
-	l.nReqs.Add(1)
-	if l.reqs == nil {
-		return nil
+	if l.reqs != nil {
+		if err := l.wait(ctx, l.reqs, 1, nil); err != nil {
+			return err
+		}
 	}
-	return l.wait(ctx, l.reqs, 1, nil)
+	l.nReqs.Add(1)
+	return nil
 }
 
 // wait takes n tokens of b (n at most its burst), waiting for them; t is
@@ -270,11 +318,25 @@ func (l *Limiter) Reader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
 	return r
 }
 
+// FileReader returns rc limited as Reader does, but each piece waits for
+// its bytes before it is read, so no byte is read from rc (a file on a
+// disk or NFS mount) before the rate grants it; only the bytes read count
+// in Report. A wait cut by ctx returns 0 bytes with ctx's error. A nil
+// Limiter or one without a byte rate returns rc counting its bytes only.
+func (l *Limiter) FileReader(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
+	r := l.Reader(ctx, rc)
+	if lr, ok := r.(*reader); ok {
+		lr.first = true
+	}
+	return r
+}
+
 type reader struct {
 	ctx    context.Context
 	rc     io.ReadCloser
 	l      *Limiter
 	t      *transfer // nil without a byte rate
+	first  bool      // wait before reading (FileReader), not after
 	closed atomic.Bool
 }
 
@@ -283,6 +345,21 @@ func (r *reader) Read(p []byte) (int, error) {
 		if k := r.l.piece(); len(p) > k {
 			p = p[:k]
 		}
+	}
+	if r.first && r.t != nil {
+		if len(p) == 0 {
+			return r.rc.Read(p)
+		}
+		k, err := r.l.turn(r.ctx, r.t, len(p))
+		if err != nil {
+			return 0, err
+		}
+		if err := r.l.wait(r.ctx, r.l.bytes, k, r.t); err != nil {
+			return 0, err
+		}
+		n, err := r.rc.Read(p[:k])
+		r.l.nBytes.Add(int64(n))
+		return n, err
 	}
 	n, err := r.rc.Read(p)
 	if r.t == nil {
@@ -316,7 +393,8 @@ type Report struct {
 	Burst int64 `json:"burst-bytes"`
 	// RequestsPerSecond is the request rate limit; 0: none.
 	RequestsPerSecond float64 `json:"requests-per-second"`
-	// Bytes and Requests count what went through the limiter.
+	// Bytes and Requests count what went through the limiter: the bytes
+	// and requests granted, not those still waiting when a run stopped.
 	Bytes    int64 `json:"bytes"`
 	Requests int64 `json:"requests"`
 	// WaitSeconds is Waited: the wall time some read or request waited.

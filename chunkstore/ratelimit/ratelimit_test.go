@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -184,5 +185,62 @@ func TestWaitCancelled(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("a wait did not end with its context")
 		}
+	}
+}
+
+// TestCountsOnlyGranted stops a run whose reads and requests wait for far
+// more than the rate grants before it stops: the report counts what was
+// granted, not everything that was asked for.
+func TestCountsOnlyGranted(t *testing.T) {
+	l, err := New(Limits{BytesPerSecond: 64 << 10, RequestsPerSecond: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	const waiters = 8
+	errs := make(chan error, 3*waiters)
+	var read atomic.Int64
+	for range waiters {
+		go func() { errs <- l.WaitRequest(ctx) }()
+		go func() { errs <- l.WaitBytes(ctx, 1<<20) }()
+		go func() {
+			_, err := l.ReadFull(ctx, countingBody{&read}, make([]byte, 1<<20))
+			errs <- err
+		}()
+	}
+	for range 3 * waiters {
+		<-errs
+	}
+	rep := l.Report()
+	if rep.Requests >= waiters {
+		t.Errorf("report counts %d requests, want only those granted (< %d asked)", rep.Requests, waiters)
+	}
+	if rep.Bytes >= 1<<20 {
+		t.Errorf("report counts %d bytes, want only those granted (< 1 MiB)", rep.Bytes)
+	}
+	if got := read.Load(); got > rep.Bytes {
+		t.Errorf("ReadFull read %d bytes, more than the %d granted", got, rep.Bytes)
+	}
+}
+
+// TestFileReaderWaitsFirst reads an endless file through FileReader until
+// the run stops: no byte was read from it that the rate had not granted
+// (Reader, for a network body, reads a piece and then waits for it).
+func TestFileReaderWaitsFirst(t *testing.T) {
+	l, err := New(Limits{BytesPerSecond: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var read atomic.Int64
+	rc := l.FileReader(ctx, countingBody{&read})
+	if _, err := io.ReadAll(rc); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read until the deadline: %v", err)
+	}
+	rc.Close()
+	if got, granted := read.Load(), l.Report().Bytes; got > granted || got == 0 {
+		t.Errorf("read %d bytes from the file, %d granted: want some, none beyond the grant", got, granted)
 	}
 }

@@ -57,7 +57,15 @@ func cmdDatastores(fs *flag.FlagSet) commandFunc {
 		if *maxDepth < 1 || *maxListings < 1 {
 			return usagef("--max-depth and --max-listings must be at least 1")
 		}
-		sf.stores = []string{args[0]}
+		// LOCATION checked as itself, not as a --store.
+		loc, err := sf.expandStore("LOCATION", args[0])
+		if err != nil {
+			return err
+		}
+		if err := checkStoreSpecFlag("LOCATION", loc); err != nil {
+			return err
+		}
+		sf.stores = []string{loc}
 		if err := sf.check(); err != nil {
 			return err
 		}
@@ -70,7 +78,7 @@ func cmdDatastores(fs *flag.FlagSet) commandFunc {
 			if errors.Is(err, chunkstore.ErrNotFound) {
 				return &storeMissingError{fmt.Errorf("no datastore under %s: %w", backends.DisplaySpec(sf.store), err)}
 			}
-			return err
+			return locationError(sf.store, err)
 		}
 		rep := datastoresReport{Location: backends.DisplaySpec(sf.store), Datastores: []datastoreEntry{}, Requests: found.Requests, LeftOut: append([]string{}, found.LeftOut...)}
 		var failed []string
@@ -111,6 +119,36 @@ func cmdDatastores(fs *flag.FlagSet) commandFunc {
 		return werr
 	}
 }
+
+// locationError returns err, from the walk under the bucket location
+// spec, beginning with the location as the reports name it
+// (backends.DisplaySpec: with its settings, secrets left out) in place of
+// the bare bucket URL the backends' errors begin with; err itself when it
+// does not begin with one. It unwraps to err.
+func locationError(spec string, err error) error {
+	why := err.Error()
+	display := backends.DisplaySpec(spec)
+	i := strings.Index(why, ": ")
+	if i <= 0 || !strings.Contains(spec, "://") || strings.HasPrefix(why, display) {
+		return err
+	}
+	if named := why[:i]; strings.Contains(named, "://") && strings.HasPrefix(backends.BaseSpec(spec)+"/", strings.TrimSuffix(named, "/")+"/") {
+		return &textError{text: display + why[i:], err: err}
+	}
+	return err
+}
+
+// textError is err with another text (the same cause, said otherwise).
+type textError struct {
+	text string
+	err  error
+}
+
+// Error returns the text.
+func (e *textError) Error() string { return e.text }
+
+// Unwrap returns the cause.
+func (e *textError) Unwrap() error { return e.err }
 
 // summarize opens the datastore d in the layout found (a PBS 4 datastore
 // with nothing but its .in-use marker opens, empty) and counts what it

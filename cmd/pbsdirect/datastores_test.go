@@ -139,3 +139,25 @@ func TestDatastoresDir(t *testing.T) {
 	mustFail(t, exitOutside, []string{"no datastore under"}, "datastores", filepath.Join(top, "missing"))
 	mustFail(t, exitUsage, nil, "datastores")
 }
+
+// TestDatastoresLocationNamed: datastores names its LOCATION as the
+// argument it is (not --store) when it does not parse, and, when the walk
+// fails, with its settings (as the reports show it), not as a bare bucket.
+func TestDatastoresLocationNamed(t *testing.T) {
+	for _, c := range []struct {
+		loc  string
+		code int
+		want string
+	}{
+		{"s3://pbs?bogus=1", exitUsage, "LOCATION s3://pbs?bogus="},
+		{"s3://", exitUsage, "LOCATION: "},
+		{"s3://pbs/ds?endpoint=http://127.0.0.1:1&env=PBSDIRECT_TEST_NONE", exitOutside, "error: s3://pbs/ds?endpoint=http://127.0.0.1:1&env=PBSDIRECT_TEST_NONE: "},
+	} {
+		t.Run(c.loc, func(t *testing.T) {
+			r := mustFail(t, c.code, []string{c.want}, "datastores", "--retry-for", "1s", c.loc)
+			if strings.Contains(r.err, "--store") {
+				t.Errorf("LOCATION named --store: %v", r)
+			}
+		})
+	}
+}

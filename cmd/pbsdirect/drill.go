@@ -89,6 +89,7 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		rep.ExitCode = codeFor(ctx, err)
+		rep.RateLimit = rc.sf.rate.limiter.Report()
 		// Metrics that could not be delivered fail the run after the
 		// report is printed (exit 3), unless the drill failed. An
 		// interrupted drill leaves the metrics as they were.
@@ -134,6 +135,7 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 	if r != nil {
 		rep.Snapshot = r.snap // TYPE/ID resolved to the snapshot drilled, also on failure
 		rep.Add(r.drill, r.took)
+		rep.StoresLeftOut = r.leftOut
 	}
 	rep.Finish(err, start)
 	return rep, err
@@ -142,13 +144,23 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 // printDrill prints the drill report as text; a failure's error is said
 // once, on stderr (run prints it).
 func printDrill(w io.Writer, r drill.Report) {
-	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), index.DisplayText(r.Target), okWord(r.OK))
+	word := okWord(r.OK)
+	if r.Interrupted() {
+		word = "interrupted" // neither passed nor failed
+	}
+	fmt.Fprintf(w, "drill %s/%s -> %s: %s\n", index.DisplayText(r.Snapshot), index.DisplayText(r.Archive), index.DisplayText(r.Target), word)
 	if r.Restore != nil {
 		fmt.Fprintf(w, "  time to restore: %.2fs (%s, %.1f MiB/s; %d chunks fetched, %s of zero chunks skipped)\n",
 			r.RestoreSeconds, humanBytes(r.Restore.Size), r.Restore.MiBps, r.Restore.ChunksFetched, humanBytes(r.Restore.ZeroBytes))
-		writeLimitLine(w, "  ", r.Restore.RateLimit)
 		printConnections(w, r.Restore.Requests)
 	}
+	// Also for a drill that failed or was interrupted before its restore
+	// summary.
+	lim := r.RateLimit
+	if lim == nil && r.Restore != nil {
+		lim = r.Restore.RateLimit
+	}
+	writeLimitLine(w, "  ", lim)
 	if r.ReadBack != nil {
 		fmt.Fprintf(w, "  read back: %.2fs, %d chunk positions re-hashed, %s of zero ranges read as zeros, %s holes\n",
 			r.ReadBackSeconds, r.ReadBack.ChunksChecked, humanBytes(r.ReadBack.ZeroBytesChecked), humanBytes(r.ReadBack.HoleBytes))

@@ -10,8 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pbsdirect/pbsdirect/archive"
 	"github.com/pbsdirect/pbsdirect/fusefs"
 	"github.com/pbsdirect/pbsdirect/index"
@@ -86,7 +84,7 @@ func cmdMount(fs *flag.FlagSet) commandFunc {
 			// Busy (a loop device or a shell still uses it): detach it now; the
 			// kernel frees it when the last user goes.
 			fmt.Fprintf(stderr, "pbsdirect mount: unmount %s: %s; detaching it lazily (it goes when its last user does)\n", dir, index.DisplayText(strings.Join(strings.Fields(err.Error()), " ")))
-			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			if err := m.Detach(); err != nil {
 				return fmt.Errorf("unmount %s: %w (run fusermount3 -u -z %s)", dir, err, dir)
 			}
 		}

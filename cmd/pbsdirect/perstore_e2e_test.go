@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsdirect/pbsdirect/chunkstore/backends"
+	"github.com/pbsdirect/pbsdirect/drill"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
 	"github.com/pbsdirect/pbsdirect/internal/testenv"
 )
@@ -179,6 +180,10 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	if !strings.Contains(r.err, "--store "+badB+" left out") || strings.Contains(r.err, "not-the-secret") {
 		t.Errorf("the store with refused credentials is not named (or its secret shown): %v", r)
 	}
+	// Named once: the warning does not repeat the store before its cause.
+	if line, _, _ := strings.Cut(r.err[strings.Index(r.err, "--store "+badB+" left out"):], "\n"); strings.Count(line, "s3://pbsb/ds") != 1 {
+		t.Errorf("the warning names the store more than once: %q", line)
+	}
 	// A store whose endpoint takes no bucket of its name (400
 	// InvalidBucketName) is left out as well.
 	badName := "s3://192.168.1.1/ds?endpoint=" + e.s3a.Endpoint + "&env=PBSA&path-style"
@@ -190,6 +195,12 @@ func (e *perStoreEnv) testChain(t *testing.T) {
 	sum := restoreJSON(t, append([]string{"--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
 	if len(sum.StoresLeftOut) != 1 || sum.StoresLeftOut[0] != badB {
 		t.Errorf("restore JSON stores-left-out = %q, want [%s]", sum.StoresLeftOut, badB)
+	}
+	// drill's JSON too.
+	r = mustOK(t, append([]string{"drill", "--output-format", "json", "--store", e.storeA, "--store", badB, "--store", e.storeG, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "t.raw")}, e.flags...)...)
+	var dr drill.Report
+	if err := json.Unmarshal([]byte(r.out), &dr); err != nil || len(dr.StoresLeftOut) != 1 || dr.StoresLeftOut[0] != badB {
+		t.Errorf("drill JSON stores-left-out = %q (%v), want [%s]", dr.StoresLeftOut, err, badB)
 	}
 }
 

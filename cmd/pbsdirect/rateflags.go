@@ -60,8 +60,14 @@ func (r *rateFlags) check() error {
 		}
 		if l.BytesPerSecond < lowRate {
 			num := strings.TrimRight(strings.TrimSpace(r.rate), "/sSbBiIkKmMgGtTpP ")
-			r.warning = fmt.Sprintf("pbsdirect: warning: --rate %s is %d bytes/s (%s/s; a number without a unit is bytes): did you mean %sMiB?",
-				strconv.Quote(r.rate), l.BytesPerSecond, progress.IECSize(float64(l.BytesPerSecond)), num)
+			if strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(r.rate), "/s")) == num {
+				// No unit: most likely one left out.
+				r.warning = fmt.Sprintf("pbsdirect: warning: --rate %s is %d bytes/s (%s/s; a number without a unit is bytes): did you mean %sMiB?",
+					strconv.Quote(r.rate), l.BytesPerSecond, progress.IECSize(float64(l.BytesPerSecond)), num)
+			} else {
+				r.warning = fmt.Sprintf("pbsdirect: warning: --rate %s is only %s/s (%d bytes/s)",
+					strconv.Quote(r.rate), progress.IECSize(float64(l.BytesPerSecond)), l.BytesPerSecond)
+			}
 		}
 	}
 	if r.burst != "" {

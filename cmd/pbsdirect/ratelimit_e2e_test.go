@@ -138,55 +138,92 @@ func TestRateLimitDirectory(t *testing.T) {
 	}
 }
 
-// TestRateLimitInterrupt: SIGINT ends a restore waiting on --rate at once
-// (the real process, signalled), with exit 130, from a datastore directory
-// and from a bucket.
+// TestRateLimitInterrupt: SIGINT ends a restore, drill or verify waiting
+// on --rate at once (the real process, signalled), with exit 130, from a
+// datastore directory and from a bucket; its JSON has the rate-limit
+// object (at the top level), counting only the bytes granted: about a
+// second's worth, not the chunk being read.
 func TestRateLimitInterrupt(t *testing.T) {
 	fixture.SkipIfShort(t)
 	data := fixture.Build(94, fixture.Region{Kind: fixture.Random, Len: 4 << 20})
 	local := fixture.NewStore(t)
 	backupImage(t, local, data)
 	bucketArgs, _ := rateBucket(t, data, "4096")
-	for name, storeArgs := range map[string][]string{"directory": {"--store", local}, "bucket": bucketArgs} {
-		t.Run(name, func(t *testing.T) {
-			// 4 MiB at 64 KiB/s: a minute.
-			args := append(append([]string{"restore", "--rate", "64KiB", "--output-format", "json"}, storeArgs...), snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw"))
-			cmd := exec.Command(os.Args[0], args...)
-			cmd.Env = append(os.Environ(), runAsCLI+"=1")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			time.Sleep(time.Second)
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-done:
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-					t.Errorf("after SIGINT: %v, want exit 130; stderr: %s", err, stderr.String())
-				}
+	for _, c := range []struct {
+		cmd      string
+		withArgs func(dir string) []string
+	}{
+		{"restore", func(dir string) []string { return []string{snap0, "drive-scsi0", filepath.Join(dir, "disk.raw")} }},
+		{"drill", func(dir string) []string { return []string{snap0, "drive-scsi0", filepath.Join(dir, "disk.raw")} }},
+		{"verify", func(string) []string { return []string{snap0} }},
+	} {
+		for name, storeArgs := range map[string][]string{"directory": {"--store", local}, "bucket": bucketArgs} {
+			t.Run(c.cmd+"-"+name, func(t *testing.T) {
+				stdout, _ := rateInterrupted(t, append(append([]string{c.cmd, "--rate", "64KiB", "--output-format", "json"}, storeArgs...), c.withArgs(t.TempDir())...))
 				// The interrupted run's JSON says the limit too.
 				var rep struct {
 					ExitCode  int `json:"exit-code"`
 					RateLimit *struct {
 						BytesPerSecond int64 `json:"bytes-per-second"`
+						Bytes          int64 `json:"bytes"`
 					} `json:"rate-limit"`
 				}
-				if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.ExitCode != 130 || rep.RateLimit == nil || rep.RateLimit.BytesPerSecond != 64<<10 {
-					t.Errorf("JSON of the interrupted run %q (%v): want exit-code 130 and the rate-limit object", stdout.String(), err)
+				if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.ExitCode != 130 || rep.RateLimit == nil || rep.RateLimit.BytesPerSecond != 64<<10 {
+					t.Errorf("JSON of the interrupted run %q (%v): want exit-code 130 and the rate-limit object", stdout, err)
+				} else if rep.RateLimit.Bytes >= 1<<20 {
+					// Generous: about 64 KiB were granted in the second.
+					t.Errorf("the interrupted run counts %d bytes through the limit, want only those granted (< 1 MiB of the 4 MiB chunk)", rep.RateLimit.Bytes)
 				}
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				<-done
-				t.Fatalf("still running 20 s after SIGINT; stderr: %s", stderr.String())
-			}
-		})
+			})
+		}
 	}
+	// In text, an interrupted drill says the limit, and an interrupted
+	// verify says "interrupted", not FAILED with "context canceled".
+	t.Run("drill-text", func(t *testing.T) {
+		stdout, stderr := rateInterrupted(t, []string{"drill", "--rate", "64KiB", "--store", local, snap0, "drive-scsi0", filepath.Join(t.TempDir(), "disk.raw")})
+		if !strings.Contains(stdout, "rate limit: 64 KiB/s") {
+			t.Errorf("the interrupted drill's text does not say the limit:\n%s\n%s", stdout, stderr)
+		}
+	})
+	t.Run("verify-text", func(t *testing.T) {
+		stdout, stderr := rateInterrupted(t, []string{"verify", "--rate", "64KiB", "--store", local, snap0})
+		if !strings.Contains(stdout, ": interrupted") || strings.Contains(stdout+stderr, "FAILED") || strings.Contains(stdout+stderr, "context canceled") {
+			t.Errorf("the interrupted verify's text reads as damage:\n%s\n%s", stdout, stderr)
+		}
+	})
+}
+
+// rateInterrupted runs pbsdirect args (a run of a minute or more at its
+// --rate 64KiB), interrupts it after a second, checks that it exits 130,
+// and returns its stdout and stderr.
+func rateInterrupted(t *testing.T, args []string) (string, string) {
+	t.Helper()
+	// 4 MiB at 64 KiB/s: a minute.
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsCLI+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("after SIGINT: %v, want exit 130; stderr: %s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running 20 s after SIGINT; stderr: %s", stderr.String())
+	}
+	return stdout.String(), stderr.String()
 }
 
 // TestRateFlagsUsage: a rate, burst or request rate that does not parse
@@ -228,9 +265,10 @@ func TestRateFlagsUsage(t *testing.T) {
 	}
 }
 
-// TestRateLowWarns: a --rate below 64 KiB/s (most likely a unit left out:
-// a plain number is bytes) runs, with a warning on stderr saying the rate
-// in force and the likely meaning; a usual rate has no warning.
+// TestRateLowWarns: a --rate below 64 KiB/s runs, with a warning on
+// stderr saying the rate in force, and, for a number without a unit (most
+// likely a unit left out: a plain number is bytes), the likely meaning; a
+// usual rate has no warning.
 func TestRateLowWarns(t *testing.T) {
 	data := fixture.Build(95, fixture.Region{Kind: fixture.Random, Len: 8 << 10})
 	local := fixture.NewStore(t)
@@ -239,7 +277,9 @@ func TestRateLowWarns(t *testing.T) {
 		rate, warning string // "": none
 	}{
 		{"60000", `--rate "60000" is 60000 bytes/s (58.6 KiB/s; a number without a unit is bytes): did you mean 60000MiB?`},
-		{"50K/s", `--rate "50K/s" is 50000 bytes/s`},
+		{"50K/s", `--rate "50K/s" is only 48.8 KiB/s (50000 bytes/s)`},
+		{"60KiB", `--rate "60KiB" is only 60 KiB/s (61440 bytes/s)`},
+		{"60000/s", `--rate "60000/s" is 60000 bytes/s (58.6 KiB/s; a number without a unit is bytes): did you mean 60000MiB?`},
 		{"1MiB", ""},
 		{"65536", ""},
 	} {
@@ -249,6 +289,10 @@ func TestRateLowWarns(t *testing.T) {
 			fixture.Equal(t, target, data)
 			if got := strings.Contains(r.err, "warning: --rate"); got != (c.warning != "") || !strings.Contains(r.err, c.warning) {
 				t.Errorf("stderr %q; want the warning %q", r.err, c.warning)
+			}
+			// The advice on units only where none was given.
+			if unit := strings.ContainsAny(strings.TrimSuffix(c.rate, "/s"), "KMGTBiK"); unit && strings.Contains(r.err, "did you mean") {
+				t.Errorf("stderr %q: a unit was given, want no advice on units", r.err)
 			}
 		})
 	}

@@ -115,6 +115,11 @@ func cmdRepair(fs *flag.FlagSet) commandFunc {
 			return err
 		}
 		defer all.Close()
+		flags := []string{"--store"}
+		for range mirrors {
+			flags = append(flags, "--from")
+		}
+		all.NameFlags(flags...)
 		warnDisagreement(stderr, all)
 		ns, err := nsa.resolve(ctx, all, false)
 		if err != nil {

@@ -167,3 +167,16 @@ func TestRepairInterruptedCounts(t *testing.T) {
 		t.Errorf("text after the interruption: %v", r)
 	}
 }
+
+// TestRepairWarningNamesFrom: the warning that the stores disagree (the
+// primary lacks a snapshot's manifest a mirror holds) names each store
+// with the flag it was given with: --store for the primary, --from for the
+// mirror.
+func TestRepairWarningNamesFrom(t *testing.T) {
+	primary, mirror, sd := filesCase(t, 21)
+	remove(t, filepath.Join(primary, sd, "index.json.blob"))
+	r := pbs(t, "repair", "--store", primary, "--from", mirror)
+	if want := "--store " + primary + " lacks 1 snapshot(s) that --from " + mirror + " holds"; !strings.Contains(r.err, want) {
+		t.Errorf("want the warning %q: %v", want, r)
+	}
+}

@@ -94,12 +94,25 @@ func openStore(ctx context.Context, sf *storeFlags, create bool, concurrency int
 			return nil, usagef("--store given %d times: a backup writes to one store", len(sf.stores))
 		}
 		return backends.OpenChain(ctx, sf.stores, opts, func(spec string, err error) {
-			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %v", backends.DisplaySpec(spec), err))
+			sf.skipped = append(sf.skipped, fmt.Sprintf("pbsdirect: warning: --store %s left out, the other stores serve: %s", backends.DisplaySpec(spec), withoutStore(spec, err)))
 			sf.leftOut = append(sf.leftOut, backends.DisplaySpec(spec))
 		})
 	}
 	s, err := backends.Open(ctx, sf.store, opts)
 	return s, withNear(ctx, sf.store, opts, missingStore(err))
+}
+
+// withoutStore returns the text of err, about the store spec, without
+// the store it begins with (the backends' errors do), for a message that
+// names the store itself.
+func withoutStore(spec string, err error) string {
+	why := err.Error()
+	for _, name := range []string{backends.DisplaySpec(spec), backends.BaseSpec(spec)} {
+		if rest, ok := strings.CutPrefix(why, name+": "); ok {
+			return rest
+		}
+	}
+	return why
 }
 
 // openBackupStore opens the one store --store names for a backup to

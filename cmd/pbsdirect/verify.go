@@ -161,7 +161,7 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 				fmt.Fprintf(stderr, "pbsdirect: note: %s was removed while running (pruned since it was listed): skipped\n", index.DisplayText(r.Snapshot))
 			}
 			if !sf.json() {
-				r.WriteText(stdout)
+				writeVerifyResult(ctx, stdout, r)
 			}
 		})
 		rep.Store, rep.Shard, rep.Host = backends.DisplaySpec(sf.store), sh.String(), hostname()
@@ -174,6 +174,9 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			rep.Namespaces = append(rep.Namespaces, n.String())
 		}
 		if runErr != nil {
+			if jerr := limitOnFailure(stdout, sf.rate.limiter); jerr != nil {
+				return errors.Join(runErr, jerr)
+			}
 			return runErr
 		}
 		if err := v.Removed(); err != nil {
@@ -216,6 +219,37 @@ func cmdVerify(fs *flag.FlagSet) commandFunc {
 			}
 			return nil
 		})
+	}
+}
+
+// writeVerifyResult prints the verify result r as text (WriteText). A
+// snapshot an interrupt (ctx ended) cut off without finding damage reads
+// "interrupted", its archives not done "interrupted" with the chunks
+// checked so far: no FAILED, no "context canceled" — nothing was found
+// wrong.
+func writeVerifyResult(ctx context.Context, w io.Writer, r verify.SnapshotResult) {
+	interrupted := !r.OK && ctx.Err() != nil
+	for _, a := range r.Archives {
+		if a.DamagedCount > 0 || len(a.Damaged) > 0 {
+			interrupted = false
+		}
+	}
+	if !interrupted {
+		r.WriteText(w)
+		return
+	}
+	dt := index.DisplayText
+	fmt.Fprintf(w, "%s: interrupted\n", dt(r.Snapshot))
+	for _, a := range r.Archives {
+		word := "interrupted"
+		if a.OK {
+			word = verify.OKWord(true)
+		}
+		chunks := "chunks"
+		if a.ChunksChecked == 1 {
+			chunks = "chunk"
+		}
+		fmt.Fprintf(w, "  %-32s %s (%d %s checked)\n", dt(a.Archive), word, a.ChunksChecked, chunks)
 	}
 }
 
