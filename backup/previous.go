@@ -298,8 +298,10 @@ func writtenBefore(chunk, manifest time.Time, res time.Duration) bool {
 // rewritten within the manifest's second by another pbsdirect (or by a
 // copy keeping the object's metadata) whose clock runs behind: that
 // writer wrote the chunk from its data (or healed it after a check), so
-// the content it left is good. A store that lies can fake both times, as
-// it can fake Last-Modified alone.
+// the content it left is good; and an object damaged in place on the disk
+// of a file-backed S3 server, which keeps its metadata, within the
+// manifest's second (damage at any later time gets a later second). A
+// store that lies can fake both times, as it can fake Last-Modified alone.
 func stampedBefore(chunk, manifest chunkstore.Stamp, res time.Duration) bool {
 	if writtenBefore(chunk.Server, manifest.Server, res) {
 		return true
