@@ -35,8 +35,12 @@ type previous struct {
 	// since, damaged by hand or copied in); it is then marked used for
 	// garbage collection. On a store that cannot tell (GCS), the snapshot
 	// is trusted as PBS trusts it.
+	// On a store whose objects also carry the writer's time
+	// (chunkstore.WriterStamper: S3), a chunk stamped in the manifest's
+	// second is vouched for by those times (stampedBefore).
 	mt      chunkstore.ModTimer
-	written time.Time
+	ws      chunkstore.WriterStamper
+	written chunkstore.Stamp
 }
 
 // loadPrevious returns the previous snapshot of snap's group in store for
@@ -105,7 +109,14 @@ func loadPrevious(ctx context.Context, store chunkstore.Store, snap index.Snapsh
 	}
 	p = &previous{snap: *last, known: map[crypto.Digest]struct{}{}}
 	if mt, ok := store.(chunkstore.ModTimer); ok {
-		if p.written, err = mt.FileModTime(ctx, path.Join(last.Dir(), snapshot.ManifestName)); err != nil {
+		rel := path.Join(last.Dir(), snapshot.ManifestName)
+		if ws, ok := store.(chunkstore.WriterStamper); ok {
+			p.written, err = ws.FileStamp(ctx, rel)
+			p.ws = ws
+		} else {
+			p.written.Server, err = mt.FileModTime(ctx, rel)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
 			}
@@ -219,7 +230,7 @@ func (p *previous) loadIndex(ctx context.Context, store chunkstore.Store, m *ind
 // vouches reports whether the backup may count on the stored chunk for d
 // without asking the store for it: d is in the previous snapshot's indexes
 // and, on a store that can tell (ModTimer), its chunk is there, not empty,
-// and written before the previous snapshot's manifest (writtenBefore); it
+// and written before the previous snapshot's manifest (stampedBefore); it
 // is then marked used (TouchChunk). A chunk it does not vouch for is
 // checked as any other; stored says the store, asked for its time, said it
 // has the chunk, not empty (written in or after the manifest's time step),
@@ -234,11 +245,18 @@ func (p *previous) vouches(ctx context.Context, d crypto.Digest) (vouched, store
 	if p.mt == nil {
 		return true, false
 	}
-	size, mtime, err := p.mt.ChunkModTime(ctx, d)
+	var size int64
+	var st chunkstore.Stamp
+	var err error
+	if p.ws != nil {
+		size, st, err = p.ws.ChunkStamp(ctx, d)
+	} else {
+		size, st.Server, err = p.mt.ChunkModTime(ctx, d)
+	}
 	if err != nil || size == 0 {
 		return false, false
 	}
-	if !writtenBefore(mtime, p.written, p.mt.ModTimeResolution()) {
+	if !stampedBefore(st, p.written, p.mt.ModTimeResolution()) {
 		return false, true
 	}
 	return p.mt.TouchChunk(ctx, d) == nil, false
@@ -260,6 +278,42 @@ func writtenBefore(chunk, manifest time.Time, res time.Duration) bool {
 		chunk, manifest = chunk.Truncate(res), manifest.Truncate(res)
 	}
 	return chunk.Before(manifest)
+}
+
+// stampedBefore reports whether a chunk stamped chunk was written before a
+// manifest stamped manifest, on a store whose server times have
+// resolution res: by the server times as writtenBefore compares them; or,
+// when both fall in the same step (a backup writes its manifest right
+// after its last chunks), by the writer's times both objects carry
+// (chunkstore.Stamp.Writer), the chunk's strictly before the manifest's.
+// Without both writer's times (one is absent or did not parse) a chunk of
+// the manifest's step is not taken as older.
+//
+// Why that is safe: pbsdirect records its clock in every object it PUTs,
+// and PUTs a snapshot's manifest only after every chunk PUT of the backup
+// returned, so within one writer the chunks' times precede the
+// manifest's. A chunk overwritten after the manifest by anything that
+// does not record the time (PBS, a damaged copy uploaded by hand) loses
+// the metadata and is read back and checked. What remains is a chunk
+// rewritten within the manifest's second by another pbsdirect (or by a
+// copy keeping the object's metadata) whose clock runs behind: that
+// writer wrote the chunk from its data (or healed it after a check), so
+// the content it left is good; and an object damaged in place on the disk
+// of a file-backed S3 server, which keeps its metadata, within the
+// manifest's second (damage at any later time gets a later second). A
+// store that lies can fake both times, as it can fake Last-Modified alone.
+func stampedBefore(chunk, manifest chunkstore.Stamp, res time.Duration) bool {
+	if writtenBefore(chunk.Server, manifest.Server, res) {
+		return true
+	}
+	c, m := chunk.Server, manifest.Server
+	if res >= time.Second {
+		c, m = c.Truncate(res), m.Truncate(res)
+	}
+	if !c.Equal(m) || chunk.Writer.IsZero() || manifest.Writer.IsZero() {
+		return false
+	}
+	return chunk.Writer.Before(manifest.Writer)
 }
 
 // archiveIndexNames returns the manifest file names of the indexes a

@@ -317,8 +317,9 @@ func (w *writer) countExisting(zero bool) {
 // The next backup then vouches for them without reading them back
 // (previous.vouches: written strictly before the manifest). On a store
 // stamping whole seconds (S3) it does not wait (half a second on average):
-// the next backup reads back and checks the chunks stamped in the
-// manifest's second instead (writtenBefore). It returns early, with ctx's
+// there each object carries the writer's time too
+// (chunkstore.WriterStamper), which orders the chunks stamped in the
+// manifest's second (stampedBefore). It returns early, with ctx's
 // error, when ctx ends.
 func (w *writer) settle(ctx context.Context) error {
 	mt, ok := w.store.(chunkstore.ModTimer)

@@ -111,3 +111,36 @@ func TestMapErrProvesNothing(t *testing.T) {
 		t.Errorf("404 NoSuchKey: not missing: %v", err)
 	}
 }
+
+// TestWriterTime: the writer's time is read from its user metadata key in
+// any case; a value absent, empty, too long, signed, not decimal or not
+// after the epoch gives none.
+func TestWriterTime(t *testing.T) {
+	const ns = 1764756007123456789
+	for _, c := range []struct {
+		meta map[string]string
+		want int64 // 0: none
+	}{
+		{map[string]string{writtenMeta: "1764756007123456789"}, ns},
+		{map[string]string{"Pbsdirect-Written": "1764756007123456789"}, ns},
+		{map[string]string{"other": "1"}, 0},
+		{nil, 0},
+		{map[string]string{writtenMeta: ""}, 0},
+		{map[string]string{writtenMeta: "garbage"}, 0},
+		{map[string]string{writtenMeta: "+1764756007123456789"}, 0},
+		{map[string]string{writtenMeta: "-1"}, 0},
+		{map[string]string{writtenMeta: "0"}, 0},
+		{map[string]string{writtenMeta: " 17647560071"}, 0},
+		{map[string]string{writtenMeta: "9999999999999999999"}, 0},
+		{map[string]string{writtenMeta: "01764756007123456789"}, 0},
+		{map[string]string{writtenMeta: strings.Repeat("1", 1<<20)}, 0},
+	} {
+		got := writerTime(c.meta)
+		if (c.want == 0) != got.IsZero() || (c.want != 0 && got.UnixNano() != c.want) {
+			t.Errorf("writerTime(%.40v) = %v, want %d", c.meta, got, c.want)
+		}
+	}
+	if v := writerMeta()[writtenMeta]; writerTime(map[string]string{writtenMeta: v}).IsZero() {
+		t.Errorf("writerMeta's value %q does not parse", v)
+	}
+}

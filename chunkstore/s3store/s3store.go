@@ -968,7 +968,8 @@ func (b *badKeys) add(key string) {
 // "If-None-Match: *" (412 means it existed, 409 is retried). If the server
 // answers that conditional PUT with 501 Not Implemented, the store falls
 // back to HEAD then PUT for the rest of its life. After a 412 a HEAD checks
-// the size: an existing 0-byte object is no chunk and is overwritten.
+// the size: an existing 0-byte object is no chunk and is overwritten. Each
+// PUT carries the writer's time (writtenMeta).
 func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (bool, error) {
 	key := s.keys.Chunk(d)
 	if !s.noCondPut.Load() {
@@ -980,6 +981,7 @@ func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (b
 				ContentLength: aws.Int64(int64(len(blob))),
 				ContentType:   aws.String("application/octet-stream"),
 				IfNoneMatch:   aws.String("*"),
+				Metadata:      writerMeta(),
 			})
 			return err
 		})
@@ -1012,7 +1014,8 @@ func (s *Store) WriteChunk(ctx context.Context, d crypto.Digest, blob []byte) (b
 	return false, nil
 }
 
-// WriteFile uploads the content file rel, replacing any existing object.
+// WriteFile uploads the content file rel, replacing any existing object,
+// with the writer's time (writtenMeta).
 func (s *Store) WriteFile(ctx context.Context, rel string, data []byte) error {
 	key, err := s.keys.Content(rel)
 	if err != nil {
@@ -1029,6 +1032,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte) error {
 			Body:          bytes.NewReader(data),
 			ContentLength: aws.Int64(int64(len(data))),
 			ContentType:   aws.String("application/octet-stream"),
+			Metadata:      writerMeta(),
 		})
 		return err
 	})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pbsdirect/pbsdirect/crypto"
 	"github.com/pbsdirect/pbsdirect/internal/fixture"
@@ -96,6 +97,14 @@ func TestBackupReplacesDamagedChunkCLI(t *testing.T) {
 				t.Fatal(r)
 			}
 			p := filepath.Join(root, ".chunks", d.String()[:4], d.String())
+			if backend == "s3" {
+				// Damaged in place on the gateway's disk, the object keeps
+				// the writer's time pbsdirect recorded in it: within the
+				// manifest's second (S3 stamps whole seconds) that would
+				// still order it before the manifest. Damage it a second
+				// later, as any damage after the backup is.
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+			}
 			fixture.FlipByte(t, p, -1)
 			mustFail(t, 1, nil, append([]string{"verify", "--store", store}, flags...)...)
 			r := bk("2026-11-02T00:00:00Z")
