@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -217,8 +218,42 @@ func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr 
 			return err
 		}
 		defer done()
-		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), filepath.Base(abs)+".boot", dir, stderr)
+		base := filepath.Base(abs) + ".boot"
+		if b.bootDiskOnly {
+			// A fleet drill: one name per group and archive, which the
+			// next run replaces, not one per snapshot piling up nightly.
+			base = fleetBootBase(src.Snapshot(), archive)
+			removeBootOutput(cmp.Or(b.output, filepath.Dir(abs)), base)
+		}
+		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), base, dir, stderr)
+		if r := *rep; b.bootDiskOnly && b.output == "" && err == nil && r != nil && r.OK {
+			// Passed: the console log and screenshot are evidence only
+			// of a failure, or where --boot-output asks for them.
+			os.Remove(r.ConsoleLog)
+			os.Remove(r.Screenshot)
+			r.ConsoleLog, r.Screenshot = "", ""
+		}
 		return err
+	}
+}
+
+// fleetBootBase is the stem of a fleet drill's boot console log and
+// screenshot for archive of snapshot s: "boot-" and the group (namespace
+// and TYPE/ID, "/" made "_") and archive, without the snapshot time.
+func fleetBootBase(s index.Snapshot, archive string) string {
+	return "boot-" + strings.NewReplacer("/", "_", ":", "").Replace(s.GroupDir()) + "-" + strings.TrimSuffix(archive, ".fidx")
+}
+
+// removeBootOutput removes the console log and screenshot named base in
+// dir (reserveBootOutput's first stem), an earlier run's, so that this
+// run's take their names; what cannot be removed stays (the run takes the
+// next stem).
+func removeBootOutput(dir, base string) {
+	for _, suffix := range []string{"-console.log", "-screen.png"} {
+		p := filepath.Join(dir, base+suffix)
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			os.Remove(p)
+		}
 	}
 }
 

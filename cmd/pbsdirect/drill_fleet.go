@@ -101,7 +101,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	// fill the scratch directory: removed first.
 	removed, err := drill.CleanScratch(o.scratch)
 	if len(removed) > 0 {
-		fmt.Fprintf(stderr, "pbsdirect drill: note: removed %d partial output(s) or journal(s) an earlier drill left in --scratch %s: %s\n",
+		fmt.Fprintf(stderr, "pbsdirect drill: note: removed %d partial output(s) or journal(s) or stale copies an earlier drill left in --scratch %s: %s\n",
 			len(removed), index.DisplayText(o.scratch), index.DisplayText(strings.Join(removed, ", ")))
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	}
 	asJSON := rc.sf.json()
 	reps := drill.Fleet(ctx, items, o.scratch, o.parallel, func(it drill.Item, target string) drill.Report {
-		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, o.boot, io.Discard, quiet)
+		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, removeAlways, o.boot, io.Discard, quiet)
 		rep.ExitCode = codeFor(ctx, err)
 		return rep
 	}, func(rep drill.Report) {
