@@ -141,3 +141,16 @@ func TestDrillTableBootColumn(t *testing.T) {
 		t.Fatalf("a table without boots has a boot column:\n%s", b.String())
 	}
 }
+
+// TestScratchTakenError: a fleet drill's copy refused because its name is
+// taken is a usage error (exit 2) naming the file, with no --force advice
+// (a fleet drill takes no --force).
+func TestScratchTakenError(t *testing.T) {
+	err := error(&scratchTakenError{fmt.Errorf("/scr/000-vm_100-drive-scsi0.img: %w", restore.ErrTargetExists)})
+	if msg := err.Error(); strings.Contains(msg, "--force") || !strings.Contains(msg, "/scr/000-vm_100-drive-scsi0.img: target exists") || !strings.Contains(msg, "move it out of --scratch") {
+		t.Errorf("message %q", msg)
+	}
+	if !errors.Is(err, restore.ErrTargetExists) || codeFor(context.Background(), err) != exitUsage {
+		t.Errorf("%v: exit %d, want %d", err, codeFor(context.Background(), err), exitUsage)
+	}
+}

@@ -18,7 +18,7 @@ import (
 func cmdDrill(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
-	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
+	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill whatever the result")
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
 	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once (1..64)")
 	scope := registerScopeFlags(fs, "drill", "drills")
@@ -211,7 +211,7 @@ exit 3.
 SNAPSHOT, ARCHIVE and TARGET are as for restore.
 
 A fleet drill (--scratch DIR) drills the newest snapshot of every group in
-scope, each disk image restored into DIR and removed after it passes: --ns
+scope, each disk image restored into DIR and removed after its drill: --ns
 (--max-depth N: and the namespaces N levels below it; --all-namespaces: the
 whole store), one GROUP (TYPE/ID) or SNAPSHOT, or the SNAPSHOT ARCHIVE pairs
 of --list FILE; --parallel K at once; with --boot, each snapshot's boot

@@ -61,7 +61,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		return usagef("--parallel must be 1..64, not %d", o.parallel)
 	}
 	if fs.Changed("remove") || fs.Changed("force") {
-		return usagef("a fleet drill creates its copies in --scratch and removes each after success: no --remove or --force")
+		return usagef("a fleet drill creates its copies in --scratch and removes each after its drill: no --remove or --force")
 	}
 	if err := rc.sf.check(); err != nil {
 		return err
