@@ -125,6 +125,11 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		// Interrupted: the metrics are left as the previous run delivered
 		// them (a partial run's would drop the series, and the carried
 		// last-success times, of the archives it did not reach).
+		for i := range reps {
+			if reps[i].NotRun {
+				reps[i].ExitCode = codeFor(ctx, ctx.Err()) // the run's (130, 143), not a pass's 0
+			}
+		}
 		printDrillTable(stdout, reps, asJSON)
 		t := drill.Sum(reps)
 		return fmt.Errorf("drill interrupted: %d of %d archive(s) cut off or not run, %d failed; metrics not delivered: %w",
