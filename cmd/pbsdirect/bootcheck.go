@@ -213,7 +213,7 @@ func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr 
 		if err != nil {
 			return err
 		}
-		dir, done, err := bootcheck.MakeDir("")
+		dir, done, err := makeBootDir(stderr)
 		if err != nil {
 			return err
 		}
@@ -255,6 +255,16 @@ func removeBootOutput(dir, base string) {
 			os.Remove(p)
 		}
 	}
+}
+
+// makeBootDir makes a boot check's private directory in the temporary
+// directory (bootcheck.MakeDir); the directories of earlier runs that
+// died (kill -9) are removed first, with a note on stderr.
+func makeBootDir(stderr io.Writer) (dir string, done func(), err error) {
+	if n := bootcheck.RemoveStale(os.TempDir()); n > 0 {
+		fmt.Fprintf(stderr, "pbsdirect: note: removed %d boot check director(y/ies) (pbsdirect-boot-*: overlays, NBD socket) that a killed earlier run left in %s\n", n, index.DisplayText(os.TempDir()))
+	}
+	return bootcheck.MakeDir("")
 }
 
 // bootDisk returns the archive of the disk a snapshot boots from: the
@@ -361,7 +371,7 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 // private directory and boots them there (bootFlags.boot); the server
 // stops and the directory is removed before it returns.
 func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf []byte, stderr io.Writer) (*bootcheck.Report, error) {
-	dir, done, err := bootcheck.MakeDir("")
+	dir, done, err := makeBootDir(stderr)
 	if err != nil {
 		return nil, err
 	}

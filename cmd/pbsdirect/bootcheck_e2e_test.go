@@ -143,8 +143,19 @@ func TestBootCheckE2E(t *testing.T) {
 			noFile(t, target)
 			noBootLeftovers(t, tmp)
 
-			// boot-check: no restore, the NBD export under an overlay.
-			checkBooted(t, mustOK(t, append(append([]string{"boot-check"}, st.flags...), append(boot, "vm/100")...)...))
+			// boot-check: no restore, the NBD export under an overlay. The
+			// private directory of a run killed with SIGKILL (its lock
+			// free) is removed first, with a note.
+			stale := filepath.Join(tmp, "pbsdirect-boot-stale")
+			if err := os.Mkdir(stale, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			fixture.WriteFile(t, stale, "owner.lock", []byte("1\n"))
+			r = mustOK(t, append(append([]string{"boot-check"}, st.flags...), append(boot, "vm/100")...)...)
+			checkBooted(t, r)
+			if !strings.Contains(r.err, "note: removed 1 boot check director") {
+				t.Errorf("no note of the stale directory removed: %v", r)
+			}
 			noBootLeftovers(t, tmp)
 
 			// The zeroed kernel: the backup verifies, the guest does not boot.
