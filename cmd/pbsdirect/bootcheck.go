@@ -317,6 +317,7 @@ type bootCheckResult struct {
 func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 	var af accessFlags
 	af.register(fs)
+	af.readsReported = true // a failed read ends the check with its error (readWatch)
 	var bf bootFlags
 	bf.register(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -392,6 +393,12 @@ func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf
 		exports[i].Data = &readWatch{ReaderAt: exports[i].Data, name: sa.Names[i], ctx: bctx, fail: fail}
 	}
 	srv := &nbd.Server{Exports: exports, Log: func(msg string) {
+		if bctx.Err() != nil {
+			// The read that failed is the check's error (said once, by
+			// run), and after an interrupt reads fail because the readers
+			// were closed here: neither is news.
+			return
+		}
 		fmt.Fprintf(stderr, "pbsdirect boot-check: %s\n", index.DisplayText(msg))
 	}}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -454,7 +461,9 @@ func printBoot(w io.Writer, what string, r *bootcheck.Report, err error) {
 	fmt.Fprintln(w)
 	if r.OK {
 		fmt.Fprintf(w, "  up after %.1fs: %s\n", r.SecondsToBoot, strings.Join(r.Passed, " and "))
-	} else if r.Reason != "" {
+	} else if r.Reason != "" && (err == nil || err.Error() != r.Reason) {
+		// (An error that is the reason is printed on stderr by run: said
+		// once.)
 		fmt.Fprintf(w, "  %s\n", index.DisplayText(r.Reason))
 	}
 	if r.ConsoleLog != "" {

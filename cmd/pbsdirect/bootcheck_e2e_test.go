@@ -366,6 +366,9 @@ func TestBootCheckStoreOutage(t *testing.T) {
 		if r.code != 3 || strings.Contains(got.Error, "did not boot") || !strings.Contains(got.Error, "NBD export failed to read") || got.Boot == nil || got.Boot.OK {
 			t.Fatalf("want exit 3, the failed read: %v\nreport %+v", r, got.Boot)
 		}
+		if n := strings.Count(r.err, "still throttled"); n != 1 {
+			t.Errorf("the store's error said %d times on stderr, want once: %v", n, r)
+		}
 		noBootLeftovers(t, tmp)
 	})
 
@@ -408,6 +411,11 @@ func TestBootCheckStoreOutage(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(werr, &ee) || ee.ExitCode() != 143 || !strings.Contains(stdout.String(), ": interrupted") {
 			t.Errorf("after SIGTERM: %v, want exit 143 and the report\nstdout: %s\nstderr: %s", werr, stdout.String(), stderr.String())
+		}
+		// The interrupt said once; no read failing because the readers
+		// were closed on it.
+		if out := stdout.String() + stderr.String(); strings.Count(out, "interrupted (SIGTERM)") != 1 || strings.Contains(out, "reader closed") {
+			t.Errorf("after SIGTERM:\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
 		}
 		noBootLeftovers(t, tmp)
 	})

@@ -101,6 +101,23 @@ func TestPrintBootHeading(t *testing.T) {
 	}
 }
 
+// TestPrintBootReasonOnce: a check whose error is its reason (a failed
+// read of the export, an interrupt) leaves the reason to stderr (run
+// prints the error); another reason is printed.
+func TestPrintBootReasonOnce(t *testing.T) {
+	r := &bootcheck.Report{Firmware: "seabios", MachineType: "pc", Reason: "boot check: the NBD export failed to read x at offset 0: store unavailable"}
+	var b strings.Builder
+	printBoot(&b, "vm/100", r, errors.New(r.Reason))
+	if strings.Contains(b.String(), "store unavailable") {
+		t.Errorf("reason said again:\n%s", b.String())
+	}
+	b.Reset()
+	printBoot(&b, "vm/100", r, fmt.Errorf("%w: %s (console log: c)", bootcheck.ErrDidNotBoot, r.Reason))
+	if !strings.Contains(b.String(), "  "+r.Reason+"\n") {
+		t.Errorf("reason missing:\n%s", b.String())
+	}
+}
+
 // TestReserveBootOutput: each run gets console log and screenshot names
 // of its own; an unwritable directory is exit 3.
 func TestReserveBootOutput(t *testing.T) {
