@@ -175,12 +175,17 @@ type Drill struct {
 	Chunks         uint64  // chunks fetched and verified
 	Retries        int64   // bucket requests retried
 	RestoreSeconds float64 // time to restore (manifest to synced target)
+	// Booted, when set, says whether the archive's boot check (drill
+	// --boot) passed; nil: it was not booted (no --boot, not its
+	// snapshot's boot disk, or the drill failed before).
+	Booted *bool
 }
 
 // Drills returns the metrics of a drill run of store (one archive or a
 // fleet) that took seconds and ended at now: pbsdirect_drill_* gauges
 // labelled with the store, and per archive (namespace, group, archive)
-// whether it passed, when it last passed and its time to restore. The
+// whether it passed, when it last passed, its time to restore and, when
+// it was booted, whether it booted (pbsdirect_drill_boot_success). The
 // last-success times of what failed are prev's.
 func Drills(store string, runs []Drill, seconds float64, now time.Time, prev Previous) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
@@ -192,6 +197,10 @@ func Drills(store string, runs []Drill, seconds float64, now time.Time, prev Pre
 	ttr := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pbsdirect_drill_time_to_restore_seconds",
 		Help:        "Time to restore the archive in the last drill run (manifest to synced target); absent when its restore did not complete.",
 		ConstLabels: l}, []string{"namespace", "group", "archive"})
+	boot := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pbsdirect_drill_boot_success",
+		Help:        "1 if the restored archive booted in the last drill run (--boot), else 0; absent when it was not booted.",
+		ConstLabels: l}, []string{"namespace", "group", "archive"})
+	booted := false
 	for _, r := range runs {
 		k := keyOf(r.Snapshot, r.Archive)
 		arch.add(k, r.OK, 0)
@@ -204,6 +213,10 @@ func Drills(store string, runs []Drill, seconds float64, now time.Time, prev Pre
 			chunks += float64(r.Chunks)
 			retries += float64(r.Retries)
 			ttr.WithLabelValues(k.namespace, k.group, k.archive).Set(r.RestoreSeconds)
+		}
+		if r.Booted != nil {
+			boot.WithLabelValues(k.namespace, k.group, k.archive).Set(boolFloat(*r.Booted))
+			booted = true
 		}
 	}
 	lastName := "pbsdirect_drill_last_success_timestamp_seconds"
@@ -221,6 +234,9 @@ func Drills(store string, runs []Drill, seconds float64, now time.Time, prev Pre
 	gauge(reg, l, "pbsdirect_drill_chunks", "Chunks fetched and verified in the last drill run.", chunks)
 	gauge(reg, l, "pbsdirect_drill_retries", "Bucket requests retried during the last drill run.", retries)
 	reg.MustRegister(ttr)
+	if booted {
+		reg.MustRegister(boot)
+	}
 	arch.register(reg, l, "pbsdirect_drill", "drill", end, prev, "", "")
 	return reg
 }

@@ -164,3 +164,36 @@ func TestVerifyArchiveOwnResult(t *testing.T) {
 		}
 	}
 }
+
+// TestDrillBootSuccess: pbsdirect_drill_boot_success is 1 for an archive
+// that booted, 0 for one that did not (its data may have passed), and
+// absent for an archive not booted; a run without --boot has none.
+func TestDrillBootSuccess(t *testing.T) {
+	up, down := true, false
+	runs := []Drill{
+		{Snapshot: "vm/100/2026-01-01T00:00:00Z", Archive: "drive-scsi0.img.fidx", OK: true, Booted: &up},
+		{Snapshot: "vm/100/2026-01-01T00:00:00Z", Archive: "drive-scsi1.img.fidx", OK: true},
+		{Snapshot: "vm/101/2026-01-01T00:00:00Z", Archive: "drive-scsi0.img.fidx", Booted: &down},
+	}
+	b, err := Text(Drills("/ds", runs, 1, time.Unix(4000, 0), Previous{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "pbsdirect_drill_boot_success"
+	if n := strings.Count(string(b), "\n"+name+"{"); n != 2 {
+		t.Errorf("%d series of %s, want 2:\n%s", n, name, b)
+	}
+	got := reparse(t, b)
+	lab := func(group, archive string) map[string]string {
+		return map[string]string{"store": "/ds", "namespace": "", "group": group, "archive": archive}
+	}
+	if v := got.Value(name, lab("vm/100", "drive-scsi0.img.fidx")); v != 1 {
+		t.Errorf("booted: %v", v)
+	}
+	if v := got.Value(name, lab("vm/101", "drive-scsi0.img.fidx")); v != 0 || !strings.Contains(string(b), name+`{archive="drive-scsi0.img.fidx",group="vm/101"`) {
+		t.Errorf("did not boot: %v\n%s", v, b)
+	}
+	if b, err = Text(Drills("/ds", runs[1:2], 1, time.Unix(4000, 0), Previous{})); err != nil || strings.Contains(string(b), name) {
+		t.Errorf("without a boot: %v\n%s", err, b)
+	}
+}

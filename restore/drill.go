@@ -22,6 +22,12 @@ type DrillOptions struct {
 	// restore created it (Remover; never a block device or a file that
 	// existed).
 	Remove bool
+	// RemoveOnFailure, with Remove, also removes a target the restore
+	// created when the read-back or AfterReadBack failed (or was
+	// interrupted): a fleet drill's throw-away copy, whose failure the
+	// error and report carry. The error is then the drill's, joined with
+	// the removal's.
+	RemoveOnFailure bool
 	// AfterReadBack, when set, is called with src and the target's path
 	// after a read-back that passed, while the target is still open and
 	// locked and before Remove (a boot check of the restored disk); its
@@ -107,9 +113,14 @@ func Drill(ctx context.Context, src *snapshot.Reader, name string, sink Sink, o 
 			err = errors.Join(err, fmt.Errorf("the target's record could not be marked untrusted: %w", rerr))
 		}
 	}
-	if rm, ok := res.Target.(Remover); ok && err == nil && o.Remove && res.Created {
-		if err = rm.Remove(); err == nil {
+	if rm, ok := res.Target.(Remover); ok && o.Remove && res.Created && (err == nil || o.RemoveOnFailure) {
+		switch rerr := rm.Remove(); {
+		case rerr == nil:
 			dr.Removed = true
+		case err == nil:
+			err = rerr
+		default:
+			err = errors.Join(err, fmt.Errorf("the failed drill's target could not be removed: %w", rerr))
 		}
 	}
 	return dr, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -212,14 +213,58 @@ func (b *bootFlags) bootRestored(archive string, rep **bootcheck.Report, stderr 
 		if err != nil {
 			return err
 		}
-		dir, done, err := bootcheck.MakeDir("")
+		dir, done, err := makeBootDir(stderr)
 		if err != nil {
 			return err
 		}
 		defer done()
-		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), filepath.Base(abs)+".boot", dir, stderr)
+		base := filepath.Base(abs) + ".boot"
+		if b.bootDiskOnly {
+			// A fleet drill: one name per group and archive, which the
+			// next run replaces, not one per snapshot piling up nightly.
+			base = fleetBootBase(src.Snapshot(), archive)
+			removeBootOutput(cmp.Or(b.output, filepath.Dir(abs)), base)
+		}
+		*rep, err = b.boot(ctx, conf, map[string]string{bootcheck.DiskName(archive): abs}, filepath.Dir(abs), base, dir, stderr)
+		if r := *rep; b.bootDiskOnly && b.output == "" && err == nil && r != nil && r.OK {
+			// Passed: the console log and screenshot are evidence only
+			// of a failure, or where --boot-output asks for them.
+			os.Remove(r.ConsoleLog)
+			os.Remove(r.Screenshot)
+			r.ConsoleLog, r.Screenshot = "", ""
+		}
 		return err
 	}
+}
+
+// fleetBootBase is the stem of a fleet drill's boot console log and
+// screenshot for archive of snapshot s: "boot-" and the group (namespace
+// and TYPE/ID, "/" made "_") and archive, without the snapshot time.
+func fleetBootBase(s index.Snapshot, archive string) string {
+	return "boot-" + strings.NewReplacer("/", "_", ":", "").Replace(s.GroupDir()) + "-" + strings.TrimSuffix(archive, ".fidx")
+}
+
+// removeBootOutput removes the console log and screenshot named base in
+// dir (reserveBootOutput's first stem), an earlier run's, so that this
+// run's take their names; what cannot be removed stays (the run takes the
+// next stem).
+func removeBootOutput(dir, base string) {
+	for _, suffix := range []string{"-console.log", "-screen.png"} {
+		p := filepath.Join(dir, base+suffix)
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			os.Remove(p)
+		}
+	}
+}
+
+// makeBootDir makes a boot check's private directory in the temporary
+// directory (bootcheck.MakeDir); the directories of earlier runs that
+// died (kill -9) are removed first, with a note on stderr.
+func makeBootDir(stderr io.Writer) (dir string, done func(), err error) {
+	if n := bootcheck.RemoveStale(os.TempDir()); n > 0 {
+		fmt.Fprintf(stderr, "pbsdirect: note: removed %d boot check director(y/ies) (pbsdirect-boot-*: overlays, NBD socket) that a killed earlier run left in %s\n", n, index.DisplayText(os.TempDir()))
+	}
+	return bootcheck.MakeDir("")
 }
 
 // bootDisk returns the archive of the disk a snapshot boots from: the
@@ -272,6 +317,7 @@ type bootCheckResult struct {
 func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 	var af accessFlags
 	af.register(fs)
+	af.readsReported = true // a failed read ends the check with its error (readWatch)
 	var bf bootFlags
 	bf.register(fs)
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -326,7 +372,7 @@ func cmdBootCheck(fs *flag.FlagSet) commandFunc {
 // private directory and boots them there (bootFlags.boot); the server
 // stops and the directory is removed before it returns.
 func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf []byte, stderr io.Writer) (*bootcheck.Report, error) {
-	dir, done, err := bootcheck.MakeDir("")
+	dir, done, err := makeBootDir(stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -347,6 +393,12 @@ func bootFromExport(ctx context.Context, bf *bootFlags, sa *snapshotAccess, conf
 		exports[i].Data = &readWatch{ReaderAt: exports[i].Data, name: sa.Names[i], ctx: bctx, fail: fail}
 	}
 	srv := &nbd.Server{Exports: exports, Log: func(msg string) {
+		if bctx.Err() != nil {
+			// The read that failed is the check's error (said once, by
+			// run), and after an interrupt reads fail because the readers
+			// were closed here: neither is news.
+			return
+		}
 		fmt.Fprintf(stderr, "pbsdirect boot-check: %s\n", index.DisplayText(msg))
 	}}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -409,7 +461,9 @@ func printBoot(w io.Writer, what string, r *bootcheck.Report, err error) {
 	fmt.Fprintln(w)
 	if r.OK {
 		fmt.Fprintf(w, "  up after %.1fs: %s\n", r.SecondsToBoot, strings.Join(r.Passed, " and "))
-	} else if r.Reason != "" {
+	} else if r.Reason != "" && (err == nil || err.Error() != r.Reason) {
+		// (An error that is the reason is printed on stderr by run: said
+		// once.)
 		fmt.Fprintf(w, "  %s\n", index.DisplayText(r.Reason))
 	}
 	if r.ConsoleLog != "" {

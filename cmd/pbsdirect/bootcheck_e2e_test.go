@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,8 +143,19 @@ func TestBootCheckE2E(t *testing.T) {
 			noFile(t, target)
 			noBootLeftovers(t, tmp)
 
-			// boot-check: no restore, the NBD export under an overlay.
-			checkBooted(t, mustOK(t, append(append([]string{"boot-check"}, st.flags...), append(boot, "vm/100")...)...))
+			// boot-check: no restore, the NBD export under an overlay. The
+			// private directory of a run killed with SIGKILL (its lock
+			// free) is removed first, with a note.
+			stale := filepath.Join(tmp, "pbsdirect-boot-stale")
+			if err := os.Mkdir(stale, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			fixture.WriteFile(t, stale, "owner.lock", []byte("1\n"))
+			r = mustOK(t, append(append([]string{"boot-check"}, st.flags...), append(boot, "vm/100")...)...)
+			checkBooted(t, r)
+			if !strings.Contains(r.err, "note: removed 1 boot check director") {
+				t.Errorf("no note of the stale directory removed: %v", r)
+			}
 			noBootLeftovers(t, tmp)
 
 			// The zeroed kernel: the backup verifies, the guest does not boot.
@@ -154,26 +166,55 @@ func TestBootCheckE2E(t *testing.T) {
 			noBootLeftovers(t, tmp)
 
 			// A fleet drill boots each snapshot's boot disk: vm/100 up,
-			// vm/101 not (exit 1).
+			// vm/101 not (exit 1). Each copy is removed whatever its
+			// result; the failed boot's console log and screenshot stay
+			// in --scratch, named by group and archive (the passed one's
+			// are removed), and the next night's run replaces them: it
+			// fails as the first did, not on the first's leftovers. The
+			// metrics tell the boot from the data.
 			if st.name == "dir" {
-				r := pbs(t, append(append([]string{"drill", "--boot", "--scratch", t.TempDir()}, st.flags...), boot...)...)
-				if r.code != 1 {
-					t.Fatalf("fleet drill: want exit 1: %v", r)
+				scratch, prom := t.TempDir(), filepath.Join(t.TempDir(), "drill.prom")
+				for run := range 2 {
+					r := pbs(t, append(append(append([]string{"drill", "--boot", "--scratch", scratch, "--metrics-textfile", prom}, st.flags...), boot[:2]...), "--output-format", "json")...)
+					if r.code != 1 {
+						t.Fatalf("fleet drill %d: want exit 1: %v", run, r)
+					}
+					var fleet drill.FleetReport
+					if err := json.Unmarshal([]byte(r.out), &fleet); err != nil {
+						t.Fatalf("fleet drill JSON: %v\n%v", err, r)
+					}
+					booted := map[string]bool{}
+					for _, rep := range fleet.Drills {
+						if rep.Boot != nil {
+							booted[strings.SplitN(rep.Snapshot, "/", 3)[1]] = rep.Boot.OK
+						}
+						if !rep.Removed {
+							t.Errorf("copy of %s not removed: %+v", rep.Snapshot, rep)
+						}
+					}
+					if len(booted) != 2 || !booted["100"] || booted["101"] {
+						t.Errorf("fleet drill %d boots: %v\n%v", run, booted, r)
+					}
+					var left []string
+					entries, _ := os.ReadDir(scratch)
+					for _, e := range entries {
+						left = append(left, e.Name())
+					}
+					if fmt.Sprint(left) != "[boot-vm_101-drive-scsi0.img-console.log boot-vm_101-drive-scsi0.img-screen.png]" {
+						t.Errorf("fleet drill %d left in --scratch: %v", run, left)
+					}
+					noBootLeftovers(t, tmp)
 				}
-				var fleet drill.FleetReport
-				if err := json.Unmarshal([]byte(r.out), &fleet); err != nil {
-					t.Fatalf("fleet drill JSON: %v\n%v", err, r)
+				prev, err := os.ReadFile(prom)
+				if err != nil {
+					t.Fatal(err)
 				}
-				booted := map[string]bool{}
-				for _, rep := range fleet.Drills {
-					if rep.Boot != nil {
-						booted[strings.SplitN(rep.Snapshot, "/", 3)[1]] = rep.Boot.OK
+				for _, want := range []string{`pbsdirect_drill_boot_success{archive="drive-scsi0.img.fidx",group="vm/100",namespace="",store="` + st.flags[1] + `"} 1`,
+					`pbsdirect_drill_boot_success{archive="drive-scsi0.img.fidx",group="vm/101",namespace="",store="` + st.flags[1] + `"} 0`} {
+					if !strings.Contains(string(prev), want) {
+						t.Errorf("metrics lack %s:\n%s", want, prev)
 					}
 				}
-				if len(booted) != 2 || !booted["100"] || booted["101"] {
-					t.Errorf("fleet drill boots: %v\n%v", booted, r)
-				}
-				noBootLeftovers(t, tmp)
 			}
 		})
 	}
@@ -325,6 +366,9 @@ func TestBootCheckStoreOutage(t *testing.T) {
 		if r.code != 3 || strings.Contains(got.Error, "did not boot") || !strings.Contains(got.Error, "NBD export failed to read") || got.Boot == nil || got.Boot.OK {
 			t.Fatalf("want exit 3, the failed read: %v\nreport %+v", r, got.Boot)
 		}
+		if n := strings.Count(r.err, "still throttled"); n != 1 {
+			t.Errorf("the store's error said %d times on stderr, want once: %v", n, r)
+		}
 		noBootLeftovers(t, tmp)
 	})
 
@@ -367,6 +411,11 @@ func TestBootCheckStoreOutage(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(werr, &ee) || ee.ExitCode() != 143 || !strings.Contains(stdout.String(), ": interrupted") {
 			t.Errorf("after SIGTERM: %v, want exit 143 and the report\nstdout: %s\nstderr: %s", werr, stdout.String(), stderr.String())
+		}
+		// The interrupt said once; no read failing because the readers
+		// were closed on it.
+		if out := stdout.String() + stderr.String(); strings.Count(out, "interrupted (SIGTERM)") != 1 || strings.Contains(out, "reader closed") {
+			t.Errorf("after SIGTERM:\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
 		}
 		noBootLeftovers(t, tmp)
 	})

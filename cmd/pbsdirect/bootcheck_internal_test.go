@@ -101,6 +101,23 @@ func TestPrintBootHeading(t *testing.T) {
 	}
 }
 
+// TestPrintBootReasonOnce: a check whose error is its reason (a failed
+// read of the export, an interrupt) leaves the reason to stderr (run
+// prints the error); another reason is printed.
+func TestPrintBootReasonOnce(t *testing.T) {
+	r := &bootcheck.Report{Firmware: "seabios", MachineType: "pc", Reason: "boot check: the NBD export failed to read x at offset 0: store unavailable"}
+	var b strings.Builder
+	printBoot(&b, "vm/100", r, errors.New(r.Reason))
+	if strings.Contains(b.String(), "store unavailable") {
+		t.Errorf("reason said again:\n%s", b.String())
+	}
+	b.Reset()
+	printBoot(&b, "vm/100", r, fmt.Errorf("%w: %s (console log: c)", bootcheck.ErrDidNotBoot, r.Reason))
+	if !strings.Contains(b.String(), "  "+r.Reason+"\n") {
+		t.Errorf("reason missing:\n%s", b.String())
+	}
+}
+
 // TestReserveBootOutput: each run gets console log and screenshot names
 // of its own; an unwritable directory is exit 3.
 func TestReserveBootOutput(t *testing.T) {
@@ -139,5 +156,18 @@ func TestDrillTableBootColumn(t *testing.T) {
 	printDrillTable(&b, []drill.Report{data}, false)
 	if strings.Contains(b.String(), "boot") {
 		t.Fatalf("a table without boots has a boot column:\n%s", b.String())
+	}
+}
+
+// TestScratchTakenError: a fleet drill's copy refused because its name is
+// taken is a usage error (exit 2) naming the file, with no --force advice
+// (a fleet drill takes no --force).
+func TestScratchTakenError(t *testing.T) {
+	err := error(&scratchTakenError{fmt.Errorf("/scr/000-vm_100-drive-scsi0.img: %w", restore.ErrTargetExists)})
+	if msg := err.Error(); strings.Contains(msg, "--force") || !strings.Contains(msg, "/scr/000-vm_100-drive-scsi0.img: target exists") || !strings.Contains(msg, "move it out of --scratch") {
+		t.Errorf("message %q", msg)
+	}
+	if !errors.Is(err, restore.ErrTargetExists) || codeFor(context.Background(), err) != exitUsage {
+		t.Errorf("%v: exit %d, want %d", err, codeFor(context.Background(), err), exitUsage)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,7 +18,7 @@ import (
 func cmdDrill(fs *flag.FlagSet) commandFunc {
 	rc := registerRestoreFlags(fs)
 	remove := fs.Bool("remove", false, "remove the restored target file after a successful drill (never a block device or a file that existed)")
-	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill passes")
+	scratch := fs.String("scratch", "", "fleet drill: restore the newest snapshot of every group of --ns (or each pair of --list) into this directory, one copy per archive, removed after its drill whatever the result")
 	list := fs.String("list", "", "with --scratch: drill the SNAPSHOT ARCHIVE pairs of this file, one pair a line (# starts a comment)")
 	parallel := fs.Int("parallel", 1, "with --scratch: archives drilled at once (1..64)")
 	scope := registerScopeFlags(fs, "drill", "drills")
@@ -82,7 +83,11 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 				return err
 			}
 		}
-		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, *remove, bootWith, stdout, stderr)
+		when := keepTarget
+		if *remove {
+			when = removeAfterPass
+		}
+		rep, err := drillOne(ctx, rc, fs.Arg(0), archive, targetPath, when, bootWith, stdout, stderr)
 		if err != nil && codeFor(ctx, err) == exitUsage {
 			// Refused as given (a usage error, a TARGET that exists…):
 			// nothing was drilled, so no drill report.
@@ -116,15 +121,24 @@ func cmdDrill(fs *flag.FlagSet) commandFunc {
 	}
 }
 
+// removeWhen says when drillOne removes the target a drill created.
+type removeWhen int
+
+const (
+	keepTarget      removeWhen = iota // never
+	removeAfterPass                   // after a drill that passed (--remove)
+	removeAlways                      // whatever the result (a fleet drill's copy)
+)
+
 // drillOne drills archive of snapshot ref to targetPath (restore.Drill:
-// restore, read back re-checking every chunk and, with remove, remove a
-// target it created after success; with boot, boot the target after the
+// restore, read back re-checking every chunk and remove a target it
+// created as remove says; with boot, boot the target after the
 // read-back, bootFlags.bootRestored). The report says what happened; the
 // error is why it failed (a usage error: nothing was done).
-func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath string, remove bool, boot *bootFlags, stdout, stderr io.Writer) (drill.Report, error) {
+func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath string, remove removeWhen, boot *bootFlags, stdout, stderr io.Writer) (drill.Report, error) {
 	start := time.Now()
 	rep := drill.NewReport(ref, archive, targetPath, start)
-	opts := &restore.DrillOptions{Jobs: rc.pf.jobs + max(rc.pf.writers, 0), Remove: remove,
+	opts := &restore.DrillOptions{Jobs: rc.pf.jobs + max(rc.pf.writers, 0), Remove: remove != keepTarget, RemoveOnFailure: remove == removeAlways,
 		Progress: func(total int64, done func() int64) func() {
 			return startProgress(stderr, rc.sf.progress, "read back", total, done).done
 		}}
@@ -132,6 +146,9 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 		opts.AfterReadBack = boot.bootRestored(archive, &rep.Boot, stderr)
 	}
 	r, err := rc.run(ctx, ref, archive, targetPath, opts, stdout, stderr)
+	if remove == removeAlways && errors.Is(err, restore.ErrTargetExists) {
+		err = &scratchTakenError{err}
+	}
 	if r != nil {
 		rep.Snapshot = r.snap // TYPE/ID resolved to the snapshot drilled, also on failure
 		rep.Add(r.drill, r.took)
@@ -140,6 +157,18 @@ func drillOne(ctx context.Context, rc *restoreCmd, ref, archive, targetPath stri
 	rep.Finish(err, start)
 	return rep, err
 }
+
+// scratchTakenError is a fleet drill's refusal of a copy whose name a
+// file that is no drill's copy (or that could not be removed) takes in
+// --scratch: its message gives no --force advice (a fleet drill takes no
+// --force). It unwraps to the refusal (restore.ErrTargetExists).
+type scratchTakenError struct{ err error }
+
+func (e *scratchTakenError) Error() string {
+	return strings.Replace(e.err.Error(), restore.ErrTargetExists.Error(), "target exists and is not a copy an earlier drill left: move it out of --scratch", 1)
+}
+
+func (e *scratchTakenError) Unwrap() error { return e.err }
 
 // printDrill prints the drill report as text; a failure's error is said
 // once, on stderr (run prints it).
@@ -194,7 +223,7 @@ exit 3.
 SNAPSHOT, ARCHIVE and TARGET are as for restore.
 
 A fleet drill (--scratch DIR) drills the newest snapshot of every group in
-scope, each disk image restored into DIR and removed after it passes: --ns
+scope, each disk image restored into DIR and removed after its drill: --ns
 (--max-depth N: and the namespaces N levels below it; --all-namespaces: the
 whole store), one GROUP (TYPE/ID) or SNAPSHOT, or the SNAPSHOT ARCHIVE pairs
 of --list FILE; --parallel K at once; with --boot, each snapshot's boot

@@ -61,7 +61,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		return usagef("--parallel must be 1..64, not %d", o.parallel)
 	}
 	if fs.Changed("remove") || fs.Changed("force") {
-		return usagef("a fleet drill creates its copies in --scratch and removes each after success: no --remove or --force")
+		return usagef("a fleet drill creates its copies in --scratch and removes each after its drill: no --remove or --force")
 	}
 	if err := rc.sf.check(); err != nil {
 		return err
@@ -101,7 +101,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	// fill the scratch directory: removed first.
 	removed, err := drill.CleanScratch(o.scratch)
 	if len(removed) > 0 {
-		fmt.Fprintf(stderr, "pbsdirect drill: note: removed %d partial output(s) or journal(s) an earlier drill left in --scratch %s: %s\n",
+		fmt.Fprintf(stderr, "pbsdirect drill: note: removed %d partial output(s) or journal(s) or stale copies an earlier drill left in --scratch %s: %s\n",
 			len(removed), index.DisplayText(o.scratch), index.DisplayText(strings.Join(removed, ", ")))
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 	}
 	asJSON := rc.sf.json()
 	reps := drill.Fleet(ctx, items, o.scratch, o.parallel, func(it drill.Item, target string) drill.Report {
-		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, true, o.boot, io.Discard, quiet)
+		rep, err := drillOne(ctx, rc, it.Ref, it.Archive, target, removeAlways, o.boot, io.Discard, quiet)
 		rep.ExitCode = codeFor(ctx, err)
 		return rep
 	}, func(rep drill.Report) {
@@ -125,6 +125,11 @@ func drillFleet(ctx context.Context, fs *flag.FlagSet, rc *restoreCmd, o fleetOp
 		// Interrupted: the metrics are left as the previous run delivered
 		// them (a partial run's would drop the series, and the carried
 		// last-success times, of the archives it did not reach).
+		for i := range reps {
+			if reps[i].NotRun {
+				reps[i].ExitCode = codeFor(ctx, ctx.Err()) // the run's (130, 143), not a pass's 0
+			}
+		}
 		printDrillTable(stdout, reps, asJSON)
 		t := drill.Sum(reps)
 		return fmt.Errorf("drill interrupted: %d of %d archive(s) cut off or not run, %d failed; metrics not delivered: %w",

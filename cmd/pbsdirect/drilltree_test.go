@@ -478,6 +478,11 @@ func TestDrillInterruptedKeepsMetrics(t *testing.T) {
 			if err := json.NewDecoder(strings.NewReader(r.out)).Decode(&rep); err != nil || rep.Failed != 0 || rep.NotRun != 2 || !rep.Drills[0].NotRun {
 				t.Errorf("JSON of an interrupted fleet drill (%v): %+v", err, rep)
 			}
+			for _, d := range rep.Drills {
+				if d.NotRun && d.ExitCode != c.code {
+					t.Errorf("not run %s: exit-code %d, want the run's %d", d.Snapshot, d.ExitCode, c.code)
+				}
+			}
 		} else if strings.Count(r.out, "not run") < 2 || !strings.Contains(r.out, "0 failed") {
 			t.Errorf("text of an interrupted fleet drill: %v", r)
 		}

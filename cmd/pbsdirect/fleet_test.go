@@ -440,33 +440,43 @@ func TestDrillFleet(t *testing.T) {
 	}
 
 	// A killed drill's partial copy and journal (another scope: other
-	// names) are removed with a note; one a running restore holds (its
-	// flock) is kept, and so is a file that is not a drill's.
+	// names) and its complete copies (a drill killed while it read one
+	// back or booted it; among them the names this run gives its copies)
+	// are removed with a note; one a running restore holds (its flock)
+	// is kept, and so is a file that is not a drill's.
 	stale := []string{".007-vm_100_2026-01-01T000000Z-drive-scsi0.img.pbsdirect-partial", ".007-vm_100_2026-01-01T000000Z-drive-scsi0.img.pbsdirect-journal"}
-	for _, n := range append(stale, ".001-ct_9-root.img.pbsdirect-partial", "keep.txt") {
+	for _, i := range []string{"000-", "001-"} {
+		for _, s := range f.snaps[1:3] {
+			stale = append(stale, strings.NewReplacer("/", "_", ":", "").Replace(i+s.String())+"-drive-scsi0.img")
+		}
+	}
+	held := []string{".001-ct_9-root.img.pbsdirect-partial", "005-ct_9-root.img"}
+	for _, n := range append(append(stale, held...), "keep.txt") {
 		fixture.WriteFile(t, scratch, n, []byte("x"))
 	}
-	lk, err := os.Open(filepath.Join(scratch, ".001-ct_9-root.img.pbsdirect-partial"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
+	for _, n := range held {
+		lk, err := os.Open(filepath.Join(scratch, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lk.Close()
+		if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r = mustOK(t, "drill", "--store", f.store, "--scratch", scratch)
-	lk.Close()
-	if !strings.Contains(r.err, "removed 2 partial output(s) or journal(s)") {
-		t.Errorf("no note of the stale files removed: %v", r)
+	if want := fmt.Sprintf("removed %d partial output(s) or journal(s)", len(stale)); !strings.Contains(r.err, want) {
+		t.Errorf("no note of the stale files removed (%q): %v", want, r)
 	}
 	var left []string
 	entries, _ := os.ReadDir(scratch)
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	if fmt.Sprint(left) != "[.001-ct_9-root.img.pbsdirect-partial keep.txt]" {
+	if fmt.Sprint(left) != "[.001-ct_9-root.img.pbsdirect-partial 005-ct_9-root.img keep.txt]" {
 		t.Errorf("scratch holds %v", left)
 	}
-	for _, n := range []string{".001-ct_9-root.img.pbsdirect-partial", "keep.txt"} {
+	for _, n := range append(held, "keep.txt") {
 		remove(t, filepath.Join(scratch, n))
 	}
 
@@ -475,7 +485,8 @@ func TestDrillFleet(t *testing.T) {
 	one := fixture.WriteFile(t, t.TempDir(), "one", []byte(f.snaps[3].String()+" drive-scsi0\n"))
 	busy := filepath.Join(scratch, "."+strings.NewReplacer("/", "_", ":", "").Replace("000-"+f.snaps[3].String())+"-drive-scsi0.img.pbsdirect-partial")
 	fixture.WriteFile(t, scratch, filepath.Base(busy), []byte("x"))
-	if lk, err = os.Open(busy); err != nil {
+	lk, err := os.Open(busy)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {

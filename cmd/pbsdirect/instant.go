@@ -30,6 +30,9 @@ type accessFlags struct {
 	pf        *pipelineFlags
 	cacheSize string
 	cache     int64 // parsed --cache-size, bytes
+	// readsReported: the caller reports every failed read itself (boot-
+	// check ends with it), so the readers do not log them on stderr too.
+	readsReported bool
 }
 
 func (a *accessFlags) register(fs *flag.FlagSet) {
@@ -110,6 +113,9 @@ func (a *accessFlags) open(ctx context.Context, ref string, imagesOnly, blobs bo
 	}
 	sa.snap, sa.when = src.Snapshot(), time.Unix(src.Snapshot().Time, 0)
 	logf := func(err error) { fmt.Fprintf(stderr, "pbsdirect %s: %s\n", cmd, index.DisplayText(err.Error())) }
+	if a.readsReported {
+		logf = func(error) {}
+	}
 	set, err := archive.OpenSet(ctx, src, imagesOnly, blobs, archive.Options{
 		CacheSize: a.cache,
 		Fetchers:  fetchers,

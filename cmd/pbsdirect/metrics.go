@@ -192,6 +192,9 @@ func (m *metricsFlags) drillMetrics(ctx context.Context, sf *storeFlags, store s
 			d.Restored, d.Bytes, d.Chunks, d.Retries = true, r.Restore.Size, r.Restore.ChunksFetched, r.Restore.Retries
 			d.RestoreSeconds = r.RestoreSeconds
 		}
+		if r.Boot != nil {
+			d.Booted = &r.Boot.OK
+		}
 		runs = append(runs, d)
 	}
 	now := time.Now()

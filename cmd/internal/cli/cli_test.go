@@ -247,6 +247,9 @@ func TestRun(t *testing.T) {
 	if err := Interrupted(ctx, errors.New("resume with --resume: context canceled")); err.Error() != "interrupted (SIGTERM): resume with --resume: interrupted" {
 		t.Errorf("interrupted with detail: %v", err)
 	}
+	if err := Interrupted(ctx, context.Cause(ctx)); err.Error() != "interrupted (SIGTERM)" {
+		t.Errorf("interrupted by its own cause: %v", err)
+	}
 	for _, args := range [][]string{{"show"}, {"show", "--help"}, {"show", "--output-format=json"}} {
 		var errb strings.Builder
 		if code := testProgram().Run(context.Background(), args, failingWriter{}, &errb); code != ExitOutside || !strings.Contains(errb.String(), "no space left on device") {

@@ -99,7 +99,10 @@ func Interrupted(ctx context.Context, err error) error {
 	if err != nil && errors.As(context.Cause(ctx), &ie) {
 		// Keep what the command said about the interrupted work (e.g. how
 		// to resume), with "interrupted" for the cancellation.
-		if detail := strings.ReplaceAll(err.Error(), context.Canceled.Error(), "interrupted"); detail != "interrupted" {
+		// An err that is (or says) the interrupt itself, e.g. the
+		// context's cause returned as is, is not said twice.
+		detail := strings.ReplaceAll(err.Error(), context.Canceled.Error(), "interrupted")
+		if detail = strings.ReplaceAll(detail, ie.Error(), "interrupted"); detail != "interrupted" {
 			return fmt.Errorf("%w: %s", ie, detail)
 		}
 		return ie
