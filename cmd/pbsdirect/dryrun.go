@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -104,14 +105,29 @@ func (f *dryRunFlags) prices() (map[string]price, error) {
 	return table, nil
 }
 
-// providerOf names the price table entry of the store spec (its endpoint
-// for s3://).
-func providerOf(spec, endpoint string) string {
+// providerOf names the price table entry of the store spec: gcs, local,
+// or for s3:// the provider its endpoint names (the spec's own endpoint=
+// over the --s3-endpoint flag, over AWS_ENDPOINT_URL_S3); no endpoint or an
+// amazonaws.com one is aws-s3. Another endpoint is "" (unknown: no cost is
+// estimated unless --price-provider names one).
+func providerOf(spec, endpoint, envEndpoint string) string {
 	switch {
 	case strings.HasPrefix(spec, "gs://"):
 		return "gcs"
 	case !strings.HasPrefix(spec, "s3://"):
 		return "local"
+	}
+	if endpoint == "" {
+		endpoint = envEndpoint
+	}
+	if u, err := url.Parse(spec); err == nil {
+		if e := u.Query().Get("endpoint"); e != "" {
+			endpoint = e
+		}
+	}
+	switch {
+	case endpoint == "" || strings.Contains(endpoint, ".amazonaws.com"):
+		return "aws-s3"
 	case strings.Contains(endpoint, "r2.cloudflarestorage.com"):
 		return "r2"
 	case strings.Contains(endpoint, "backblazeb2.com"):
@@ -119,7 +135,7 @@ func providerOf(spec, endpoint string) string {
 	case strings.Contains(endpoint, "wasabisys.com"):
 		return "wasabi"
 	}
-	return "aws-s3"
+	return ""
 }
 
 // dryRunReport is a dry run's one JSON value (and its text report).
@@ -196,9 +212,12 @@ func (f *dryRunFlags) finish(rep *dryRunReport, sf *storeFlags, stdout io.Writer
 	}
 	name := *f.provider
 	if name == "" {
-		name = providerOf(sf.fetchSpec(), sf.s3Endpoint)
+		name = providerOf(sf.fetchSpec(), sf.s3Endpoint, os.Getenv("AWS_ENDPOINT_URL_S3"))
 	}
 	p, ok := table[name]
+	if name == "" {
+		p, ok = price{}, true // unknown provider: no cost
+	}
 	if !ok {
 		return usagef("--price-provider %s: not in the price table (%s)", index.DisplayText(name), strings.Join(slices.Sorted(func(yield func(string) bool) {
 			for k := range table {
@@ -207,6 +226,9 @@ func (f *dryRunFlags) finish(rep *dryRunReport, sf *storeFlags, stdout io.Writer
 				}
 			}
 		}), ", "))
+	}
+	if name == "" {
+		name = "unknown"
 	}
 	rep.Cost = dryCost{Provider: name, Requests: float64(rep.GetRequests) * p.GetPer1000 / 1000,
 		Egress: float64(rep.EncodedBytes) / (1 << 30) * p.EgressPerGB, Checks: float64(rep.HeadRequests) * p.HeadPer1000 / 1000}
@@ -263,6 +285,10 @@ func printDryRun(w io.Writer, rep *dryRunReport) {
 		fmt.Fprintf(w, "  estimated time: %.1fs at %s/s, %s\n", rep.Seconds, humanBytes(uint64(rep.Rate)), rep.RateSource)
 	} else {
 		fmt.Fprintf(w, "  estimated time: give --assume-rate RATE (e.g. 100MiB, the store's measured rate) for one\n")
+	}
+	if rep.Cost.Provider == "unknown" {
+		fmt.Fprintf(w, "  estimated cost: unknown for this endpoint (--price-provider NAME, or --price-table FILE with its prices)\n")
+		return
 	}
 	fmt.Fprintf(w, "  estimated cost (%s): $%.4f requests + $%.4f egress = $%.4f", rep.Cost.Provider, rep.Cost.Requests, rep.Cost.Egress, rep.Cost.Total)
 	if rep.Cost.Checks > 0 {
