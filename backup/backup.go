@@ -241,7 +241,7 @@ func Run(ctx context.Context, store chunkstore.WriteStore, sources []Source, opt
 	}()
 	if rc, _, err := store.OpenFile(ctx, path.Join(dir, "index.json.blob")); err == nil {
 		rc.Close()
-		return nil, fmt.Errorf("%s in %s: %w", dir, store, ErrSnapshotExists)
+		return nil, fmt.Errorf("%s in %s: %w (snapshot times are whole seconds: wait a second or give a later --backup-time)", dir, store, ErrSnapshotExists)
 	} else if !errors.Is(err, chunkstore.ErrNotFound) {
 		return nil, err
 	}
