@@ -191,6 +191,10 @@ type pacedConn struct {
 	mu     sync.Mutex
 	next   time.Time // when the next byte is due
 	closed atomic.Bool
+	// now and sleep are the clock the pacing reads and waits on (nil:
+	// time.Now and time.Sleep); tests give their own.
+	now   func() time.Time
+	sleep func(time.Duration)
 }
 
 // paceSlice is the most bytes written at once under a cap, so that a
@@ -206,15 +210,19 @@ func (c *pacedConn) Write(b []byte) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	clock, sleep := c.now, c.sleep
+	if clock == nil {
+		clock, sleep = time.Now, time.Sleep
+	}
 	written := 0
 	for len(b) > 0 {
 		n := min(len(b), paceSlice)
-		now := time.Now()
+		now := clock()
 		if c.next.Before(now.Add(-maxCredit)) {
 			c.next = now.Add(-maxCredit)
 		}
 		if d := c.next.Sub(now); d > 0 {
-			time.Sleep(d)
+			sleep(d)
 		}
 		m, err := c.Conn.Write(b[:n])
 		written += m
