@@ -50,6 +50,20 @@ func deltaImages() (old, nw []byte, changed map[crypto.Digest]bool) {
 	return old, nw, changed
 }
 
+// backupDeltaPair backs up old and nw as vm/100 at t0str and t1str (64 KiB
+// chunks) into the store the flags name.
+func backupDeltaPair(t *testing.T, old, nw []byte, store ...string) {
+	t.Helper()
+	for _, v := range []struct {
+		data []byte
+		when string
+	}{{old, t0str}, {nw, t1str}} {
+		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
+		mustOK(t, append(append([]string{"backup"}, store...), "--backup-type", "vm", "--backup-id", "100",
+			"--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)...)
+	}
+}
+
 // dryReport parses a dry run's JSON report.
 func dryReport(t *testing.T, r result) dryRunReport {
 	t.Helper()
@@ -83,14 +97,7 @@ func TestDeltaRestoreS3(t *testing.T) {
 	s3 := testenv.StartS3(t)
 	s3.Bucket(t, "bkt")
 	bktSetEnv(t, "127.0.0.1:1")
-	for _, v := range []struct {
-		data []byte
-		when string
-	}{{old, t0str}, {nw, t1str}} {
-		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
-		mustOK(t, "backup", "--store", "s3://bkt/store", "--s3-endpoint", s3.Endpoint, "--backup-type", "vm", "--backup-id", "100",
-			"--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
-	}
+	backupDeltaPair(t, old, nw, "--store", "s3://bkt/store", "--s3-endpoint", s3.Endpoint)
 	p := bktProxy(t, s3.Endpoint, 0)
 	target := filepath.Join(t.TempDir(), "disk.img")
 	args := func(snap string, extra ...string) []string {
@@ -139,13 +146,7 @@ func TestDeltaRestoreRefusedAndInPlace(t *testing.T) {
 	fixture.SkipIfShort(t)
 	old, nw, changed := deltaImages()
 	store := t.TempDir()
-	for _, v := range []struct {
-		data []byte
-		when string
-	}{{old, t0str}, {nw, t1str}} {
-		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
-		mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
-	}
+	backupDeltaPair(t, old, nw, "--store", store)
 	target := filepath.Join(t.TempDir(), "disk.img")
 	args := func(snap string, extra ...string) []string {
 		return append(append([]string{"restore", "--store", store, "--output-format", "json"}, extra...), snap, "drive-scsi0", target)
@@ -206,13 +207,7 @@ func TestDryRunVerifyAndDrill(t *testing.T) {
 	fixture.SkipIfShort(t)
 	old, nw, _ := deltaImages()
 	store := t.TempDir()
-	for _, v := range []struct {
-		data []byte
-		when string
-	}{{old, t0str}, {nw, t1str}} {
-		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
-		mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
-	}
+	backupDeltaPair(t, old, nw, "--store", store)
 	dry := dryReport(t, mustOK(t, "verify", "--store", store, "--output-format", "json", "--dry-run", "vm/100"))
 	var rep struct {
 		ChunksChecked uint64 `json:"chunks-checked"`
@@ -262,13 +257,7 @@ func TestDrillBase(t *testing.T) {
 	fixture.SkipIfShort(t)
 	old, nw, changed := deltaImages()
 	store := t.TempDir()
-	for _, v := range []struct {
-		data []byte
-		when string
-	}{{old, t0str}, {nw, t1str}} {
-		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
-		mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
-	}
+	backupDeltaPair(t, old, nw, "--store", store)
 	target := filepath.Join(t.TempDir(), "standby.img")
 	drill := func(snap string, extra ...string) restore.Summary {
 		t.Helper()

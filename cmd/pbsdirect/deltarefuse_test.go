@@ -60,13 +60,7 @@ func TestDeltaSummaryWords(t *testing.T) {
 	fixture.SkipIfShort(t)
 	old, nw, _ := deltaImages()
 	store := t.TempDir()
-	for _, v := range []struct {
-		data []byte
-		when string
-	}{{old, t0str}, {nw, t1str}} {
-		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
-		mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
-	}
+	backupDeltaPair(t, old, nw, "--store", store)
 	target := filepath.Join(t.TempDir(), "disk.img")
 	mustOK(t, "restore", "--store", store, snap0, "drive-scsi0", target)
 	r := mustOK(t, "restore", "--store", store, "--base", "auto", snap1, "drive-scsi0", target)

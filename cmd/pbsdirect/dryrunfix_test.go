@@ -25,13 +25,7 @@ func TestDryRunMatchesRun(t *testing.T) {
 	fixture.SkipIfShort(t)
 	old, nw, _ := deltaImages()
 	store := t.TempDir()
-	for _, v := range []struct {
-		data []byte
-		when string
-	}{{old, t0str}, {nw, t1str}} {
-		img := fixture.WriteFile(t, t.TempDir(), "disk.raw", v.data)
-		mustOK(t, "backup", "--store", store, "--backup-type", "vm", "--backup-id", "100", "--backup-time", v.when, "--chunk-size", "64", "drive-scsi0.img:"+img)
-	}
+	backupDeltaPair(t, old, nw, "--store", store)
 	existing := fixture.WriteFile(t, t.TempDir(), "disk.img", []byte("older"))
 	mustFail(t, 2, []string{"exists"}, "restore", "--store", store, "--dry-run", snap1, "drive-scsi0", existing)
 	mustFail(t, 2, []string{"exists"}, "drill", "--store", store, "--dry-run", snap1, "drive-scsi0", existing)
