@@ -273,16 +273,7 @@ func TestBootCheckInterrupted(t *testing.T) {
 					t.Fatal("the guest did not start within 60 s")
 				}
 			}
-			if err := cmd.Process.Signal(c.sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				<-done
-				t.Fatalf("still running 30 s after %v", c.sig)
-			}
+			signalAndWait(t, cmd, done, c.sig, 30*time.Second, &stderr)
 			var ee *exec.ExitError
 			if !errors.As(werr, &ee) || ee.ExitCode() != c.code {
 				t.Errorf("after %v: %v, want exit %d; stderr: %s", c.sig, werr, c.code, stderr.String())
@@ -398,16 +389,7 @@ func TestBootCheckStoreOutage(t *testing.T) {
 				t.Fatal("no chunk read within 60 s")
 			}
 		}
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Fatalf("still running 60 s after SIGTERM\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
-		}
+		signalAndWait(t, cmd, done, syscall.SIGTERM, 60*time.Second, &stderr)
 		var ee *exec.ExitError
 		if !errors.As(werr, &ee) || ee.ExitCode() != 143 || !strings.Contains(stdout.String(), ": interrupted") {
 			t.Errorf("after SIGTERM: %v, want exit 143 and the report\nstdout: %s\nstderr: %s", werr, stdout.String(), stderr.String())

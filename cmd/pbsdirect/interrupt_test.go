@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -64,6 +65,23 @@ func waitRestoring(t *testing.T, dir string, chunkGETs func() int, done <-chan s
 	}
 }
 
+// signalAndWait sends sig to cmd, a started pbsdirect process whose done
+// channel closes once cmd.Wait returned, and waits up to within for it to
+// end; one still running then is killed and fails the test, with stderr.
+func signalAndWait(t *testing.T, cmd *exec.Cmd, done <-chan struct{}, sig os.Signal, within time.Duration, stderr fmt.Stringer) {
+	t.Helper()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(within):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running %v after %v; stderr: %s", within, sig, stderr)
+	}
+}
+
 // TestInterruptedRestore: SIGINT or SIGTERM in the middle of a restore
 // (the real process, signalled) ends it with exit 130 or 143 and leaves
 // nothing in the target directory: no target, no partial output.
@@ -91,16 +109,7 @@ func TestInterruptedRestore(t *testing.T) {
 			go func() { werr = cmd.Wait(); close(done) }()
 			before := chunkGETs()
 			waitRestoring(t, dir, func() int { return chunkGETs() - before }, done)
-			if err := cmd.Process.Signal(c.sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				<-done
-				t.Fatalf("still running 20 s after %v", c.sig)
-			}
+			signalAndWait(t, cmd, done, c.sig, 20*time.Second, &stderr)
 			var ee *exec.ExitError
 			if !errors.As(werr, &ee) || ee.ExitCode() != c.code {
 				t.Errorf("after %v: %v, want exit %d; stderr: %s", c.sig, werr, c.code, stderr.String())

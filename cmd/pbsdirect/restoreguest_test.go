@@ -278,16 +278,7 @@ func interruptGuest(t *testing.T, args []string, chunkGETs func() int) (stdout, 
 			t.Fatalf("the restore did not get under way (%d chunk GETs)", chunkGETs())
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("still running 30 s after SIGINT")
-	}
+	signalAndWait(t, cmd, done, syscall.SIGINT, 30*time.Second, stderr)
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("interrupted: %v, want exit 130; stderr: %s", werr, stderr.String())
